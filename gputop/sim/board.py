@@ -1,0 +1,172 @@
+"""A simulated multi-GPU board: devices with physical state, a clock, processes and faults.
+
+The board is advanced lazily to the clock's time whenever the fake NVML library is called, in
+fixed steps, so what it reports at time t is deterministic for a seed whatever the query pattern.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from gputop.sim.activity import STEP_S, DeviceState
+from gputop.sim.boards import MIB, BoardSpec, parse_board
+from gputop.sim.drivers import CURRENT_DRIVER, DriverGeneration, get_driver
+from gputop.sim.scenarios import Scenario, get_scenario
+
+MAX_CATCH_UP_S = 3600.0
+"""A clock jump longer than this is not integrated step by step (the state settles anyway)."""
+
+
+def noise(seed: int, *keys: int) -> float:
+    """Deterministic noise in [-1, 1) from integers (splitmix64), independent of call order."""
+    x = seed & 0xFFFFFFFFFFFFFFFF
+    for k in keys:
+        x = (x ^ (k & 0xFFFFFFFFFFFFFFFF)) + 0x9E3779B97F4A7C15 & 0xFFFFFFFFFFFFFFFF
+        x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9 & 0xFFFFFFFFFFFFFFFF
+        x = (x ^ (x >> 27)) * 0x94D049BB133111EB & 0xFFFFFFFFFFFFFFFF
+        x ^= x >> 31
+    return (x / 2**63) - 1.0
+
+
+@dataclass
+class SimProcess:
+    """A process the simulated GPU runs: NVML reports ``pid`` (a host PID)."""
+
+    pid: int
+    used_mem_bytes: int
+    sm_share: float = 1.0
+    mig_index: int | None = None
+
+
+@dataclass(frozen=True)
+class Fault:
+    """Make ``symbol`` (or every symbol when None) fail on ``device`` (or all) in [start, end).
+
+    ``code`` is an NVML_ERROR_* value; ``hang`` instead blocks the call until the board's
+    ``release_hangs()`` is called, as a wedged driver does.
+    """
+
+    code: int = 0
+    symbol: str | None = None
+    device: int | None = None
+    start: float = 0.0
+    end: float | None = None
+    hang: bool = False
+
+    def applies(self, symbol: str, device: int | None, t: float) -> bool:
+        return (
+            (self.symbol is None or self.symbol == symbol)
+            and (self.device is None or self.device == device)
+            and self.start <= t
+            and (self.end is None or t < self.end)
+        )
+
+
+@dataclass
+class MigInstance:
+    name: str
+    mem_total: int
+    gpu_instance_id: int
+    compute_instance_id: int = 0
+
+
+@dataclass
+class SimDevice:
+    state: DeviceState
+    uuid: str
+    pci_bus_id: str
+    mig: list[MigInstance] = field(default_factory=list)
+    processes: list[SimProcess] = field(default_factory=list)
+
+
+class SimBoard:
+    """Everything the fake NVML library reports, as plain Python state."""
+
+    def __init__(
+        self,
+        spec: BoardSpec | str = "h100",
+        driver: DriverGeneration | str = CURRENT_DRIVER,
+        scenario: Scenario | str = "idle",
+        seed: int = 0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.spec = parse_board(spec) if isinstance(spec, str) else spec
+        self.driver = get_driver(driver) if isinstance(driver, str) else driver
+        self.scenario = get_scenario(scenario) if isinstance(scenario, str) else scenario
+        self.seed = seed
+        self._clock = clock
+        self._t0 = clock()
+        self._steps = 0
+        self._lock = threading.RLock()
+        self._release = threading.Event()
+        self.faults: list[Fault] = []
+        self.calls = 0
+        p = self.spec.profile
+        self.devices: list[SimDevice] = []
+        for i in range(self.spec.count):
+            state = DeviceState(
+                board=p,
+                index=i,
+                power_limit_w=p.power_limit * self.scenario.power_limit_frac,
+                cooling=self.scenario.cooling,
+            )
+            bus = p.pci_bus_ids[i] if i < len(p.pci_bus_ids) else _synth_bus_id(i)
+            dev = SimDevice(state=state, uuid=_uuid(seed, i), pci_bus_id=bus)
+            if self.spec.mig:
+                dev.mig = [
+                    MigInstance(name=f"{p.name} MIG {name}", mem_total=mib * MIB, gpu_instance_id=k)
+                    for k, (name, mib) in enumerate(p.mig_profiles, start=1)
+                ]
+            self.devices.append(dev)
+
+    @property
+    def elapsed(self) -> float:
+        """Simulated seconds since the board was created."""
+        return self._steps * STEP_S
+
+    def now(self) -> float:
+        """Advance every device to the clock's time and return the board time."""
+        with self._lock:
+            target = int((self._clock() - self._t0) / STEP_S)
+            if target - self._steps > MAX_CATCH_UP_S / STEP_S:
+                self._steps = target - int(MAX_CATCH_UP_S / STEP_S)
+            while self._steps < target:
+                t = self._steps * STEP_S
+                for d in self.devices:
+                    d.state.step(self.scenario.activity(t, d.state.index))
+                self._steps += 1
+            return self.elapsed
+
+    def fault_for(self, symbol: str, device: int | None) -> Fault | None:
+        t = self.elapsed
+        for f in self.faults:
+            if f.applies(symbol, device, t):
+                return f
+        return None
+
+    def wait_while_hung(self, timeout: float | None = None) -> None:
+        self._release.wait(timeout)
+
+    def release_hangs(self) -> None:
+        self._release.set()
+
+    def set_power_limit(self, device: int, watts: float) -> None:
+        with self._lock:
+            self.devices[device].state.power_limit_w = watts
+
+    def noise(self, device: int, channel: int) -> float:
+        return noise(self.seed, device, channel, self._steps)
+
+
+def _uuid(seed: int, i: int) -> str:
+    a = int((noise(seed, i, 1) + 1) * 2**31) & 0xFFFFFFFF
+    b = int((noise(seed, i, 2) + 1) * 2**31) & 0xFFFFFFFF
+    c = int((noise(seed, i, 3) + 1) * 2**31) & 0xFFFFFFFF
+    return f"GPU-{a:08x}-{b >> 16:04x}-{b & 0xFFFF:04x}-{c >> 16:04x}-{c & 0xFFFF:04x}{i:08x}"
+
+
+def _synth_bus_id(i: int) -> str:
+    return f"00000000:{0x10 + i:02X}:00.0"

@@ -1,0 +1,91 @@
+"""Scripted workloads for the simulated board: what a training job does to the GPU over time.
+
+Each scenario is an activity curve plus the board settings it needs (a lowered power limit, bad
+cooling). They are deliberately drawn from the signatures in domain.md, not from any test case.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gputop.sim.activity import IDLE, Activity, ActivityFn, constant
+
+
+@dataclass(frozen=True)
+class Scenario:
+    key: str
+    summary: str
+    activity: ActivityFn
+    power_limit_frac: float = 1.0
+    """Enforced power limit as a fraction of the default (a capped rental box)."""
+    cooling: float = 1.0
+    """Thermal resistance multiplier (2.0: clogged heatsink, failed fan)."""
+
+
+COMPUTE = Activity(duty=0.99, sm=0.93, occupancy=0.55, tensor=0.70, dram=0.45, pcie_rx=0.01)
+MEMBW = Activity(duty=0.99, sm=0.60, occupancy=0.35, tensor=0.05, dram=0.92, pcie_rx=0.01)
+
+
+def _sawtooth(period_s: float, busy_s: float, busy: Activity) -> ActivityFn:
+    """Short bursts of compute between long waits for the next batch."""
+
+    def fn(t: float, _i: int) -> Activity:
+        phase = math.fmod(t, period_s)
+        if phase < busy_s:
+            return busy
+        return Activity(duty=0.02, sm=0.01, pcie_rx=0.05)
+
+    return fn
+
+
+SCENARIOS: dict[str, Scenario] = {
+    s.key: s
+    for s in (
+        Scenario("idle", "nothing running: idle clocks, GpuIdle reason", constant(IDLE)),
+        Scenario(
+            "compute",
+            "healthy compute-bound training: SMs and tensor cores busy, clock near max",
+            constant(COMPUTE),
+        ),
+        Scenario(
+            "membw",
+            "memory-bandwidth bound: DRAM near peak, tensor cores mostly idle",
+            constant(MEMBW),
+        ),
+        Scenario(
+            "power-throttled",
+            "compute-bound on a board whose power limit was lowered to 60%: SW power cap",
+            constant(COMPUTE),
+            power_limit_frac=0.6,
+        ),
+        Scenario(
+            "thermal-throttled",
+            "compute-bound with poor cooling: temperature reaches the slowdown threshold",
+            constant(COMPUTE),
+            cooling=2.6,
+        ),
+        Scenario(
+            "starved",
+            "input-starved: 0.3 s bursts of compute every 1.2 s (sawtooth utilisation)",
+            _sawtooth(1.2, 0.3, COMPUTE),
+        ),
+        Scenario(
+            "launch-bound",
+            "tiny kernels back to back: utilisation 100% but few SMs busy, low power",
+            constant(Activity(duty=1.0, sm=0.12, occupancy=0.05, tensor=0.02, dram=0.08)),
+        ),
+    )
+}
+
+
+class UnknownScenario(ValueError):
+    pass
+
+
+def get_scenario(key: str) -> Scenario:
+    try:
+        return SCENARIOS[key.strip().lower()]
+    except KeyError:
+        known = ", ".join(sorted(SCENARIOS))
+        raise UnknownScenario(f"unknown scenario {key!r}: use one of {known}") from None
