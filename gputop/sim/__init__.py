@@ -1,7 +1,7 @@
 """The simulated GPU board: a fake libnvidia-ml below the real pynvml, for machines with no GPU."""
 
 from gputop.sim.board import Fault, SimBoard, SimProcess
-from gputop.sim.boards import BOARDS, BoardProfile, parse_board
+from gputop.sim.boards import BOARDS, BoardProfile, SimConfigError, parse_board
 from gputop.sim.drivers import CURRENT_DRIVER, DRIVERS, get_driver
 from gputop.sim.install import install, installed, uninstall
 from gputop.sim.scenarios import SCENARIOS, get_scenario
@@ -14,6 +14,7 @@ __all__ = [
     "BoardProfile",
     "Fault",
     "SimBoard",
+    "SimConfigError",
     "SimProcess",
     "get_driver",
     "get_scenario",

@@ -92,13 +92,16 @@ class SimBoard:
         scenario: Scenario | str = "idle",
         seed: int = 0,
         clock: Callable[[], float] = time.monotonic,
+        warmup_s: float = 0.0,
     ) -> None:
+        """``warmup_s``: start as if the board had already run the scenario that long
+        (temperatures settled), capped at an hour."""
         self.spec = parse_board(spec) if isinstance(spec, str) else spec
         self.driver = get_driver(driver) if isinstance(driver, str) else driver
         self.scenario = get_scenario(scenario) if isinstance(scenario, str) else scenario
         self.seed = seed
         self._clock = clock
-        self._t0 = clock()
+        self._t0 = clock() - min(warmup_s, MAX_CATCH_UP_S)
         self._steps = 0
         self._lock = threading.RLock()
         self._release = threading.Event()

@@ -265,7 +265,11 @@ class BoardSpec:
         return f"{self.count}x {self.profile.name}" + (" (MIG)" if self.mig else "")
 
 
-class UnknownBoard(ValueError):
+class SimConfigError(ValueError):
+    """A simulated board, driver or scenario the user asked for does not exist."""
+
+
+class UnknownBoard(SimConfigError):
     pass
 
 

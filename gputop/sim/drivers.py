@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gputop.sim.boards import SimConfigError
+
 BASE_SYMBOLS = frozenset(
     {
         "nvmlInitWithFlags",
@@ -113,7 +115,7 @@ DRIVERS: dict[str, DriverGeneration] = {
 CURRENT_DRIVER = "r580"
 
 
-class UnknownDriver(ValueError):
+class UnknownDriver(SimConfigError):
     pass
 
 

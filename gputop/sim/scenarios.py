@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass
 
 from gputop.sim.activity import IDLE, Activity, ActivityFn, constant
+from gputop.sim.boards import SimConfigError
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
-class UnknownScenario(ValueError):
+class UnknownScenario(SimConfigError):
     pass
 
 
