@@ -1,0 +1,102 @@
+"""`gputop` as a user runs it: a real subprocess, its exit code, what it prints."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def gputop(*args: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "gputop", *args], capture_output=True, text=True, timeout=60, **kw
+    )
+
+
+def test_no_driver_exits_nonzero_with_a_one_line_pointer_to_the_simulator():
+    r = gputop("snapshot")
+    assert r.returncode == 1
+    assert r.stdout == ""
+    (line,) = r.stderr.strip().splitlines()
+    assert "no NVIDIA driver found" in line
+    assert "--sim-board h100" in line
+
+
+def test_json_snapshot_of_eight_simulated_h100s():
+    r = gputop("snapshot", "--json", "--sim-board", "h100x8", "--sim-scenario", "compute")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["schema_version"] == 1
+    assert doc["source"]["kind"] == "simulated" and "8x NVIDIA H100" in doc["source"]["board"]
+    assert len(doc["devices"]) == 8
+    for i, d in enumerate(doc["devices"]):
+        assert d["index"] == i
+        s = d["sample"]
+        assert s["util_gpu_pct"] >= 95
+        assert s["sm_active_pct"] is not None  # two readings were taken: GPM is filled
+        assert s["lost"] is None
+        assert isinstance(s["na"], dict)
+
+
+def test_table_names_the_simulation_and_throttling():
+    r = gputop("snapshot", "--sim-board", "a100", "--sim-scenario", "power-throttled")
+    assert r.returncode == 0, r.stderr
+    assert "SIMULATED board: 1x NVIDIA A100-SXM4-40GB" in r.stdout
+    assert "sw_power_cap (clocks cut to stay under the power limit)" in r.stdout
+    assert "(default 400 W)" in r.stdout  # the lowered limit is called out
+
+
+def test_old_driver_table_says_why_fields_are_missing():
+    r = gputop("snapshot", "--sim-board", "h100", "--sim-driver", "r470")
+    assert r.returncode == 0, r.stderr
+    assert "n/a (not in this driver (470.256.02))" in r.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--sim-board", "v100"], "unknown simulated board 'v100'"),
+        (["--sim-board", "t4-mig"], "does not support MIG"),
+        (["--sim-board", "h100", "--sim-driver", "r999"], "unknown simulated driver"),
+        (["--sim-board", "h100", "--sim-scenario", "nope"], "unknown scenario"),
+        (["--sim-driver", "r470"], "need --sim-board"),
+    ],
+)
+def test_bad_simulation_flags_are_usage_errors(args, words):
+    r = gputop("snapshot", *args)
+    assert r.returncode == 2
+    assert words in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_bare_gputop_lists_the_commands():
+    r = gputop()
+    assert r.returncode == 0
+    assert "snapshot" in r.stdout
+
+
+def test_console_script_and_version():
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from gputop.cli import main; raise SystemExit(main(['--version']))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert r.returncode == 0 and r.stdout.startswith("gputop ")
+
+
+def test_the_monitor_never_loads_torch_or_cuda():
+    code = (
+        "import sys; from gputop.cli import main; "
+        "rc = main(['snapshot', '--json', '--sim-board', 'h100']); "
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'cupy', 'pycuda', 'textual')]; "
+        "print(bad, file=sys.stderr); raise SystemExit(rc or len(bad))"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
