@@ -14,7 +14,6 @@ import sys
 import xml.etree.ElementTree as ET
 
 import pytest
-
 from tests_support import FIXTURES
 
 CAPTURES = FIXTURES / "nvidia-smi"
