@@ -107,6 +107,10 @@ class SimBoard:
         self._release = threading.Event()
         self.faults: list[Fault] = []
         self.calls = 0
+        self.measure_cpu = False
+        """When set, ``sim_cpu_s`` accumulates the thread CPU time spent inside the fake
+        library's device entry points (so benchmarks can subtract the simulator's share)."""
+        self.sim_cpu_s = 0.0
         p = self.spec.profile
         self.devices: list[SimDevice] = []
         for i in range(self.spec.count):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import time
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
@@ -49,6 +50,15 @@ def _device_entry(fn: Callable[..., int]) -> Callable[..., int]:
     symbol = fn.__name__
 
     def entry(self: FakeNvmlLib, handle: Any, *args: Any) -> int:
+        if self.board.measure_cpu:
+            t0 = time.thread_time()
+            try:
+                return entry_body(self, handle, *args)
+            finally:
+                self.board.sim_cpu_s += time.thread_time() - t0
+        return entry_body(self, handle, *args)
+
+    def entry_body(self: FakeNvmlLib, handle: Any, *args: Any) -> int:
         self.board.calls += 1
         token = _token(handle)
         index, mig = divmod(token, DEVICE_TOKEN)

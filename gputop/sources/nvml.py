@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -47,6 +47,10 @@ GPM_METRICS = {
     "gpm_nvlink_tx_mibps": N.NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC,
     "gpm_nvlink_rx_mibps": N.NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC,
 }
+SLOW_TIER_S = 1.0
+"""NVLink counters, process lists and MIG instances are read at most this often: they are
+costly (NVLink alone is two field values per link) and change slowly, and rates over a
+longer window are steadier anyway."""
 LOST = "GPU is lost (fell off the bus): it needs a reset (nvidia-smi -r) or a reboot"
 NA_INSTANCE = 0xFFFFFFFF
 
@@ -159,6 +163,8 @@ class _Device:
     """(timestamp us, tx KiB, rx KiB) at the previous tick."""
     util_since_us: int = 0
     lost: str | None = None
+    slow: dict[str, tuple[float, Any, dict[str, str]]] = field(default_factory=dict)
+    """Slow-tier reads: name -> (time read, value, n/a reasons)."""
 
 
 class NvmlSource:
@@ -169,8 +175,10 @@ class NvmlSource:
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
         pid_mapper: PidMapper | None = None,
+        slow_tier_s: float = SLOW_TIER_S,
     ) -> None:
         self._clock = clock
+        self.slow_tier_s = slow_tier_s
         self._wall = wall
         self._pids = pid_mapper or PidMapper()
         self._devices: list[_Device] = []
@@ -426,9 +434,15 @@ class NvmlSource:
         else:
             reason = dev.info.na.get("gpm", "not supported on this GPU")
             r.na.update(dict.fromkeys(GPM_METRICS, reason))
-        nv_tx, nv_rx = self._nvlink_rates(dev, r)
-        processes = self._processes(dev, r, h)
-        mig = tuple(self._sample_mig(dev, k, mh) for k, mh in enumerate(dev.mig_handles))
+        nv_tx, nv_rx = self._slow(dev, "nvlink", t, r, lambda sub: self._nvlink_rates(dev, sub))
+        processes = self._slow(dev, "processes", t, r, lambda sub: self._processes(dev, sub, h))
+        mig = self._slow(
+            dev,
+            "mig",
+            t,
+            r,
+            lambda _: tuple(self._sample_mig(k, mh) for k, mh in enumerate(dev.mig_handles)),
+        )
         return GpuSample(
             index=dev.info.index,
             t=t,
@@ -464,6 +478,20 @@ class NvmlSource:
             na=r.frozen(),
             **gpm_values,
         )
+
+    def _slow(
+        self, dev: _Device, name: str, t: float, r: _Reader, read: Callable[[_Reader], Any]
+    ) -> Any:
+        """``read`` at most once per ``slow_tier_s``; in between, its last value and reasons."""
+        hit = dev.slow.get(name)
+        if hit is not None and 0 <= t - hit[0] < self.slow_tier_s:
+            r.na.update(hit[2])
+            return hit[1]
+        sub = _Reader(r.driver_version)
+        value = read(sub)
+        dev.slow[name] = (t, value, dict(sub.na))
+        r.na.update(sub.na)
+        return value
 
     def _memory(self, r: _Reader, h: Any) -> tuple[int, int | None, int, int] | None:
         """(total, reserved or None on v1, used, free) bytes."""
@@ -557,7 +585,7 @@ class NvmlSource:
             note=m.note,
         )
 
-    def _sample_mig(self, dev: _Device, k: int, mh: Any) -> MigSample:
+    def _sample_mig(self, k: int, mh: Any) -> MigSample:
         caps = self.capabilities
         r = _Reader(caps.driver_version if caps else None)
         mem = self._memory(r, mh)

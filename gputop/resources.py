@@ -1,0 +1,15 @@
+"""Where files shipped with gputop live, installed from a wheel or run from a checkout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent
+
+
+def bundled_themes_dir() -> Path:
+    """``gputop/themes`` inside an installed wheel, else ``themes/`` of the source checkout."""
+    inside = PACKAGE / "themes"
+    if inside.is_dir():
+        return inside
+    return PACKAGE.parent / "themes"
