@@ -5,13 +5,23 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
+
+OUTSIDE = tempfile.gettempdir()
+"""Run from outside the checkout, so the installed package is what runs."""
 
 
 def gputop(*args: str, **kw) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "gputop", *args], capture_output=True, text=True, timeout=60, **kw
+        [sys.executable, "-m", "gputop", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=OUTSIDE,
+        **kw,
     )
 
 
@@ -77,18 +87,15 @@ def test_bare_gputop_lists_the_commands():
     assert "snapshot" in r.stdout
 
 
-def test_console_script_and_version():
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from gputop.cli import main; raise SystemExit(main(['--version']))",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+def test_installed_console_script():
+    script = Path(sys.executable).parent / "gputop"
+    assert script.exists(), "install the package (pip install -e .) to get the gputop command"
+    r = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=30)
     assert r.returncode == 0 and r.stdout.startswith("gputop ")
+    r = subprocess.run(
+        [str(script), "snapshot", "--sim-board", "t4"], capture_output=True, text=True, timeout=60
+    )
+    assert r.returncode == 0 and "Tesla T4" in r.stdout
 
 
 def test_the_monitor_never_loads_torch_or_cuda():
@@ -99,5 +106,7 @@ def test_the_monitor_never_loads_torch_or_cuda():
         "bad = [m for m in sys.modules if m.split('.')[0] in heavy]; "
         "print(bad, file=sys.stderr); raise SystemExit(rc or len(bad))"
     )
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=OUTSIDE
+    )
     assert r.returncode == 0, r.stderr

@@ -350,3 +350,22 @@ def test_init_failures_say_what_to_do(sim, code, words):
     s.board.faults.append(Fault(code=code, symbol="nvmlInitWithFlags"))
     with pytest.raises(NvmlUnavailable, match=words):
         s.open()
+
+
+def test_slow_tier_reads_processes_once_a_second(sim):
+    s = sim("h100", scenario="compute")
+    s.open()
+    s.tick(1.0)
+    s.board.devices[0].processes.append(SimProcess(os.getpid(), 1 << 30))
+    (g,) = s.tick(0.3)
+    assert g.processes == ()  # read 0.3 s ago: the last list stands
+    (g,) = s.tick(0.8)
+    assert [p.pid for p in g.processes] == [os.getpid()]
+
+
+def test_slow_tier_keeps_its_reasons_between_reads(sim):
+    s = sim("t4", scenario="compute")
+    s.open()
+    for _ in range(3):
+        (g,) = s.tick(0.25)
+        assert g.na["nvlink_tx_kibps"] == "no NVLink on this GPU"

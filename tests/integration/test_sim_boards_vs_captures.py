@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -51,6 +52,7 @@ def _snapshot(board: str) -> dict:
         text=True,
         timeout=60,
         check=True,
+        cwd=tempfile.gettempdir(),  # the installed package, not the checkout
     )
     return json.loads(out.stdout)
 
