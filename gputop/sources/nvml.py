@@ -409,9 +409,9 @@ class NvmlSource:
         elif mem and mem[1] is None:
             r.na["mem_reserved_bytes"] = f"not in this driver ({caps.driver_version})"
         if caps.clock_event_reasons:
-            mask = r("reasons", N.nvmlDeviceGetCurrentClocksEventReasons, h)
+            mask = r("reasons_mask", N.nvmlDeviceGetCurrentClocksEventReasons, h)
         else:
-            mask = r("reasons", N.nvmlDeviceGetCurrentClocksThrottleReasons, h)
+            mask = r("reasons_mask", N.nvmlDeviceGetCurrentClocksThrottleReasons, h)
         util = r("util", N.nvmlDeviceGetUtilizationRates, h)
         if "util" in r.na:
             r.na["util_gpu_pct"] = r.na["util_mem_pct"] = r.na.pop("util")

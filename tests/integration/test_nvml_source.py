@@ -72,6 +72,60 @@ def test_static_facts_match_the_board_profile(sim):
     assert len({d.uuid for d in src.devices}) == 8
 
 
+GPM_FIELDS = frozenset(GPM_METRICS)
+MISSING_BY_DRIVER = {
+    "r470": GPM_FIELDS | {"mem_reserved_bytes"},
+    "r515": GPM_FIELDS,
+    "r535": frozenset(),
+    "r580": frozenset(),
+}
+
+
+@pytest.mark.parametrize("driver", sorted(DRIVERS))
+def test_every_field_is_read_or_explained_on_each_driver(sim, driver):
+    s = sim("h100x2", driver=driver, scenario=busy_scenario())
+    s.board.devices[0].processes.append(SimProcess(os.getpid(), 2 << 30))
+    src = s.open()
+    s.tick(10.0)
+    g0, _ = s.tick(1.0)
+    missing = MISSING_BY_DRIVER[driver]
+    assert set(g0.na) == missing
+    version = DRIVERS[driver].version
+    assert all(g0.na[f] == f"not in this driver ({version})" for f in missing)
+    for f in (*DYNAMIC_FIELDS, "mem_reserved_bytes", "nvlink_tx_kibps", *GPM_FIELDS):
+        assert (getattr(g0, f) is None) == (f in missing), f
+    assert g0.sm_clock_mhz == 1980 and g0.temp_c > H100.idle_temp
+    assert g0.processes[0].sm_util_pct >= 98
+    d = src.devices[0]
+    assert set(d.na) == ({"gpm"} if missing >= GPM_FIELDS else set())
+    assert d.max_sm_clock_mhz == 1980 and d.temp_slowdown_c == 89
+
+
+@pytest.mark.parametrize("driver", sorted(DRIVERS))
+def test_injected_faults_on_each_driver_leave_the_rest_correct(sim, driver):
+    s = sim("h100x3", driver=driver, scenario="compute")
+    reasons_symbol = (
+        "nvmlDeviceGetCurrentClocksEventReasons"
+        if driver in ("r535", "r580")
+        else "nvmlDeviceGetCurrentClocksThrottleReasons"
+    )
+    s.board.faults += [
+        Fault(code=N.NVML_ERROR_NOT_SUPPORTED, symbol="nvmlDeviceGetPowerUsage", device=0),
+        Fault(code=N.NVML_ERROR_NO_PERMISSION, symbol=reasons_symbol, device=0),
+        Fault(code=N.NVML_ERROR_GPU_IS_LOST, device=1, start=5.0),
+    ]
+    s.open()
+    s.tick(1.0)
+    g0, g1, g2 = s.tick(10.0)
+    assert g0.power_w is None and g0.na["power_w"] == "not supported on this GPU"
+    assert g0.reasons_mask is None and g0.na["reasons_mask"].startswith("no permission")
+    assert g1.lost and all(getattr(g1, f) is None for f in DYNAMIC_FIELDS)
+    assert g2.power_w is not None and g2.reasons_mask is not None and not g2.lost
+    for f in DYNAMIC_FIELDS:
+        if f not in ("power_w", "reasons_mask"):
+            assert getattr(g0, f) == pytest.approx(getattr(g2, f), rel=0.2), f
+
+
 def test_every_dynamic_field_under_load_on_the_current_driver(sim):
     s = sim("h100x2", scenario=busy_scenario())
     s.board.devices[0].processes.append(SimProcess(os.getpid(), 12 << 30, sm_share=1.0))
