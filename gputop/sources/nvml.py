@@ -231,8 +231,8 @@ class NvmlSource:
         count = N.nvmlDeviceGetCount()
         if count == 0:
             raise NvmlUnavailable(
-                "the NVIDIA driver is loaded but reports no GPU (check CUDA_VISIBLE_DEVICES is "
-                "not the issue: NVML ignores it; check `nvidia-smi -L`)"
+                "the NVIDIA driver is loaded but reports no GPU (`nvidia-smi -L` lists none "
+                "either?); --sim-board h100 shows gputop without a GPU"
             )
         for i in range(count):
             self._devices.append(self._discover_device(i))
@@ -275,10 +275,8 @@ class NvmlSource:
             "temp_mem_max_c": N.NVML_TEMPERATURE_THRESHOLD_MEM_MAX,
         }
         temps = {k: r(k, N.nvmlDeviceGetTemperatureThreshold, h, v) for k, v in threshold.items()}
-        for k in ("min_power_limit_w", "max_power_limit_w"):
-            if limits is None and "power_limits" in r.na:
-                r.na[k] = r.na["power_limits"]
-        r.na.pop("power_limits", None)
+        if "power_limits" in r.na:
+            r.na["min_power_limit_w"] = r.na["max_power_limit_w"] = r.na.pop("power_limits")
         if "pci" in r.na:
             r.na["pci_bus_id"] = r.na["pci_device_id"] = r.na.pop("pci")
         if "memory" in r.na:
