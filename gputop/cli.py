@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from gputop import __version__
 
@@ -39,13 +40,72 @@ def _add_sim_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the simulated board's noise")
 
 
+def _add_ui_flags(p: argparse.ArgumentParser, under_command: bool = False) -> None:
+    """The monitor's flags; on a subcommand they default to "not given" so that
+    ``gputop --interval 3 demo`` and ``gputop demo --interval 3`` mean the same."""
+    from gputop.config import COLOR_MODES
+
+    if under_command:
+        p.argument_default = argparse.SUPPRESS
+
+    p.add_argument(
+        "--interval",
+        type=float,
+        metavar="S",
+        help="seconds between screen updates, 0.5..10 (default 2; 5 with --low-bandwidth)",
+    )
+    p.add_argument(
+        "--color",
+        choices=COLOR_MODES,
+        help="colours to use (default auto: from COLORTERM and TERM); mono is black and white",
+    )
+    p.add_argument("--theme", metavar="NAME", help="theme name (default gputop-dark)")
+    p.add_argument(
+        "--no-mouse",
+        dest="mouse",
+        action="store_const",
+        const=False,
+        help="do not capture the mouse (every action has a key)",
+    )
+    p.add_argument(
+        "--low-bandwidth",
+        action="store_const",
+        const=True,
+        help="for slow ssh links: 16 colours, no animation, no mouse, 5 s refresh, narrow charts",
+    )
+    p.add_argument("--config", type=Path, metavar="FILE", help="config file to read")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gputop",
-        description="Attach to a training job and see why it is slow: GPU, host, stacks, steps.",
+        description="Attach to a training job and see why it is slow: GPU, host, stacks, steps. "
+        "With no command, gputop opens the live monitor on this machine's GPUs.",
     )
     parser.add_argument("--version", action="version", version=f"gputop {__version__}")
+    _add_ui_flags(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    demo = sub.add_parser(
+        "demo",
+        help="the live monitor on a simulated board (no GPU needed)",
+        description="Run the live monitor against a simulated board with a scripted workload.",
+    )
+    from gputop.sim import BOARDS, SCENARIOS
+
+    demo.add_argument(
+        "--board",
+        default="h100x8",
+        help=f"simulated board: {', '.join(sorted(BOARDS))} with an optional count "
+        "and -mig (default h100x8)",
+    )
+    demo.add_argument(
+        "--scenario",
+        default="compute",
+        help=f"workload: {', '.join(SCENARIOS)} (default compute)",
+    )
+    demo.add_argument("--driver", default=None, help="simulated driver generation")
+    demo.add_argument("--seed", type=int, default=0, help="seed of the simulated board's noise")
+    _add_ui_flags(demo, under_command=True)
     snap = sub.add_parser(
         "snapshot",
         help="print one reading of every GPU (a table, or JSON with --json)",
@@ -101,7 +161,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
         return 1
     try:
         samples = sample_pair(source, watchdog)
-        doc = build_document(source, samples, simulated=simulated)
+        doc = build_document(source.devices, source.capabilities, samples, simulated=simulated)
     except SourceStalled as e:
         print(f"gputop: {e}", file=sys.stderr)
         return 1
@@ -115,16 +175,79 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ui_config(args: argparse.Namespace):  # -> Config
+    from gputop.config import load_config, with_flags
+
+    config = with_flags(
+        load_config(args.config),
+        interval=args.interval,
+        color=args.color,
+        theme=args.theme,
+        mouse=args.mouse,
+        low_bandwidth=args.low_bandwidth,
+    )
+    return config.effective()
+
+
+def _run_tui(source, config, simulated: str | None) -> int:
+    """Import Textual only now: its colour system must come from the environment first."""
+    from gputop.ui.terminal import apply_terminal_env
+
+    apply_terminal_env(config.color, config.low_bandwidth)
+    from gputop.ui.app import GputopApp
+
+    app = GputopApp(source, config=config, simulated=simulated)
+    try:
+        app.run(mouse=config.mouse)
+    finally:
+        source.close()
+    return app.return_code or 0
+
+
+def cmd_monitor(args: argparse.Namespace) -> int:
+    from gputop.sources.nvml import NvmlSource
+    from gputop.sources.nvml_errors import NvmlUnavailable
+    from gputop.sources.watchdog import SourceStalled, Watchdog
+
+    config = _ui_config(args)
+    try:
+        source = Watchdog("NVML", timeout=10.0).call(NvmlSource.open)
+    except (NvmlUnavailable, SourceStalled) as e:
+        what = e.what if isinstance(e, NvmlUnavailable) else str(e)
+        print(
+            f"gputop: {what}. `gputop demo` shows the live monitor on a simulated board "
+            "(no GPU needed).",
+            file=sys.stderr,
+        )
+        return 1
+    return _run_tui(source, config, simulated=None)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from gputop.sim import CURRENT_DRIVER, SimBoard, install
+    from gputop.sources.nvml import NvmlSource
+
+    config = _ui_config(args)
+    board = SimBoard(
+        args.board,
+        driver=args.driver or CURRENT_DRIVER,
+        scenario=args.scenario,
+        seed=args.seed,
+        warmup_s=120.0,
+    )
+    install(board)
+    source = NvmlSource.open()
+    return _run_tui(source, config, simulated=board.short_label)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return 0
     from gputop.sim import SimConfigError
 
+    commands = {"snapshot": cmd_snapshot, "demo": cmd_demo, None: cmd_monitor}
     try:
-        return {"snapshot": cmd_snapshot}[args.command](args)
+        return commands[args.command](args)
     except SimConfigError as e:
         parser.error(str(e))
     except BrokenPipeError:  # `gputop snapshot | head`

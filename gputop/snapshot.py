@@ -6,15 +6,19 @@ field does not change it. Readers should ignore fields they do not know.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
+import json
+import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from gputop import __version__
 from gputop.model import DeviceInfo, GpuSample
-from gputop.sources.nvml import NvmlSource
+from gputop.sources.nvml import Capabilities, NvmlSource
 from gputop.sources.watchdog import Watchdog
 
 SCHEMA_VERSION = 1
@@ -48,17 +52,17 @@ def sample_pair(
 
 
 def build_document(
-    source: NvmlSource,
-    samples: list[GpuSample],
+    devices: Sequence[DeviceInfo],
+    caps: Capabilities | None,
+    samples: Sequence[GpuSample],
     simulated: str | None = None,
 ) -> dict[str, Any]:
-    caps = source.capabilities
+    """The snapshot document (schema in docs/snapshot.md) for these devices and readings."""
     by_index = {s.index: s for s in samples}
-    devices = []
-    for info in source.devices:
-        sample = by_index.get(info.index)
-        devices.append(_device(info, sample))
-    taken = samples[0].wall if samples else time.time()
+    out = []
+    for info in devices:
+        out.append(_device(info, by_index.get(info.index)))
+    taken = max(s.wall for s in samples) if samples else time.time()
     return {
         "schema_version": SCHEMA_VERSION,
         "gputop_version": __version__,
@@ -70,8 +74,25 @@ def build_document(
             "cuda_version": _cuda(caps.cuda_version) if caps else None,
             "capabilities": jsonable(caps) if caps else None,
         },
-        "devices": devices,
+        "devices": out,
     }
+
+
+def write_private_json(path: Path, doc: dict[str, Any]) -> None:
+    """Write ``doc`` readable by the user only (0600), via ``.partial`` then rename, so a full
+    disk or a crash never leaves a truncated file under the final name."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(doc, f, indent=2)
+            f.write("\n")
+        os.replace(partial, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        raise
 
 
 def _device(info: DeviceInfo, sample: GpuSample | None) -> dict[str, Any]:

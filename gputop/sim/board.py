@@ -80,6 +80,8 @@ class SimDevice:
     pci_bus_id: str
     mig: list[MigInstance] = field(default_factory=list)
     processes: list[SimProcess] = field(default_factory=list)
+    base_used: int = 0
+    """Memory in use that no listed process owns (the scenario's model, caches, contexts)."""
 
 
 class SimBoard:
@@ -122,12 +124,20 @@ class SimBoard:
             )
             bus = p.pci_bus_ids[i] if i < len(p.pci_bus_ids) else _synth_bus_id(i)
             dev = SimDevice(state=state, uuid=_uuid(seed, i), pci_bus_id=bus)
+            dev.base_used = int(self.scenario.mem_used_frac * (p.mem_total - p.mem_reserved))
             if self.spec.mig:
                 dev.mig = [
                     MigInstance(name=f"{p.name} MIG {name}", mem_total=mib * MIB, gpu_instance_id=k)
                     for k, (name, mib) in enumerate(p.mig_profiles, start=1)
                 ]
             self.devices.append(dev)
+
+    @property
+    def short_label(self) -> str:
+        """What the SIMULATED banner says: board, count and workload."""
+        name = self.spec.profile.name.removeprefix("NVIDIA ")
+        mig = " MIG" if self.spec.mig else ""
+        return f"{self.spec.count}x {name}{mig}, {self.scenario.key} workload"
 
     @property
     def elapsed(self) -> float:

@@ -340,7 +340,7 @@ class FakeNvmlLib:
         used = sum(p.used_mem_bytes for p in procs)
         if mig is not None:
             return dev.mig[mig].mem_total, 0, used
-        return b.mem_total, b.mem_reserved, used
+        return b.mem_total, b.mem_reserved, min(used + dev.base_used, b.mem_total - b.mem_reserved)
 
     @_device_entry
     def nvmlDeviceGetMemoryInfo(self, dev: SimDevice, mig: int | None, out: Any) -> int:

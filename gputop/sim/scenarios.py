@@ -22,6 +22,8 @@ class Scenario:
     """Enforced power limit as a fraction of the default (a capped rental box)."""
     cooling: float = 1.0
     """Thermal resistance multiplier (2.0: clogged heatsink, failed fan)."""
+    mem_used_frac: float = 0.0
+    """Share of the usable frame buffer the workload holds (model, activations, caches)."""
 
 
 COMPUTE = Activity(duty=0.99, sm=0.93, occupancy=0.55, tensor=0.70, dram=0.45, pcie_rx=0.01)
@@ -48,33 +50,39 @@ SCENARIOS: dict[str, Scenario] = {
             "compute",
             "healthy compute-bound training: SMs and tensor cores busy, clock near max",
             constant(COMPUTE),
+            mem_used_frac=0.86,
         ),
         Scenario(
             "membw",
             "memory-bandwidth bound: DRAM near peak, tensor cores mostly idle",
             constant(MEMBW),
+            mem_used_frac=0.71,
         ),
         Scenario(
             "power-throttled",
             "compute-bound on a board whose power limit was lowered to 60%: SW power cap",
             constant(COMPUTE),
             power_limit_frac=0.6,
+            mem_used_frac=0.86,
         ),
         Scenario(
             "thermal-throttled",
             "compute-bound with poor cooling: temperature reaches the slowdown threshold",
             constant(COMPUTE),
             cooling=2.6,
+            mem_used_frac=0.86,
         ),
         Scenario(
             "starved",
             "input-starved: 0.3 s bursts of compute every 1.2 s (sawtooth utilisation)",
             _sawtooth(1.2, 0.3, COMPUTE),
+            mem_used_frac=0.42,
         ),
         Scenario(
             "launch-bound",
             "tiny kernels back to back: utilisation 100% but few SMs busy, low power",
             constant(Activity(duty=1.0, sm=0.12, occupancy=0.05, tensor=0.02, dram=0.08)),
+            mem_used_frac=0.18,
         ),
     )
 }

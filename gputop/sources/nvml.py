@@ -230,10 +230,7 @@ class NvmlSource:
         )
         count = N.nvmlDeviceGetCount()
         if count == 0:
-            raise NvmlUnavailable(
-                "the NVIDIA driver is loaded but reports no GPU (`nvidia-smi -L` lists none "
-                "either?); --sim-board h100 shows gputop without a GPU"
-            )
+            raise NvmlUnavailable("the NVIDIA driver is loaded but reports no GPU")
         for i in range(count):
             self._devices.append(self._discover_device(i))
 

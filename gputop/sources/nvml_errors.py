@@ -12,7 +12,13 @@ SIM_HINT = "`gputop snapshot --sim-board h100` shows gputop on a simulated board
 
 
 class NvmlUnavailable(RuntimeError):
-    """NVML cannot be used at all on this machine; the message is meant for the user."""
+    """NVML cannot be used at all on this machine; the message is meant for the user.
+
+    ``what`` says what is wrong without the hint, so a caller can add its own hint."""
+
+    def __init__(self, what: str, hint: str = SIM_HINT) -> None:
+        self.what = what
+        super().__init__(f"{what}. {hint}." if hint else what)
 
 
 def field_reason(err: BaseException, driver_version: str | None = None) -> str:
@@ -49,4 +55,4 @@ def init_failure(err: BaseException) -> NvmlUnavailable:
         what = f"NVML could not start: {err}"
     else:
         what = f"NVML could not start: {type(err).__name__}: {err}"
-    return NvmlUnavailable(f"{what}. {SIM_HINT}.")
+    return NvmlUnavailable(what)

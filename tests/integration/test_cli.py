@@ -81,10 +81,18 @@ def test_bad_simulation_flags_are_usage_errors(args, words):
     assert "Traceback" not in r.stderr
 
 
-def test_bare_gputop_lists_the_commands():
+def test_bare_gputop_without_a_driver_points_to_the_demo():
     r = gputop()
+    assert r.returncode == 1
+    (line,) = r.stderr.strip().splitlines()
+    assert "no NVIDIA driver found" in line and "`gputop demo`" in line
+    assert "Traceback" not in r.stderr
+
+
+def test_help_lists_the_commands():
+    r = gputop("--help")
     assert r.returncode == 0
-    assert "snapshot" in r.stdout
+    assert "snapshot" in r.stdout and "demo" in r.stdout
 
 
 def test_installed_console_script():

@@ -1,0 +1,340 @@
+"""The live monitor: a Textual app fed by injected sources through a sampling thread.
+
+The app owns the Timeline (the only history). Sources run on the Sampler's thread and post
+messages; the app stores every sample, and unless paused, pushes the new state to the panes in
+one batch. Tests and replays inject samples directly with ``ingest`` and no thread at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.widgets import Footer
+
+from gputop.config import INTERVAL_MAX, INTERVAL_MIN, Config, clamp_interval
+from gputop.model import DeviceInfo, GpuSample, Timeline
+from gputop.ui.detail import DetailScreen
+from gputop.ui.gpu_text import short_name
+from gputop.ui.help import HelpScreen
+from gputop.ui.messages import GpuSamplesReady, SourceTrouble
+from gputop.ui.themes import DEFAULT_THEME, GPUTOP_VARIABLES, all_theme_dirs, load_themes
+from gputop.ui.widgets import GpuRow, HeaderLine, SimBanner, StatusLine
+
+INTERVAL_STEPS = (0.5, 1.0, 2.0, 3.0, 5.0, 10.0)
+DETAIL_HISTORY_S = 300.0
+
+
+class GpuFeed(Protocol):
+    """What the app needs from a GPU source (NvmlSource is one)."""
+
+    @property
+    def devices(self) -> tuple[DeviceInfo, ...]: ...
+
+    def sample(self) -> list[GpuSample]: ...
+
+
+@dataclass(frozen=True)
+class Target:
+    pid: int
+    command: str
+
+
+class GputopApp(App):
+    CSS_PATH = "gputop.tcss"
+    TITLE = "gputop"
+    ENABLE_COMMAND_PALETTE = False
+
+    BINDINGS = [
+        Binding("q", "quit", "Quit", id="quit"),
+        Binding("space,p", "pause", "Pause", id="pause"),
+        Binding("question_mark,f1", "help", "Help", id="help"),
+        Binding("j,down", "next_gpu", "Next", id="next_gpu"),
+        Binding("k,up", "prev_gpu", "Prev", id="prev_gpu"),
+        Binding("enter", "detail", "Detail", id="detail"),
+        Binding("t", "next_theme", "Theme", id="theme"),
+        Binding("plus,equals_sign", "slower", "Slower", id="interval_up"),
+        Binding("minus", "faster", "Faster", id="interval_down"),
+        Binding("s", "save_snapshot", "Save", id="save_snapshot"),
+    ]
+    HELP = {
+        "quit": "leave gputop (the terminal is restored)",
+        "pause": "freeze the display; collection goes on, nothing is lost",
+        "help": "this screen",
+        "next_gpu": "select the next GPU",
+        "prev_gpu": "select the previous GPU",
+        "detail": "open the selected GPU: every value, why values are missing, charts",
+        "theme": "switch to the next theme",
+        "interval_up": "refresh less often (fewer bytes over ssh)",
+        "interval_down": "refresh more often",
+        "save_snapshot": "write the current state as JSON (same schema as `gputop snapshot`)",
+    }
+
+    def __init__(
+        self,
+        feed: GpuFeed,
+        config: Config | None = None,
+        target: Target | None = None,
+        simulated: str | None = None,
+        capabilities: Any = None,
+        start_sampler: bool = True,
+        extra_problems: Sequence[str] = (),
+    ) -> None:
+        self.config = (config or Config()).effective()
+        super().__init__()
+        self.feed = feed
+        self.devices = tuple(feed.devices)
+        self.target = target
+        self.simulated = simulated
+        self.capabilities = (
+            capabilities if capabilities is not None else getattr(feed, "capabilities", None)
+        )
+        self.timeline = Timeline()
+        self.latest: dict[int, GpuSample] = {}
+        self.selected = 0
+        self.paused = False
+        self.interval = clamp_interval(self.config.interval)
+        self.trouble = ""
+        self._problems = [*self.config.problems, *extra_problems]
+        self._start_sampler = start_sampler
+        self._sampler = None
+        themes, theme_problems = load_themes(all_theme_dirs(self.config.themes_dir))
+        self._problems += theme_problems
+        self.gputop_themes = [t.name for t in themes]
+        for theme in themes:
+            self.register_theme(theme)
+        wanted = self.config.theme
+        if self.config.color == "mono" and wanted == DEFAULT_THEME:
+            wanted = "gputop-mono"
+        if wanted not in self.available_themes:
+            self._problems.append(f"theme {wanted!r} not found; using {DEFAULT_THEME}")
+            wanted = DEFAULT_THEME
+        self.theme = wanted
+        if self.config.keys:
+            self.set_keymap(dict(self.config.keys))
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return {f"gputop-{k}": v for k, v in GPUTOP_VARIABLES.items()}
+
+    # ---- layout ----
+
+    def compose(self) -> ComposeResult:
+        yield HeaderLine(id="header")
+        if self.simulated:
+            yield SimBanner(f"SIMULATED {self.simulated} (not a real GPU)", id="sim-banner")
+        with VerticalScroll(id="gpus"):
+            spark = 20 if self.config.low_bandwidth else 40
+            for d in self.devices:
+                yield GpuRow(d, spark_width=spark)
+        yield StatusLine(id="status")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self._select(0)
+        self._update_header()
+        self._update_status()
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGHUP, signal.SIGTERM):
+                loop.add_signal_handler(sig, self.exit)
+        if self._start_sampler:
+            from gputop.ui.sampler import Sampler
+
+            self._sampler = Sampler(
+                read=self.feed.sample,
+                deliver=lambda samples: self.post_message(GpuSamplesReady(samples)),
+                fail=lambda text: self.post_message(SourceTrouble(text)),
+                interval=self.interval,
+            )
+            self._sampler.start()
+
+    def on_unmount(self) -> None:
+        if self._sampler is not None:
+            self._sampler.stop()
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGHUP, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+
+    # ---- data in ----
+
+    def ingest(self, samples: Sequence[GpuSample]) -> None:
+        """Store samples (always) and show them (unless paused). Called on the UI thread."""
+        for s in samples:
+            self.timeline.append(s.key, s)
+            self.latest[s.index] = s
+        if not self.paused:
+            self.refresh_view()
+
+    def on_gpu_samples_ready(self, message: GpuSamplesReady) -> None:
+        self.ingest(message.samples)
+
+    def on_source_trouble(self, message: SourceTrouble) -> None:
+        self.trouble = message.text
+        self._update_status()
+
+    def history(self, index: int, seconds: float) -> tuple[GpuSample, ...]:
+        latest = self.latest.get(index)
+        if latest is None:
+            return ()
+        return self.timeline.window(("gpu", index), latest.t, seconds).samples
+
+    def refresh_view(self) -> None:
+        with self.batch_update():
+            for row in self.query(GpuRow):
+                seconds = (row.spark_width + 1) * self.interval
+                row.show(self.latest.get(row.info.index), self.history(row.info.index, seconds))
+            self._update_header()
+            self.refresh_detail()
+        self.refresh_bindings()
+
+    def refresh_detail(self) -> None:
+        screen = self.screen
+        if isinstance(screen, DetailScreen):
+            d = self.devices[screen.index]
+            screen.show(
+                d,
+                self.latest.get(d.index),
+                self.history(d.index, DETAIL_HISTORY_S),
+                colorless=self.current_theme.name == "gputop-mono" or self.config.color == "mono",
+            )
+
+    # ---- header and status ----
+
+    def _update_header(self) -> None:
+        who = f"pid {self.target.pid}: {self.target.command}" if self.target else "no target"
+        names = {short_name(d.name) for d in self.devices}
+        board = f"{len(self.devices)}x {', '.join(sorted(names))}" if self.devices else "no GPU"
+        if self.capabilities is not None:
+            board += f"  drv {self.capabilities.driver_version}"
+        walls = [s.wall for s in self.latest.values()]
+        when = time.strftime("%H:%M:%S", time.localtime(max(walls))) if walls else "--:--:--"
+        state = "PAUSED" if self.paused else f"every {self.interval:g}s"
+        self.query_one(HeaderLine).update(f"gputop  {who}  {board}  {when} {state}")
+        self.query_one(HeaderLine).set_class(self.paused, "-paused")
+
+    def _update_status(self) -> None:
+        lines = [self.trouble] if self.trouble else []
+        lines += self._problems
+        status = self.query_one(StatusLine)
+        status.update("\n".join(lines))
+        status.display = bool(lines)
+
+    # ---- actions ----
+
+    def unavailable_reason(self, action: str) -> str | None:
+        """Why a key cannot work now (it is dimmed in the footer), or None when it can."""
+        if action in ("next_gpu", "prev_gpu") and len(self.devices) < 2:
+            return "only one GPU"
+        if action == "detail" and not self.devices:
+            return "no GPU"
+        if action == "slower" and self.interval >= INTERVAL_MAX:
+            return f"already the slowest refresh ({INTERVAL_MAX:g} s)"
+        if action == "faster" and self.interval <= INTERVAL_MIN:
+            return f"already the fastest refresh ({INTERVAL_MIN:g} s)"
+        if action == "save_snapshot" and not self.latest:
+            return "no reading yet"
+        return None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return None if self.unavailable_reason(action) else True
+
+    def action_pause(self) -> None:
+        self.paused = not self.paused
+        if not self.paused:
+            self.refresh_view()
+        self._update_header()
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def _select(self, index: int) -> None:
+        if not self.devices:
+            return
+        self.selected = index % len(self.devices)
+        for row in self.query(GpuRow):
+            row.set_class(row.info.index == self.selected, "-selected")
+        with contextlib.suppress(Exception):
+            self.query_one(f"#gpu-{self.selected}", GpuRow).scroll_visible(animate=False)
+
+    def action_next_gpu(self) -> None:
+        self._select(self.selected + 1)
+        if isinstance(self.screen, DetailScreen):
+            self.screen.index = self.selected
+            self.refresh_detail()
+
+    def action_prev_gpu(self) -> None:
+        self._select(self.selected - 1)
+        if isinstance(self.screen, DetailScreen):
+            self.screen.index = self.selected
+            self.refresh_detail()
+
+    def action_detail(self) -> None:
+        if self.devices:
+            self.push_screen(DetailScreen(self.selected))
+
+    def action_next_theme(self) -> None:
+        names = self.gputop_themes or [DEFAULT_THEME]
+        current = names.index(self.theme) if self.theme in names else -1
+        self.theme = names[(current + 1) % len(names)]
+        self.notify(f"theme: {self.theme}", timeout=2)
+
+    def _set_interval(self, seconds: float) -> None:
+        self.interval = clamp_interval(seconds)
+        if self._sampler is not None:
+            self._sampler.set_interval(self.interval)
+        self._update_header()
+        self.refresh_bindings()
+
+    def action_slower(self) -> None:
+        later = [s for s in INTERVAL_STEPS if s > self.interval]
+        self._set_interval(later[0] if later else INTERVAL_MAX)
+
+    def action_faster(self) -> None:
+        sooner = [s for s in INTERVAL_STEPS if s < self.interval]
+        self._set_interval(sooner[-1] if sooner else INTERVAL_MIN)
+
+    def action_save_snapshot(self) -> None:
+        from gputop.snapshot import build_document, write_private_json
+
+        if not self.latest:
+            self.notify("nothing to save yet: no reading has arrived", severity="warning")
+            return
+        doc = build_document(
+            self.devices, self.capabilities, list(self.latest.values()), self.simulated
+        )
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(max(self.latest_walls())))
+        path = self.config.snapshot_dir / f"gputop-snapshot-{stamp}.json"
+        try:
+            write_private_json(path, doc)
+        except OSError as e:
+            self.notify(
+                f"could not save the snapshot to {path}: {e.strerror or e}", severity="error"
+            )
+            return
+        self.notify(f"saved {path}", timeout=4)
+
+    def latest_walls(self) -> list[float]:
+        return [s.wall for s in self.latest.values()]
+
+    # ---- help ----
+
+    def key_rows(self) -> list[tuple[str, str, str, str | None]]:
+        """(keys, what it does, binding id, why it is unavailable now) for every app binding."""
+        keymap = getattr(self, "_keymap", {}) or {}
+        rows = []
+        for b in self.BINDINGS:
+            assert isinstance(b, Binding) and b.id is not None
+            keys = keymap.get(b.id, b.key)
+            rows.append(
+                (keys, self.HELP.get(b.id, b.description), b.id, self.unavailable_reason(b.action))
+            )
+        return rows

@@ -1,0 +1,180 @@
+"""One GPU in full: every value with its limit, why anything is missing, processes, MIG, and
+charts with axes of the recent history."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from gputop.model import DeviceInfo, GpuSample
+from gputop.sources.nvml_reasons import REASON_TEXT
+from gputop.ui.charts import line_chart
+from gputop.ui.gpu_text import short_name
+
+GIB = 1024**3
+
+
+def _v(value: float | None, unit: str = "", fmt: str = "{:.0f}") -> str:
+    return f"{fmt.format(value)}{unit}" if value is not None else "n/a"
+
+
+def facts_table(d: DeviceInfo, s: GpuSample | None) -> Table:
+    t = Table.grid(padding=(0, 2))
+    t.add_column(style="bold")
+    t.add_column()
+    t.add_row("GPU", f"{d.index}  {d.name}  {d.pci_bus_id or ''}  {d.architecture or ''}")
+    t.add_row("UUID", d.uuid or "n/a")
+    if s is None:
+        t.add_row("reading", "waiting for the first reading")
+        return t
+    if s.lost:
+        t.add_row("LOST", s.lost)
+        return t
+    t.add_row(
+        "SM clock",
+        f"{_v(s.sm_clock_mhz)} of {_v(d.max_sm_clock_mhz, ' MHz')}"
+        f"   memory clock {_v(s.mem_clock_mhz)} of {_v(d.max_mem_clock_mhz, ' MHz')}",
+    )
+    t.add_row(
+        "power",
+        f"{_v(s.power_w, ' W')} of {_v(s.power_limit_w, ' W')} enforced"
+        f" (default {_v(d.default_power_limit_w, ' W')},"
+        f" range {_v(d.min_power_limit_w)}-{_v(d.max_power_limit_w, ' W')})"
+        f"   energy {_v(s.energy_j / 3.6e6 if s.energy_j is not None else None, ' kWh', '{:.3f}')}",
+    )
+    t.add_row(
+        "temperature",
+        f"{_v(s.temp_c, ' C')}  (max operating {_v(d.temp_gpu_max_c, ' C')},"
+        f" slowdown {_v(d.temp_slowdown_c, ' C')}, shutdown {_v(d.temp_shutdown_c, ' C')})",
+    )
+    used = s.mem_used_bytes / GIB if s.mem_used_bytes is not None else None
+    total = d.mem_total_bytes / GIB if d.mem_total_bytes else None
+    reserved = s.mem_reserved_bytes / GIB if s.mem_reserved_bytes is not None else None
+    t.add_row(
+        "memory",
+        f"{_v(used, ' GiB', '{:.1f}')} used of {_v(total, ' GiB', '{:.1f}')}"
+        f" ({_v(reserved, ' GiB', '{:.1f}')} reserved by the driver)",
+    )
+    t.add_row(
+        "utilisation",
+        f"{_v(s.util_gpu_pct, '%')} of the time a kernel ran;"
+        f" memory busy {_v(s.util_mem_pct, '%')} of the time",
+    )
+    if d.gpm_supported:
+        t.add_row(
+            "SM activity (GPM)",
+            f"SMs busy {_v(s.sm_active_pct, '%')}  occupancy {_v(s.sm_occupancy_pct, '%')}"
+            f"  tensor {_v(s.tensor_active_pct, '%')}  DRAM bandwidth {_v(s.dram_bw_pct, '%')}",
+        )
+    else:
+        t.add_row("SM activity (GPM)", d.na.get("gpm", "n/a"))
+    t.add_row(
+        "PCIe",
+        f"gen{_v(s.pcie_gen)} x{_v(s.pcie_width)}"
+        f" of gen{_v(d.pcie_max_gen)} x{_v(d.pcie_max_width)}"
+        f"   to GPU {_v(_mb(s.pcie_rx_kbps), ' MB/s', '{:.1f}')}"
+        f"   from GPU {_v(_mb(s.pcie_tx_kbps), ' MB/s', '{:.1f}')}",
+    )
+    if d.nvlink_links:
+        t.add_row(
+            "NVLink",
+            f"{d.nvlink_links} links   rx {_v(_mb(s.nvlink_rx_kibps, 1.024), ' MB/s', '{:.1f}')}"
+            f"   tx {_v(_mb(s.nvlink_tx_kibps, 1.024), ' MB/s', '{:.1f}')}",
+        )
+    reasons = Text()
+    for r in s.reasons or ():
+        reasons.append(f"{r}: {REASON_TEXT.get(r, 'unknown bit')}\n")
+    t.add_row("clocks held by", reasons if s.reasons else Text("nothing"))
+    for p in s.processes:
+        who = f"pid {p.pid}" + (f" ({p.note})" if p.note else "")
+        mem = p.used_mem_bytes / GIB if p.used_mem_bytes is not None else None
+        t.add_row(
+            "process",
+            f"{who}  {_v(mem, ' GiB', '{:.1f}')}  SM {_v(p.sm_util_pct, '%')}"
+            f"  memory {_v(p.mem_util_pct, '%')}",
+        )
+    for info, m in zip(d.mig, s.mig, strict=False):
+        mem = m.mem_used_bytes / GIB if m.mem_used_bytes is not None else None
+        t.add_row(
+            f"MIG {info.mig_index}",
+            f"{info.name}  GI {info.gpu_instance_id}  {_v(mem, ' GiB', '{:.1f}')} used,"
+            f" {len(m.processes)} processes",
+        )
+    na = {**d.na, **s.na}
+    by_reason: dict[str, list[str]] = {}
+    for k, why in na.items():
+        by_reason.setdefault(why, []).append(k)
+    for why, keys in by_reason.items():
+        t.add_row("n/a", f"{', '.join(sorted(keys))}: {why}")
+    return t
+
+
+def _mb(kb: float | None, scale: float = 1.0) -> float | None:
+    return kb * scale / 1000 if kb is not None else None
+
+
+class DetailScreen(Screen):
+    """Opened with enter on a GPU row; escape goes back."""
+
+    BINDINGS = [
+        Binding("escape,backspace", "app.pop_screen", "Back", id="detail.back"),
+    ]
+
+    def __init__(self, index: int) -> None:
+        super().__init__()
+        self.index = index
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static(id="detail-facts")
+            yield Static(id="detail-activity", classes="chart")
+            yield Static(id="detail-power", classes="chart")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.app.refresh_detail()  # type: ignore[attr-defined]
+
+    def show(
+        self, d: DeviceInfo, s: GpuSample | None, history: Sequence[GpuSample], colorless: bool
+    ) -> None:
+        self.index = d.index
+        self.sub_title = short_name(d.name)
+        self.query_one("#detail-facts", Static).update(facts_table(d, s))
+        width = max(40, self.size.width - 4)
+        t0 = history[-1].t if history else 0.0
+        seconds = [h.t - t0 for h in history]
+        activity = [("util %", [h.util_gpu_pct for h in history])]
+        if d.gpm_supported:
+            activity.append(("SM active %", [h.sm_active_pct for h in history]))
+            activity.append(("tensor %", [h.tensor_active_pct for h in history]))
+        clock_pct = [
+            100 * h.sm_clock_mhz / d.max_sm_clock_mhz
+            if h.sm_clock_mhz is not None and d.max_sm_clock_mhz
+            else None
+            for h in history
+        ]
+        activity.append(("SM clock % of max", clock_pct))
+        self.query_one("#detail-activity", Static).update(
+            line_chart(
+                activity, width, 12, 100, "activity (seconds before now)", colorless, seconds
+            )
+        )
+        limit = (s.power_limit_w if s else None) or d.default_power_limit_w or 1.0
+        self.query_one("#detail-power", Static).update(
+            line_chart(
+                [("power W", [h.power_w for h in history])],
+                width,
+                10,
+                d.max_power_limit_w or limit,
+                f"power (W; enforced limit {limit:.0f} W)",
+                colorless,
+                seconds,
+            )
+        )

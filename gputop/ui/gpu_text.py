@@ -1,0 +1,203 @@
+"""What one GPU row says, as styled text: pure functions, no widgets, no app.
+
+Every value is judged against its own limit (clock against max, power against the enforced
+limit, temperature against the slowdown threshold) and styled good / warn / bad / dim by name;
+the widget maps those names to the theme's colours. Sparklines use a fixed scale (0-100 %,
+0-limit) so that a steady 97 % looks steady.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from rich.style import Style
+from rich.text import Text
+
+from gputop.model import DeviceInfo, GpuSample
+from gputop.sources.nvml_reasons import THROTTLING
+
+BLOCKS = "▁▂▃▄▅▆▇█"
+GIB = 1024**3
+SHORT_REASONS = {
+    "sw_power_cap": "POWER CAP",
+    "hw_slowdown": "HW SLOWDOWN",
+    "sw_thermal": "THERMAL",
+    "hw_thermal": "HW THERMAL",
+    "hw_power_brake": "POWER BRAKE",
+    "sync_boost": "SYNC BOOST",
+    "applications_clocks": "app clocks",
+    "display_clocks": "display clocks",
+    "gpu_idle": "idle",
+}
+SPARK_COLUMN = 74
+WIDE_WIDTH = 120
+"""At this width and above, rows carry history sparklines."""
+
+StyleFor = Callable[[str], Style]
+"""Maps a level name (label, value, good, warn, bad, dim, spark) to a style."""
+
+
+def spark(values: Sequence[float | None], lo: float, hi: float, width: int) -> str:
+    """The last ``width`` values as block characters on the fixed scale lo..hi."""
+    if width <= 0:
+        return ""
+    span = (hi - lo) or 1.0
+    out = []
+    for v in list(values)[-width:]:
+        if v is None:
+            out.append(" ")
+            continue
+        level = int((v - lo) / span * len(BLOCKS))
+        out.append(BLOCKS[min(len(BLOCKS) - 1, max(0, level))])
+    return " " * (width - len(out)) + "".join(out)
+
+
+def short_name(name: str | None) -> str:
+    if not name:
+        return "unknown GPU"
+    for prefix in ("NVIDIA ", "Tesla "):
+        if name.startswith(prefix):
+            name = name[len(prefix) :]
+    return name
+
+
+# ---- judging values against their limits ---------------------------------------------------
+
+
+def busy(s: GpuSample) -> bool:
+    return "gpu_idle" not in s.reasons and (s.util_gpu_pct or 0) > 5
+
+
+def clock_level(s: GpuSample, d: DeviceInfo) -> str:
+    if s.sm_clock_mhz is None or not d.max_sm_clock_mhz:
+        return "dim"
+    if not busy(s):
+        return "dim"
+    ratio = s.sm_clock_mhz / d.max_sm_clock_mhz
+    if ratio < 0.7:
+        return "bad"
+    if ratio < 0.9 or any(r in THROTTLING for r in s.reasons):
+        return "warn"
+    return "good"
+
+
+def power_level(s: GpuSample, d: DeviceInfo) -> str:
+    if (
+        s.power_limit_w
+        and d.default_power_limit_w
+        and s.power_limit_w < 0.95 * (d.default_power_limit_w)
+    ):
+        return "warn"  # the box is capped below the card's default limit
+    return "value"
+
+
+def temp_level(s: GpuSample, d: DeviceInfo) -> str:
+    if s.temp_c is None:
+        return "dim"
+    if d.temp_slowdown_c is not None and s.temp_c >= d.temp_slowdown_c - 2:
+        return "bad"
+    hot = d.temp_gpu_max_c if d.temp_gpu_max_c is not None else d.temp_slowdown_c
+    if hot is not None and s.temp_c >= hot - 5:
+        return "warn"
+    return "value"
+
+
+def memory_level(s: GpuSample, d: DeviceInfo) -> str:
+    if s.mem_used_bytes is None or not d.mem_total_bytes:
+        return "dim"
+    return "warn" if s.mem_used_bytes > 0.95 * d.mem_total_bytes else "value"
+
+
+def sm_active_level(s: GpuSample) -> str:
+    """Busy by nvidia-smi's measure but few SMs working: the misleading-utilisation case."""
+    if s.sm_active_pct is None:
+        return "dim"
+    if (s.util_gpu_pct or 0) >= 80 and s.sm_active_pct < 0.5 * (s.util_gpu_pct or 0):
+        return "warn"
+    return "value"
+
+
+def reasons_text(s: GpuSample) -> tuple[str, str]:
+    """(words, level) for the active clock-event reasons."""
+    throttling = [r for r in s.reasons if r in THROTTLING]
+    if throttling:
+        return "held: " + ", ".join(SHORT_REASONS.get(r, r) for r in throttling), "bad"
+    if s.reasons:
+        return ", ".join(SHORT_REASONS.get(r, r) for r in s.reasons), "dim"
+    return "", "dim"
+
+
+# ---- formatting -------------------------------------------------------------------------------
+
+
+def _n(v: float | None, fmt: str = "{:.0f}") -> str:
+    return fmt.format(v) if v is not None else "n/a"
+
+
+def _gb(kbps: float | None) -> str:
+    return _n(kbps / 1e6 if kbps is not None else None, "{:.1f}")
+
+
+class Line:
+    """A Text built from (text, level) parts."""
+
+    def __init__(self, style: StyleFor) -> None:
+        self.text = Text(no_wrap=True, overflow="ellipsis")
+        self.style = style
+
+    def add(self, text: str, level: str = "value") -> Line:
+        self.text.append(text, self.style(level))
+        return self
+
+    def label(self, text: str) -> Line:
+        return self.add(text, "label")
+
+
+def gpu_lines(
+    d: DeviceInfo,
+    s: GpuSample | None,
+    style: StyleFor,
+    width: int,
+    history: Sequence[GpuSample] = (),
+    spark_width: int = 40,
+) -> tuple[Text, Text]:
+    """The two lines of one GPU's row for a terminal ``width`` columns wide."""
+    head = Line(style).add(f"{d.index:>2} ", "label").add(f"{short_name(d.name)[:14]:<14} ", "name")
+    if s is None:
+        return head.add("waiting for the first reading", "dim").text, Text("")
+    if s.lost:
+        return head.add(f"LOST: {s.lost}", "bad").text, Text("")
+    one = head
+    one.label("SM ").add(f"{_n(s.sm_clock_mhz):>4}", clock_level(s, d))
+    one.label(f"/{_n(d.max_sm_clock_mhz):<4}MHz ")
+    one.label("PWR ").add(f"{_n(s.power_w):>4}", power_level(s, d))
+    one.label(f"/{_n(s.power_limit_w):<4}W ")
+    used = s.mem_used_bytes / GIB if s.mem_used_bytes is not None else None
+    total = d.mem_total_bytes / GIB if d.mem_total_bytes else None
+    one.label("MEM ").add(f"{_n(used, '{:.1f}'):>5}", memory_level(s, d))
+    one.label(f"/{_n(total, '{:.0f}')}G ")
+    one.add(f"{_n(s.temp_c):>3}", temp_level(s, d)).label(f"/{_n(d.temp_slowdown_c)}C")
+    two = Line(style).label("   util ").add(f"{_n(s.util_gpu_pct):>3}%")
+    if d.gpm_supported:
+        two.label(" SMact ").add(f"{_n(s.sm_active_pct):>3}%", sm_active_level(s))
+        two.label(" tens ").add(f"{_n(s.tensor_active_pct):>3}%")
+        two.label(" dram ").add(f"{_n(s.dram_bw_pct):>3}%")
+    else:
+        two.label(" mem-busy ").add(f"{_n(s.util_mem_pct):>3}%")
+        two.label(" SMact ").add(" n/a", "dim")
+    wide = width >= WIDE_WIDTH
+    two.label("  PCIe rx " if wide else "  rx ").add(_gb(s.pcie_rx_kbps))
+    two.label(" tx ").add(_gb(s.pcie_tx_kbps)).label(" GB/s " if wide else "GB/s ")
+    words, level = reasons_text(s)
+    if wide and history:
+        w = max(10, min(spark_width, width - 96))
+        metric = "sm_active_pct" if d.gpm_supported else "util_gpu_pct"
+        one.add(" " * max(0, SPARK_COLUMN - len(one.text.plain)))
+        one.label("  SMact " if d.gpm_supported else "  util  ")
+        one.add(spark([getattr(h, metric) for h in history], 0, 100, w), "spark")
+        limit = s.power_limit_w or d.default_power_limit_w or 1.0
+        two.add(" " * max(0, SPARK_COLUMN - len(two.text.plain)))
+        two.label("  power ").add(spark([h.power_w for h in history], 0, limit, w), "spark")
+        two.add("  ")
+    two.add(words, level)
+    return one.text, two.text

@@ -1,0 +1,21 @@
+"""Messages from the sampling thread to the app (posting a message is thread-safe)."""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+from gputop.model import GpuSample
+
+
+class GpuSamplesReady(Message):
+    def __init__(self, samples: list[GpuSample]) -> None:
+        super().__init__()
+        self.samples = samples
+
+
+class SourceTrouble(Message):
+    """``text`` is one line for the status bar; empty when the trouble is over."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text

@@ -1,0 +1,69 @@
+"""The sampling thread: reads a source every interval and posts what it got. Never touches
+widgets; the app receives messages on its own thread (memray's thread -> message -> reactive).
+
+Collection goes on while the display is paused, and a wedged driver only produces
+"stalled" messages (the Watchdog deadline), never a frozen screen.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from gputop.sources.watchdog import SourceStalled, Watchdog
+
+
+class Sampler:
+    def __init__(
+        self,
+        read: Callable[[], Any],
+        deliver: Callable[[Any], None],
+        fail: Callable[[str], None],
+        interval: float,
+        watchdog: Watchdog | None = None,
+        name: str = "gputop-sampler",
+    ) -> None:
+        self._read = read
+        self._deliver = deliver
+        self._fail = fail
+        self.interval = interval
+        self._watchdog = watchdog or Watchdog("NVML", timeout=max(2.0, interval))
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def set_interval(self, seconds: float) -> None:
+        self.interval = seconds
+        self._wake.set()  # take the next reading on the new schedule
+
+    def stop(self, timeout: float = 1.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        failing = False
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                result = self._watchdog.call(self._read)
+            except SourceStalled as e:
+                self._fail(str(e))
+                failing = True
+            except Exception as e:  # a source bug must not kill collection
+                self._fail(f"reading the GPUs failed: {type(e).__name__}: {e}")
+                failing = True
+            else:
+                if failing:
+                    self._fail("")
+                    failing = False
+                self._deliver(result)
+            wait = max(0.0, self.interval - (time.monotonic() - started))
+            self._wake.wait(wait)
+            self._wake.clear()
