@@ -236,6 +236,8 @@ class GputopApp(App):
             return "only one GPU"
         if action == "detail" and not self.devices:
             return "no GPU"
+        if action == "detail" and isinstance(self.screen, DetailScreen):
+            return "already showing the detail"
         if action == "slower" and self.interval >= INTERVAL_MAX:
             return f"already the slowest refresh ({INTERVAL_MAX:g} s)"
         if action == "faster" and self.interval <= INTERVAL_MIN:

@@ -80,6 +80,10 @@ def theme_from_toml(text: str, source: str = "<theme>") -> Theme:
     variables = {
         k: _color(v, f"[variables] {k}") for k, v in dict(data.get("variables", {})).items()
     }
+    ansi = bool(data.get("ansi", False))
+    if ansi:  # Textual's own CSS reads these in ANSI themes
+        variables.setdefault("ansi-background", "ansi_black")
+        variables.setdefault("ansi-foreground", "ansi_white")
     ours = dict(data.get("gputop", {}))
     unknown = set(ours) - set(GPUTOP_VARIABLES)
     if unknown:
@@ -89,7 +93,7 @@ def theme_from_toml(text: str, source: str = "<theme>") -> Theme:
     return Theme(
         name=name,
         dark=bool(data.get("dark", True)),
-        ansi=bool(data.get("ansi", False)),
+        ansi=ansi,
         variables=variables,
         **kwargs,
     )
