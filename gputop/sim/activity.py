@@ -10,6 +10,7 @@ clocks with the GpuIdle reason when nothing runs.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -28,6 +29,8 @@ CLOCK_POWER_EXPONENT = 2.5
 """Dynamic power grows roughly with f * V^2, and voltage with frequency: P ~ f^2.5."""
 
 IDLE_DUTY = 0.005
+UTIL_WINDOW_S = 1.0
+"""NVML's utilisation is a duty cycle over a sample period of 1/6 s to 1 s, not an instant."""
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,18 @@ class DeviceState:
     reasons: int = REASON_GPU_IDLE
     activity: Activity = IDLE
     counters: Counters = field(default_factory=Counters)
+    recent: deque[tuple[float, float]] = field(
+        default_factory=lambda: deque(maxlen=round(UTIL_WINDOW_S / STEP_S))
+    )
+    """(duty, dram) of the last steps: what NVML's utilisation averages over."""
+
+    @property
+    def util_duty(self) -> float:
+        return sum(d for d, _ in self.recent) / len(self.recent) if self.recent else 0.0
+
+    @property
+    def util_dram(self) -> float:
+        return sum(m for _, m in self.recent) / len(self.recent) if self.recent else 0.0
 
     def __post_init__(self) -> None:
         self.temp_c = self.board.idle_temp
@@ -152,6 +167,7 @@ class DeviceState:
         b = self.board
         a = activity.clamped()
         self.activity = a
+        self.recent.append((a.duty, a.dram))
         if a.duty < IDLE_DUTY:
             self.sm_clock, self.reasons, power = b.idle_sm_clock, REASON_GPU_IDLE, b.idle_power
         else:

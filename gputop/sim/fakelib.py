@@ -327,10 +327,10 @@ class FakeNvmlLib:
     def nvmlDeviceGetUtilizationRates(self, dev: SimDevice, mig: int | None, out: Any) -> int:
         if mig is not None or dev.mig:
             return N.NVML_ERROR_NOT_SUPPORTED
-        a, i = dev.state.activity, dev.state.index
+        duty, dram, i = dev.state.util_duty, dev.state.util_dram, dev.state.index
         u = _out(out)
-        u.gpu = _pct(a.duty * 100 + (self.board.noise(i, 12) if a.duty > 0.005 else 0))
-        u.memory = _pct(a.dram * 88 + (self.board.noise(i, 13) if a.dram > 0.005 else 0))
+        u.gpu = _pct(duty * 100 + (self.board.noise(i, 12) if duty > 0.005 else 0))
+        u.memory = _pct(dram * 88 + (self.board.noise(i, 13) if dram > 0.005 else 0))
         return N.NVML_SUCCESS
 
     def _memory(self, dev: SimDevice, mig: int | None) -> tuple[int, int, int]:

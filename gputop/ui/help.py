@@ -59,7 +59,7 @@ class HelpScreen(ModalScreen):
         t = Table(title="Keys", title_justify="left", expand=True, box=None, padding=(0, 1))
         t.add_column("key", style="bold", no_wrap=True)
         t.add_column("does")
-        t.add_column("id (for [keys] in config.toml)", style="dim", no_wrap=True)
+        t.add_column(Text("id (for [keys] in config.toml)"), style="dim", no_wrap=True)
         for keys, does, binding_id, unavailable in self.app.key_rows():  # type: ignore[attr-defined]
             shown = ", ".join(_pretty(k) for k in keys.split(","))
             text = Text(does)

@@ -378,8 +378,9 @@ def test_same_seed_same_clock_same_readings(sim):
         s.source = None
     strip = lambda samples: [(g.sm_clock_mhz, g.power_w, g.util_gpu_pct, g.temp_c) for g in samples]  # noqa: E731
     assert [strip(x) for x in runs[0]] == [strip(x) for x in runs[1]]
-    utils = {g.util_gpu_pct for tick in runs[0] for g in tick}
-    assert min(utils) < 10 and max(utils) > 90  # the sawtooth is visible
+    utils = [g.util_gpu_pct for tick in runs[0] for g in tick]
+    # a 0.3 s burst every 1.2 s, seen through NVML's 1 s duty cycle: low and uneven
+    assert max(utils) - min(utils) >= 15 and sum(utils) / len(utils) < 50
 
 
 def test_no_driver_gives_one_clear_message():
