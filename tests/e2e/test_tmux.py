@@ -1,0 +1,149 @@
+"""`gputop demo` in a real terminal: tmux runs it, send-keys types, capture-pane reads the screen.
+
+Checks what a person would: the SIMULATED board shows, theme switch, pause, help, and that
+quitting (or the ssh link dropping: SIGHUP) gives the shell back in a sane state.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+class Tmux:
+    def __init__(self, tmp: Path, width: int = 100, height: int = 30) -> None:
+        self.socket = f"gputop-test-{uuid.uuid4().hex[:8]}"
+        self.tmp = tmp
+        env = {**os.environ, "PS1": "READY$ ", "TERM": "xterm-256color"}
+        env.pop("TMUX", None)
+        self.env = env
+        self._tmux(
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            str(width),
+            "-y",
+            str(height),
+            "env PS1='READY$ ' bash --norc --noprofile",
+        )
+
+    def _tmux(self, *args: str) -> str:
+        out = subprocess.run(
+            ["tmux", "-L", self.socket, *args],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=20,
+            check=True,
+        )
+        return out.stdout
+
+    def type(self, text: str, enter: bool = True) -> None:
+        self._tmux("send-keys", "-t", "t", "-l", text)
+        if enter:
+            self._tmux("send-keys", "-t", "t", "Enter")
+
+    def keys(self, *keys: str) -> None:
+        self._tmux("send-keys", "-t", "t", *keys)
+
+    def screen(self) -> str:
+        return self._tmux("capture-pane", "-p", "-t", "t")
+
+    def wait_for(self, text: str, timeout: float = 20.0) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if text in screen:
+                return screen
+            time.sleep(0.1)
+        raise AssertionError(f"{text!r} never appeared; screen was:\n{self.screen()}")
+
+    def wait_gone(self, text: str, timeout: float = 20.0) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if text not in screen:
+                return screen
+            time.sleep(0.1)
+        raise AssertionError(f"{text!r} never went away; screen was:\n{self.screen()}")
+
+    def kill(self) -> None:
+        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
+
+
+@pytest.fixture
+def tmux(tmp_path):
+    t = Tmux(tmp_path)
+    t.wait_for("READY$")
+    yield t
+    t.kill()
+
+
+def demo_command(tmp: Path, pidfile: Path | None = None) -> str:
+    config = tmp / "config.toml"
+    config.write_text("# empty: defaults only, whatever the developer's own config says\n")
+    cmd = f"{sys.executable} -m gputop demo --board h100x2 --scenario power-throttled"
+    cmd += f" --interval 0.5 --config {config}"
+    if pidfile:
+        return f"sh -c 'echo $$ > {pidfile}; exec {cmd}'"
+    return cmd
+
+
+def assert_shell_is_sane(tmux: Tmux) -> None:
+    tmux.type("clear; stty -a | tr ' ' '\\n' | grep -E '^-?(icanon|echo)$' | tr '\\n' ' '; echo")
+    screen = tmux.wait_for("icanon")
+    assert "-icanon" not in screen and "-echo " not in screen, screen
+    tmux.type("echo back-in-the-shell")
+    tmux.wait_for("back-in-the-shell\nREADY$")
+
+
+def test_demo_keys_in_a_real_terminal(tmux, tmp_path):
+    tmux.type(demo_command(tmp_path))
+    tmux.wait_for("SIMULATED 2x H100 80GB HBM3")
+    tmux.wait_for("held: POWER CAP")
+    tmux.wait_for("Quit")  # the footer
+    tmux.keys("t")
+    tmux.wait_for("theme: gputop-light")
+    tmux.keys("Space")
+    tmux.wait_for("PAUSED")
+    tmux.keys("?")
+    help_screen = tmux.wait_for("Panes")
+    assert "save_snapshot" in help_screen
+    tmux.keys("Escape")  # a lone escape: Textual waits ESCDELAY before taking it as a key
+    tmux.wait_gone("Panes")
+    tmux.keys("Space")
+    tmux.wait_gone("PAUSED")
+    tmux.keys("q")
+    tmux.wait_for("READY$")
+    assert "SIMULATED" not in tmux.screen()  # the alternate screen is gone
+    assert_shell_is_sane(tmux)
+
+
+def test_sighup_restores_the_terminal(tmux, tmp_path):
+    pidfile = tmp_path / "pid"
+    tmux.type(demo_command(tmp_path, pidfile))
+    tmux.wait_for("SIMULATED")
+    pid = int(pidfile.read_text())
+    os.kill(pid, 1)  # SIGHUP, as when the ssh link drops
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail("gputop did not exit on SIGHUP")
+    tmux.wait_for("READY$")
+    assert_shell_is_sane(tmux)
