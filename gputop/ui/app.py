@@ -194,7 +194,14 @@ class GputopApp(App):
                 row.show(self.latest.get(row.info.index), self.history(row.info.index, seconds))
             self._update_header()
             self.refresh_detail()
-        self.refresh_bindings()
+        self._refresh_bindings_if_changed()
+
+    def _refresh_bindings_if_changed(self) -> None:
+        """The footer is redrawn only when a key becomes usable or unusable."""
+        state = tuple(self.unavailable_reason(b.action) for b in self.BINDINGS)
+        if state != getattr(self, "_binding_state", None):
+            self._binding_state = state
+            self.refresh_bindings()
 
     def refresh_detail(self) -> None:
         screen = self.screen
@@ -294,7 +301,7 @@ class GputopApp(App):
         if self._sampler is not None:
             self._sampler.set_interval(self.interval)
         self._update_header()
-        self.refresh_bindings()
+        self._refresh_bindings_if_changed()
 
     def action_slower(self) -> None:
         later = [s for s in INTERVAL_STEPS if s > self.interval]

@@ -28,12 +28,14 @@ class GpuRow(Widget):
         self.history: Sequence[GpuSample] = ()
         self.spark_width = spark_width
         self._rendered: tuple | None = None
+        self._cache: tuple[int, tuple[Text, Text]] | None = None
 
     def show(self, sample: GpuSample | None, history: Sequence[GpuSample]) -> None:
         """New data; repaints only when the visible text changed (saves terminal bytes)."""
         self.sample, self.history = sample, history
-        text = self._text()
-        key = (text.plain, tuple(text.spans))
+        self._cache = None
+        lines = self._lines()
+        key = tuple((line.plain, tuple(line.spans)) for line in lines)
         if key != self._rendered:
             self._rendered = key
             self.refresh()
@@ -42,14 +44,18 @@ class GpuRow(Widget):
         return self.get_component_rich_style(f"gpu--{level}", partial=True)
 
     def _lines(self) -> tuple[Text, Text]:
-        return gpu_lines(
-            self.info,
-            self.sample,
-            self._style,
-            self.size.width or self.app.size.width,
-            self.history,
-            self.spark_width,
-        )
+        width = self.size.width or self.app.size.width
+        if self._cache is None or self._cache[0] != width:
+            lines = gpu_lines(
+                self.info, self.sample, self._style, width, self.history, self.spark_width
+            )
+            self._cache = (width, lines)
+        return self._cache[1]
+
+    def notify_style_update(self) -> None:
+        """The theme changed: styles must be looked up again."""
+        self._cache = None
+        super().notify_style_update()
 
     def _text(self) -> Text:
         return Text("\n").join(self._lines())
