@@ -100,8 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument(
         "--scenario",
-        default="compute",
-        help=f"workload: {', '.join(SCENARIOS)} (default compute)",
+        default="mixed",
+        help=f"workload: {', '.join(SCENARIOS)} (default mixed: a different one per GPU)",
     )
     demo.add_argument("--driver", default=None, help="simulated driver generation")
     demo.add_argument("--seed", type=int, default=0, help="seed of the simulated board's noise")

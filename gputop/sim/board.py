@@ -116,15 +116,16 @@ class SimBoard:
         p = self.spec.profile
         self.devices: list[SimDevice] = []
         for i in range(self.spec.count):
+            own = self.scenario.for_device(i)
             state = DeviceState(
                 board=p,
                 index=i,
-                power_limit_w=p.power_limit * self.scenario.power_limit_frac,
-                cooling=self.scenario.cooling,
+                power_limit_w=p.power_limit * own.power_limit_frac,
+                cooling=own.cooling,
             )
             bus = p.pci_bus_ids[i] if i < len(p.pci_bus_ids) else _synth_bus_id(i)
             dev = SimDevice(state=state, uuid=_uuid(seed, i), pci_bus_id=bus)
-            dev.base_used = int(self.scenario.mem_used_frac * (p.mem_total - p.mem_reserved))
+            dev.base_used = int(own.mem_used_frac * (p.mem_total - p.mem_reserved))
             if self.spec.mig:
                 dev.mig = [
                     MigInstance(name=f"{p.name} MIG {name}", mem_total=mib * MIB, gpu_instance_id=k)

@@ -24,6 +24,11 @@ class Scenario:
     """Thermal resistance multiplier (2.0: clogged heatsink, failed fan)."""
     mem_used_frac: float = 0.0
     """Share of the usable frame buffer the workload holds (model, activations, caches)."""
+    per_device: tuple[Scenario, ...] = ()
+    """When set, device i runs ``per_device[i % len]`` (its activity, limit, cooling, memory)."""
+
+    def for_device(self, index: int) -> Scenario:
+        return self.per_device[index % len(self.per_device)] if self.per_device else self
 
 
 COMPUTE = Activity(duty=0.99, sm=0.93, occupancy=0.55, tensor=0.70, dram=0.45, pcie_rx=0.01)
@@ -86,6 +91,32 @@ SCENARIOS: dict[str, Scenario] = {
         ),
     )
 }
+
+
+def _mixed(parts: tuple[Scenario, ...]) -> ActivityFn:
+    return lambda t, i: parts[i % len(parts)].activity(t, i)
+
+
+_MIX = tuple(
+    SCENARIOS[k]
+    for k in (
+        "compute",
+        "membw",
+        "power-throttled",
+        "thermal-throttled",
+        "starved",
+        "launch-bound",
+        "compute",
+        "idle",
+    )
+)
+SCENARIOS["mixed"] = Scenario(
+    "mixed",
+    "a different workload on each GPU: compute, membw, power- and thermal-throttled, "
+    "starved, launch-bound, compute, idle",
+    _mixed(_MIX),
+    per_device=_MIX,
+)
 
 
 class UnknownScenario(SimConfigError):
