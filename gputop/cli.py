@@ -124,21 +124,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _install_sim(args: argparse.Namespace) -> str | None:
     """Install the simulated board when asked; returns its label or None."""
-    from gputop.sim import CURRENT_DRIVER, SimBoard, SimConfigError, install
+    from gputop.sim import SimConfigError, start_simulated_board
 
     if not args.sim_board:
         if args.sim_driver or args.sim_scenario != "idle":
             raise SimConfigError("--sim-driver and --sim-scenario need --sim-board")
         return None
-
-    board = SimBoard(
-        args.sim_board,
-        driver=args.sim_driver or CURRENT_DRIVER,
-        scenario=args.sim_scenario,
-        seed=args.seed,
-        warmup_s=300.0,
+    board = start_simulated_board(
+        args.sim_board, args.sim_driver, args.sim_scenario, args.seed, warmup_s=300.0
     )
-    install(board)
     return f"{board.spec.label}, driver {board.driver.version}, scenario {board.scenario.key}"
 
 
@@ -224,18 +218,11 @@ def cmd_monitor(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from gputop.sim import CURRENT_DRIVER, SimBoard, install
+    from gputop.sim import start_simulated_board
     from gputop.sources.nvml import NvmlSource
 
     config = _ui_config(args)
-    board = SimBoard(
-        args.board,
-        driver=args.driver or CURRENT_DRIVER,
-        scenario=args.scenario,
-        seed=args.seed,
-        warmup_s=120.0,
-    )
-    install(board)
+    board = start_simulated_board(args.board, args.driver, args.scenario, args.seed, 120.0)
     source = NvmlSource.open()
     return _run_tui(source, config, simulated=board.short_label)
 

@@ -3,7 +3,7 @@
 from gputop.sim.board import Fault, SimBoard, SimProcess
 from gputop.sim.boards import BOARDS, BoardProfile, SimConfigError, parse_board
 from gputop.sim.drivers import CURRENT_DRIVER, DRIVERS, get_driver
-from gputop.sim.install import install, installed, uninstall
+from gputop.sim.install import install, installed, start_simulated_board, uninstall
 from gputop.sim.scenarios import SCENARIOS, get_scenario
 
 __all__ = [
@@ -21,5 +21,6 @@ __all__ = [
     "install",
     "installed",
     "parse_board",
+    "start_simulated_board",
     "uninstall",
 ]

@@ -35,6 +35,24 @@ def uninstall(saved: tuple[Any, dict[str, Any], int] | None = None) -> None:
         pynvml._nvmlLib_refcount = refcount
 
 
+def start_simulated_board(
+    spec: str,
+    driver: str | None = None,
+    scenario: str = "idle",
+    seed: int = 0,
+    warmup_s: float = 0.0,
+) -> SimBoard:
+    """Build a board on the real clock and install it for the rest of the process (the CLI's
+    --sim-board and `gputop demo`)."""
+    from gputop.sim.drivers import CURRENT_DRIVER
+
+    board = SimBoard(
+        spec, driver=driver or CURRENT_DRIVER, scenario=scenario, seed=seed, warmup_s=warmup_s
+    )
+    install(board)
+    return board
+
+
 @contextmanager
 def installed(board: SimBoard) -> Iterator[FakeNvmlLib]:
     """``install`` for the duration of a block, restoring whatever pynvml had before."""
