@@ -1,0 +1,462 @@
+"""The host source: the attached process and its descendants, their threads, their cgroup.
+
+Cost tiers (research/host-signals.md measured the reads): every tick, each process's stat,
+every task's schedstat (run-queue wait), io, cgroup counters and PSI; every few seconds, the
+per-thread stat and status files (thread states, per-thread CPU, context switches summed over
+all tasks), open fds and re-enumerating children; rarely, smaps_rollup (USS/PSS), environ and
+the cgroup paths. Processes are identified by (pid, start time), so a reused PID is new.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+from gputop.model.host import (
+    DATALOADER_WORKER,
+    CgroupSample,
+    HostSample,
+    ProcSample,
+    ThreadInfo,
+)
+from gputop.sources import cgroup as cg
+from gputop.sources.procfs import (
+    parse_ctx_switches,
+    parse_environ,
+    parse_io,
+    parse_schedstat,
+    parse_smaps_rollup,
+    parse_stat,
+)
+
+ENV_KEYS = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "CUDA_VISIBLE_DEVICES",
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+)
+DENIED = "n/a (needs same user or root)"
+THREAD_TIER_S = 3.0
+SLOW_TIER_S = 30.0
+
+
+class TargetNotFound(RuntimeError):
+    """The PID to attach to does not exist; the message is for the user."""
+
+
+@dataclass
+class _Proc:
+    pid: int
+    start: int
+    role: str
+    name: str
+    cmdline: str
+    cpu_prev: tuple[float, float] | None = None
+    sched_prev: dict[int, float] = field(default_factory=dict)
+    sched_t: float | None = None
+    thread_cpu_prev: dict[int, float] = field(default_factory=dict)
+    thread_t: float | None = None
+    ctx_prev: tuple[float, int, int] | None = None
+    io_prev: tuple[float, int, int, int] | None = None
+    denied: dict[str, str] = field(default_factory=dict)
+    threads: tuple[ThreadInfo, ...] = ()
+    threads_running: int | None = None
+    threads_disk_wait: int | None = None
+    ctx_rates: tuple[float | None, float | None] = (None, None)
+    open_fds: int | None = None
+    uss: int | None = None
+    pss: int | None = None
+    slow_t: float | None = None
+
+
+class HostSource:
+    """``HostSource.open(pid)``, then ``sample()`` every tick."""
+
+    def __init__(
+        self,
+        pid: int,
+        proc_root: Path = Path("/proc"),
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+        exit_code: Callable[[], int | None] | None = None,
+        mountinfo: Path | None = None,
+        thread_tier_s: float = THREAD_TIER_S,
+        slow_tier_s: float = SLOW_TIER_S,
+    ) -> None:
+        self.pid = pid
+        self.proc = proc_root
+        self._clock = clock
+        self._wall = wall
+        self._exit_code = exit_code
+        self._mountinfo = mountinfo
+        self.thread_tier_s = thread_tier_s
+        self.slow_tier_s = slow_tier_s
+        self._procs: dict[tuple[int, int], _Proc] = {}
+        self._start: int | None = None
+        self._children_t: float | None = None
+        self._slow_t: float | None = None
+        self._has_children_files: bool | None = None
+        self._cgroup_paths: cg.CgroupPaths | None = None
+        self._cpu_prev: tuple[float, cg.CpuStat] | None = None
+        self._mem_events_prev: dict[str, int] = {}
+        self._env: dict[str, str] = {}
+        self._na: dict[str, str] = {}
+        self.exited = False
+
+    @classmethod
+    def open(cls, pid: int, **kwargs) -> HostSource:
+        source = cls(pid, **kwargs)
+        stat = source._stat(pid)
+        if stat is None:
+            raise TargetNotFound(
+                f"no process with PID {pid} (it may have exited); check it with `ps -p {pid}`"
+            )
+        source._start = stat.start_ticks
+        return source
+
+    # ---- small readers ---------------------------------------------------------------------
+
+    def _path(self, *parts: object) -> Path:
+        return self.proc.joinpath(*map(str, parts))
+
+    def _stat(self, pid: int, tid: int | None = None):
+        path = self._path(pid, "task", tid, "stat") if tid else self._path(pid, "stat")
+        try:
+            return parse_stat(path.read_text())
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def _cmdline(self, pid: int) -> str:
+        try:
+            raw = self._path(pid, "cmdline").read_bytes()
+        except OSError:
+            return ""
+        return " ".join(p.decode(errors="replace") for p in raw.split(b"\0") if p)
+
+    def _tasks(self, pid: int) -> list[int]:
+        try:
+            return [int(t) for t in os.listdir(self._path(pid, "task"))]
+        except OSError:
+            return []
+
+    # ---- the tree ---------------------------------------------------------------------------
+
+    def _children_of(self, pid: int) -> list[int]:
+        if self._has_children_files is None:
+            self._has_children_files = self._path(pid, "task", pid, "children").exists()
+        if self._has_children_files:
+            kids: list[int] = []
+            for tid in self._tasks(pid):
+                try:
+                    kids += [
+                        int(x) for x in self._path(pid, "task", tid, "children").read_text().split()
+                    ]
+                except OSError:
+                    continue
+            return kids
+        return self._ppid_map().get(pid, [])
+
+    def _ppid_map(self) -> dict[int, list[int]]:
+        """Fallback when the kernel has no task/*/children files: one pass over /proc."""
+        out: dict[int, list[int]] = {}
+        for entry in os.listdir(self.proc):
+            if entry.isdigit():
+                st = self._stat(int(entry))
+                if st is not None:
+                    out.setdefault(st.ppid, []).append(st.pid)
+        return out
+
+    def _discover(self) -> None:
+        """Walk the tree below the target; keep known processes, add new ones."""
+        seen: dict[tuple[int, int], _Proc] = {}
+        stack = [(self.pid, "main")]
+        main_cmdline = None
+        while stack:
+            pid, role = stack.pop()
+            st = self._stat(pid)
+            if st is None:
+                continue
+            key = (pid, st.start_ticks)
+            proc = self._procs.get(key)
+            if proc is None:
+                cmdline = self._cmdline(pid)
+                if role != "main":
+                    role = _role(st.comm, cmdline, main_cmdline, st.ppid == self.pid)
+                proc = _Proc(pid=pid, start=st.start_ticks, role=role, name=st.comm,
+                             cmdline=cmdline)  # fmt: skip
+            if proc.role == "main":
+                main_cmdline = proc.cmdline
+            seen[key] = proc
+            stack += [(kid, "child") for kid in self._children_of(pid)]
+        self._procs = seen
+
+    # ---- one tick ----------------------------------------------------------------------------
+
+    def sample(self) -> HostSample:
+        now, wall = self._clock(), self._wall()
+        main = self._stat(self.pid)
+        if main is None or main.start_ticks != self._start or main.state in ("Z", "X"):
+            return self._exited(now, wall)
+        if self._children_t is None or now - self._children_t >= self.thread_tier_s:
+            self._discover()
+            self._children_t = now
+        slow = self._slow_t is None or now - self._slow_t >= self.slow_tier_s
+        if slow:
+            self._slow_t = now
+            self._refresh_slow()
+        procs = []
+        for key, proc in list(self._procs.items()):
+            sample = self._sample_proc(proc, now)
+            if sample is None:
+                del self._procs[key]  # gone between two reads: dropped quietly
+                continue
+            procs.append(sample)
+        procs.sort(key=lambda p: (p.role != "main", p.role != "worker", p.pid))
+        affinity = cg.affinity_cpus(self.pid)
+        cgroup = self._cgroup(now)
+        effective, source = _effective_cpus(affinity, cgroup)
+        return HostSample(
+            pid=self.pid,
+            t=now,
+            wall=wall,
+            state="running",
+            exit_code=None,
+            processes=tuple(procs),
+            effective_cpus=effective,
+            effective_cpus_source=source,
+            affinity_cpus=affinity,
+            cgroup=cgroup,
+            env=MappingProxyType(dict(self._env)),
+            na=MappingProxyType(dict(self._na)),
+        )
+
+    def _exited(self, now: float, wall: float) -> HostSample:
+        self.exited = True
+        code = self._exit_code() if self._exit_code else None
+        return HostSample(
+            pid=self.pid, t=now, wall=wall, state="exited", exit_code=code, processes=(),
+            effective_cpus=None, effective_cpus_source="", affinity_cpus=None, cgroup=None,
+            env=MappingProxyType(dict(self._env)), na=MappingProxyType({}),
+        )  # fmt: skip
+
+    def _refresh_slow(self) -> None:
+        self._cgroup_paths = cg.resolve(self.pid, self.proc, self._mountinfo)
+        try:
+            env = parse_environ(self._path(self.pid, "environ").read_bytes())
+            self._env = {k: env[k] for k in ENV_KEYS if k in env}
+            self._na.pop("env", None)
+        except PermissionError:
+            self._na["env"] = DENIED
+        except OSError:
+            pass
+
+    def _sample_proc(self, p: _Proc, now: float) -> ProcSample | None:
+        st = self._stat(p.pid)
+        if st is None or st.start_ticks != p.start:
+            return None
+        cpu = None
+        if p.cpu_prev is not None and now > p.cpu_prev[0]:
+            cpu = max(0.0, (st.cpu_s - p.cpu_prev[1]) / (now - p.cpu_prev[0]))
+        p.cpu_prev = (now, st.cpu_s)
+        tasks = self._tasks(p.pid)
+        runq = self._runq(p, tasks, now)
+        if p.thread_t is None or now - p.thread_t >= self.thread_tier_s:
+            self._threads(p, tasks, now)
+        reads = self._io(p, now)
+        if p.slow_t is None or now - p.slow_t >= self.slow_tier_s:
+            p.slow_t = now
+            self._memory(p)
+        return ProcSample(
+            pid=p.pid,
+            start_ticks=p.start,
+            ppid=st.ppid,
+            name=st.comm,
+            cmdline=p.cmdline,
+            role=p.role,
+            state=st.state,
+            cpu_cores=cpu,
+            rss_bytes=st.rss_bytes,
+            uss_bytes=p.uss,
+            pss_bytes=p.pss,
+            num_threads=st.num_threads,
+            threads_running=p.threads_running,
+            threads_disk_wait=p.threads_disk_wait,
+            threads=p.threads,
+            runq_wait=runq,
+            ctx_voluntary_rate=p.ctx_rates[0],
+            ctx_involuntary_rate=p.ctx_rates[1],
+            read_chars_rate=reads[0],
+            read_bytes_rate=reads[1],
+            write_bytes_rate=reads[2],
+            open_fds=p.open_fds,
+            na=MappingProxyType(dict(p.denied)),
+        )
+
+    def _runq(self, p: _Proc, tasks: list[int], now: float) -> float | None:
+        """Run-queue wait per second summed over tasks; tasks that came or went add nothing."""
+        current: dict[int, float] = {}
+        for tid in tasks:
+            try:
+                current[tid] = parse_schedstat(
+                    self._path(p.pid, "task", tid, "schedstat").read_text()
+                )[1]
+            except (OSError, ValueError, IndexError):
+                continue
+        wait = None
+        if p.sched_t is not None and now > p.sched_t:
+            delta = sum(
+                max(0.0, v - p.sched_prev[tid]) for tid, v in current.items() if tid in p.sched_prev
+            )
+            wait = delta / (now - p.sched_t)
+        p.sched_prev, p.sched_t = current, now
+        return wait
+
+    def _threads(self, p: _Proc, tasks: list[int], now: float) -> None:
+        infos = []
+        cpu_now: dict[int, float] = {}
+        vol = invol = 0
+        status_ok = True
+        dt = now - p.thread_t if p.thread_t is not None else None
+        for tid in tasks:
+            st = self._stat(p.pid, tid)
+            if st is None:
+                continue
+            cpu_now[tid] = st.cpu_s
+            prev = p.thread_cpu_prev.get(tid)
+            cores = (st.cpu_s - prev) / dt if dt and prev is not None else None
+            infos.append(ThreadInfo(tid=tid, name=st.comm, state=st.state, cpu_cores=cores))
+            if status_ok:
+                try:
+                    v, i = parse_ctx_switches(self._path(p.pid, "task", tid, "status").read_text())
+                    vol, invol = vol + v, invol + i
+                except PermissionError:
+                    status_ok = False
+                except OSError:
+                    continue
+        p.threads = tuple(infos)
+        p.threads_running = sum(1 for t in infos if t.state == "R")
+        p.threads_disk_wait = sum(1 for t in infos if t.state == "D")
+        p.thread_cpu_prev = cpu_now
+        if status_ok:
+            if p.ctx_prev is not None and dt:
+                p.ctx_rates = (
+                    max(0.0, (vol - p.ctx_prev[1]) / dt),
+                    max(0.0, (invol - p.ctx_prev[2]) / dt),
+                )
+            p.ctx_prev = (now, vol, invol)
+        else:
+            for k in ("ctx_voluntary_rate", "ctx_involuntary_rate"):
+                p.denied[k] = DENIED
+        p.thread_t = now
+        if "open_fds" not in p.denied:
+            try:
+                p.open_fds = len(os.listdir(self._path(p.pid, "fd")))
+            except PermissionError:
+                p.denied["open_fds"] = DENIED
+            except OSError:
+                p.open_fds = None
+
+    def _io(self, p: _Proc, now: float) -> tuple[float | None, float | None, float | None]:
+        if "read_chars_rate" in p.denied:
+            return None, None, None
+        try:
+            io = parse_io(self._path(p.pid, "io").read_text())
+        except PermissionError:
+            for k in ("read_chars_rate", "read_bytes_rate", "write_bytes_rate"):
+                p.denied[k] = DENIED
+            return None, None, None
+        except OSError:
+            return None, None, None
+        cur = (now, io.get("rchar", 0), io.get("read_bytes", 0), io.get("write_bytes", 0))
+        prev, p.io_prev = p.io_prev, cur
+        if prev is None or now <= prev[0]:
+            return None, None, None
+        dt = now - prev[0]
+        return tuple(max(0.0, (c - o) / dt) for c, o in zip(cur[1:], prev[1:], strict=True))  # type: ignore[return-value]
+
+    def _memory(self, p: _Proc) -> None:
+        if "uss_bytes" in p.denied:
+            return
+        try:
+            rollup = parse_smaps_rollup(self._path(p.pid, "smaps_rollup").read_text())
+            p.uss, p.pss = rollup["uss"], rollup["pss"]
+        except PermissionError:
+            p.denied["uss_bytes"] = p.denied["pss_bytes"] = DENIED
+        except OSError:
+            pass
+
+    def _cgroup(self, now: float) -> CgroupSample | None:
+        paths = self._cgroup_paths
+        if paths is None or paths.version in ("unknown", "none"):
+            return None
+        quota = cg.cpu_quota(paths)
+        limit = cg.memory_limit(paths)
+        cpu = cg.cpu_stat(paths, quota.path if quota else None)
+        usage = ratio = throttled = None
+        if cpu is not None and self._cpu_prev is not None:
+            t0, c0 = self._cpu_prev
+            dt = now - t0
+            periods = cpu.nr_periods - c0.nr_periods
+            if periods > 0:
+                ratio = (cpu.nr_throttled - c0.nr_throttled) / periods
+            elif dt > 0:
+                ratio = 0.0 if quota else None
+            if dt > 0:
+                throttled = max(0.0, (cpu.throttled_s - c0.throttled_s) / dt)
+                if cpu.usage_s is not None and c0.usage_s is not None:
+                    usage = max(0.0, (cpu.usage_s - c0.usage_s) / dt)
+        if cpu is not None:
+            self._cpu_prev = (now, cpu)
+        mem = cg.memory_stat(paths, limit.path if limit else None)
+        events = dict(mem.events) if mem else {}
+        new = {k: max(0, v - self._mem_events_prev.get(k, v)) for k, v in events.items()}
+        self._mem_events_prev = events
+        scope, psi = cg.pressure(paths, self.proc)
+        return CgroupSample(
+            version=paths.version,
+            cpu_quota_cpus=quota.cpus if quota else None,
+            cpu_quota_path=str(quota.path) if quota else None,
+            cpu_usage_cores=usage,
+            throttled_ratio=ratio,
+            throttled_s_per_s=throttled,
+            mem_limit_bytes=limit.limit if limit else None,
+            mem_limit_path=str(limit.path) if limit else None,
+            mem_current_bytes=mem.current if mem else None,
+            mem_working_set_bytes=mem.working_set if mem else None,
+            mem_events=MappingProxyType(events),
+            mem_events_new=MappingProxyType(new),
+            swap_bytes=mem.swap_current if mem else None,
+            psi_scope=scope,
+            psi=MappingProxyType({r: MappingProxyType(v) for r, v in psi.items()}),
+            problems=paths.problems,
+        )
+
+
+def _role(comm: str, cmdline: str, main_cmdline: str | None, child_of_main: bool) -> str:
+    """DataLoader workers by name (torch >= 2.4 names them), else by how they were made."""
+    if comm.startswith(DATALOADER_WORKER):
+        return "worker"
+    if child_of_main and (
+        (main_cmdline and cmdline == main_cmdline)  # fork without exec: the loader's default
+        or "multiprocessing.spawn" in cmdline
+        or "multiprocessing.forkserver" in cmdline
+    ):
+        return "worker"
+    return "child"
+
+
+def _effective_cpus(affinity: int | None, cgroup: CgroupSample | None) -> tuple[float | None, str]:
+    quota = cgroup.cpu_quota_cpus if cgroup else None
+    if quota is not None and (affinity is None or quota < affinity):
+        return quota, "cgroup quota"
+    if affinity is not None:
+        total = os.cpu_count()
+        return float(affinity), "CPU affinity" if total and affinity < total else "all CPUs"
+    return None, "unknown"

@@ -1,0 +1,92 @@
+"""Parsers for the /proc files the host source reads: pure functions of the file's text.
+
+Direct /proc reads rather than psutil for the per-tick path: psutil counts context switches
+for the main thread only, gives no thread states, and a fresh Process object reports 0% CPU;
+and reading the few fields we need is cheaper than its general calls.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+@dataclass(frozen=True, slots=True)
+class Stat:
+    pid: int
+    comm: str
+    state: str
+    ppid: int
+    cpu_s: float
+    """utime + stime in seconds (for a process: all its threads)."""
+    num_threads: int
+    start_ticks: int
+    """Start time after boot in clock ticks: with the PID, the identity of a process."""
+    rss_bytes: int
+
+
+def parse_stat(text: str) -> Stat:
+    """``/proc/P/stat`` or ``/proc/P/task/T/stat``. comm may hold spaces and parentheses."""
+    lparen = text.index("(")
+    rparen = text.rindex(")")
+    rest = text[rparen + 2 :].split()
+    # rest[0] is field 3 (state); field n is rest[n - 3]
+    return Stat(
+        pid=int(text[:lparen]),
+        comm=text[lparen + 1 : rparen],
+        state=rest[0],
+        ppid=int(rest[1]),
+        cpu_s=(int(rest[11]) + int(rest[12])) / CLK_TCK,
+        num_threads=int(rest[17]),
+        start_ticks=int(rest[19]),
+        rss_bytes=int(rest[21]) * PAGE,
+    )
+
+
+def parse_schedstat(text: str) -> tuple[float, float]:
+    """(seconds on CPU, seconds waiting on a run queue) of one task."""
+    parts = text.split()
+    return int(parts[0]) / 1e9, int(parts[1]) / 1e9
+
+
+def parse_ctx_switches(text: str) -> tuple[int, int]:
+    """(voluntary, involuntary) context switches from ``/proc/P/task/T/status``."""
+    vol = invol = 0
+    for line in text.splitlines():
+        if line.startswith("voluntary_ctxt_switches:"):
+            vol = int(line.split()[1])
+        elif line.startswith("nonvoluntary_ctxt_switches:"):
+            invol = int(line.split()[1])
+    return vol, invol
+
+
+def parse_io(text: str) -> dict[str, int]:
+    out = {}
+    for line in text.splitlines():
+        k, _, v = line.partition(":")
+        if v.strip().isdigit():
+            out[k.strip()] = int(v)
+    return out
+
+
+def parse_environ(raw: bytes) -> dict[str, str]:
+    out = {}
+    for item in raw.split(b"\0"):
+        k, sep, v = item.partition(b"=")
+        if sep:
+            out[k.decode(errors="replace")] = v.decode(errors="replace")
+    return out
+
+
+def parse_smaps_rollup(text: str) -> dict[str, int]:
+    """Pss and the private (unshared: USS) sizes, in bytes."""
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[2] == "kB":
+            out[parts[0].rstrip(":")] = int(parts[1]) * 1024
+    uss = out.get("Private_Clean", 0) + out.get("Private_Dirty", 0)
+    return {"pss": out.get("Pss", 0), "uss": uss}
