@@ -1,0 +1,225 @@
+"""The host source against real processes the tests start."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from gputop.model.host import DATALOADER_WORKER
+from gputop.sources.host import DENIED, HostSource, TargetNotFound
+
+BUSY_THREADS = """
+import hashlib, os, sys, threading
+n = int(sys.argv[1])
+os.sched_setaffinity(0, {0})
+data = b"x" * (1 << 20)
+def burn():
+    while True:
+        hashlib.sha256(data).digest()  # releases the GIL: really parallel threads
+for _ in range(n):
+    threading.Thread(target=burn, daemon=True).start()
+print("ready", flush=True)
+threading.Event().wait()
+"""
+
+WORKERS = """
+import ctypes, os, signal, sys, time
+libc = ctypes.CDLL(None)
+def name(comm):
+    libc.prctl(15, comm.encode(), 0, 0, 0)  # PR_SET_NAME, as torch names DataLoader workers
+kids = []
+for i in range(3):
+    pid = os.fork()
+    if pid == 0:
+        name("pt_data_worker")
+        if i == 0:
+            while True:
+                pass
+        while True:
+            time.sleep(1)
+    kids.append(pid)
+print("ready", flush=True)
+try:
+    signal.pause()
+finally:
+    for k in kids:
+        os.kill(k, 9)
+"""
+
+
+def start(code: str, *args: str, **kw) -> subprocess.Popen:
+    p = subprocess.Popen(
+        [sys.executable, "-c", code, *args], stdout=subprocess.PIPE, text=True, **kw
+    )
+    assert p.stdout.readline().strip() == "ready"
+    return p
+
+
+def stop(p: subprocess.Popen) -> None:
+    p.kill()
+    p.wait(5)
+
+
+def watch(pid: int, seconds: float = 2.0, **kw):
+    src = HostSource.open(pid, thread_tier_s=0.5, **kw)
+    sample = src.sample()
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        time.sleep(0.5)
+        sample = src.sample()
+    return sample
+
+
+def test_oversubscribed_threads_show_run_queue_wait():
+    one = start(BUSY_THREADS, "1")
+    try:
+        base = watch(one.pid)
+    finally:
+        stop(one)
+    eight = start(BUSY_THREADS, "8")
+    try:
+        busy = watch(eight.pid)
+    finally:
+        stop(eight)
+    assert busy.effective_cpus == 1.0 and busy.effective_cpus_source == "CPU affinity"
+    assert busy.runq_wait > base.runq_wait + 3.0, (busy.runq_wait, base.runq_wait)
+    assert busy.runq_wait > 4.0
+    assert busy.threads_running / busy.effective_cpus >= 4
+    assert base.threads_running / base.effective_cpus <= 2
+    assert busy.main.cpu_cores == pytest.approx(1.0, abs=0.35)
+    assert busy.main.ctx_involuntary_rate > 0  # summed over every task, not the main thread
+
+
+def test_dataloader_workers_are_found_and_the_spinning_one_uses_a_core():
+    p = start(WORKERS)
+    try:
+        s = watch(p.pid, seconds=2.5)
+    finally:
+        stop(p)
+    workers = s.workers
+    assert len(workers) == 3
+    assert all(w.name == DATALOADER_WORKER and w.ppid == p.pid for w in workers)
+    spinning = max(workers, key=lambda w: w.cpu_cores)
+    assert spinning.cpu_cores == pytest.approx(1.0, abs=0.3)
+    assert all(w.cpu_cores < 0.1 for w in workers if w is not spinning)
+    assert s.main.role == "main" and s.main.cpu_cores < 0.1
+    assert s.processes[0].role == "main"
+
+
+def test_target_that_exits_ends_in_the_exited_state():
+    p = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(0.6); raise SystemExit(3)"]
+    )
+    src = HostSource.open(p.pid, exit_code=p.poll)
+    assert src.sample().state == "running"
+    p.wait(10)
+    s = src.sample()
+    assert s.state == "exited" and s.exit_code == 3 and s.processes == ()
+    assert src.sample().state == "exited"  # and stays there, quietly
+
+
+def test_missing_pid_is_a_clear_error():
+    with pytest.raises(TargetNotFound, match="no process with PID 4000000"):
+        HostSource.open(4_000_000)
+
+
+def test_reused_pid_is_a_new_process(tmp_path):
+    proc = tmp_path / "proc"
+    stat = "{pid} (python) S 1 1 1 0 -1 0 0 0 0 0 5 5 0 0 20 0 1 0 {start} 1000 10 0\n"
+    (proc / "77" / "task" / "77").mkdir(parents=True)
+    (proc / "77" / "stat").write_text(stat.format(pid=77, start=100))
+    src = HostSource.open(77, proc_root=proc)
+    assert src.sample().state == "running"
+    (proc / "77" / "stat").write_text(stat.format(pid=77, start=999))  # same PID, new process
+    assert src.sample().state == "exited"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become nobody")
+def test_target_of_another_user_gives_reasons_not_a_crash():
+    import pwd
+
+    nobody = pwd.getpwnam("nobody")
+    target = start(BUSY_THREADS, "1")  # owned by root
+    read_fd, write_fd = os.pipe()
+    child = os.fork()
+    if child == 0:  # the reader: gputop's host source as another, unprivileged user
+        try:
+            os.setgroups([])
+            os.setgid(nobody.pw_gid)
+            os.setuid(nobody.pw_uid)
+            src = HostSource.open(target.pid, thread_tier_s=0.2)
+            for _ in range(3):
+                time.sleep(0.3)
+                s = src.sample()
+            doc = {"na": dict(s.main.na), "env_na": dict(s.na), "cpu": s.main.cpu_cores,
+                   "state": s.state, "runq": s.main.runq_wait}  # fmt: skip
+            os.write(write_fd, json.dumps(doc).encode())
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    try:
+        raw = b""
+        while chunk := os.read(read_fd, 65536):
+            raw += chunk
+        os.waitpid(child, 0)
+    finally:
+        os.close(read_fd)
+        stop(target)
+    doc = json.loads(raw)
+    assert doc["state"] == "running" and doc["cpu"] > 0.5  # what is readable still is
+    assert doc["runq"] is not None
+    assert doc["na"]["read_bytes_rate"] == DENIED
+    assert doc["na"]["open_fds"] == DENIED
+    assert doc["env_na"]["env"] == DENIED
+
+
+def _v1_cpu_root() -> Path | None:
+    root = Path("/sys/fs/cgroup/cpu")
+    return root if (root / "cpu.cfs_quota_us").exists() and os.access(root, os.W_OK) else None
+
+
+def _v2_root() -> Path | None:
+    root = Path("/sys/fs/cgroup")
+    ok = (root / "cgroup.subtree_control").exists() and os.access(root, os.W_OK)
+    return root if ok and "cpu" in (root / "cgroup.subtree_control").read_text() else None
+
+
+@pytest.mark.skipif(
+    _v1_cpu_root() is None and _v2_root() is None, reason="may not create a cgroup here"
+)
+def test_real_cgroup_quota_throttles_a_busy_process():
+    name = f"gputop-test-{uuid.uuid4().hex[:8]}"
+    v1 = _v1_cpu_root()
+    d = (v1 or _v2_root()) / name  # type: ignore[operator]
+    d.mkdir()
+    p = None
+    try:
+        if v1:
+            (d / "cpu.cfs_period_us").write_text("100000")
+            (d / "cpu.cfs_quota_us").write_text("30000")
+        else:
+            (d / "cpu.max").write_text("30000 100000")
+        p = start(BUSY_THREADS, "2", preexec_fn=None)
+        (d / "cgroup.procs").write_text(str(p.pid))
+        s = watch(p.pid, seconds=2.5)
+        assert s.cgroup is not None
+        assert s.cgroup.cpu_quota_cpus == pytest.approx(0.3)
+        assert s.effective_cpus == pytest.approx(0.3) and s.effective_cpus_source == "cgroup quota"
+        assert s.cgroup.throttled_ratio > 0.5
+        assert s.main.cpu_cores < 0.45
+    finally:
+        if p is not None:
+            stop(p)
+        for _ in range(50):
+            try:
+                d.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)
