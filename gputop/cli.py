@@ -74,6 +74,12 @@ def _add_ui_flags(p: argparse.ArgumentParser, under_command: bool = False) -> No
         help="for slow ssh links: 16 colours, no animation, no mouse, 5 s refresh, narrow charts",
     )
     p.add_argument("--config", type=Path, metavar="FILE", help="config file to read")
+    p.add_argument(
+        "--pid",
+        type=int,
+        metavar="PID",
+        help="the training process to attach to (its DataLoader workers and children too)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -113,6 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     snap.add_argument("--json", action="store_true", help="print JSON (schema: docs/snapshot.md)")
     snap.add_argument(
+        "--pid", type=int, metavar="PID", help="also read this process tree (host data)"
+    )
+    snap.add_argument(
         "--timeout",
         type=float,
         default=5.0,
@@ -144,6 +153,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     from gputop.sources.watchdog import SourceStalled, Watchdog
 
     simulated = _install_sim(args)
+    host = _open_host(args.pid)
     watchdog = Watchdog("NVML", timeout=args.timeout)
     try:
         source = watchdog.call(NvmlSource.open)
@@ -154,8 +164,13 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
         print(f"gputop: {e}", file=sys.stderr)
         return 1
     try:
+        if host is not None:
+            host.sample()  # rates need two readings; sample_pair spaces them
         samples = sample_pair(source, watchdog)
-        doc = build_document(source.devices, source.capabilities, samples, simulated=simulated)
+        host_sample = host.sample() if host is not None else None
+        doc = build_document(
+            source.devices, source.capabilities, samples, simulated=simulated, host=host_sample
+        )
     except SourceStalled as e:
         print(f"gputop: {e}", file=sys.stderr)
         return 1
@@ -183,14 +198,27 @@ def _ui_config(args: argparse.Namespace):  # -> Config
     return config.effective()
 
 
-def _run_tui(source, config, simulated: str | None) -> int:
+def _open_host(pid: int | None):
+    """The host source for ``--pid``, or None; TargetNotFound propagates (one line)."""
+    if pid is None:
+        return None
+    from gputop.sources.host import HostSource
+
+    return HostSource.open(pid)
+
+
+def _run_tui(source, config, simulated: str | None, host=None) -> int:
     """Import Textual only now: its colour system must come from the environment first."""
     from gputop.ui.terminal import apply_terminal_env
 
     apply_terminal_env(config.color, config.low_bandwidth)
-    from gputop.ui.app import GputopApp
+    from gputop.ui.app import GputopApp, Target
 
-    app = GputopApp(source, config=config, simulated=simulated)
+    target = None
+    if host is not None:
+        main = host.sample().main
+        target = Target(pid=host.pid, command=(main.cmdline or main.name) if main else "?")
+    app = GputopApp(source, config=config, simulated=simulated, host=host, target=target)
     try:
         app.run(mouse=config.mouse)
     finally:
@@ -204,6 +232,7 @@ def cmd_monitor(args: argparse.Namespace) -> int:
     from gputop.sources.watchdog import SourceStalled, Watchdog
 
     config = _ui_config(args)
+    host = _open_host(args.pid)
     try:
         source = Watchdog("NVML", timeout=10.0).call(NvmlSource.open)
     except (NvmlUnavailable, SourceStalled) as e:
@@ -214,7 +243,7 @@ def cmd_monitor(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    return _run_tui(source, config, simulated=None)
+    return _run_tui(source, config, simulated=None, host=host)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -222,20 +251,25 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from gputop.sources.nvml import NvmlSource
 
     config = _ui_config(args)
+    host = _open_host(getattr(args, "pid", None))
     board = start_simulated_board(args.board, args.driver, args.scenario, args.seed, 120.0)
     source = NvmlSource.open()
-    return _run_tui(source, config, simulated=board.short_label)
+    return _run_tui(source, config, simulated=board.short_label, host=host)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     from gputop.sim import SimConfigError
+    from gputop.sources.host import TargetNotFound
 
     commands = {"snapshot": cmd_snapshot, "demo": cmd_demo, None: cmd_monitor}
     try:
         return commands[args.command](args)
     except SimConfigError as e:
         parser.error(str(e))
+    except TargetNotFound as e:
+        print(f"gputop: {e}", file=sys.stderr)
+        return 1
     except BrokenPipeError:  # `gputop snapshot | head`
         return 0

@@ -18,6 +18,7 @@ from typing import Any
 
 from gputop import __version__
 from gputop.model import DeviceInfo, GpuSample
+from gputop.model.host import HostSample
 from gputop.sources.nvml import Capabilities, NvmlSource
 from gputop.sources.watchdog import Watchdog
 
@@ -56,6 +57,7 @@ def build_document(
     caps: Capabilities | None,
     samples: Sequence[GpuSample],
     simulated: str | None = None,
+    host: HostSample | None = None,
 ) -> dict[str, Any]:
     """The snapshot document (schema in docs/snapshot.md) for these devices and readings."""
     by_index = {s.index: s for s in samples}
@@ -75,6 +77,7 @@ def build_document(
             "capabilities": jsonable(caps) if caps else None,
         },
         "devices": out,
+        "host": jsonable(host) if host is not None else None,
     }
 
 

@@ -33,7 +33,40 @@ def render_snapshot(doc: dict[str, Any]) -> str:
     for d in doc["devices"]:
         lines.append("")
         lines.extend(_device_lines(d))
+    if doc.get("host"):
+        lines.append("")
+        lines.extend(_host_lines(doc["host"]))
     return "\n".join(lines) + "\n"
+
+
+def _host_lines(h: dict[str, Any]) -> list[str]:
+    if h["state"] == "exited":
+        code = f" with code {h['exit_code']}" if h["exit_code"] is not None else ""
+        return [f"process {h['pid']} exited{code}"]
+    out = [
+        f"process {h['pid']}  effective CPUs {_num(h['effective_cpus'], '{:.1f}')}"
+        f" ({h['effective_cpus_source']})"
+    ]
+    for p in h["processes"]:
+        out.append(
+            f"  {p['role']:<6} pid {p['pid']:<7} {p['name']:<16}"
+            f" CPU {_num(p['cpu_cores'], '{:.2f}')}"
+            f"  threads {p['num_threads']} ({_num(p['threads_running'])} running)"
+            f"  run-queue wait {_num(p['runq_wait'], '{:.2f}')}"
+            f"  RSS {_gib(p['rss_bytes'])} GiB"
+        )
+    c = h.get("cgroup")
+    if c:
+        quota = _num(c["cpu_quota_cpus"], "{:.2f}") if c["cpu_quota_cpus"] else "none"
+        limit = f"{_gib(c['mem_limit_bytes'])} GiB" if c["mem_limit_bytes"] else "none"
+        out.append(
+            f"  cgroup {c['version']}: CPU quota {quota}, throttled"
+            f" {_num(c['throttled_ratio'], '{:.0%}')} of periods;"
+            f" memory working set {_gib(c['mem_working_set_bytes'])} GiB, limit {limit}"
+        )
+    for k, v in h["env"].items():
+        out.append(f"  {k}={v}")
+    return out
 
 
 def _device_lines(d: dict[str, Any]) -> list[str]:

@@ -443,8 +443,10 @@ def _role(comm: str, cmdline: str, main_cmdline: str | None, child_of_main: bool
     """DataLoader workers by name (torch >= 2.4 names them), else by how they were made."""
     if comm.startswith(DATALOADER_WORKER):
         return "worker"
-    if child_of_main and (
-        (main_cmdline and cmdline == main_cmdline)  # fork without exec: the loader's default
+    if not child_of_main or "python" not in (main_cmdline or "").split(" ")[0]:
+        return "child"
+    if (
+        cmdline == main_cmdline  # a Python process forked without exec: the loader's default
         or "multiprocessing.spawn" in cmdline
         or "multiprocessing.forkserver" in cmdline
     ):

@@ -22,12 +22,13 @@ from textual.widgets import Footer
 
 from gputop.config import INTERVAL_MAX, INTERVAL_MIN, Config, clamp_interval
 from gputop.model import DeviceInfo, GpuSample, Timeline
+from gputop.model.host import HostSample
 from gputop.ui.detail import DetailScreen
 from gputop.ui.gpu_text import short_name
 from gputop.ui.help import HelpScreen
-from gputop.ui.messages import GpuSamplesReady, SourceTrouble
+from gputop.ui.messages import GpuSamplesReady, HostSampleReady, SourceTrouble
 from gputop.ui.themes import DEFAULT_THEME, GPUTOP_VARIABLES, all_theme_dirs, load_themes
-from gputop.ui.widgets import GpuRow, HeaderLine, SimBanner, StatusLine
+from gputop.ui.widgets import GpuRow, HeaderLine, HostPane, SimBanner, StatusLine
 
 INTERVAL_STEPS = (0.5, 1.0, 2.0, 3.0, 5.0, 10.0)
 DETAIL_HISTORY_S = 300.0
@@ -40,6 +41,14 @@ class GpuFeed(Protocol):
     def devices(self) -> tuple[DeviceInfo, ...]: ...
 
     def sample(self) -> list[GpuSample]: ...
+
+
+class HostFeed(Protocol):
+    """What the app needs from the host source (HostSource is one)."""
+
+    pid: int
+
+    def sample(self) -> HostSample: ...
 
 
 @dataclass(frozen=True)
@@ -87,10 +96,13 @@ class GputopApp(App):
         capabilities: Any = None,
         start_sampler: bool = True,
         extra_problems: Sequence[str] = (),
+        host: HostFeed | None = None,
     ) -> None:
         self.config = (config or Config()).effective()
         super().__init__()
         self.feed = feed
+        self.host = host
+        self.host_latest: HostSample | None = None
         self.devices = tuple(feed.devices)
         self.target = target
         self.simulated = simulated
@@ -105,7 +117,7 @@ class GputopApp(App):
         self.trouble = ""
         self._problems = [*self.config.problems, *extra_problems]
         self._start_sampler = start_sampler
-        self._sampler = None
+        self._samplers: list[Any] = []
         themes, theme_problems = load_themes(all_theme_dirs(self.config.themes_dir))
         self._problems += theme_problems
         self.gputop_themes = [t.name for t in themes]
@@ -130,6 +142,8 @@ class GputopApp(App):
         yield HeaderLine(id="header")
         if self.simulated:
             yield SimBanner(f"SIMULATED {self.simulated} (not a real GPU)", id="sim-banner")
+        if self.host is not None:
+            yield HostPane()
         with VerticalScroll(id="gpus"):
             spark = 20 if self.config.low_bandwidth else 40
             for d in self.devices:
@@ -146,19 +160,34 @@ class GputopApp(App):
             for sig in (signal.SIGHUP, signal.SIGTERM):
                 loop.add_signal_handler(sig, self.exit)
         if self._start_sampler:
+            from gputop.sources.watchdog import Watchdog
             from gputop.ui.sampler import Sampler
 
-            self._sampler = Sampler(
-                read=self.feed.sample,
-                deliver=lambda samples: self.post_message(GpuSamplesReady(samples)),
-                fail=lambda text: self.post_message(SourceTrouble(text)),
-                interval=self.interval,
+            self._samplers.append(
+                Sampler(
+                    read=self.feed.sample,
+                    deliver=lambda samples: self.post_message(GpuSamplesReady(samples)),
+                    fail=lambda text: self.post_message(SourceTrouble(text)),
+                    interval=self.interval,
+                )
             )
-            self._sampler.start()
+            if self.host is not None:
+                self._samplers.append(
+                    Sampler(
+                        read=self.host.sample,
+                        deliver=lambda sample: self.post_message(HostSampleReady(sample)),
+                        fail=lambda text: self.post_message(SourceTrouble(text)),
+                        interval=self.interval,
+                        watchdog=Watchdog("the process reader", timeout=5.0),
+                        name="gputop-host-sampler",
+                    )
+                )
+            for sampler in self._samplers:
+                sampler.start()
 
     def on_unmount(self) -> None:
-        if self._sampler is not None:
-            self._sampler.stop()
+        for sampler in self._samplers:
+            sampler.stop()
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGHUP, signal.SIGTERM):
@@ -177,6 +206,18 @@ class GputopApp(App):
     def on_gpu_samples_ready(self, message: GpuSamplesReady) -> None:
         self.ingest(message.samples)
 
+    def ingest_host(self, sample: HostSample) -> None:
+        """Store a host sample (always) and show it (unless paused)."""
+        self.timeline.append(sample.key, sample)
+        self.host_latest = sample
+        if not self.paused:
+            with self.batch_update():
+                self.query_one(HostPane).show(sample)
+                self._update_header()
+
+    def on_host_sample_ready(self, message: HostSampleReady) -> None:
+        self.ingest_host(message.sample)
+
     def on_source_trouble(self, message: SourceTrouble) -> None:
         self.trouble = message.text
         self._update_status()
@@ -192,6 +233,8 @@ class GputopApp(App):
             for row in self.query(GpuRow):
                 seconds = (row.spark_width + 1) * self.interval
                 row.show(self.latest.get(row.info.index), self.history(row.info.index, seconds))
+            if self.host_latest is not None and self.host is not None:
+                self.query_one(HostPane).show(self.host_latest)
             self._update_header()
             self.refresh_detail()
         self._refresh_bindings_if_changed()
@@ -218,6 +261,8 @@ class GputopApp(App):
 
     def _update_header(self) -> None:
         who = f"pid {self.target.pid}: {self.target.command}" if self.target else "no target"
+        if self.host_latest is not None and self.host_latest.state == "exited":
+            who = f"pid {self.host_latest.pid} EXITED"
         names = {short_name(d.name) for d in self.devices}
         board = f"{len(self.devices)}x {', '.join(sorted(names))}" if self.devices else "no GPU"
         if self.capabilities is not None:
@@ -298,8 +343,8 @@ class GputopApp(App):
 
     def _set_interval(self, seconds: float) -> None:
         self.interval = clamp_interval(seconds)
-        if self._sampler is not None:
-            self._sampler.set_interval(self.interval)
+        for sampler in self._samplers:
+            sampler.set_interval(self.interval)
         self._update_header()
         self._refresh_bindings_if_changed()
 
@@ -318,7 +363,11 @@ class GputopApp(App):
             self.notify("nothing to save yet: no reading has arrived", severity="warning")
             return
         doc = build_document(
-            self.devices, self.capabilities, list(self.latest.values()), self.simulated
+            self.devices,
+            self.capabilities,
+            list(self.latest.values()),
+            self.simulated,
+            host=self.host_latest,
         )
         stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(max(self.latest_walls())))
         path = self.config.snapshot_dir / f"gputop-snapshot-{stamp}.json"

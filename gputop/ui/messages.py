@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual.message import Message
 
 from gputop.model import GpuSample
+from gputop.model.host import HostSample
 
 
 class GpuSamplesReady(Message):
@@ -19,3 +20,9 @@ class SourceTrouble(Message):
     def __init__(self, text: str) -> None:
         super().__init__()
         self.text = text
+
+
+class HostSampleReady(Message):
+    def __init__(self, sample: HostSample) -> None:
+        super().__init__()
+        self.sample = sample

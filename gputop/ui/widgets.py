@@ -1,4 +1,4 @@
-"""The main screen's panes: header, simulated-board banner, GPU rows, status line."""
+"""The main screen's panes: header, simulated-board banner, host pane, GPU rows, status line."""
 
 from __future__ import annotations
 
@@ -11,15 +11,67 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from gputop.model import DeviceInfo, GpuSample
+from gputop.model.host import HostSample
 from gputop.ui.gpu_text import gpu_lines
+from gputop.ui.host_text import host_lines
 
 LEVELS = ("label", "name", "value", "good", "warn", "bad", "dim", "spark")
 
 
-class GpuRow(Widget):
-    """One GPU in two lines: clocks, power, memory, temperature; activity, PCIe, reasons."""
+class LinePane(Widget):
+    """A pane drawn line by line from styled text (Textual's Line API): exact columns, and a
+    repaint only when the text or its styles changed, which keeps bytes over ssh down."""
 
-    COMPONENT_CLASSES = {f"gpu--{level}" for level in LEVELS}
+    COMPONENT_CLASSES = {f"pane--{level}" for level in LEVELS}
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._rendered: tuple | None = None
+        self._cache: tuple[int, list[Text]] | None = None
+
+    def build_lines(self, width: int) -> list[Text]:
+        raise NotImplementedError
+
+    def style_for(self, level: str) -> Style:
+        return self.get_component_rich_style(f"pane--{level}", partial=True)
+
+    def lines(self) -> list[Text]:
+        width = self.size.width or self.app.size.width
+        if self._cache is None or self._cache[0] != width:
+            self._cache = (width, self.build_lines(width))
+        return self._cache[1]
+
+    def changed(self) -> None:
+        """The data changed: rebuild, and repaint if what is shown differs."""
+        self._cache = None
+        key = tuple((line.plain, tuple(line.spans)) for line in self.lines())
+        if key != self._rendered:
+            grew = self._rendered is None or len(key) != len(self._rendered)
+            self._rendered = key
+            self.refresh(layout=grew)
+
+    def notify_style_update(self) -> None:
+        """The theme changed: styles must be looked up again."""
+        self._cache = None
+        super().notify_style_update()
+
+    def get_content_height(self, container, viewport, width: int) -> int:
+        return len(self.build_lines(width))
+
+    def text(self) -> str:
+        return "\n".join(line.plain for line in self.lines())
+
+    def render_line(self, y: int) -> Strip:
+        lines = self.lines()
+        width = self.size.width
+        if y >= len(lines):
+            return Strip.blank(width, self.rich_style)
+        segments = list(lines[y].render(self.app.console))
+        return Strip(segments).crop(0, width).extend_cell_length(width).apply_style(self.rich_style)
+
+
+class GpuRow(LinePane):
+    """One GPU in two lines: clocks, power, memory, temperature; activity, PCIe, reasons."""
 
     def __init__(self, info: DeviceInfo, spark_width: int = 40) -> None:
         super().__init__(id=f"gpu-{info.index}", classes="gpu-row")
@@ -27,48 +79,33 @@ class GpuRow(Widget):
         self.sample: GpuSample | None = None
         self.history: Sequence[GpuSample] = ()
         self.spark_width = spark_width
-        self._rendered: tuple | None = None
-        self._cache: tuple[int, tuple[Text, Text]] | None = None
 
     def show(self, sample: GpuSample | None, history: Sequence[GpuSample]) -> None:
-        """New data; repaints only when the visible text changed (saves terminal bytes)."""
         self.sample, self.history = sample, history
-        self._cache = None
-        lines = self._lines()
-        key = tuple((line.plain, tuple(line.spans)) for line in lines)
-        if key != self._rendered:
-            self._rendered = key
-            self.refresh()
+        self.changed()
 
-    def _style(self, level: str) -> Style:
-        return self.get_component_rich_style(f"gpu--{level}", partial=True)
+    def build_lines(self, width: int) -> list[Text]:
+        one, two = gpu_lines(
+            self.info, self.sample, self.style_for, width, self.history, self.spark_width
+        )
+        return [one, two]
 
-    def _lines(self) -> tuple[Text, Text]:
-        width = self.size.width or self.app.size.width
-        if self._cache is None or self._cache[0] != width:
-            lines = gpu_lines(
-                self.info, self.sample, self._style, width, self.history, self.spark_width
-            )
-            self._cache = (width, lines)
-        return self._cache[1]
 
-    def notify_style_update(self) -> None:
-        """The theme changed: styles must be looked up again."""
-        self._cache = None
-        super().notify_style_update()
+class HostPane(LinePane):
+    """The attached process tree: CPU against effective CPUs, threads, workers, cgroup."""
 
-    def _text(self) -> Text:
-        return Text("\n").join(self._lines())
+    def __init__(self) -> None:
+        super().__init__(id="host")
+        self.sample: HostSample | None = None
 
-    def render_line(self, y: int) -> Strip:
-        """Line API: exact columns (no re-wrapping), and only this row's cells are redrawn."""
-        lines = self._lines()
-        if y >= len(lines):
-            return Strip.blank(self.size.width, self.rich_style)
-        width = self.size.width
-        segments = list(lines[y].render(self.app.console))
-        strip = Strip(segments).crop(0, width).extend_cell_length(width)
-        return strip.apply_style(self.rich_style)
+    def show(self, sample: HostSample) -> None:
+        self.sample = sample
+        self.changed()
+
+    def build_lines(self, width: int) -> list[Text]:
+        if self.sample is None:
+            return [Text(" host: waiting for the first reading", style=self.style_for("dim"))]
+        return host_lines(self.sample, self.style_for, width)
 
 
 class HeaderLine(Static):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -38,6 +40,7 @@ kids = []
 for i in range(3):
     pid = os.fork()
     if pid == 0:
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: die with the parent
         name("pt_data_worker")
         if i == 0:
             while True:
@@ -56,14 +59,20 @@ finally:
 
 def start(code: str, *args: str, **kw) -> subprocess.Popen:
     p = subprocess.Popen(
-        [sys.executable, "-c", code, *args], stdout=subprocess.PIPE, text=True, **kw
+        [sys.executable, "-c", code, *args],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        **kw,
     )
     assert p.stdout.readline().strip() == "ready"
     return p
 
 
 def stop(p: subprocess.Popen) -> None:
-    p.kill()
+    """Kill the whole process group: forked workers must not outlive the test."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(p.pid, signal.SIGKILL)
     p.wait(5)
 
 

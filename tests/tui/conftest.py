@@ -95,3 +95,57 @@ def snapshot_dir_files(path: Path) -> list[Path]:
 
 
 os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
+
+
+def host_sample(kind: str = "starved", pid: int = 4242):
+    """A hand-built HostSample: deterministic input for the host pane."""
+    from types import MappingProxyType as M
+
+    from gputop.model.host import CgroupSample, HostSample, ProcSample, ThreadInfo
+
+    def proc(pid, role, name, cpu, threads=4, running=1, runq=0.1):
+        return ProcSample(
+            pid=pid, start_ticks=1, ppid=4242 if role != "main" else 1, name=name,
+            cmdline="python train.py --workers 4" if role != "worker" else "",
+            role=role, state="R" if cpu > 0.5 else "S", cpu_cores=cpu, rss_bytes=6 << 30,
+            uss_bytes=None, pss_bytes=None, num_threads=threads, threads_running=running,
+            threads_disk_wait=0, threads=(ThreadInfo(pid, name, "S", 0.1),), runq_wait=runq,
+            ctx_voluntary_rate=100.0, ctx_involuntary_rate=20.0, read_chars_rate=50e6,
+            read_bytes_rate=0.0, write_bytes_rate=0.0, open_fds=40,
+        )  # fmt: skip
+
+    if kind == "exited":
+        return HostSample(pid=pid, t=1.0, wall=WALL0, state="exited", exit_code=137,
+                          processes=(), effective_cpus=None, effective_cpus_source="",
+                          affinity_cpus=None, cgroup=None, env=M({}))  # fmt: skip
+    procs = [proc(pid, "main", "python", 0.12, threads=38, running=1, runq=0.2)]
+    procs += [
+        proc(5000 + i, "worker", "pt_data_worker", c)
+        for i, c in enumerate((0.97, 0.95, 0.99, 0.93))
+    ]
+    cgroup = CgroupSample(
+        version="v2", cpu_quota_cpus=4.0, cpu_quota_path="/sys/fs/cgroup/job",
+        cpu_usage_cores=3.9, throttled_ratio=0.62, throttled_s_per_s=0.4,
+        mem_limit_bytes=32 << 30, mem_limit_path="/sys/fs/cgroup/job",
+        mem_current_bytes=30 << 30, mem_working_set_bytes=29 << 30,
+        mem_events=M({"oom_kill": 0}), mem_events_new=M({"oom_kill": 0}), swap_bytes=0,
+        psi_scope="cgroup",
+        psi=M({"cpu": M({"some_avg10": 31.0}), "memory": M({"some_avg10": 2.0}),
+               "io": M({"some_avg10": 0.0})}),
+    )  # fmt: skip
+    return HostSample(
+        pid=pid, t=1.0, wall=WALL0, state="running", exit_code=None, processes=tuple(procs),
+        effective_cpus=4.0, effective_cpus_source="cgroup quota", affinity_cpus=64,
+        cgroup=cgroup, env=M({"OMP_NUM_THREADS": "64"}),
+    )  # fmt: skip
+
+
+class FixedHost:
+    """A host feed that always reports the same sample."""
+
+    def __init__(self, sample) -> None:
+        self.sample_value = sample
+        self.pid = sample.pid
+
+    def sample(self):
+        return self.sample_value

@@ -20,7 +20,7 @@ def header(app: GputopApp) -> str:
 
 
 def row_text(app: GputopApp, index: int) -> str:
-    return app.query_one(f"#gpu-{index}", GpuRow)._text().plain
+    return app.query_one(f"#gpu-{index}", GpuRow).text()
 
 
 async def test_panes_show_every_gpu_and_the_simulated_banner(make_app):
