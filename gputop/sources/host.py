@@ -92,6 +92,7 @@ class HostSource:
     ) -> None:
         self.pid = pid
         self.proc = proc_root
+        self._root = str(proc_root)
         self._clock = clock
         self._wall = wall
         self._exit_code = exit_code
@@ -123,19 +124,30 @@ class HostSource:
 
     # ---- small readers ---------------------------------------------------------------------
 
-    def _path(self, *parts: object) -> Path:
-        return self.proc.joinpath(*map(str, parts))
+    def _path(self, *parts: object) -> str:
+        """A /proc path as a plain string: pathlib costs more than the read itself here."""
+        return "/".join((self._root, *map(str, parts)))
+
+    @staticmethod
+    def _slurp(path: str) -> str:
+        with open(path, "rb") as f:
+            return f.read().decode(errors="replace")
+
+    @staticmethod
+    def _slurp_bytes(path: str) -> bytes:
+        with open(path, "rb") as f:
+            return f.read()
 
     def _stat(self, pid: int, tid: int | None = None):
         path = self._path(pid, "task", tid, "stat") if tid else self._path(pid, "stat")
         try:
-            return parse_stat(path.read_text())
+            return parse_stat(self._slurp(path))
         except (OSError, ValueError, IndexError):
             return None
 
     def _cmdline(self, pid: int) -> str:
         try:
-            raw = self._path(pid, "cmdline").read_bytes()
+            raw = self._slurp_bytes(self._path(pid, "cmdline"))
         except OSError:
             return ""
         return " ".join(p.decode(errors="replace") for p in raw.split(b"\0") if p)
@@ -150,13 +162,14 @@ class HostSource:
 
     def _children_of(self, pid: int) -> list[int]:
         if self._has_children_files is None:
-            self._has_children_files = self._path(pid, "task", pid, "children").exists()
+            self._has_children_files = os.path.exists(self._path(pid, "task", pid, "children"))
         if self._has_children_files:
             kids: list[int] = []
             for tid in self._tasks(pid):
                 try:
                     kids += [
-                        int(x) for x in self._path(pid, "task", tid, "children").read_text().split()
+                        int(x)
+                        for x in self._slurp(self._path(pid, "task", tid, "children")).split()
                     ]
                 except OSError:
                     continue
@@ -249,7 +262,7 @@ class HostSource:
     def _refresh_slow(self) -> None:
         self._cgroup_paths = cg.resolve(self.pid, self.proc, self._mountinfo)
         try:
-            env = parse_environ(self._path(self.pid, "environ").read_bytes())
+            env = parse_environ(self._slurp_bytes(self._path(self.pid, "environ")))
             self._env = {k: env[k] for k in ENV_KEYS if k in env}
             self._na.pop("env", None)
         except PermissionError:
@@ -305,7 +318,7 @@ class HostSource:
         for tid in tasks:
             try:
                 current[tid] = parse_schedstat(
-                    self._path(p.pid, "task", tid, "schedstat").read_text()
+                    self._slurp(self._path(p.pid, "task", tid, "schedstat"))
                 )[1]
             except (OSError, ValueError, IndexError):
                 continue
@@ -334,7 +347,7 @@ class HostSource:
             infos.append(ThreadInfo(tid=tid, name=st.comm, state=st.state, cpu_cores=cores))
             if status_ok:
                 try:
-                    v, i = parse_ctx_switches(self._path(p.pid, "task", tid, "status").read_text())
+                    v, i = parse_ctx_switches(self._slurp(self._path(p.pid, "task", tid, "status")))
                     vol, invol = vol + v, invol + i
                 except PermissionError:
                     status_ok = False
@@ -367,7 +380,7 @@ class HostSource:
         if "read_chars_rate" in p.denied:
             return None, None, None
         try:
-            io = parse_io(self._path(p.pid, "io").read_text())
+            io = parse_io(self._slurp(self._path(p.pid, "io")))
         except PermissionError:
             for k in ("read_chars_rate", "read_bytes_rate", "write_bytes_rate"):
                 p.denied[k] = DENIED
@@ -385,7 +398,7 @@ class HostSource:
         if "uss_bytes" in p.denied:
             return
         try:
-            rollup = parse_smaps_rollup(self._path(p.pid, "smaps_rollup").read_text())
+            rollup = parse_smaps_rollup(self._slurp(self._path(p.pid, "smaps_rollup")))
             p.uss, p.pss = rollup["uss"], rollup["pss"]
         except PermissionError:
             p.denied["uss_bytes"] = p.denied["pss_bytes"] = DENIED
