@@ -335,7 +335,7 @@ class HostSource:
         infos = []
         cpu_now: dict[int, float] = {}
         vol = invol = 0
-        status_ok = True
+        status_ok = "ctx_voluntary_rate" not in p.denied  # denied once: not asked again
         dt = now - p.thread_t if p.thread_t is not None else None
         for tid in tasks:
             st = self._stat(p.pid, tid)
@@ -357,7 +357,9 @@ class HostSource:
         p.threads_running = sum(1 for t in infos if t.state == "R")
         p.threads_disk_wait = sum(1 for t in infos if t.state == "D")
         p.thread_cpu_prev = cpu_now
-        if status_ok:
+        if "ctx_voluntary_rate" in p.denied:
+            pass
+        elif status_ok:
             if p.ctx_prev is not None and dt:
                 p.ctx_rates = (
                     max(0.0, (vol - p.ctx_prev[1]) / dt),
