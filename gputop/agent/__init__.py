@@ -1,0 +1,180 @@
+"""gputop's in-process agent: how each training step splits into phases, live.
+
+Standard library only; torch is used when the script has imported it, never imported here.
+
+    import gputop.agent as gt
+    gt.init()                          # idempotent; also automatic on the first step()
+    for batch in gt.wrap(loader):      # data wait (automatic for torch DataLoaders)
+        with gt.H2D: ...
+        with gt.FORWARD: ...
+        with gt.BACKWARD: ...
+        with gt.OPTIMIZER: ...         # automatic for torch optimizers
+        gt.step(samples=len(batch))    # the step boundary
+    with gt.phase("checkpoint"): ...   # any name; custom names are allowed
+
+``GPUTOP_DISABLE=1`` makes every call a near-free no-op. The agent turns itself off in forked
+children (DataLoader workers), and nothing it does can raise into, block or slow the loop
+beyond a few hundred nanoseconds per marker.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from gputop.agent.recorder import NO_PHASE, Phase, Recorder
+
+__all__ = [
+    "BACKWARD",
+    "CHECKPOINT",
+    "DATA_WAIT",
+    "EVAL_LOG",
+    "FORWARD",
+    "GRAD_SYNC",
+    "H2D",
+    "OPTIMIZER",
+    "OTHER",
+    "enabled",
+    "init",
+    "phase",
+    "shutdown",
+    "step",
+    "wrap",
+]
+
+_DISABLED = os.environ.get("GPUTOP_DISABLE", "") not in ("", "0")
+_rec = Recorder()
+_rec.on = not _DISABLED
+_server: Any = None
+_owner = os.getpid()
+
+DATA_WAIT = _rec.phases["data_wait"]
+H2D = _rec.phases["h2d"]
+FORWARD = _rec.phases["forward"]
+BACKWARD = _rec.phases["backward"]
+GRAD_SYNC = _rec.phases["grad_sync"]
+OPTIMIZER = _rec.phases["optimizer"]
+CHECKPOINT = _rec.phases["checkpoint"]
+EVAL_LOG = _rec.phases["eval_log"]
+OTHER = _rec.phases["other"]
+
+
+def enabled() -> bool:
+    return _rec.on
+
+
+def _in_worker() -> bool:
+    data = sys.modules.get("torch.utils.data")
+    try:
+        return data is not None and data.get_worker_info() is not None
+    except Exception:
+        return False
+
+
+def init(server: bool = True, torch_hooks: bool | None = None) -> bool:
+    """Start the agent (idempotent). Returns whether it is recording."""
+    global _server
+    if not _rec.on or os.getpid() != _owner or _in_worker():
+        return False
+    if torch_hooks is None:
+        torch_hooks = os.environ.get("GPUTOP_TORCH_HOOKS", "1") != "0"
+    if _server is None and server and os.environ.get("GPUTOP_NO_SERVER", "") in ("", "0"):
+        from gputop.agent.server import AgentServer
+
+        hooks = []
+        fingerprint = None
+        if torch_hooks:
+            from gputop.agent import torch_hooks as th
+
+            auto = os.environ.get("GPUTOP_AUTO_STEP", "1") != "0"
+            hooks.append(lambda: th.install(_rec, auto_step=auto))
+            fingerprint = th.fingerprint
+            _rec.on_step.append(th.note_autocast)
+        _server = AgentServer(_rec, fingerprint=fingerprint, tick_hooks=hooks)
+        if _server.start():
+            atexit.register(shutdown)
+        elif _server.problem:
+            print(_server.problem, file=sys.stderr)
+    return True
+
+
+def shutdown() -> None:
+    """Close the socket and tell monitors the process is leaving (runs at exit)."""
+    if _server is not None and os.getpid() == _owner:
+        _server.stop()
+
+
+def phase(name: str) -> Phase:
+    """The marker for ``name`` (created once per name, then reused)."""
+    if not _rec.on:
+        return NO_PHASE  # type: ignore[return-value]
+    try:
+        return _rec.phase(name)
+    except Exception:
+        return NO_PHASE  # type: ignore[return-value]
+
+
+def step(samples: int | None = None, tokens: int | None = None, flops: float | None = None) -> None:
+    """The step boundary: the phases since the last one become one step record."""
+    if not _rec.on:
+        return
+    _rec.explicit_steps = True
+    if _server is None:
+        init()
+    _rec.step(samples, tokens, flops)
+
+
+class _WrappedIterator:
+    __slots__ = ("_inner", "_timed")
+
+    def __init__(self, inner: Iterator[Any]) -> None:
+        self._inner = inner
+        # a torch DataLoader iterator is already timed by the class-level hook
+        self._timed = not getattr(type(inner).__next__, "__gputop__", False)
+
+    def __iter__(self) -> _WrappedIterator:
+        return self
+
+    def __next__(self) -> Any:
+        if self._timed:
+            with DATA_WAIT:
+                return next(self._inner)
+        return next(self._inner)
+
+
+class _Wrapped:
+    __slots__ = ("_iterable",)
+
+    def __init__(self, iterable: Iterable[Any]) -> None:
+        self._iterable = iterable
+
+    def __iter__(self) -> Iterator[Any]:
+        return _WrappedIterator(iter(self._iterable))
+
+    def __len__(self) -> int:
+        return len(self._iterable)  # type: ignore[arg-type]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._iterable, name)
+
+
+def wrap(iterable: Iterable[Any]) -> Iterable[Any]:
+    """Time every ``next()`` on ``iterable`` as data wait (DALI, webdataset, your own loader)."""
+    if not _rec.on:
+        return iterable
+    return _Wrapped(iterable)
+
+
+def _after_fork_in_child() -> None:
+    global _server
+    _rec.disable()  # a forked DataLoader worker must not record or serve
+    _server = None
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+if os.environ.get("GPUTOP_AGENT_AUTOSTART", "") not in ("", "0") and not _DISABLED:
+    init()

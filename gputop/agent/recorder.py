@@ -1,0 +1,215 @@
+"""The in-process hot path: phase markers and step boundaries, into preallocated memory.
+
+Rules that everything here keeps (the training loop calls it thousands of times a second):
+no system call, no lock, no I/O, nothing that can block; an internal error is counted and
+swallowed, never raised into the user's code, and the user's own exceptions pass through
+(``__exit__`` returns False). A daemon thread (server.py) reads the finished steps.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+_now = time.perf_counter_ns  # CLOCK_MONOTONIC on Linux: one timebase for every rank on a node
+
+STANDARD_PHASES = (
+    "data_wait",
+    "h2d",
+    "forward",
+    "backward",
+    "grad_sync",
+    "optimizer",
+    "checkpoint",
+    "eval_log",
+    "other",
+)
+MAX_PHASES = 64
+"""Custom phase names beyond this many are counted as ``other``."""
+STEP_HISTORY = 512
+"""Finished steps kept in memory: what a monitor attaching late receives."""
+GPU_PENDING_MAX = 2048
+"""CUDA event pairs waiting to complete; beyond this, new pairs are dropped and counted."""
+
+
+class Phase:
+    """A reusable ``with`` marker for one phase. Prebuilt per name: entering allocates nothing.
+
+    Not re-entrant for the *same* phase object (a phase inside itself); different phases nest.
+    """
+
+    __slots__ = ("_ev", "_prev_id", "_prev_t0", "_rec", "_t0", "id", "name")
+
+    def __init__(self, recorder: Recorder, phase_id: int, name: str) -> None:
+        self._rec = recorder
+        self.id = phase_id
+        self.name = name
+        self._t0 = 0
+        self._prev_id = -1
+        self._prev_t0 = 0
+        self._ev: Any = None
+
+    def __enter__(self) -> Phase:
+        r = self._rec
+        if r.on:
+            t = _now()
+            self._t0 = t
+            self._prev_id = r.open_id
+            self._prev_t0 = r.open_t0
+            r.open_id = self.id
+            r.open_t0 = t
+            if r.cuda_events is not None:
+                self._ev = r.gpu_start()
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> bool:
+        r = self._rec
+        if r.on and self._t0:
+            try:
+                r.acc[self.id] += _now() - self._t0
+                r.open_id = self._prev_id
+                r.open_t0 = self._prev_t0
+                self._t0 = 0
+                if self._ev is not None:
+                    r.gpu_end(self._ev, self.id)
+                    self._ev = None
+            except Exception:
+                r.errors += 1
+        return False
+
+
+class _NoPhase:
+    """What ``phase()`` returns when the agent is disabled: as cheap as a ``with`` can be."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> _NoPhase:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> bool:
+        return False
+
+
+NO_PHASE = _NoPhase()
+
+
+class Recorder:
+    """Per-process state of the agent. ``records`` holds finished steps as tuples:
+    (seq, step, t_start_ns, t_end_ns, per-phase host ns, samples, tokens, flops)."""
+
+    def __init__(self, history: int = STEP_HISTORY) -> None:
+        self.on = True
+        self.names: list[str] = list(STANDARD_PHASES)
+        self.phases: dict[str, Phase] = {
+            n: Phase(self, i, n) for i, n in enumerate(STANDARD_PHASES)
+        }
+        self.acc = [0] * MAX_PHASES
+        self.open_id = -1
+        self.open_t0 = 0
+        self.step_no = 0
+        self.seq = 0
+        self.step_t0 = _now()
+        self.records: collections.deque[tuple] = collections.deque(maxlen=history)
+        self.gpu_records: collections.deque[tuple[int, int, int, int]] = collections.deque(
+            maxlen=history * 4
+        )
+        """(seq, step, phase id, GPU ns), resolved later than the host record of that step."""
+        self.gpu_seq = 0
+        self.errors = 0
+        self.explicit_steps = False
+        self.on_step: list[Callable[[int], None]] = []
+        """Called (with the step number) in the training thread at each step boundary."""
+        self.cuda_events: Callable[[], Any] | None = None
+        self._gpu_pending: collections.deque[tuple[int, int, Any, Any]] = collections.deque()
+        self.gpu_dropped = 0
+        self.thread_id = threading.get_ident()
+
+    # ---- phases ----------------------------------------------------------------------------
+
+    def phase(self, name: str) -> Phase:
+        p = self.phases.get(name)
+        if p is None:
+            if len(self.names) >= MAX_PHASES:
+                return self.phases["other"]
+            p = Phase(self, len(self.names), name)
+            self.names.append(name)
+            self.phases[name] = p
+        return p
+
+    @property
+    def open_phase(self) -> tuple[str | None, int]:
+        """(name, start ns) of the innermost open phase, read by the server thread."""
+        i, t0 = self.open_id, self.open_t0
+        return (self.names[i] if 0 <= i < len(self.names) else None), t0
+
+    # ---- step boundary -----------------------------------------------------------------------
+
+    def step(
+        self, samples: int | None = None, tokens: int | None = None, flops: float | None = None
+    ) -> None:
+        if not self.on:
+            return
+        try:
+            t = _now()
+            n = len(self.names)
+            acc = self.acc
+            durations = tuple(acc[:n])
+            self.acc = [0] * MAX_PHASES
+            self.records.append(
+                (self.seq, self.step_no, self.step_t0, t, durations, samples, tokens, flops)
+            )
+            self.seq += 1
+            self.step_no += 1
+            self.step_t0 = t
+            if self._gpu_pending:
+                self.resolve_gpu()
+            for hook in self.on_step:
+                hook(self.step_no)
+        except Exception:
+            self.errors += 1
+
+    # ---- GPU time from CUDA events, never synchronising ----------------------------------------
+
+    def gpu_start(self) -> Any:
+        try:
+            ev = self.cuda_events()  # type: ignore[misc]
+            ev.record()
+            return ev
+        except Exception:
+            self.errors += 1
+            return None
+
+    def gpu_end(self, start: Any, phase_id: int) -> None:
+        if len(self._gpu_pending) >= GPU_PENDING_MAX:
+            self.gpu_dropped += 1
+            return
+        end = self.cuda_events()  # type: ignore[misc]
+        end.record()
+        self._gpu_pending.append((self.step_no, phase_id, start, end))
+
+    def resolve_gpu(self) -> None:
+        """Take finished pairs from the oldest; stop at the first not done (stream order says
+        the later ones are not done either). ``query()`` never blocks; ``synchronize`` is never
+        called."""
+        pending = self._gpu_pending
+        while pending:
+            step, phase_id, start, end = pending[0]
+            if not end.query():
+                break
+            pending.popleft()
+            ns = int(start.elapsed_time(end) * 1e6)  # elapsed_time is in ms
+            self.gpu_records.append((self.gpu_seq, step, phase_id, ns))
+            self.gpu_seq += 1
+
+    @property
+    def gpu_backlog(self) -> int:
+        """How far the CPU runs ahead of the GPU, in phase pairs (deep: GPU-bound)."""
+        return len(self._gpu_pending)
+
+    def disable(self) -> None:
+        self.on = False
+        self.records.clear()
+        self._gpu_pending.clear()

@@ -1,0 +1,148 @@
+"""Automatic capture when torch is in the process. Imported only once torch is loaded.
+
+- DataLoader wait: ``_BaseDataLoaderIter.__next__`` is wrapped at class level, which covers the
+  single- and multi-process iterators and leaves ``iter(loader)`` the same type.
+- Optimizer phase and, for scripts that never call ``step()``, the step boundary: torch's
+  global optimizer step pre/post hooks, which fire for every optimizer.
+- GPU time per phase: CUDA events from the current stream, resolved later with ``query()``.
+- A configuration fingerprint, so a lever can name the user's actual setting.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from typing import Any
+
+from gputop.agent.recorder import Recorder
+
+_installed: set[str] = set()
+_loader_config: dict[str, Any] = {}
+
+
+def install(rec: Recorder, auto_step: bool = True, data: bool = True, optimizer: bool = True,
+            gpu: bool = True) -> None:  # fmt: skip
+    """Install whatever is possible now; safe to call repeatedly (the agent thread does)."""
+    if data and "data" not in _installed and "torch.utils.data.dataloader" in sys.modules:
+        _wrap_dataloader(rec)
+        _installed.add("data")
+    if optimizer and "optim" not in _installed and "torch.optim.optimizer" in sys.modules:
+        _hook_optimizers(rec, auto_step)
+        _installed.add("optim")
+    if gpu and "gpu" not in _installed and "torch" in sys.modules:
+        _installed.add("gpu")
+        torch = sys.modules["torch"]
+        try:
+            if torch.cuda.is_available() and torch.cuda.is_initialized():
+                rec.cuda_events = lambda: torch.cuda.Event(enable_timing=True)
+            else:
+                _installed.discard("gpu")  # try again once CUDA is initialised
+        except Exception:
+            pass
+
+
+def _wrap_dataloader(rec: Recorder) -> None:
+    from torch.utils.data import dataloader
+
+    cls = dataloader._BaseDataLoaderIter
+    original = cls.__next__
+    if getattr(original, "__gputop__", False):
+        return
+    wait = rec.phases["data_wait"]
+
+    def __next__(self):
+        if rec.on and not _loader_config:
+            _note_loader(self)
+        with wait:
+            return original(self)
+
+    __next__.__gputop__ = True  # type: ignore[attr-defined]
+    __next__.__wrapped__ = original  # type: ignore[attr-defined]
+    cls.__next__ = __next__
+
+
+def _note_loader(it: Any) -> None:
+    with contextlib.suppress(Exception):
+        _loader_config.update(
+            num_workers=getattr(it, "_num_workers", None),
+            pin_memory=getattr(it, "_pin_memory", None),
+            prefetch_factor=getattr(it, "_prefetch_factor", None),
+            persistent_workers=getattr(it, "_persistent_workers", None),
+        )
+
+
+def _hook_optimizers(rec: Recorder, auto_step: bool) -> None:
+    from torch.optim.optimizer import (
+        register_optimizer_step_post_hook,
+        register_optimizer_step_pre_hook,
+    )
+
+    opt = rec.phases["optimizer"]
+
+    def pre(optimizer, args, kwargs) -> None:
+        opt.__enter__()
+
+    def post(optimizer, args, kwargs) -> None:
+        opt.__exit__(None, None, None)
+        if auto_step and not rec.explicit_steps:
+            rec.step()
+
+    register_optimizer_step_pre_hook(pre)
+    register_optimizer_step_post_hook(post)
+
+
+def fingerprint() -> dict[str, Any]:
+    """The settings a lever may name. Cheap; called by the agent thread every few seconds."""
+    fp: dict[str, Any] = {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")}
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return fp
+    fp["torch"] = getattr(torch, "__version__", None)
+    fp["cuda"] = getattr(getattr(torch, "version", None), "cuda", None)
+    for key, call in (
+        ("intra_op_threads", lambda: torch.get_num_threads()),
+        ("interop_threads", lambda: torch.get_num_interop_threads()),
+        ("float32_matmul_precision", lambda: torch.get_float32_matmul_precision()),
+        ("cudnn_benchmark", lambda: bool(torch.backends.cudnn.benchmark)),
+        ("anomaly_detection", lambda: bool(torch.is_anomaly_enabled())),
+        ("compiled", lambda: _compiled(torch)),
+    ):
+        try:
+            fp[key] = call()
+        except Exception:
+            fp[key] = None
+    fp["autocast"] = _AUTOCAST.get("seen")
+    if _loader_config:
+        fp["dataloader"] = dict(_loader_config)
+    return fp
+
+
+_AUTOCAST: dict[str, bool] = {}
+
+
+def note_autocast(step_no: int) -> None:
+    """Autocast state is thread-local: sampled in the training thread, every 64 steps."""
+    if step_no % 64 != 1:
+        return
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    try:
+        on = bool(torch.is_autocast_enabled()) or bool(
+            torch.is_autocast_enabled("cpu") if hasattr(torch, "is_autocast_enabled") else False
+        )
+    except Exception:
+        return
+    _AUTOCAST["seen"] = _AUTOCAST.get("seen", False) or on
+
+
+def _compiled(torch: Any) -> int | None:
+    """How many frames torch.compile has compiled (0: not used)."""
+    dynamo = sys.modules.get("torch._dynamo.utils")
+    if dynamo is None:
+        return 0
+    try:
+        return int(dynamo.counters["stats"]["unique_graphs"])
+    except Exception:
+        return None
