@@ -25,6 +25,7 @@ from gputop.model.host import (
 )
 from gputop.sources import cgroup as cg
 from gputop.sources.procfs import (
+    children_of,
     parse_ctx_switches,
     parse_environ,
     parse_io,
@@ -103,7 +104,6 @@ class HostSource:
         self._start: int | None = None
         self._children_t: float | None = None
         self._slow_t: float | None = None
-        self._has_children_files: bool | None = None
         self._cgroup_paths: cg.CgroupPaths | None = None
         self._cpu_prev: tuple[float, cg.CpuStat] | None = None
         self._mem_events_prev: dict[str, int] = {}
@@ -161,30 +161,7 @@ class HostSource:
     # ---- the tree ---------------------------------------------------------------------------
 
     def _children_of(self, pid: int) -> list[int]:
-        if self._has_children_files is None:
-            self._has_children_files = os.path.exists(self._path(pid, "task", pid, "children"))
-        if self._has_children_files:
-            kids: list[int] = []
-            for tid in self._tasks(pid):
-                try:
-                    kids += [
-                        int(x)
-                        for x in self._slurp(self._path(pid, "task", tid, "children")).split()
-                    ]
-                except OSError:
-                    continue
-            return kids
-        return self._ppid_map().get(pid, [])
-
-    def _ppid_map(self) -> dict[int, list[int]]:
-        """Fallback when the kernel has no task/*/children files: one pass over /proc."""
-        out: dict[int, list[int]] = {}
-        for entry in os.listdir(self.proc):
-            if entry.isdigit():
-                st = self._stat(int(entry))
-                if st is not None:
-                    out.setdefault(st.ppid, []).append(st.pid)
-        return out
+        return children_of(pid, self._root)
 
     def _discover(self) -> None:
         """Walk the tree below the target; keep known processes, add new ones."""

@@ -90,3 +90,45 @@ def parse_smaps_rollup(text: str) -> dict[str, int]:
             out[parts[0].rstrip(":")] = int(parts[1]) * 1024
     uss = out.get("Private_Clean", 0) + out.get("Private_Dirty", 0)
     return {"pss": out.get("Pss", 0), "uss": uss}
+
+
+def _read(path: str) -> str:
+    with open(path, "rb") as f:
+        return f.read().decode(errors="replace")
+
+
+def children_of(pid: int, proc: str = "/proc") -> list[int]:
+    """Direct children: ``/proc/P/task/*/children`` (one small read per thread), or one pass
+    over every ``/proc/*/stat`` on kernels built without those files."""
+    task = f"{proc}/{pid}/task"
+    try:
+        tids = os.listdir(task)
+    except OSError:
+        return []
+    if os.path.exists(f"{task}/{tids[0]}/children") if tids else False:
+        kids: list[int] = []
+        for tid in tids:
+            try:
+                kids += [int(x) for x in _read(f"{task}/{tid}/children").split()]
+            except (OSError, ValueError):
+                continue
+        return kids
+    kids = []
+    for entry in os.listdir(proc):
+        if entry.isdigit():
+            try:
+                if parse_stat(_read(f"{proc}/{entry}/stat")).ppid == pid:
+                    kids.append(int(entry))
+            except (OSError, ValueError, IndexError):
+                continue
+    return kids
+
+
+def descendants(pid: int, proc: str = "/proc") -> list[int]:
+    """``pid`` and every process below it."""
+    out, stack = [], [pid]
+    while stack:
+        p = stack.pop()
+        out.append(p)
+        stack += children_of(p, proc)
+    return out

@@ -1,0 +1,75 @@
+"""What the in-process agents report: steps split into phases, per rank."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+_EMPTY: Mapping = MappingProxyType({})
+
+PIPELINE = (
+    "data_wait",
+    "h2d",
+    "forward",
+    "backward",
+    "grad_sync",
+    "optimizer",
+    "checkpoint",
+    "eval_log",
+    "other",
+)
+"""Pipeline order for display: batch wait -> H2D -> forward -> backward -> grad sync ->
+optimizer -> side work (checkpoint, eval/logging) -> anything else."""
+
+
+@dataclass(frozen=True, slots=True)
+class StepRecord:
+    step: int
+    t0_ns: int
+    dur_ns: int
+    phases: Mapping[str, int]
+    """Host nanoseconds per phase within the step (custom names included)."""
+    gpu: Mapping[str, int] = field(default_factory=lambda: _EMPTY)
+    """GPU nanoseconds per phase, from CUDA events, when they have resolved."""
+    samples: int | None = None
+    tokens: int | None = None
+    flops: float | None = None
+
+    @property
+    def unaccounted_ns(self) -> int:
+        return max(0, self.dur_ns - sum(self.phases.values()))
+
+
+@dataclass(frozen=True, slots=True)
+class AgentState:
+    pid: int
+    state: str
+    """connected, reconnecting (the socket went away, it may come back) or exited."""
+    rank: int | None
+    local_rank: int | None
+    world_size: int | None
+    hostname: str | None
+    argv: tuple[str, ...]
+    fingerprint: Mapping[str, object]
+    steps: tuple[StepRecord, ...]
+    open_phase: str | None
+    open_age_s: float | None
+    since_step_s: float | None
+    heartbeat_age_s: float | None
+    agent_errors: int
+    dropped: int
+    """Lines or items from this agent that were malformed and ignored."""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentsSample:
+    target: int
+    t: float
+    wall: float
+    agents: tuple[AgentState, ...]
+    problems: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return ("agents", self.target)

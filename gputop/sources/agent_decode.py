@@ -1,0 +1,191 @@
+"""Defensive decoding of what agents send: nothing from the socket is trusted.
+
+Every function here is pure and total: any bytes in, either a well-typed value or a count of
+what was dropped out, never an exception. Sizes are capped so a hostile or broken peer cannot
+make the monitor allocate without bound.
+"""
+
+from __future__ import annotations
+
+import json
+from types import MappingProxyType
+from typing import Any
+
+from gputop.agent.wire import MAX_LINE, WIRE_VERSION
+from gputop.model.steps import StepRecord
+
+MAX_STEPS_PER_MESSAGE = 1000
+MAX_PHASES = 64
+MAX_NAME = 64
+MAX_NS = 10**15
+"""About 11.6 days: a longer duration is nonsense."""
+
+
+class Dropped(Exception):
+    """A line that must be ignored (counted by the caller)."""
+
+
+def decode_line(line: bytes) -> dict[str, Any]:
+    if len(line) > MAX_LINE:
+        raise Dropped("line too long")
+    try:
+        msg = json.loads(line)
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        raise Dropped(f"not JSON: {type(e).__name__}") from None
+    if not isinstance(msg, dict):
+        raise Dropped("not an object")
+    if msg.get("v") != WIRE_VERSION:
+        raise Dropped(f"wire version {msg.get('v')!r}")
+    if not isinstance(msg.get("type"), str):
+        raise Dropped("no type")
+    return msg
+
+
+def _int(v: Any, lo: int = 0, hi: int = MAX_NS) -> int | None:
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        return None
+    return v
+
+
+def _opt_int(v: Any) -> int | None:
+    return None if v is None else _int(v, 0, 10**18)
+
+
+def _name(v: Any) -> str | None:
+    return v if isinstance(v, str) and 0 < len(v) <= MAX_NAME and v.isprintable() else None
+
+
+def _phases(v: Any) -> dict[str, int] | None:
+    if not isinstance(v, dict) or len(v) > MAX_PHASES:
+        return None
+    out = {}
+    for k, d in v.items():
+        name, ns = _name(k), _int(d)
+        if name is None or ns is None:
+            return None
+        out[name] = ns
+    return out
+
+
+def parse_steps(msg: dict[str, Any]) -> tuple[list[StepRecord], int]:
+    """(valid steps, number of items dropped)."""
+    items = msg.get("steps")
+    if not isinstance(items, list):
+        return [], 1
+    out: list[StepRecord] = []
+    dropped = max(0, len(items) - MAX_STEPS_PER_MESSAGE)
+    for item in items[:MAX_STEPS_PER_MESSAGE]:
+        if not isinstance(item, dict):
+            dropped += 1
+            continue
+        step, t0, dur = (
+            _int(item.get("step"), 0, 10**12),
+            _int(item.get("t0_ns"), 0, 10**19),
+            _int(item.get("dur_ns")),
+        )
+        phases = _phases(item.get("phases", {}))
+        flops = item.get("flops")
+        if flops is not None and (
+            isinstance(flops, bool) or not isinstance(flops, int | float) or flops < 0
+        ):
+            flops = None
+        if step is None or t0 is None or dur is None or phases is None:
+            dropped += 1
+            continue
+        out.append(
+            StepRecord(
+                step=step,
+                t0_ns=t0,
+                dur_ns=dur,
+                phases=MappingProxyType(phases),
+                samples=_opt_int(item.get("samples")),
+                tokens=_opt_int(item.get("tokens")),
+                flops=float(flops) if flops is not None else None,
+            )
+        )
+    return out, dropped
+
+
+def parse_gpu(msg: dict[str, Any]) -> tuple[list[tuple[int, str, int]], int]:
+    items = msg.get("phases")
+    if not isinstance(items, list):
+        return [], 1
+    out, dropped = [], 0
+    for item in items[: MAX_STEPS_PER_MESSAGE * 8]:
+        if not isinstance(item, dict):
+            dropped += 1
+            continue
+        step, name, ns = (
+            _int(item.get("step"), 0, 10**12),
+            _name(item.get("phase")),
+            _int(item.get("gpu_ns")),
+        )
+        if step is None or name is None or ns is None:
+            dropped += 1
+            continue
+        out.append((step, name, ns))
+    return out, dropped
+
+
+def parse_heartbeat(msg: dict[str, Any]) -> dict[str, Any] | None:
+    def seconds(v: Any) -> float | None:
+        if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < 1e9:
+            return None
+        return float(v)
+
+    step = _int(msg.get("step"), 0, 10**12)
+    if step is None:
+        return None
+    phase = msg.get("open_phase")
+    return {
+        "step": step,
+        "open_phase": _name(phase) if phase is not None else None,
+        "open_age_s": seconds(msg.get("open_age_s")),
+        "since_step_s": seconds(msg.get("since_step_s")),
+        "errors": _int(msg.get("errors"), 0, 10**12) or 0,
+    }
+
+
+def parse_hello(msg: dict[str, Any]) -> dict[str, Any] | None:
+    agent = msg.get("agent")
+    if not isinstance(agent, dict):
+        return None
+    pid = _int(agent.get("pid"), 1, 1 << 31)
+    if pid is None:
+        return None
+    argv = agent.get("argv")
+    argv = tuple(a[:500] for a in argv[:64] if isinstance(a, str)) if isinstance(argv, list) else ()
+    host = agent.get("hostname")
+
+    def rank(k: str) -> int | None:
+        return _int(agent.get(k), 0, 1 << 20) if agent.get(k) is not None else None
+
+    return {
+        "pid": pid,
+        "argv": argv,
+        "hostname": host[:255] if isinstance(host, str) else None,
+        "rank": rank("rank"),
+        "local_rank": rank("local_rank"),
+        "world_size": rank("world_size"),
+    }
+
+
+def parse_fingerprint(msg: dict[str, Any]) -> dict[str, Any] | None:
+    """Only flat scalars (and one level of nesting) of bounded size are kept."""
+    config = msg.get("config")
+    if not isinstance(config, dict):
+        return None
+    out: dict[str, Any] = {}
+    for k, v in list(config.items())[:64]:
+        if _name(k) is None:
+            continue
+        if isinstance(v, dict):
+            inner = {ik: iv for ik, iv in list(v.items())[:32] if _name(ik) and _scalar(iv)}
+            out[k] = MappingProxyType(inner)
+        elif _scalar(v):
+            out[k] = v
+    return out
+
+
+def _scalar(v: Any) -> bool:
+    return v is None or isinstance(v, bool | int | float) or (isinstance(v, str) and len(v) <= 200)

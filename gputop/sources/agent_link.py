@@ -1,0 +1,257 @@
+"""The monitor's side of the agent sockets: find every agent in the target's process tree,
+stay connected (reconnect when an agent restarts), and turn what they send into AgentStates.
+
+Everything read is untrusted: it goes through agent_decode, reads are budgeted per tick (a
+flood of garbage costs this thread a bounded amount of work and never reaches the UI thread),
+and a peer that keeps sending malformed data is disconnected and left alone for a while.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import socket
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from gputop.agent.paths import runtime_dir, socket_path
+from gputop.agent.wire import MAX_LINE
+from gputop.model.steps import AgentsSample, AgentState
+from gputop.sources import agent_decode as dec
+from gputop.sources.procfs import descendants, parse_environ
+
+STEP_HISTORY = 512
+READ_BUDGET = 1 << 20
+"""Bytes read from one agent per tick at most; the rest waits for the next tick."""
+MAX_DROPPED_PER_TICK = 50
+BACKOFF_S = 5.0
+
+
+@dataclass
+class _Agent:
+    pid: int
+    path: Path
+    sock: socket.socket | None = None
+    buf: bytearray = field(default_factory=bytearray)
+    state: str = "connecting"
+    hello: dict[str, Any] = field(default_factory=dict)
+    fingerprint: dict[str, Any] = field(default_factory=dict)
+    steps: collections.deque = field(default_factory=lambda: collections.deque(maxlen=STEP_HISTORY))
+    gpu: dict[int, dict[str, int]] = field(default_factory=dict)
+    beat: dict[str, Any] = field(default_factory=dict)
+    beat_t: float | None = None
+    dropped: int = 0
+    retry_after: float = 0.0
+
+
+class AgentLink:
+    def __init__(
+        self,
+        target: int,
+        pids: Callable[[], Iterable[int]] | None = None,
+        directories: Callable[[], Iterable[Path]] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+        proc_root: str = "/proc",
+    ) -> None:
+        self.target = target
+        self._proc = proc_root
+        self._pids = pids or (lambda: descendants(target, proc_root))
+        self._dirs = directories or self._default_dirs
+        self._clock = clock
+        self._wall = wall
+        self._agents: dict[int, _Agent] = {}
+        self.problems: list[str] = []
+
+    def _default_dirs(self) -> list[Path]:
+        """Our own runtime dir, and the target's if its environment says otherwise."""
+        dirs = [runtime_dir()]
+        try:
+            with open(f"{self._proc}/{self.target}/environ", "rb") as f:
+                env = parse_environ(f.read())
+            uid = os.stat(f"{self._proc}/{self.target}").st_uid
+            dirs.append(runtime_dir(env, uid))
+        except OSError:
+            pass
+        return list(dict.fromkeys(dirs))
+
+    # ---- one tick ----------------------------------------------------------------------------
+
+    def sample(self) -> AgentsSample:
+        now = self._clock()
+        self._discover(now)
+        for a in list(self._agents.values()):
+            if (
+                a.sock is None
+                and a.state in ("connecting", "reconnecting")
+                and now >= a.retry_after
+            ):
+                self._connect(a, now)
+            if a.sock is not None:
+                self._read(a, now)
+        return AgentsSample(
+            target=self.target,
+            t=now,
+            wall=self._wall(),
+            agents=tuple(self._state(a, now) for a in sorted(self._agents.values(), key=_order)),
+        )
+
+    def _discover(self, now: float) -> None:
+        dirs = list(self._dirs())
+        for pid in self._pids():
+            if pid in self._agents:
+                continue
+            for d in dirs:
+                path = socket_path(pid, d)
+                if path.exists():
+                    self._agents[pid] = _Agent(pid=pid, path=path)
+                    break
+
+    def _connect(self, a: _Agent, now: float) -> None:
+        if not a.path.exists():
+            if a.state == "reconnecting" and not os.path.exists(f"{self._proc}/{a.pid}"):
+                a.state = "exited"
+            return
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.settimeout(0.5)
+            s.connect(str(a.path))
+            s.setblocking(False)
+        except OSError:
+            s.close()
+            a.retry_after = now + 1.0
+            return
+        a.sock, a.state, a.buf = s, "connected", bytearray()
+
+    def _disconnect(self, a: _Agent, state: str, now: float, backoff: float = 1.0) -> None:
+        if a.sock is not None:
+            with contextlib.suppress(OSError):
+                a.sock.close()
+        a.sock = None
+        a.state = state
+        a.retry_after = now + backoff
+
+    def _read(self, a: _Agent, now: float) -> None:
+        assert a.sock is not None
+        budget = READ_BUDGET
+        while budget > 0:
+            try:
+                data = a.sock.recv(min(65536, budget))
+            except BlockingIOError:
+                break
+            except OSError:
+                self._disconnect(a, "reconnecting", now)
+                return
+            if not data:
+                self._disconnect(a, "exited" if a.state == "exited" else "reconnecting", now)
+                return
+            budget -= len(data)
+            a.buf += data
+            if len(a.buf) > MAX_LINE and b"\n" not in a.buf:
+                a.dropped += 1
+                self._disconnect(a, "reconnecting", now, BACKOFF_S)
+                return
+        bad = 0
+        while True:
+            nl = a.buf.find(b"\n")
+            if nl < 0:
+                break
+            line = bytes(a.buf[:nl])
+            del a.buf[: nl + 1]
+            try:
+                bad += self._apply(a, dec.decode_line(line), now)
+            except dec.Dropped:
+                bad += 1
+        a.dropped += bad
+        if bad > MAX_DROPPED_PER_TICK:
+            self._disconnect(a, "reconnecting", now, BACKOFF_S)
+
+    def _apply(self, a: _Agent, msg: dict[str, Any], now: float) -> int:
+        kind = msg["type"]
+        if kind == "steps":
+            steps, dropped = dec.parse_steps(msg)
+            last = a.steps[-1].step if a.steps else -1
+            for s in steps:
+                if s.step > last or s.step == 0:  # a restarted agent starts at 0 again
+                    if s.step <= last:
+                        a.steps.clear()
+                    a.steps.append(s)
+                    last = s.step
+            return dropped
+        if kind == "gpu":
+            items, dropped = dec.parse_gpu(msg)
+            for step, name, ns in items:
+                a.gpu.setdefault(step, {})[name] = ns
+            if len(a.gpu) > STEP_HISTORY:
+                for k in sorted(a.gpu)[: len(a.gpu) - STEP_HISTORY]:
+                    del a.gpu[k]
+            return dropped
+        if kind == "heartbeat":
+            beat = dec.parse_heartbeat(msg)
+            if beat is None:
+                return 1
+            a.beat, a.beat_t = beat, now
+            return 0
+        if kind == "hello":
+            hello = dec.parse_hello(msg)
+            if hello is None or hello["pid"] != a.pid:
+                return 1
+            a.hello = hello
+            return 0
+        if kind == "fingerprint":
+            fp = dec.parse_fingerprint(msg)
+            if fp is None:
+                return 1
+            a.fingerprint = fp
+            return 0
+        if kind == "bye":
+            a.state = "exited"
+            return 0
+        return 0  # unknown types are ignored (forward compatibility)
+
+    def _state(self, a: _Agent, now: float) -> AgentState:
+        beat = a.beat
+        steps = tuple(
+            replace(s, gpu=MappingProxyType(a.gpu[s.step])) if s.step in a.gpu else s
+            for s in a.steps
+        )
+        return AgentState(
+            pid=a.pid,
+            state=a.state,
+            rank=a.hello.get("rank"),
+            local_rank=a.hello.get("local_rank"),
+            world_size=a.hello.get("world_size"),
+            hostname=a.hello.get("hostname"),
+            argv=a.hello.get("argv", ()),
+            fingerprint=MappingProxyType(dict(a.fingerprint)),
+            steps=steps,
+            open_phase=beat.get("open_phase"),
+            open_age_s=_aged(beat.get("open_age_s"), a.beat_t, now),
+            since_step_s=_aged(beat.get("since_step_s"), a.beat_t, now),
+            heartbeat_age_s=(now - a.beat_t) if a.beat_t is not None else None,
+            agent_errors=beat.get("errors", 0),
+            dropped=a.dropped,
+        )
+
+    def close(self) -> None:
+        for a in self._agents.values():
+            if a.sock is not None:
+                with contextlib.suppress(OSError):
+                    a.sock.close()
+
+
+def _aged(value: float | None, at: float | None, now: float) -> float | None:
+    """A duration reported at ``at``, as of ``now`` (it kept growing since)."""
+    if value is None or at is None:
+        return value
+    return value + max(0.0, now - at)
+
+
+def _order(a: _Agent) -> tuple[int, int]:
+    rank = a.hello.get("rank")
+    return (rank if rank is not None else 1 << 30, a.pid)
