@@ -112,6 +112,20 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--driver", default=None, help="simulated driver generation")
     demo.add_argument("--seed", type=int, default=0, help="seed of the simulated board's noise")
     _add_ui_flags(demo, under_command=True)
+    run = sub.add_parser(
+        "run",
+        help="start a training command with the agent enabled, and attach to it",
+        description="Run CMD with gputop's agent in every Python process it starts (no code "
+        "change), and watch it. Signals reach the whole job; gputop exits with its exit code.",
+    )
+    run.add_argument(
+        "--no-tui",
+        action="store_true",
+        help="no screen: the job's output passes through, a per-rank summary is printed at the end",
+    )
+    run.add_argument("--log", type=Path, metavar="FILE", help="where the job's output goes")
+    _add_ui_flags(run, under_command=True)
+    run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...")
     snap = sub.add_parser(
         "snapshot",
         help="print one reading of every GPU (a table, or JSON with --json)",
@@ -207,7 +221,7 @@ def _open_host(pid: int | None):
     return HostSource.open(pid)
 
 
-def _run_tui(source, config, simulated: str | None, host=None) -> int:
+def _run_tui(source, config, simulated: str | None, host=None, agents=None, job=None) -> int:
     """Import Textual only now: its colour system must come from the environment first."""
     from gputop.ui.terminal import apply_terminal_env
 
@@ -218,7 +232,17 @@ def _run_tui(source, config, simulated: str | None, host=None) -> int:
     if host is not None:
         main = host.sample().main
         target = Target(pid=host.pid, command=(main.cmdline or main.name) if main else "?")
-    app = GputopApp(source, config=config, simulated=simulated, host=host, target=target)
+    extra = (f"no GPU data: {source.reason}",) if getattr(source, "reason", None) else ()
+    app = GputopApp(
+        source,
+        config=config,
+        simulated=simulated,
+        host=host,
+        target=target,
+        agents=agents,
+        job=job,
+        extra_problems=extra,
+    )
     try:
         app.run(mouse=config.mouse)
     finally:
@@ -233,6 +257,11 @@ def cmd_monitor(args: argparse.Namespace) -> int:
 
     config = _ui_config(args)
     host = _open_host(args.pid)
+    agents = None
+    if host is not None:
+        from gputop.sources.agent_link import AgentLink
+
+        agents = AgentLink(host.pid)
     try:
         source = Watchdog("NVML", timeout=10.0).call(NvmlSource.open)
     except (NvmlUnavailable, SourceStalled) as e:
@@ -243,7 +272,7 @@ def cmd_monitor(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    return _run_tui(source, config, simulated=None, host=host)
+    return _run_tui(source, config, simulated=None, host=host, agents=agents)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -252,9 +281,55 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     config = _ui_config(args)
     host = _open_host(getattr(args, "pid", None))
+    agents = None
+    if host is not None:
+        from gputop.sources.agent_link import AgentLink
+
+        agents = AgentLink(host.pid)
     board = start_simulated_board(args.board, args.driver, args.scenario, args.seed, 120.0)
     source = NvmlSource.open()
-    return _run_tui(source, config, simulated=board.short_label, host=host)
+    return _run_tui(source, config, simulated=board.short_label, host=host, agents=agents)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from gputop.run import Job, NoGpus, RunError, exit_status, run_headless
+    from gputop.sources.agent_link import AgentLink
+    from gputop.sources.host import HostSource
+    from gputop.sources.nvml import NvmlSource
+    from gputop.sources.nvml_errors import NvmlUnavailable
+
+    command = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    try:
+        job = Job(command, log=args.log, passthrough=args.no_tui)
+    except RunError as e:
+        print(f"gputop: {e}", file=sys.stderr)
+        return 127
+    link = AgentLink(job.pid)
+    if args.no_tui:
+        return run_headless(job, link)
+    job.forward_signals()
+    config = _ui_config(args)
+    try:
+        host = HostSource.open(job.pid, exit_code=job.poll)
+    except Exception:
+        host = None  # it already exited: the log says why
+    try:
+        source = NvmlSource.open()
+    except NvmlUnavailable as e:
+        source = NoGpus(e.what)
+    _run_tui(source, config, simulated=None, host=host, agents=link, job=job)
+    if job.poll() is None:
+        print(
+            f"gputop: the job goes on as pid {job.pid}; its output: {job.log_path}",
+            file=sys.stderr,
+        )
+        return 0
+    code = exit_status(job.wait())
+    tail = job.tail()
+    if tail:
+        print(tail)
+    print(f"gputop: the job exited with status {code}; its output: {job.log_path}", file=sys.stderr)
+    return code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -263,7 +338,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from gputop.sim import SimConfigError
     from gputop.sources.host import TargetNotFound
 
-    commands = {"snapshot": cmd_snapshot, "demo": cmd_demo, None: cmd_monitor}
+    commands = {"snapshot": cmd_snapshot, "demo": cmd_demo, "run": cmd_run, None: cmd_monitor}
     try:
         return commands[args.command](args)
     except SimConfigError as e:

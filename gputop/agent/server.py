@@ -125,6 +125,12 @@ class AgentServer:
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(1.0)
+        with contextlib.suppress(Exception):  # the last steps, then goodbye
+            self._publish_steps()
+            for c in list(self._clients.values()):
+                c.sock.setblocking(True)
+                c.sock.settimeout(0.5)
+            self._flush_all()
         for c in list(self._clients.values()):
             with contextlib.suppress(OSError):
                 c.sock.send(encode("bye", pid=os.getpid()), socket.MSG_NOSIGNAL)

@@ -139,17 +139,18 @@ class AgentLink:
     def _read(self, a: _Agent, now: float) -> None:
         assert a.sock is not None
         budget = READ_BUDGET
+        closed = False
         while budget > 0:
             try:
                 data = a.sock.recv(min(65536, budget))
             except BlockingIOError:
                 break
             except OSError:
-                self._disconnect(a, "reconnecting", now)
-                return
+                closed = True
+                break
             if not data:
-                self._disconnect(a, "exited" if a.state == "exited" else "reconnecting", now)
-                return
+                closed = True  # what was read before the end is still decoded below
+                break
             budget -= len(data)
             a.buf += data
             if len(a.buf) > MAX_LINE and b"\n" not in a.buf:
@@ -168,7 +169,9 @@ class AgentLink:
             except dec.Dropped:
                 bad += 1
         a.dropped += bad
-        if bad > MAX_DROPPED_PER_TICK:
+        if closed:
+            self._disconnect(a, "exited" if a.state == "exited" else "reconnecting", now)
+        elif bad > MAX_DROPPED_PER_TICK:
             self._disconnect(a, "reconnecting", now, BACKOFF_S)
 
     def _apply(self, a: _Agent, msg: dict[str, Any], now: float) -> int:

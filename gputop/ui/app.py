@@ -23,12 +23,21 @@ from textual.widgets import Footer
 from gputop.config import INTERVAL_MAX, INTERVAL_MIN, Config, clamp_interval
 from gputop.model import DeviceInfo, GpuSample, Timeline
 from gputop.model.host import HostSample
+from gputop.model.steps import AgentsSample
 from gputop.ui.detail import DetailScreen
 from gputop.ui.gpu_text import short_name
 from gputop.ui.help import HelpScreen
-from gputop.ui.messages import GpuSamplesReady, HostSampleReady, SourceTrouble
+from gputop.ui.messages import AgentsReady, GpuSamplesReady, HostSampleReady, SourceTrouble
 from gputop.ui.themes import DEFAULT_THEME, GPUTOP_VARIABLES, all_theme_dirs, load_themes
-from gputop.ui.widgets import GpuRow, HeaderLine, HostPane, SimBanner, StatusLine
+from gputop.ui.widgets import (
+    GpuRow,
+    HeaderLine,
+    HostPane,
+    RanksPane,
+    SimBanner,
+    StatusLine,
+    StepPane,
+)
 
 INTERVAL_STEPS = (0.5, 1.0, 2.0, 3.0, 5.0, 10.0)
 DETAIL_HISTORY_S = 300.0
@@ -41,6 +50,12 @@ class GpuFeed(Protocol):
     def devices(self) -> tuple[DeviceInfo, ...]: ...
 
     def sample(self) -> list[GpuSample]: ...
+
+
+class AgentFeed(Protocol):
+    """What the app needs from the agent link (AgentLink is one)."""
+
+    def sample(self) -> AgentsSample: ...
 
 
 class HostFeed(Protocol):
@@ -73,6 +88,7 @@ class GputopApp(App):
         Binding("plus,equals_sign", "slower", "Slower", id="interval_up"),
         Binding("minus", "faster", "Faster", id="interval_down"),
         Binding("s", "save_snapshot", "Save", id="save_snapshot"),
+        Binding("ctrl+c", "interrupt", "Interrupt job", id="interrupt", priority=True),
     ]
     HELP = {
         "quit": "leave gputop (the terminal is restored)",
@@ -85,6 +101,7 @@ class GputopApp(App):
         "interval_up": "refresh less often (fewer bytes over ssh)",
         "interval_down": "refresh more often",
         "save_snapshot": "write the current state as JSON (same schema as `gputop snapshot`)",
+        "interrupt": "send SIGINT to the job started by `gputop run` (like ctrl+c without gputop)",
     }
 
     def __init__(
@@ -97,12 +114,17 @@ class GputopApp(App):
         start_sampler: bool = True,
         extra_problems: Sequence[str] = (),
         host: HostFeed | None = None,
+        agents: AgentFeed | None = None,
+        job: Any = None,
     ) -> None:
         self.config = (config or Config()).effective()
         super().__init__()
         self.feed = feed
         self.host = host
         self.host_latest: HostSample | None = None
+        self.agents = agents
+        self.agents_latest: AgentsSample | None = None
+        self.job = job
         self.devices = tuple(feed.devices)
         self.target = target
         self.simulated = simulated
@@ -144,6 +166,9 @@ class GputopApp(App):
             yield SimBanner(f"SIMULATED {self.simulated} (not a real GPU)", id="sim-banner")
         if self.host is not None:
             yield HostPane()
+        if self.agents is not None:
+            yield StepPane()
+            yield RanksPane()
         with VerticalScroll(id="gpus"):
             spark = 20 if self.config.low_bandwidth else 40
             for d in self.devices:
@@ -182,6 +207,18 @@ class GputopApp(App):
                         name="gputop-host-sampler",
                     )
                 )
+            if self.agents is not None:
+                self._samplers.append(
+                    Sampler(
+                        read=self.agents.sample,
+                        deliver=lambda sample: self.post_message(AgentsReady(sample)),
+                        fail=lambda text: self.post_message(SourceTrouble(text)),
+                        interval=min(self.interval, 1.0),
+                        max_interval=1.0,  # steps are fast: read them at least every second
+                        watchdog=Watchdog("the agent link", timeout=5.0),
+                        name="gputop-agent-sampler",
+                    )
+                )
             for sampler in self._samplers:
                 sampler.start()
 
@@ -218,6 +255,24 @@ class GputopApp(App):
     def on_host_sample_ready(self, message: HostSampleReady) -> None:
         self.ingest_host(message.sample)
 
+    def ingest_agents(self, sample: AgentsSample) -> None:
+        """Store what the agents reported (always) and show it (unless paused)."""
+        self.timeline.append(sample.key, sample)
+        self.agents_latest = sample
+        if not self.paused:
+            self._show_agents()
+
+    def _show_agents(self) -> None:
+        if self.agents_latest is None or self.agents is None:
+            return
+        gpu = self.devices[0].name if self.devices else None
+        with self.batch_update():
+            self.query_one(StepPane).show(self.agents_latest, gpu)
+            self.query_one(RanksPane).show(self.agents_latest)
+
+    def on_agents_ready(self, message: AgentsReady) -> None:
+        self.ingest_agents(message.sample)
+
     def on_source_trouble(self, message: SourceTrouble) -> None:
         self.trouble = message.text
         self._update_status()
@@ -235,6 +290,7 @@ class GputopApp(App):
                 row.show(self.latest.get(row.info.index), self.history(row.info.index, seconds))
             if self.host_latest is not None and self.host is not None:
                 self.query_one(HostPane).show(self.host_latest)
+            self._show_agents()
             self._update_header()
             self.refresh_detail()
         self._refresh_bindings_if_changed()
@@ -262,7 +318,8 @@ class GputopApp(App):
     def _update_header(self) -> None:
         who = f"pid {self.target.pid}: {self.target.command}" if self.target else "no target"
         if self.host_latest is not None and self.host_latest.state == "exited":
-            who = f"pid {self.host_latest.pid} EXITED"
+            code = self.host_latest.exit_code
+            who = f"pid {self.host_latest.pid} EXITED" + (f" ({code})" if code is not None else "")
         names = {short_name(d.name) for d in self.devices}
         board = f"{len(self.devices)}x {', '.join(sorted(names))}" if self.devices else "no GPU"
         if self.capabilities is not None:
@@ -296,10 +353,23 @@ class GputopApp(App):
             return f"already the fastest refresh ({INTERVAL_MIN:g} s)"
         if action == "save_snapshot" and not self.latest:
             return "no reading yet"
+        if action == "interrupt" and self.job is None:
+            return "only for a job started by `gputop run`"
+        if action == "interrupt" and self.job.poll() is not None:
+            return "the job has exited"
         return None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "interrupt" and self.job is None:
+            return False  # not shown at all outside `gputop run`
         return None if self.unavailable_reason(action) else True
+
+    def action_interrupt(self) -> None:
+        import signal as signals
+
+        if self.job is not None and self.job.poll() is None:
+            self.job.signal(signals.SIGINT)
+            self.notify("sent SIGINT to the job; q leaves gputop (the job keeps running)")
 
     def action_pause(self) -> None:
         self.paused = not self.paused
@@ -344,7 +414,7 @@ class GputopApp(App):
     def _set_interval(self, seconds: float) -> None:
         self.interval = clamp_interval(seconds)
         for sampler in self._samplers:
-            sampler.set_interval(self.interval)
+            sampler.set_interval(min(self.interval, sampler.max_interval))
         self._update_header()
         self._refresh_bindings_if_changed()
 

@@ -6,6 +6,7 @@ from textual.message import Message
 
 from gputop.model import GpuSample
 from gputop.model.host import HostSample
+from gputop.model.steps import AgentsSample
 
 
 class GpuSamplesReady(Message):
@@ -24,5 +25,11 @@ class SourceTrouble(Message):
 
 class HostSampleReady(Message):
     def __init__(self, sample: HostSample) -> None:
+        super().__init__()
+        self.sample = sample
+
+
+class AgentsReady(Message):
+    def __init__(self, sample: AgentsSample) -> None:
         super().__init__()
         self.sample = sample

@@ -24,14 +24,17 @@ class Sampler:
         interval: float,
         watchdog: Watchdog | None = None,
         name: str = "gputop-sampler",
+        max_interval: float = float("inf"),
     ) -> None:
         self._read = read
         self._deliver = deliver
         self._fail = fail
         self.interval = interval
+        self.max_interval = max_interval
         self._watchdog = watchdog or Watchdog("NVML", timeout=max(2.0, interval))
         self._wake = threading.Event()
         self._stop = threading.Event()
+        self.name = name
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
     def start(self) -> None:

@@ -12,8 +12,10 @@ from textual.widgets import Static
 
 from gputop.model import DeviceInfo, GpuSample
 from gputop.model.host import HostSample
+from gputop.model.steps import AgentsSample, AgentState
 from gputop.ui.gpu_text import gpu_lines
 from gputop.ui.host_text import host_lines
+from gputop.ui.steps_text import rank_lines, step_lines
 
 LEVELS = ("label", "name", "value", "good", "warn", "bad", "dim", "spark")
 
@@ -106,6 +108,56 @@ class HostPane(LinePane):
         if self.sample is None:
             return [Text(" host: waiting for the first reading", style=self.style_for("dim"))]
         return host_lines(self.sample, self.style_for, width)
+
+
+class StepPane(LinePane):
+    """The training step of the main rank, split into phases (from the in-process agent)."""
+
+    def __init__(self) -> None:
+        super().__init__(id="steps")
+        self.agents: AgentsSample | None = None
+        self.gpu_name: str | None = None
+
+    def show(self, agents: AgentsSample, gpu_name: str | None) -> None:
+        self.agents, self.gpu_name = agents, gpu_name
+        self.display = bool(agents.agents)
+        self.changed()
+
+    def build_lines(self, width: int) -> list[Text]:
+        primary = main_agent(self.agents)
+        if primary is None:
+            return []
+        return step_lines(primary, self.style_for, width, self.gpu_name)
+
+
+class RanksPane(LinePane):
+    """One row per rank: step time, work time and sync wait (shown with two or more ranks)."""
+
+    def __init__(self) -> None:
+        super().__init__(id="ranks")
+        self.agents: AgentsSample | None = None
+
+    def show(self, agents: AgentsSample) -> None:
+        self.agents = agents
+        self.display = len(ranked(agents)) > 1
+        self.changed()
+
+    def build_lines(self, width: int) -> list[Text]:
+        return rank_lines(ranked(self.agents), self.style_for, width)
+
+
+def ranked(agents: AgentsSample | None) -> list[AgentState]:
+    """Agents that are training ranks or report steps (not a torchrun launcher)."""
+    if agents is None:
+        return []
+    return [a for a in agents.agents if a.rank is not None or len(a.steps) > 1]
+
+
+def main_agent(agents: AgentsSample | None) -> AgentState | None:
+    candidates = ranked(agents)
+    return next(
+        (a for a in candidates if a.rank in (0, None)), candidates[0] if candidates else None
+    )
 
 
 class HeaderLine(Static):

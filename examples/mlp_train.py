@@ -1,0 +1,47 @@
+"""The same loop as mlp_plain.py, instrumented with gputop.agent: every phase of the step is
+named, so the monitor shows batch wait, H2D, forward, backward, optimizer and side work."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+from _common import checkpoint, done, flags, loader, model, setup
+from torch import nn
+
+import gputop.agent as gt
+
+
+def main() -> None:
+    args = flags(__doc__).parse_args()
+    gt.init()
+    device = setup(args)
+    net = model(args).to(device)
+    opt = torch.optim.SGD(net.parameters(), lr=0.01)
+    loss_fn = nn.CrossEntropyLoss()
+    started, step = time.monotonic(), 0
+    while not done(args, step, started):
+        for x, y in loader(args):  # data wait: timed by the agent's DataLoader hook
+            with gt.H2D:
+                x = x.to(device, non_blocking=args.pin_memory)
+                y = y.to(device, non_blocking=args.pin_memory)
+            with gt.FORWARD:
+                loss = loss_fn(net(x), y)
+            with gt.BACKWARD:
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+            opt.step()  # the optimizer phase: timed by torch's global optimizer hooks
+            step += 1
+            if args.sync_every and step % args.sync_every == 0:
+                with gt.EVAL_LOG:
+                    print(f"step {step} loss {loss.item():.4f}", flush=True)
+            if args.checkpoint_every and step % args.checkpoint_every == 0:
+                with gt.CHECKPOINT:
+                    checkpoint(net)
+            gt.step(samples=len(x))
+            if done(args, step, started):
+                break
+
+
+if __name__ == "__main__":
+    main()

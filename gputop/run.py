@@ -1,0 +1,154 @@
+"""`gputop run -- CMD ...`: start a training command with the agent enabled and attach to it.
+
+No change to the script is needed: the child's PYTHONPATH starts with a directory whose
+sitecustomize.py starts the agent (and then runs any sitecustomize the user already had), so
+every Python process of the job gets it, torchrun ranks included. The child's output goes to
+a log file (the TUI owns the terminal) whose tail is printed when gputop ends; signals sent to
+gputop are passed on to the whole job; gputop exits with the child's exit code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from gputop.agent.paths import ensure_private_dir, runtime_dir
+
+BOOTSTRAP = Path(__file__).resolve().parent / "agent" / "_bootstrap"
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
+
+
+class RunError(RuntimeError):
+    pass
+
+
+def child_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ if environ is None else environ)
+    paths = [str(BOOTSTRAP)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    env["GPUTOP_AGENT_AUTOSTART"] = "1"
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+class Job:
+    """The launched command: its process group, its log, its exit code."""
+
+    def __init__(self, command: Sequence[str], log: Path | None = None, passthrough: bool = False):
+        if not command:
+            raise RunError(
+                "nothing to run: give a command after --, e.g. gputop run -- python train.py"
+            )
+        self.command = list(command)
+        self.log_path: Path | None = None
+        out = None
+        if not passthrough:
+            self.log_path = log or ensure_private_dir(runtime_dir()) / (
+                f"run-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+            )
+            fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            out = os.fdopen(fd, "wb")
+        try:
+            self.proc = subprocess.Popen(
+                self.command,
+                env=child_env(),
+                stdout=out,
+                stderr=subprocess.STDOUT if out else None,
+                stdin=subprocess.DEVNULL if out else None,
+                start_new_session=True,
+            )
+        except FileNotFoundError:
+            raise RunError(f"command not found: {self.command[0]}") from None
+        except PermissionError:
+            raise RunError(f"not allowed to run {self.command[0]}") from None
+        finally:
+            if out is not None:
+                out.close()
+        self.pid = self.proc.pid
+
+    def poll(self) -> int | None:
+        return self.proc.poll()
+
+    def signal(self, sig: int) -> None:
+        """To the whole job (torchrun and its ranks share the child's process group)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.pid, sig)
+
+    def forward_signals(self) -> None:
+        for sig in FORWARDED:
+            signal.signal(sig, lambda s, _f: self.signal(s))
+
+    def wait(self) -> int:
+        return self.proc.wait()
+
+    def tail(self, lines: int = 20) -> str:
+        if self.log_path is None:
+            return ""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - 64 * 1024))
+                text = f.read().decode(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+
+def exit_status(code: int) -> int:
+    """A child killed by signal N reports -N; a shell would say 128 + N."""
+    return 128 - code if code < 0 else code
+
+
+def summary(agents: Sequence, out=sys.stdout) -> None:
+    """A plain-text account of the steps the agents reported (for --no-tui and logs)."""
+    from gputop.ui.steps_text import phase_shares
+
+    for a in agents:
+        steps = a.steps[1:]  # the first step includes start-up
+        who = f"rank {a.rank}" if a.rank is not None else f"pid {a.pid}"
+        if not steps:
+            print(f"gputop: {who}: no steps reported", file=out)
+            continue
+        durations = sorted(s.dur_ns for s in steps)
+        median = durations[len(durations) // 2] / 1e6
+        shares = ", ".join(
+            f"{name} {share:.0%}" for name, share in phase_shares(steps) if share >= 0.005
+        )
+        print(f"gputop: {who}: {len(steps)} steps, median {median:.1f} ms; {shares}", file=out)
+
+
+class NoGpus:
+    """The GPU feed when NVML cannot be used: no devices, and the reason on the status line."""
+
+    devices: tuple = ()
+    capabilities = None
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def sample(self) -> list:
+        return []
+
+    def close(self) -> None:
+        pass
+
+
+def run_headless(job: Job, link, poll_s: float = 0.5) -> int:
+    """--no-tui: the job's output passes through; the agents' account is printed at the end."""
+    job.forward_signals()
+    agents = ()
+    while job.poll() is None:
+        agents = link.sample().agents
+        time.sleep(poll_s)
+    for _ in range(3):  # the last steps may still be in flight
+        agents = link.sample().agents or agents
+        time.sleep(0.1)
+    link.close()
+    summary([a for a in agents if a.rank is not None or len(a.steps) > 1])
+    return exit_status(job.wait())

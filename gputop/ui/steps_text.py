@@ -1,0 +1,199 @@
+"""The step and ranks panes as styled text: pure functions over agent states.
+
+The first step an agent reports includes start-up (imports, model build), so statistics skip
+it. Shares are of the summed step time over the recent window, in pipeline order, with the
+time no marker covered shown as "unmarked".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.text import Text
+
+from gputop.model.steps import PIPELINE, AgentState, StepRecord
+from gputop.model.window import percentile
+from gputop.ui.gpu_text import Line, StyleFor, spark
+
+WINDOW = 50
+"""Steps the statistics look at."""
+SHORT = {
+    "data_wait": "data",
+    "h2d": "h2d",
+    "forward": "fwd",
+    "backward": "bwd",
+    "grad_sync": "sync",
+    "optimizer": "opt",
+    "checkpoint": "ckpt",
+    "eval_log": "log",
+    "other": "other",
+    "unmarked": "unmarked",
+}
+BAR_CHARS = {
+    "data_wait": "░",
+    "h2d": "▒",
+    "forward": "▓",
+    "backward": "█",
+    "grad_sync": "▚",
+    "optimizer": "▞",
+    "checkpoint": "▪",
+    "eval_log": "▪",
+}
+PEAK_DENSE_BF16 = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "L40S": 362e12, "T4": 65e12}
+"""Peak dense bf16 (fp16 on T4) FLOP/s by board, for MFU."""
+
+
+def usable(steps: Sequence[StepRecord]) -> list[StepRecord]:
+    return list(steps[1:])[-WINDOW:]
+
+
+def phase_shares(steps: Sequence[StepRecord]) -> list[tuple[str, float]]:
+    """(phase, share of step time) in pipeline order, custom phases after, then unmarked."""
+    total = sum(s.dur_ns for s in steps)
+    if not total:
+        return []
+    sums: dict[str, int] = {}
+    for s in steps:
+        for name, ns in s.phases.items():
+            sums[name] = sums.get(name, 0) + ns
+    order = [p for p in PIPELINE if p in sums] + sorted(set(sums) - set(PIPELINE))
+    shares = [(p, sums[p] / total) for p in order]
+    unmarked = max(0.0, 1.0 - sum(share for _, share in shares))
+    if unmarked > 0.005:
+        shares.append(("unmarked", unmarked))
+    return shares
+
+
+def median_ms(values: Sequence[float]) -> float | None:
+    return percentile(sorted(values), 50) / 1e6 if values else None
+
+
+def work_ns(s: StepRecord) -> int:
+    """The step minus time waiting in gradient sync: what this rank itself had to do."""
+    return s.dur_ns - s.phases.get("grad_sync", 0)
+
+
+def peak_flops(gpu_name: str | None) -> float | None:
+    if not gpu_name:
+        return None
+    return next((v for k, v in PEAK_DENSE_BF16.items() if k in gpu_name), None)
+
+
+def _rate(steps: Sequence[StepRecord], field: str) -> float | None:
+    counts = [getattr(s, field) for s in steps]
+    if not steps or any(c is None for c in counts):
+        return None
+    seconds = sum(s.dur_ns for s in steps) / 1e9
+    return sum(counts) / seconds if seconds else None
+
+
+def _human(v: float) -> str:
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if v >= scale:
+            return f"{v / scale:.1f}{unit}"
+    return f"{v:.0f}"
+
+
+def step_lines(
+    a: AgentState, style: StyleFor, width: int, gpu_name: str | None = None
+) -> list[Text]:
+    steps = usable(a.steps)
+    head = Line(style).add(" steps ", "name")
+    if a.state != "connected":
+        head.add(f"agent {a.state} ", "warn" if a.state == "reconnecting" else "dim")
+    if not steps:
+        head.label(f"pid {a.pid}: waiting for the first steps")
+        return [head.text]
+    durs = [s.dur_ns for s in steps]
+    med = median_ms(durs)
+    p90 = percentile(sorted(durs), 90) / 1e6
+    head.label(f"#{steps[-1].step}  step ").add(f"{med:.0f} ms").label(f" (p90 {p90:.0f})  ")
+    spark_w = max(8, min(30, width - 100))
+    head.add(spark([d / 1e6 for d in durs], 0, 2 * med, spark_w), "spark")
+    for field, unit in (("samples", "samples/s"), ("tokens", "tok/s")):
+        rate = _rate(steps, field)
+        if rate is not None:
+            head.label(f"  {_human(rate)} {unit}")
+    flops = _rate(steps, "flops")
+    peak = peak_flops(gpu_name)
+    if flops is not None and peak:
+        head.label("  MFU ").add(f"{100 * flops / peak:.0f}%")
+    shares = phase_shares(steps)
+    bar_w = max(20, min(50, width // 3))
+    bar = Line(style).label(" ")
+    for name, share in shares:
+        n = round(share * bar_w)
+        if n:
+            bar.add(BAR_CHARS.get(name, "·") * n, _phase_level(name, share))
+    bar.label("  ")
+    for name, share in shares:
+        if share >= 0.005:
+            bar.label(f"{SHORT.get(name, name[:10])} ").add(
+                f"{share:.0%}  ", _phase_level(name, share)
+            )
+    now = Line(style).label(" now ")
+    if a.open_phase:
+        level = "bad" if (a.open_age_s or 0) > max(60.0, 10 * (med or 0) / 1e3) else "value"
+        now.add(f"{a.open_phase} for {a.open_age_s or 0:.1f} s", level)
+    else:
+        now.label(f"between phases, {a.since_step_s or 0:.1f} s since the last step")
+    fp = a.fingerprint
+    loader = fp.get("dataloader") or {}
+    if loader:
+        now.label(f"  workers {loader.get('num_workers')} pin {loader.get('pin_memory')}")
+    if fp.get("intra_op_threads") is not None:
+        now.label(f"  torch threads {fp['intra_op_threads']}")
+    if "OMP_NUM_THREADS" in fp:
+        now.label(f"  OMP {fp['OMP_NUM_THREADS'] or 'unset'}")
+    return [head.text, bar.text, now.text]
+
+
+def _phase_level(name: str, share: float) -> str:
+    """Data wait over 5 % of the step, or grad sync over 20 %, are findings."""
+    if name == "data_wait":
+        return "bad" if share > 0.2 else "warn" if share > 0.05 else "value"
+    if name == "grad_sync":
+        return "bad" if share > 0.2 else "warn" if share > 0.15 else "value"
+    if name in ("checkpoint", "eval_log"):
+        return "warn" if share > 0.1 else "value"
+    return "value"
+
+
+def rank_lines(agents: Sequence[AgentState], style: StyleFor, width: int) -> list[Text]:
+    """One line per rank: step, work (step minus sync wait) and sync wait, medians."""
+    rows = []
+    stats = []
+    for a in agents:
+        steps = usable(a.steps)
+        stats.append(
+            (
+                a,
+                median_ms([s.dur_ns for s in steps]),
+                median_ms([work_ns(s) for s in steps]),
+                median_ms([s.phases.get("grad_sync", 0) for s in steps]),
+            )
+        )
+    steps_med = sorted(st for _, st, _, _ in stats if st is not None)
+    works = sorted(w for _, _, w, _ in stats if w is not None)
+    mid_step = steps_med[len(steps_med) // 2] if steps_med else None
+    mid_work = works[len(works) // 2] if works else None
+    for a, step, work, sync in stats:
+        line = Line(style).label(f" rank {a.rank if a.rank is not None else '?':>3} ")
+        line.label(f"pid {a.pid:<7} ")
+        if step is None:
+            line.add("no steps yet", "dim")
+            rows.append(line.text)
+            continue
+        straggler = (
+            mid_step is not None and mid_work is not None and work is not None
+            and work - mid_work >= 0.1 * mid_step
+        )  # fmt: skip
+        line.label("step ").add(f"{step:6.1f} ms")
+        line.label("  work ").add(f"{work:6.1f} ms", "bad" if straggler else "value")
+        line.label("  sync wait ").add(f"{sync:6.1f} ms")
+        if straggler:
+            line.add("  slowest: the others wait for it", "bad")
+        if a.state != "connected":
+            line.add(f"  {a.state}", "dim")
+        rows.append(line.text)
+    return rows
