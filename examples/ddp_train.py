@@ -9,7 +9,6 @@ fast rank's grad_sync grows by the difference.
 
 from __future__ import annotations
 
-import os
 import time
 
 import torch
@@ -28,7 +27,7 @@ def main() -> None:
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     world = dist.get_world_size()
-    gt.init()
+    gt.init(auto_step=False)  # this loop calls gt.step() itself
     device = setup(args)
     torch.manual_seed(0)
     net = model(args).to(device)
@@ -62,5 +61,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("GPUTOP_AUTO_STEP", "0")
     main()

@@ -14,7 +14,7 @@ import gputop.agent as gt
 
 def main() -> None:
     args = flags(__doc__).parse_args()
-    gt.init()
+    gt.init(auto_step=False)  # this loop calls gt.step() itself
     device = setup(args)
     net = model(args).to(device)
     opt = torch.optim.SGD(net.parameters(), lr=0.01)

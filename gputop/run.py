@@ -107,20 +107,26 @@ def exit_status(code: int) -> int:
 
 def summary(agents: Sequence, out=sys.stdout) -> None:
     """A plain-text account of the steps the agents reported (for --no-tui and logs)."""
-    from gputop.ui.steps_text import phase_shares
+    from gputop.ui.steps_text import median_ms, phase_shares, usable, work_ns
 
     for a in agents:
-        steps = a.steps[1:]  # the first step includes start-up
+        steps = usable(a.steps)  # the first step includes start-up
         who = f"rank {a.rank}" if a.rank is not None else f"pid {a.pid}"
         if not steps:
             print(f"gputop: {who}: no steps reported", file=out)
             continue
-        durations = sorted(s.dur_ns for s in steps)
-        median = durations[len(durations) // 2] / 1e6
+        median = median_ms([s.dur_ns for s in steps])
+        work = median_ms([work_ns(s) for s in steps])
+        sync = median_ms([s.phases.get("grad_sync", 0) for s in steps])
         shares = ", ".join(
-            f"{name} {share:.0%}" for name, share in phase_shares(steps) if share >= 0.005
+            f"{name} {share:.0%}" if share >= 0.01 else f"{name} {share:.1%}"
+            for name, share in phase_shares(steps)
         )
-        print(f"gputop: {who}: {len(steps)} steps, median {median:.1f} ms; {shares}", file=out)
+        print(
+            f"gputop: {who}: {len(steps)} steps, median {median:.1f} ms"
+            f" (work {work:.1f} ms, sync wait {sync:.1f} ms); {shares}",
+            file=out,
+        )
 
 
 class NoGpus:

@@ -74,11 +74,20 @@ def _in_worker() -> bool:
         return False
 
 
-def init(server: bool = True, torch_hooks: bool | None = None) -> bool:
-    """Start the agent (idempotent). Returns whether it is recording."""
+def init(
+    server: bool = True, torch_hooks: bool | None = None, auto_step: bool | None = None
+) -> bool:
+    """Start the agent (idempotent). Returns whether it is recording.
+
+    ``auto_step=False``: this script calls ``step()`` itself, so optimizer steps must not be
+    taken as step boundaries (by default they are, until the first explicit ``step()``)."""
     global _server
     if not _rec.on or os.getpid() != _owner or _in_worker():
         return False
+    if auto_step is not None:
+        _rec.auto_step = auto_step
+    elif os.environ.get("GPUTOP_AUTO_STEP") == "0":
+        _rec.auto_step = False
     if torch_hooks is None:
         torch_hooks = os.environ.get("GPUTOP_TORCH_HOOKS", "1") != "0"
     if _server is None and server and os.environ.get("GPUTOP_NO_SERVER", "") in ("", "0"):
@@ -89,8 +98,7 @@ def init(server: bool = True, torch_hooks: bool | None = None) -> bool:
         if torch_hooks:
             from gputop.agent import torch_hooks as th
 
-            auto = os.environ.get("GPUTOP_AUTO_STEP", "1") != "0"
-            hooks.append(lambda: th.install(_rec, auto_step=auto))
+            hooks.append(lambda: th.install(_rec))
             fingerprint = th.fingerprint
             _rec.on_step.append(th.note_autocast)
         _server = AgentServer(_rec, fingerprint=fingerprint, tick_hooks=hooks)

@@ -120,6 +120,8 @@ class Recorder:
         self.gpu_seq = 0
         self.errors = 0
         self.explicit_steps = False
+        self.auto_step = True
+        """Take a step boundary at each optimizer step, for scripts that never call step()."""
         self.on_step: list[Callable[[int], None]] = []
         """Called (with the step number) in the training thread at each step boundary."""
         self.cuda_events: Callable[[], Any] | None = None

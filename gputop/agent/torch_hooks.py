@@ -21,14 +21,13 @@ _installed: set[str] = set()
 _loader_config: dict[str, Any] = {}
 
 
-def install(rec: Recorder, auto_step: bool = True, data: bool = True, optimizer: bool = True,
-            gpu: bool = True) -> None:  # fmt: skip
+def install(rec: Recorder, data: bool = True, optimizer: bool = True, gpu: bool = True) -> None:
     """Install whatever is possible now; safe to call repeatedly (the agent thread does)."""
     if data and "data" not in _installed and "torch.utils.data.dataloader" in sys.modules:
         _wrap_dataloader(rec)
         _installed.add("data")
     if optimizer and "optim" not in _installed and "torch.optim.optimizer" in sys.modules:
-        _hook_optimizers(rec, auto_step)
+        _hook_optimizers(rec)
         _installed.add("optim")
     if gpu and "gpu" not in _installed and "torch" in sys.modules:
         _installed.add("gpu")
@@ -72,7 +71,7 @@ def _note_loader(it: Any) -> None:
         )
 
 
-def _hook_optimizers(rec: Recorder, auto_step: bool) -> None:
+def _hook_optimizers(rec: Recorder) -> None:
     from torch.optim.optimizer import (
         register_optimizer_step_post_hook,
         register_optimizer_step_pre_hook,
@@ -85,7 +84,7 @@ def _hook_optimizers(rec: Recorder, auto_step: bool) -> None:
 
     def post(optimizer, args, kwargs) -> None:
         opt.__exit__(None, None, None)
-        if auto_step and not rec.explicit_steps:
+        if rec.auto_step and not rec.explicit_steps:
             rec.step()
 
     register_optimizer_step_pre_hook(pre)
