@@ -28,7 +28,7 @@ from gputop.agent.wire import MAX_LINE, WIRE_VERSION, encode
 
 TICK_S = 0.1
 HEARTBEAT_S = 1.0
-FINGERPRINT_S = 2.0
+FINGERPRINT_S = 0.5
 MAX_OUTBUF = 8 << 20
 """A monitor that falls this far behind is disconnected (it can reconnect)."""
 MAX_BAD_LINES = 8
@@ -126,6 +126,7 @@ class AgentServer:
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(1.0)
         with contextlib.suppress(Exception):  # the last steps, then goodbye
+            self._refresh_fingerprint()
             self._publish_steps()
             for c in list(self._clients.values()):
                 c.sock.setblocking(True)

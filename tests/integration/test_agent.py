@@ -1,0 +1,241 @@
+"""The agent and its socket with real trainer processes (torch on the CPU)."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from gputop.agent.paths import socket_path  # noqa: E402
+from gputop.agent.recorder import Recorder  # noqa: E402
+from gputop.agent.server import AgentServer  # noqa: E402
+from gputop.sources.agent_link import READ_BUDGET, AgentLink  # noqa: E402
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def trainer(script: str, *args: str, agent_dir: Path, **kw) -> subprocess.Popen:
+    env = {**os.environ, "GPUTOP_DIR": str(agent_dir), "PYTHONWARNINGS": "ignore"}
+    return subprocess.Popen(
+        [sys.executable, str(EXAMPLES / script), *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kw,
+    )
+
+
+def wait_for_socket(pid: int, agent_dir: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not socket_path(pid, agent_dir).exists():
+        assert time.monotonic() < deadline, "the agent never opened its socket"
+        time.sleep(0.05)
+
+
+def link_for(pid: int, agent_dir: Path) -> AgentLink:
+    return AgentLink(pid, directories=lambda: [agent_dir])
+
+
+def collect(link: AgentLink, until, timeout: float = 60):
+    deadline = time.monotonic() + timeout
+    while True:
+        sample = link.sample()
+        if sample.agents and until(sample.agents[0]):
+            return sample.agents[0]
+        assert time.monotonic() < deadline, sample
+        time.sleep(0.1)
+
+
+def test_slow_transform_shows_as_data_wait_of_the_transform_time(tmp_path):
+    p = trainer("mlp_train.py", "--steps", "12", "--workers", "0", "--slow-transform-ms", "50",
+                agent_dir=tmp_path)  # fmt: skip
+    try:
+        wait_for_socket(p.pid, tmp_path)
+        a = collect(link_for(p.pid, tmp_path), lambda a: len(a.steps) >= 8)
+    finally:
+        p.wait(60)
+    assert p.returncode == 0, p.stderr.read()
+    for s in a.steps[1:]:
+        assert s.phases["data_wait"] >= 50e6, s
+        assert {"h2d", "forward", "backward", "optimizer"} <= set(s.phases)
+        assert s.samples == 64
+    assert a.fingerprint["dataloader"]["num_workers"] == 0
+    assert a.fingerprint["intra_op_threads"] >= 1
+
+
+def test_monitor_absent_late_killed_and_restarted_leaves_training_alone(tmp_path):
+    p = trainer("mlp_train.py", "--steps", "100000", "--seconds", "7", "--slow-transform-ms", "10",
+                agent_dir=tmp_path)  # fmt: skip
+    try:
+        wait_for_socket(p.pid, tmp_path)
+        time.sleep(1.5)  # no monitor at all
+        first = link_for(p.pid, tmp_path)
+        a = collect(first, lambda a: len(a.steps) > 20)  # attached late: history arrives
+        assert a.steps[0].step == 0 and a.state == "connected"
+        for agent in first._agents.values():  # a monitor that dies abruptly
+            agent.sock.close()
+        time.sleep(1.0)
+        second = link_for(p.pid, tmp_path)
+        b = collect(second, lambda b: bool(b.steps) and b.steps[-1].step > a.steps[-1].step + 20)
+    finally:
+        _, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert "Traceback" not in err
+    steps = b.steps
+    early = sorted(s.dur_ns for s in steps[5:25])
+    late = sorted(s.dur_ns for s in steps[-20:])
+    ratio = late[len(late) // 2] / early[len(early) // 2]
+    assert 0.6 < ratio < 1.5, ratio  # step time unchanged by monitors coming and going
+    assert [s.step for s in steps] == list(range(steps[0].step, steps[-1].step + 1))
+
+
+def gputop_run(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "gputop", "run", "--no-tui", "--", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+
+
+def test_gputop_run_sees_phases_of_a_plain_script(tmp_path):
+    r = gputop_run(sys.executable, str(EXAMPLES / "mlp_plain.py"), "--steps", "25",
+                   "--slow-transform-ms", "20")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    (line,) = [x for x in r.stdout.splitlines() if x.startswith("gputop: pid")]
+    assert "data_wait" in line and "optimizer" in line
+    assert re.search(r"\b2[0-9] steps\b", line)
+
+
+def test_gputop_run_exits_with_the_childs_code():
+    r = gputop_run(sys.executable, "-c", "raise SystemExit(7)")
+    assert r.returncode == 7
+
+
+def test_gputop_run_with_a_missing_command():
+    r = gputop_run("definitely-not-a-command-xyz")
+    assert r.returncode == 127 and "command not found" in r.stderr
+
+
+def test_two_gloo_ranks_under_torchrun_show_the_slow_rank():
+    r = gputop_run(
+        sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+        str(EXAMPLES / "ddp_train.py"), "--slow-rank", "1", "--steps", "25", "--slow-ms", "30",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    work = {}
+    for line in r.stdout.splitlines():
+        m = re.match(r"gputop: rank (\d): \d+ steps, median [\d.]+ ms \(work ([\d.]+) ms", line)
+        if m:
+            work[int(m[1])] = float(m[2])
+    assert set(work) == {0, 1}, r.stdout
+    assert work[1] > work[0] + 20  # rank 1 works 30 ms longer; rank 0 waits in grad_sync
+
+
+@pytest.fixture
+def server():
+    import shutil
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="gputop-test-"))
+    os.chmod(base, 0o711)  # traversable by others, so only the agent's own checks protect it
+    rec = Recorder()
+    srv = AgentServer(rec, directory=base / "agents")
+    assert srv.start()
+    for _ in range(3):
+        rec.step()
+    yield srv
+    srv.stop()
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become nobody")
+def test_a_peer_of_another_user_is_refused(server):
+    import pwd
+
+    nobody = pwd.getpwnam("nobody")
+    path = str(server.path)
+
+    def as_nobody(open_up: bool) -> str:
+        if open_up:  # even past the file permissions, the kernel credentials say no
+            os.chmod(server.directory, 0o711)
+            os.chmod(path, 0o666)
+        r, w = os.pipe()
+        child = os.fork()
+        if child == 0:
+            try:
+                os.setgroups([])
+                os.setgid(nobody.pw_gid)
+                os.setuid(nobody.pw_uid)
+                s = socket.socket(socket.AF_UNIX)
+                s.settimeout(3)
+                try:
+                    s.connect(path)
+                    got = s.recv(100)
+                    result = "closed" if not got else "served"
+                except PermissionError:
+                    result = "denied"
+                os.write(w, result.encode())
+            finally:
+                os._exit(0)
+        os.close(w)
+        out = os.read(r, 100).decode()
+        os.waitpid(child, 0)
+        os.close(r)
+        return out
+
+    assert as_nobody(open_up=False) == "denied"
+    assert as_nobody(open_up=True) == "closed"
+    assert server.refused == 1
+    mine = socket.socket(socket.AF_UNIX)
+    mine.connect(path)
+    assert b'"type":"hello"' in mine.recv(65536)  # the same user is served
+
+
+def test_a_flood_of_garbage_costs_a_bounded_read_and_is_dropped(tmp_path):
+    d = tmp_path / "agents"
+    d.mkdir(mode=0o700)
+    fake_pid = os.getpid()
+    path = socket_path(fake_pid, d)
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(path))
+    listener.listen(1)
+    stop = threading.Event()
+
+    def flood() -> None:
+        conn, _ = listener.accept()
+        junk = (b"\x00garbage{not json}\n" * 1000) + b'{"v":1,"type":"steps","steps":7}\n'
+        try:
+            while not stop.is_set():
+                conn.sendall(junk)
+        except OSError:
+            pass
+
+    t = threading.Thread(target=flood, daemon=True)
+    t.start()
+    link = AgentLink(fake_pid, pids=lambda: [fake_pid], directories=lambda: [d])
+    try:
+        link.sample()
+        time.sleep(0.2)
+        states = []
+        for _ in range(5):
+            states.append(link.sample().agents[0])
+        a = link._agents[fake_pid]
+        assert len(a.buf) <= READ_BUDGET  # never more than the budget per tick
+        assert states[-1].dropped > 50 and not states[-1].steps
+        assert states[-1].state == "reconnecting"  # the flooder was disconnected, backing off
+    finally:
+        stop.set()
+        link.close()
+        listener.close()

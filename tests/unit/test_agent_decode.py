@@ -1,0 +1,77 @@
+"""Nothing from the socket is trusted: the decoder is total over arbitrary input."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gputop.agent.wire import MAX_LINE, encode
+from gputop.sources import agent_decode as dec
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=80),
+    lambda children: (
+        st.lists(children, max_size=6) | st.dictionaries(st.text(max_size=20), children, max_size=6)
+    ),
+    max_leaves=40,
+)
+
+
+@given(st.binary(max_size=2000))
+@settings(max_examples=300)
+def test_arbitrary_bytes_are_decoded_or_dropped(data):
+    try:
+        msg = dec.decode_line(data)
+    except dec.Dropped:
+        return
+    assert msg["v"] == 1 and isinstance(msg["type"], str)
+
+
+@given(st.sampled_from(["steps", "gpu", "heartbeat", "hello", "fingerprint"]), json_values)
+@settings(max_examples=400)
+def test_arbitrary_fields_never_raise(kind, payload):
+    msg = {"v": 1, "type": kind, "steps": payload, "phases": payload, "agent": payload,
+           "config": payload, "step": payload, "open_phase": payload}  # fmt: skip
+    steps, dropped = dec.parse_steps(msg)
+    assert dropped >= 0 and all(s.dur_ns >= 0 for s in steps)
+    dec.parse_gpu(msg)
+    dec.parse_heartbeat(msg)
+    dec.parse_hello(msg)
+    fp = dec.parse_fingerprint(msg)
+    assert fp is None or len(fp) <= 64
+
+
+def test_what_the_agent_sends_is_what_the_monitor_reads():
+    line = encode("steps", steps=[{"seq": 0, "step": 5, "t0_ns": 10, "dur_ns": 100,
+                                   "phases": {"data_wait": 60, "forward": 30}, "samples": 8,
+                                   "tokens": None, "flops": 2.5e9}])  # fmt: skip
+    steps, dropped = dec.parse_steps(dec.decode_line(line.rstrip(b"\n")))
+    assert dropped == 0
+    (s,) = steps
+    assert (s.step, s.dur_ns, dict(s.phases), s.samples, s.flops) == (
+        5, 100, {"data_wait": 60, "forward": 30}, 8, 2.5e9)  # fmt: skip
+    assert s.unaccounted_ns == 10
+
+
+def test_bad_items_are_counted_and_skipped():
+    msg = {"v": 1, "type": "steps", "steps": [
+        {"step": 1, "t0_ns": 0, "dur_ns": 5, "phases": {}},
+        {"step": -1, "t0_ns": 0, "dur_ns": 5},          # negative step
+        {"step": 2, "t0_ns": 0, "dur_ns": True},        # a bool is not a number
+        {"step": 3, "t0_ns": 0, "dur_ns": 5, "phases": {"x" * 100: 1}},  # name too long
+        "nope",
+    ]}  # fmt: skip
+    steps, dropped = dec.parse_steps(msg)
+    assert [s.step for s in steps] == [1] and dropped == 4
+
+
+def test_other_versions_and_oversized_lines_are_dropped():
+    for line in (json.dumps({"v": 2, "type": "steps"}).encode(), b"[1,2]", b"\xff\xfe",
+                 b"{" * 100_000, b" " * (MAX_LINE + 1)):  # fmt: skip
+        try:
+            dec.decode_line(line)
+        except dec.Dropped:
+            continue
+        raise AssertionError(line[:40])

@@ -1,0 +1,121 @@
+"""The agent's hot path: what a step record holds, and that it never raises into training."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from gputop.agent.recorder import MAX_PHASES, NO_PHASE, Recorder
+
+
+def test_phases_accumulate_into_one_step_record():
+    r = Recorder()
+    for _ in range(3):
+        with r.phases["data_wait"]:
+            time.sleep(0.002)
+    with r.phases["forward"]:
+        time.sleep(0.001)
+    r.step(samples=64, tokens=1000, flops=1e9)
+    (rec,) = r.records
+    seq, step, t0, t1, durations, samples, tokens, flops = rec
+    assert (seq, step, samples, tokens, flops) == (0, 0, 64, 1000, 1e9)
+    names = r.names
+    assert durations[names.index("data_wait")] >= 6_000_000
+    assert durations[names.index("forward")] >= 1_000_000
+    assert durations[names.index("backward")] == 0
+    assert t1 - t0 >= sum(durations)
+    r.step()
+    assert r.records[-1][1] == 1 and sum(r.records[-1][4]) == 0  # accumulators were reset
+
+
+def test_nested_phases_restore_the_open_phase():
+    r = Recorder()
+    with r.phases["forward"]:
+        assert r.open_phase[0] == "forward"
+        with r.phases["h2d"]:
+            assert r.open_phase[0] == "h2d"
+        assert r.open_phase[0] == "forward"
+    assert r.open_phase[0] is None
+
+
+def test_user_exceptions_pass_through_untouched():
+    r = Recorder()
+    with pytest.raises(KeyError, match="mine"), r.phases["forward"]:
+        raise KeyError("mine")
+    assert r.open_phase[0] is None
+    assert r.acc[r.names.index("forward")] > 0  # the time until the error still counts
+
+
+def test_internal_errors_are_counted_not_raised():
+    r = Recorder()
+    r.acc = None  # break the recorder on purpose
+    with r.phases["forward"]:
+        pass
+    r.step()
+    assert r.errors == 2
+
+
+def test_custom_names_are_registered_once_and_capped():
+    r = Recorder()
+    assert r.phase("tokenize") is r.phase("tokenize")
+    for i in range(MAX_PHASES * 2):
+        r.phase(f"p{i}")
+    assert len(r.names) == MAX_PHASES
+    assert r.phase("one-too-many") is r.phases["other"]
+
+
+def test_disabled_recorder_records_nothing():
+    r = Recorder()
+    r.disable()
+    with r.phases["forward"]:
+        pass
+    r.step()
+    assert not r.records and r.step_no == 0
+    with NO_PHASE:
+        pass
+
+
+def test_history_is_bounded():
+    r = Recorder(history=10)
+    for _ in range(100):
+        r.step()
+    assert len(r.records) == 10 and r.records[-1][1] == 99
+
+
+class FakeEvent:
+    """CPU stand-in for torch.cuda.Event: done once the fake GPU has caught up."""
+
+    gpu_clock = 0
+
+    def __init__(self) -> None:
+        self.at = None
+
+    def record(self) -> None:
+        FakeEvent.gpu_clock += 1
+        self.at = FakeEvent.gpu_clock
+
+    def query(self) -> bool:
+        return self.at <= FakeEvent.done_up_to
+
+    def elapsed_time(self, end: FakeEvent) -> float:
+        assert self.query() and end.query(), "elapsed_time before completion"
+        return (end.at - self.at) * 1.5  # ms
+
+
+def test_gpu_time_is_resolved_later_without_waiting():
+    FakeEvent.gpu_clock, FakeEvent.done_up_to = 0, 0
+    r = Recorder()
+    r.cuda_events = FakeEvent
+    with r.phases["forward"]:
+        pass
+    with r.phases["backward"]:
+        pass
+    r.step()
+    assert not r.gpu_records and r.gpu_backlog == 2  # the GPU is behind: nothing blocks
+    FakeEvent.done_up_to = 2  # forward's pair is done, backward's is not
+    r.step()
+    assert [(s, r.names[p], ns) for _, s, p, ns in r.gpu_records] == [(0, "forward", 1_500_000)]
+    FakeEvent.done_up_to = 10
+    r.step()
+    assert len(r.gpu_records) == 2 and r.gpu_backlog == 0
