@@ -175,8 +175,8 @@ def rank_lines(agents: Sequence[AgentState], style: StyleFor, width: int) -> lis
         )
     steps_med = sorted(st for _, st, _, _ in stats if st is not None)
     works = sorted(w for _, _, w, _ in stats if w is not None)
-    mid_step = steps_med[len(steps_med) // 2] if steps_med else None
-    mid_work = works[len(works) // 2] if works else None
+    mid_step = percentile(steps_med, 50) if steps_med else None
+    mid_work = percentile(works, 50) if works else None
     for a, step, work, sync in stats:
         line = Line(style).label(f" rank {a.rank if a.rank is not None else '?':>3} ")
         line.label(f"pid {a.pid:<7} ")

@@ -149,3 +149,67 @@ class FixedHost:
 
     def sample(self):
         return self.sample_value
+
+
+def agents_sample(ranks: int = 1, slow_rank: int | None = None, data_ms: float = 52.0):
+    """Hand-built agent states: deterministic input for the step and ranks panes."""
+    from types import MappingProxyType as M
+
+    from gputop.model.steps import AgentsSample, AgentState, StepRecord
+
+    agents = []
+    for r in range(ranks):
+        extra = 30.0 if r == slow_rank else 0.0
+        steps = []
+        for i in range(40):
+            jitter = (i * 7 % 5) * 0.4
+            phases = {"data_wait": data_ms + jitter, "h2d": 2.0, "forward": 20.0 + extra,
+                      "backward": 22.0, "optimizer": 4.0}  # fmt: skip
+            if ranks > 1:
+                phases["grad_sync"] = 3.0 + (30.0 - extra if slow_rank is not None else 0.0)
+            total = sum(phases.values()) + 1.0
+            steps.append(
+                StepRecord(
+                    step=i,
+                    t0_ns=int(i * total * 1e6),
+                    dur_ns=int(total * 1e6),
+                    phases=M({k: int(v * 1e6) for k, v in phases.items()}),
+                    samples=64,
+                    tokens=64 * 512,
+                    flops=2.0e14 * total / 1000,
+                )
+            )
+        agents.append(
+            AgentState(
+                pid=7000 + r,
+                state="connected",
+                rank=r if ranks > 1 else None,
+                local_rank=r if ranks > 1 else None,
+                world_size=ranks if ranks > 1 else None,
+                hostname="node",
+                argv=("train.py",),
+                fingerprint=M(
+                    {
+                        "OMP_NUM_THREADS": None,
+                        "intra_op_threads": 8,
+                        "dataloader": M({"num_workers": 0, "pin_memory": False}),
+                    }
+                ),
+                steps=tuple(steps),
+                open_phase="forward",
+                open_age_s=0.012,
+                since_step_s=0.05,
+                heartbeat_age_s=0.2,
+                agent_errors=0,
+                dropped=0,
+            )
+        )
+    return AgentsSample(target=7000, t=1.0, wall=WALL0, agents=tuple(agents))
+
+
+class FixedAgents:
+    def __init__(self, sample) -> None:
+        self.sample_value = sample
+
+    def sample(self):
+        return self.sample_value
