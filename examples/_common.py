@@ -34,7 +34,13 @@ def flags(description: str) -> argparse.ArgumentParser:
     )
     p.add_argument("--checkpoint-every", type=int, default=0, help="torch.save every N steps")
     p.add_argument("--sync-every", type=int, default=0, help="loss.item() every N steps")
+    p.add_argument("--report", action="store_true", help="print the mean step time at the end")
     return p
+
+
+def report(args: argparse.Namespace, steps: int, started: float) -> None:
+    if args.report and steps:
+        print(f"mean step {(time.monotonic() - started) / steps * 1000:.3f} ms over {steps} steps")
 
 
 def busy(ms: float) -> None:

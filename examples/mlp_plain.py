@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 import torch
-from _common import checkpoint, done, flags, loader, model, setup
+from _common import checkpoint, done, flags, loader, model, report, setup
 from torch import nn
 
 
@@ -33,6 +33,7 @@ def main() -> None:
                 checkpoint(net)
             if done(args, step, started):
                 break
+    report(args, step, started)
 
 
 if __name__ == "__main__":

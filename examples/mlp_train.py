@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 import torch
-from _common import checkpoint, done, flags, loader, model, setup
+from _common import checkpoint, done, flags, loader, model, report, setup
 from torch import nn
 
 import gputop.agent as gt
@@ -41,6 +41,7 @@ def main() -> None:
             gt.step(samples=len(x))
             if done(args, step, started):
                 break
+    report(args, step, started)
 
 
 if __name__ == "__main__":
