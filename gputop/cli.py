@@ -177,13 +177,25 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     except SourceStalled as e:
         print(f"gputop: {e}", file=sys.stderr)
         return 1
+    link = None
+    if host is not None:
+        from gputop.sources.agent_link import AgentLink
+
+        link = AgentLink(host.pid)
     try:
         if host is not None:
             host.sample()  # rates need two readings; sample_pair spaces them
+            link.sample()  # connect; the backlog of steps arrives meanwhile
         samples = sample_pair(source, watchdog)
         host_sample = host.sample() if host is not None else None
+        agents = link.sample() if link is not None else None
         doc = build_document(
-            source.devices, source.capabilities, samples, simulated=simulated, host=host_sample
+            source.devices,
+            source.capabilities,
+            samples,
+            simulated=simulated,
+            host=host_sample,
+            agents=agents,
         )
     except SourceStalled as e:
         print(f"gputop: {e}", file=sys.stderr)
@@ -310,7 +322,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     job.forward_signals()
     config = _ui_config(args)
     try:
-        host = HostSource.open(job.pid, exit_code=job.poll)
+        host = HostSource.open(job.pid, exit_code=job.exit_status)
     except Exception:
         host = None  # it already exited: the log says why
     try:

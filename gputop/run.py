@@ -75,6 +75,11 @@ class Job:
     def poll(self) -> int | None:
         return self.proc.poll()
 
+    def exit_status(self) -> int | None:
+        """As a shell reports it (130 for SIGINT), or None while running."""
+        code = self.proc.poll()
+        return exit_status(code) if code is not None else None
+
     def signal(self, sig: int) -> None:
         """To the whole job (torchrun and its ranks share the child's process group)."""
         with contextlib.suppress(ProcessLookupError):

@@ -19,6 +19,7 @@ from typing import Any
 from gputop import __version__
 from gputop.model import DeviceInfo, GpuSample
 from gputop.model.host import HostSample
+from gputop.model.steps import AgentsSample, AgentState
 from gputop.sources.nvml import Capabilities, NvmlSource
 from gputop.sources.watchdog import Watchdog
 
@@ -58,6 +59,7 @@ def build_document(
     samples: Sequence[GpuSample],
     simulated: str | None = None,
     host: HostSample | None = None,
+    agents: AgentsSample | None = None,
 ) -> dict[str, Any]:
     """The snapshot document (schema in docs/snapshot.md) for these devices and readings."""
     by_index = {s.index: s for s in samples}
@@ -78,7 +80,18 @@ def build_document(
         },
         "devices": out,
         "host": jsonable(host) if host is not None else None,
+        "agents": [_agent(a) for a in agents.agents] if agents is not None else None,
     }
+
+
+AGENT_STEPS = 50
+"""Recent steps per agent in a snapshot (the monitor keeps 512)."""
+
+
+def _agent(a: AgentState) -> dict[str, Any]:
+    d = jsonable(a)
+    d["steps"] = d["steps"][-AGENT_STEPS:]
+    return d
 
 
 def write_private_json(path: Path, doc: dict[str, Any]) -> None:

@@ -75,15 +75,28 @@ def _in_worker() -> bool:
 
 
 def init(
-    server: bool = True, torch_hooks: bool | None = None, auto_step: bool | None = None
+    server: bool = True,
+    torch_hooks: bool | None = None,
+    auto_step: bool | None = None,
+    measure_flops_at: int | None = None,
 ) -> bool:
     """Start the agent (idempotent). Returns whether it is recording.
 
     ``auto_step=False``: this script calls ``step()`` itself, so optimizer steps must not be
-    taken as step boundaries (by default they are, until the first explicit ``step()``)."""
+    taken as step boundaries (by default they are, until the first explicit ``step()``).
+    ``measure_flops_at=N``: count the FLOPs of step N once with torch's FLOP counter (that one
+    step runs slower) and report them for every step that gives no ``flops=``: MFU without
+    doing the arithmetic. Also ``GPUTOP_FLOPS_STEP=N``."""
     global _server
     if not _rec.on or os.getpid() != _owner or _in_worker():
         return False
+    if measure_flops_at is None and os.environ.get("GPUTOP_FLOPS_STEP", "").isdigit():
+        measure_flops_at = int(os.environ["GPUTOP_FLOPS_STEP"])
+    if measure_flops_at is not None and "torch" in sys.modules:
+        from gputop.agent.torch_hooks import FlopProbe
+
+        if not any(isinstance(h, FlopProbe) for h in _rec.on_step):
+            _rec.on_step.append(FlopProbe(_rec, measure_flops_at))
     if auto_step is not None:
         _rec.auto_step = auto_step
     elif os.environ.get("GPUTOP_AUTO_STEP") == "0":

@@ -121,6 +121,8 @@ class Recorder:
         self.errors = 0
         self.explicit_steps = False
         self.auto_step = True
+        self.default_flops: float | None = None
+        """FLOPs per step measured once by the FLOP probe, for steps reported without any."""
         """Take a step boundary at each optimizer step, for scripts that never call step()."""
         self.on_step: list[Callable[[int], None]] = []
         """Called (with the step number) in the training thread at each step boundary."""
@@ -160,6 +162,8 @@ class Recorder:
             acc = self.acc
             durations = tuple(acc[:n])
             self.acc = [0] * MAX_PHASES
+            if flops is None:
+                flops = self.default_flops
             self.records.append(
                 (self.seq, self.step_no, self.step_t0, t, durations, samples, tokens, flops)
             )
@@ -168,7 +172,7 @@ class Recorder:
             self.step_t0 = t
             if self._gpu_pending:
                 self.resolve_gpu()
-            for hook in self.on_step:
+            for hook in list(self.on_step):
                 hook(self.step_no)
         except Exception:
             self.errors += 1

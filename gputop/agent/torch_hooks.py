@@ -145,3 +145,33 @@ def _compiled(torch: Any) -> int | None:
         return int(dynamo.counters["stats"]["unique_graphs"])
     except Exception:
         return None
+
+
+class FlopProbe:
+    """Counts the FLOPs of one whole training step with torch's FlopCounterMode, entered and
+    left at step boundaries in the training thread; later steps without ``flops=`` get it."""
+
+    def __init__(self, rec: Recorder, at_step: int) -> None:
+        self.rec = rec
+        self.at_step = max(1, at_step)  # never the first step: it includes warm-up
+        self.mode: Any = None
+        self.flops: float | None = None
+
+    def __call__(self, step_no: int) -> None:
+        try:
+            if step_no == self.at_step and self.mode is None:
+                from torch.utils.flop_counter import FlopCounterMode
+
+                self.mode = FlopCounterMode(display=False)
+                self.mode.__enter__()
+            elif self.mode is not None and step_no == self.at_step + 1:
+                mode, self.mode = self.mode, None
+                mode.__exit__(None, None, None)
+                self.flops = float(mode.get_total_flops())
+                self.rec.default_flops = self.flops
+                self.rec.on_step.remove(self)
+        except Exception:
+            self.rec.errors += 1
+            self.mode = None
+            if self in self.rec.on_step:
+                self.rec.on_step.remove(self)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import socket
@@ -239,3 +240,29 @@ def test_a_flood_of_garbage_costs_a_bounded_read_and_is_dropped(tmp_path):
         stop.set()
         link.close()
         listener.close()
+
+
+FLOPS_SCRIPT = """
+import torch, gputop.agent as gt
+gt.init(server=False, measure_flops_at=2, auto_step=False)
+net = torch.nn.Linear(100, 50)
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+for i in range(5):
+    loss = net(torch.randn(32, 100)).sum()
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+    gt.step(samples=32)
+print([r[7] for r in gt._rec.records])
+"""
+
+
+def test_flops_are_measured_once_on_a_chosen_step():
+    out = subprocess.run(
+        [sys.executable, "-c", FLOPS_SCRIPT], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    flops = ast.literal_eval(out.stdout.strip().splitlines()[-1])
+    assert flops[:3] == [None, None, None]  # before and during the measured step
+    # forward 2*32*100*50, and the weight gradient as much again
+    assert flops[3] == flops[4] == 2 * 2 * 32 * 100 * 50
