@@ -106,6 +106,7 @@ def ab(pairs: int, steps: int) -> None:
             times[arm].append(float(m[1]))
             time.sleep(0.5)
     a, b = statistics.median(times["agent"]), statistics.median(times["no agent"])
+    ratios = sorted(x / y for x, y in zip(times["agent"], times["no agent"], strict=True))
     print(f"A/B mlp_train.py, {pairs} interleaved pairs of {steps} steps:")
     print(f"  with agent    median step {a:.3f} ms  {sorted(times['agent'])}")
     print(f"  without agent median step {b:.3f} ms  {sorted(times['no agent'])}")
@@ -116,7 +117,7 @@ def ab(pairs: int, steps: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--pairs", type=int, default=4)
+    ap.add_argument("--pairs", type=int, default=8)
     ap.add_argument("--steps", type=int, default=200)
     a = ap.parse_args()
     micro()

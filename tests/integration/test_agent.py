@@ -266,3 +266,26 @@ def test_flops_are_measured_once_on_a_chosen_step():
     assert flops[:3] == [None, None, None]  # before and during the measured step
     # forward 2*32*100*50, and the weight gradient as much again
     assert flops[3] == flops[4] == 2 * 2 * 32 * 100 * 50
+
+
+FORK_SCRIPT = """
+import os, gputop.agent as gt
+gt.init(server=False)
+with gt.FORWARD:
+    pass
+gt.step()
+pid = os.fork()
+if pid == 0:  # like a DataLoader worker
+    with gt.FORWARD:
+        pass
+    gt.step()
+    os._exit(0 if not gt.enabled() and not gt._rec.records else 1)
+_, status = os.waitpid(pid, 0)
+print("child", os.waitstatus_to_exitcode(status), "parent", gt.enabled(), len(gt._rec.records))
+"""
+
+
+def test_the_agent_turns_itself_off_in_forked_children():
+    out = subprocess.run([sys.executable, "-c", FORK_SCRIPT], capture_output=True, text=True,
+                         timeout=60)  # fmt: skip
+    assert out.stdout.split() == ["child", "0", "parent", "True", "1"], out.stderr
