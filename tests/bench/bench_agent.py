@@ -113,6 +113,10 @@ def ab(pairs: int, steps: int) -> None:
     print(
         f"  overhead {100 * (a - b) / b:+.2f} %, {1000 * (a - b):+.1f} us per step (target < 1 %)"
     )
+    print(
+        f"  paired ratios (agent / no agent): median {statistics.median(ratios):.3f},"
+        f" range {ratios[0]:.3f}..{ratios[-1]:.3f}: spread beyond a few % is the machine's noise"
+    )
 
 
 def main() -> None:
