@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -345,6 +346,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # gputop itself must never start an agent, even inside a `gputop run` job's environment
+    os.environ.pop("GPUTOP_AGENT_AUTOSTART", None)
     parser = build_parser()
     args = parser.parse_args(argv)
     from gputop.sim import SimConfigError

@@ -6,21 +6,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from gputop.agent.recorder import STANDARD_PHASES
+
 _EMPTY: Mapping = MappingProxyType({})
 
-PIPELINE = (
-    "data_wait",
-    "h2d",
-    "forward",
-    "backward",
-    "grad_sync",
-    "optimizer",
-    "checkpoint",
-    "eval_log",
-    "other",
-)
+PIPELINE = STANDARD_PHASES
 """Pipeline order for display: batch wait -> H2D -> forward -> backward -> grad sync ->
-optimizer -> side work (checkpoint, eval/logging) -> anything else."""
+optimizer -> side work (checkpoint, eval/logging) -> anything else. The agent's own list."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ read from here, and say so.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -173,59 +174,55 @@ def _kv(text: str | None) -> dict[str, int]:
 
 
 @dataclass(frozen=True)
-class Quota:
-    cpus: float
+class Limit:
+    """The smallest limit found up the hierarchy, and the cgroup that sets it."""
+
+    value: float
     path: Path
 
 
-def cpu_quota(paths: CgroupPaths) -> Quota | None:
-    """The smallest CPU quota (in CPUs) on the target's cgroup or any visible ancestor."""
-    if paths.cpu is None:
+def _smallest(
+    start: Path | None, stop: Path | None, read: Callable[[Path], float | None]
+) -> Limit | None:
+    """Limits are hierarchical: the tightest one on ``start`` or a visible ancestor wins."""
+    if start is None:
         return None
-    best: Quota | None = None
-    stop = paths.roots.get("cpu", paths.cpu)
-    for d in ancestors(paths.cpu, stop):
-        cpus = None
-        text = _read(d / "cpu.max")
-        if text is not None:
-            parts = text.split()
-            if len(parts) == 2 and parts[0] != "max":
-                cpus = int(parts[0]) / int(parts[1])
-        else:
-            quota = _read(d / "cpu.cfs_quota_us")
-            period = _read(d / "cpu.cfs_period_us")
-            if quota is not None and period is not None and int(quota) > 0:
-                cpus = int(quota) / int(period)
-        if cpus is not None and (best is None or cpus < best.cpus):
-            best = Quota(cpus=cpus, path=d)
+    best: Limit | None = None
+    for d in ancestors(start, stop or start):
+        value = read(d)
+        if value is not None and (best is None or value < best.value):
+            best = Limit(value=value, path=d)
     return best
 
 
-@dataclass(frozen=True)
-class MemoryLimit:
-    limit: int
-    path: Path
+def _cpus(d: Path) -> float | None:
+    text = _read(d / "cpu.max")
+    if text is not None:  # v2: "$MAX $PERIOD", "max" when unlimited
+        parts = text.split()
+        return int(parts[0]) / int(parts[1]) if len(parts) == 2 and parts[0] != "max" else None
+    quota, period = _read(d / "cpu.cfs_quota_us"), _read(d / "cpu.cfs_period_us")
+    if quota is not None and period is not None and int(quota) > 0:
+        return int(quota) / int(period)  # v1: -1 when unlimited
+    return None
 
 
-def memory_limit(paths: CgroupPaths) -> MemoryLimit | None:
-    """The smallest memory limit on the target's cgroup or any visible ancestor."""
-    if paths.memory is None:
-        return None
-    best: MemoryLimit | None = None
-    stop = paths.roots.get("memory", paths.memory)
-    for d in ancestors(paths.memory, stop):
-        limit = None
-        v2 = _read(d / "memory.max")
-        if v2 is not None:
-            if v2.strip() != "max":
-                limit = int(v2)
-        else:
-            v1 = _read(d / "memory.limit_in_bytes")
-            if v1 is not None and int(v1) < V1_NO_LIMIT:
-                limit = int(v1)
-        if limit is not None and (best is None or limit < best.limit):
-            best = MemoryLimit(limit=limit, path=d)
-    return best
+def _memory_max(d: Path) -> float | None:
+    v2 = _read(d / "memory.max")
+    if v2 is not None:
+        return None if v2.strip() == "max" else int(v2)
+    v1 = _read(d / "memory.limit_in_bytes")
+    return int(v1) if v1 is not None and int(v1) < V1_NO_LIMIT else None
+
+
+def cpu_quota(paths: CgroupPaths) -> Limit | None:
+    """The smallest CPU quota, in CPUs, on the target's cgroup or any visible ancestor."""
+    return _smallest(paths.cpu, paths.roots.get("cpu"), _cpus)
+
+
+def memory_limit(paths: CgroupPaths) -> Limit | None:
+    """The smallest memory limit, in bytes, on the target's cgroup or any visible ancestor."""
+    limit = _smallest(paths.memory, paths.roots.get("memory"), _memory_max)
+    return Limit(value=int(limit.value), path=limit.path) if limit else None
 
 
 @dataclass(frozen=True)

@@ -413,12 +413,12 @@ class HostSource:
         scope, psi = cg.pressure(paths, self.proc)
         return CgroupSample(
             version=paths.version,
-            cpu_quota_cpus=quota.cpus if quota else None,
+            cpu_quota_cpus=quota.value if quota else None,
             cpu_quota_path=str(quota.path) if quota else None,
             cpu_usage_cores=usage,
             throttled_ratio=ratio,
             throttled_s_per_s=throttled,
-            mem_limit_bytes=limit.limit if limit else None,
+            mem_limit_bytes=limit.value if limit else None,
             mem_limit_path=str(limit.path) if limit else None,
             mem_current_bytes=mem.current if mem else None,
             mem_working_set_bytes=mem.working_set if mem else None,

@@ -37,9 +37,9 @@ def test_v2_nested_quotas_smallest_wins(tmp_path):
     assert paths.version == "v2"
     assert paths.cpu == base / "kubepods/pod1/ctr"
     q = cg.cpu_quota(paths)
-    assert q.cpus == 1.5 and q.path == base / "kubepods/pod1"
+    assert q.value == 1.5 and q.path == base / "kubepods/pod1"
     m = cg.memory_limit(paths)
-    assert m.limit == 8 << 30 and m.path == base / "kubepods/pod1"
+    assert m.value == 8 << 30 and m.path == base / "kubepods/pod1"
 
 
 def test_v2_without_any_limit(tmp_path):
@@ -62,7 +62,7 @@ def test_v1_quota_period_and_memory_no_limit_value(tmp_path):
     write(tmp_path / "mem" / "job" / "memory.limit_in_bytes", "9223372036854771712\n")
     paths = cg.resolve(PID, proc)
     assert paths.version == "v1"
-    assert cg.cpu_quota(paths).cpus == 0.3
+    assert cg.cpu_quota(paths).value == 0.3
     assert cg.memory_limit(paths) is None  # the "no limit" sentinel
 
 
@@ -83,7 +83,7 @@ def test_hybrid_uses_v1_controllers_and_v2_pressure(tmp_path):
     )
     paths = cg.resolve(PID, proc)
     assert paths.version == "hybrid"
-    assert cg.cpu_quota(paths).cpus == 2.0
+    assert cg.cpu_quota(paths).value == 2.0
     scope, psi = cg.pressure(paths, proc)
     assert scope == "cgroup"
     assert psi["cpu"]["some_avg10"] == 12.5 and psi["cpu"]["some_total_s"] == 5.0
@@ -102,7 +102,7 @@ def test_container_mount_root_is_stripped(tmp_path):
     write(tmp_path / "cg" / "cpu.max", "50000 100000\n")  # the container's own limit
     paths = cg.resolve(PID, proc)
     assert paths.cpu == tmp_path / "cg" / "sub"
-    assert cg.cpu_quota(paths).cpus == 0.5
+    assert cg.cpu_quota(paths).value == 0.5
 
 
 def test_namespace_relative_path_outside_is_explained(tmp_path):
