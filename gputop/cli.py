@@ -178,11 +178,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     except SourceStalled as e:
         print(f"gputop: {e}", file=sys.stderr)
         return 1
-    link = None
-    if host is not None:
-        from gputop.sources.agent_link import AgentLink
-
-        link = AgentLink(host.pid)
+    link, stack_source = _attachments(host)
     try:
         if host is not None:
             host.sample()  # rates need two readings; sample_pair spaces them
@@ -190,6 +186,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
         samples = sample_pair(source, watchdog)
         host_sample = host.sample() if host is not None else None
         agents = link.sample() if link is not None else None
+        stacks = stack_source.sample() if stack_source is not None else None
         doc = build_document(
             source.devices,
             source.capabilities,
@@ -197,6 +194,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
             simulated=simulated,
             host=host_sample,
             agents=agents,
+            stacks=stacks,
         )
     except SourceStalled as e:
         print(f"gputop: {e}", file=sys.stderr)
@@ -234,7 +232,19 @@ def _open_host(pid: int | None):
     return HostSource.open(pid)
 
 
-def _run_tui(source, config, simulated: str | None, host=None, agents=None, job=None) -> int:
+def _attachments(host):
+    """The agent link and the stack sampler for an attached target (or None, None)."""
+    if host is None:
+        return None, None
+    from gputop.sources.agent_link import AgentLink
+    from gputop.sources.stacks import StackSource
+
+    return AgentLink(host.pid), StackSource(host.pid)
+
+
+def _run_tui(
+    source, config, simulated: str | None, host=None, agents=None, job=None, stacks=None
+) -> int:
     """Import Textual only now: its colour system must come from the environment first."""
     from gputop.ui.terminal import apply_terminal_env
 
@@ -254,6 +264,7 @@ def _run_tui(source, config, simulated: str | None, host=None, agents=None, job=
         target=target,
         agents=agents,
         job=job,
+        stacks=stacks,
         extra_problems=extra,
     )
     try:
@@ -270,11 +281,7 @@ def cmd_monitor(args: argparse.Namespace) -> int:
 
     config = _ui_config(args)
     host = _open_host(args.pid)
-    agents = None
-    if host is not None:
-        from gputop.sources.agent_link import AgentLink
-
-        agents = AgentLink(host.pid)
+    agents, stacks = _attachments(host)
     try:
         source = Watchdog("NVML", timeout=10.0).call(NvmlSource.open)
     except (NvmlUnavailable, SourceStalled) as e:
@@ -285,7 +292,7 @@ def cmd_monitor(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    return _run_tui(source, config, simulated=None, host=host, agents=agents)
+    return _run_tui(source, config, simulated=None, host=host, agents=agents, stacks=stacks)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -294,14 +301,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     config = _ui_config(args)
     host = _open_host(getattr(args, "pid", None))
-    agents = None
-    if host is not None:
-        from gputop.sources.agent_link import AgentLink
-
-        agents = AgentLink(host.pid)
+    agents, stacks = _attachments(host)
     board = start_simulated_board(args.board, args.driver, args.scenario, args.seed, 120.0)
     source = NvmlSource.open()
-    return _run_tui(source, config, simulated=board.short_label, host=host, agents=agents)
+    return _run_tui(
+        source, config, simulated=board.short_label, host=host, agents=agents, stacks=stacks
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -330,7 +335,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         source = NvmlSource.open()
     except NvmlUnavailable as e:
         source = NoGpus(e.what)
-    _run_tui(source, config, simulated=None, host=host, agents=link, job=job)
+    from gputop.sources.stacks import StackSource
+
+    _run_tui(
+        source,
+        config,
+        simulated=None,
+        host=host,
+        agents=link,
+        job=job,
+        stacks=StackSource(job.pid),
+    )
     if job.poll() is None:
         print(
             f"gputop: the job goes on as pid {job.pid}; its output: {job.log_path}",

@@ -19,6 +19,7 @@ from typing import Any
 from gputop import __version__
 from gputop.model import DeviceInfo, GpuSample
 from gputop.model.host import HostSample
+from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample, AgentState
 from gputop.sources.nvml import Capabilities, NvmlSource
 from gputop.sources.watchdog import Watchdog
@@ -60,6 +61,7 @@ def build_document(
     simulated: str | None = None,
     host: HostSample | None = None,
     agents: AgentsSample | None = None,
+    stacks: StacksSample | None = None,
 ) -> dict[str, Any]:
     """The snapshot document (schema in docs/snapshot.md) for these devices and readings."""
     by_index = {s.index: s for s in samples}
@@ -81,6 +83,7 @@ def build_document(
         "devices": out,
         "host": jsonable(host) if host is not None else None,
         "agents": [_agent(a) for a in agents.agents] if agents is not None else None,
+        "stacks": jsonable(stacks) if stacks is not None else None,
     }
 
 
@@ -95,15 +98,18 @@ def _agent(a: AgentState) -> dict[str, Any]:
 
 
 def write_private_json(path: Path, doc: dict[str, Any]) -> None:
-    """Write ``doc`` readable by the user only (0600), via ``.partial`` then rename, so a full
-    disk or a crash never leaves a truncated file under the final name."""
+    write_private_text(path, json.dumps(doc, indent=2) + "\n")
+
+
+def write_private_text(path: Path, text: str) -> None:
+    """Write readable by the user only (0600), via ``.partial`` then rename, so a full disk or
+    a crash never leaves a truncated file under the final name."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
     fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         with os.fdopen(fd, "w") as f:
-            json.dump(doc, f, indent=2)
-            f.write("\n")
+            f.write(text)
         os.replace(partial, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -178,7 +178,7 @@ class HostSource:
             if proc is None:
                 cmdline = self._cmdline(pid)
                 if role != "main":
-                    role = _role(st.comm, cmdline, main_cmdline, st.ppid == self.pid)
+                    role = role_of(st.comm, cmdline, main_cmdline, st.ppid == self.pid)
                 proc = _Proc(pid=pid, start=st.start_ticks, role=role, name=st.comm,
                              cmdline=cmdline)  # fmt: skip
             if proc.role == "main":
@@ -431,7 +431,7 @@ class HostSource:
         )
 
 
-def _role(comm: str, cmdline: str, main_cmdline: str | None, child_of_main: bool) -> str:
+def role_of(comm: str, cmdline: str, main_cmdline: str | None, child_of_main: bool) -> str:
     """DataLoader workers by name (torch >= 2.4 names them), else by how they were made."""
     if comm.startswith(DATALOADER_WORKER):
         return "worker"

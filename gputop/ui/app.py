@@ -13,6 +13,7 @@ import signal
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from textual.app import App, ComposeResult
@@ -23,11 +24,18 @@ from textual.widgets import Footer
 from gputop.config import INTERVAL_MAX, INTERVAL_MIN, Config, clamp_interval
 from gputop.model import DeviceInfo, GpuSample, Timeline
 from gputop.model.host import HostSample
+from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample
 from gputop.ui.detail import DetailScreen
 from gputop.ui.gpu_text import short_name
 from gputop.ui.help import HelpScreen
-from gputop.ui.messages import AgentsReady, GpuSamplesReady, HostSampleReady, SourceTrouble
+from gputop.ui.messages import (
+    AgentsReady,
+    GpuSamplesReady,
+    HostSampleReady,
+    SourceTrouble,
+    StacksReady,
+)
 from gputop.ui.themes import DEFAULT_THEME, GPUTOP_VARIABLES, all_theme_dirs, load_themes
 from gputop.ui.widgets import (
     GpuRow,
@@ -35,12 +43,16 @@ from gputop.ui.widgets import (
     HostPane,
     RanksPane,
     SimBanner,
+    StacksPane,
     StatusLine,
     StepPane,
 )
 
 INTERVAL_STEPS = (0.5, 1.0, 2.0, 3.0, 5.0, 10.0)
 DETAIL_HISTORY_S = 300.0
+STACKS_INTERVAL_S = 1.0
+"""py-spy's rate: about one dump per second per main process (workers take turns)."""
+STACKS_WINDOW_S = 60.0
 
 
 class GpuFeed(Protocol):
@@ -88,6 +100,7 @@ class GputopApp(App):
         Binding("plus,equals_sign", "slower", "Slower", id="interval_up"),
         Binding("minus", "faster", "Faster", id="interval_down"),
         Binding("s", "save_snapshot", "Save", id="save_snapshot"),
+        Binding("d", "dump_stacks", "Dump stacks", id="dump_stacks"),
         Binding("ctrl+c", "interrupt", "Interrupt job", id="interrupt", priority=True),
     ]
     HELP = {
@@ -101,6 +114,7 @@ class GputopApp(App):
         "interval_up": "refresh less often (fewer bytes over ssh)",
         "interval_down": "refresh more often",
         "save_snapshot": "write the current state as JSON (same schema as `gputop snapshot`)",
+        "dump_stacks": "dump every Python thread of the target now (nonblocking), also to a file",
         "interrupt": "send SIGINT to the job started by `gputop run` (like ctrl+c without gputop)",
     }
 
@@ -116,6 +130,7 @@ class GputopApp(App):
         host: HostFeed | None = None,
         agents: AgentFeed | None = None,
         job: Any = None,
+        stacks: Any = None,
     ) -> None:
         self.config = (config or Config()).effective()
         super().__init__()
@@ -125,6 +140,8 @@ class GputopApp(App):
         self.agents = agents
         self.agents_latest: AgentsSample | None = None
         self.job = job
+        self.stacks = stacks
+        self.stacks_latest: StacksSample | None = None
         self.devices = tuple(feed.devices)
         self.target = target
         self.simulated = simulated
@@ -169,6 +186,8 @@ class GputopApp(App):
         if self.agents is not None:
             yield StepPane()
             yield RanksPane()
+        if self.stacks is not None:
+            yield StacksPane()
         with VerticalScroll(id="gpus"):
             spark = 20 if self.config.low_bandwidth else 40
             for d in self.devices:
@@ -217,6 +236,18 @@ class GputopApp(App):
                         max_interval=1.0,  # steps are fast: read them at least every second
                         watchdog=Watchdog("the agent link", timeout=5.0),
                         name="gputop-agent-sampler",
+                    )
+                )
+            if self.stacks is not None:
+                self._samplers.append(
+                    Sampler(
+                        read=self.stacks.sample,
+                        deliver=lambda sample: self.post_message(StacksReady(sample)),
+                        fail=lambda text: self.post_message(SourceTrouble(text)),
+                        interval=STACKS_INTERVAL_S,
+                        fixed=True,
+                        watchdog=Watchdog("py-spy", timeout=30.0),
+                        name="gputop-stacks-sampler",
                     )
                 )
             for sampler in self._samplers:
@@ -273,6 +304,23 @@ class GputopApp(App):
     def on_agents_ready(self, message: AgentsReady) -> None:
         self.ingest_agents(message.sample)
 
+    def ingest_stacks(self, sample: StacksSample) -> None:
+        self.timeline.append(sample.key, sample)
+        self.stacks_latest = sample
+        if not self.paused:
+            self._show_stacks()
+
+    def _show_stacks(self) -> None:
+        if self.stacks_latest is None or self.stacks is None:
+            return
+        window = self.timeline.window(
+            self.stacks_latest.key, self.stacks_latest.t, STACKS_WINDOW_S
+        ).samples
+        self.query_one(StacksPane).show(window)
+
+    def on_stacks_ready(self, message: StacksReady) -> None:
+        self.ingest_stacks(message.sample)
+
     def on_source_trouble(self, message: SourceTrouble) -> None:
         self.trouble = message.text
         self._update_status()
@@ -291,6 +339,7 @@ class GputopApp(App):
             if self.host_latest is not None and self.host is not None:
                 self.query_one(HostPane).show(self.host_latest)
             self._show_agents()
+            self._show_stacks()
             self._update_header()
             self.refresh_detail()
         self._refresh_bindings_if_changed()
@@ -353,6 +402,8 @@ class GputopApp(App):
             return f"already the fastest refresh ({INTERVAL_MIN:g} s)"
         if action == "save_snapshot" and not self.latest:
             return "no reading yet"
+        if action == "dump_stacks" and self.stacks is None:
+            return "needs a target (--pid or gputop run)"
         if action == "interrupt" and self.job is None:
             return "only for a job started by `gputop run`"
         if action == "interrupt" and self.job.poll() is not None:
@@ -363,6 +414,34 @@ class GputopApp(App):
         if action == "interrupt" and self.job is None:
             return False  # not shown at all outside `gputop run`
         return None if self.unavailable_reason(action) else True
+
+    def action_dump_stacks(self) -> None:
+        if self.stacks is not None:
+            self.notify("dumping every Python thread...", timeout=2)
+            self.run_worker(self._full_dump, thread=True, exclusive=True, group="dump")
+
+    def _full_dump(self) -> None:
+        """On a worker thread (py-spy takes tens of ms per process); the screen opens after."""
+        from gputop.ui.dump import dump_text
+
+        results = self.stacks.dump_all()
+        text = dump_text(results)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        path = self.config.snapshot_dir / f"gputop-stacks-{stamp}.txt"
+        saved = None
+        try:
+            from gputop.snapshot import write_private_text
+
+            write_private_text(path, text)
+            saved = path
+        except OSError as e:
+            text = f"(could not save to {path}: {e.strerror or e})\n\n" + text
+        self.call_from_thread(self._show_dump, text, saved)
+
+    def _show_dump(self, text: str, saved: Path | None) -> None:
+        from gputop.ui.dump import DumpScreen
+
+        self.push_screen(DumpScreen(text, saved))
 
     def action_interrupt(self) -> None:
         import signal as signals
@@ -414,7 +493,8 @@ class GputopApp(App):
     def _set_interval(self, seconds: float) -> None:
         self.interval = clamp_interval(seconds)
         for sampler in self._samplers:
-            sampler.set_interval(min(self.interval, sampler.max_interval))
+            if not sampler.fixed:
+                sampler.set_interval(min(self.interval, sampler.max_interval))
         self._update_header()
         self._refresh_bindings_if_changed()
 

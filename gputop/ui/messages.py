@@ -6,6 +6,7 @@ from textual.message import Message
 
 from gputop.model import GpuSample
 from gputop.model.host import HostSample
+from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample
 
 
@@ -31,5 +32,11 @@ class HostSampleReady(Message):
 
 class AgentsReady(Message):
     def __init__(self, sample: AgentsSample) -> None:
+        super().__init__()
+        self.sample = sample
+
+
+class StacksReady(Message):
+    def __init__(self, sample: StacksSample) -> None:
         super().__init__()
         self.sample = sample

@@ -25,12 +25,15 @@ class Sampler:
         watchdog: Watchdog | None = None,
         name: str = "gputop-sampler",
         max_interval: float = float("inf"),
+        fixed: bool = False,
     ) -> None:
         self._read = read
         self._deliver = deliver
         self._fail = fail
         self.interval = interval
         self.max_interval = max_interval
+        self.fixed = fixed
+        """Keeps its own rate when the screen's interval changes (py-spy's budget)."""
         self._watchdog = watchdog or Watchdog("NVML", timeout=max(2.0, interval))
         self._wake = threading.Event()
         self._stop = threading.Event()

@@ -12,9 +12,11 @@ from textual.widgets import Static
 
 from gputop.model import DeviceInfo, GpuSample
 from gputop.model.host import HostSample
+from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample, AgentState
 from gputop.ui.gpu_text import gpu_lines
 from gputop.ui.host_text import host_lines
+from gputop.ui.stacks_text import stack_lines
 from gputop.ui.steps_text import rank_lines, step_lines
 
 LEVELS = ("label", "name", "value", "good", "warn", "bad", "dim", "spark")
@@ -158,6 +160,21 @@ def main_agent(agents: AgentsSample | None) -> AgentState | None:
     return next(
         (a for a in candidates if a.rank in (0, None)), candidates[0] if candidates else None
     )
+
+
+class StacksPane(LinePane):
+    """Where the Python threads are: phase, deciding frame, shares over the last minute."""
+
+    def __init__(self) -> None:
+        super().__init__(id="stacks")
+        self.window: Sequence[StacksSample] = ()
+
+    def show(self, window: Sequence[StacksSample]) -> None:
+        self.window = window
+        self.changed()
+
+    def build_lines(self, width: int) -> list[Text]:
+        return stack_lines(self.window, self.style_for, width)
 
 
 class HeaderLine(Static):

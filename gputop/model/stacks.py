@@ -1,0 +1,53 @@
+"""Python stacks of the target's processes, each thread classified into a training phase."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    name: str
+    file: str
+    """py-spy's short_filename: package-relative (torch/utils/data/dataloader.py)."""
+    line: int | None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.name}" + (f":{self.line}" if self.line else "")
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadStack:
+    tid: int
+    name: str
+    active: bool
+    """py-spy's guess that the thread is running (not blocked or idle)."""
+    frames: tuple[Frame, ...]
+    """Innermost first."""
+    phase: str
+    deciding: Frame | None
+    """The frame that decided the phase: the evidence shown next to it."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessStacks:
+    pid: int
+    role: str
+    threads: tuple[ThreadStack, ...]
+    error: str | None = None
+    """Why this process could not be sampled, as an instruction."""
+    dump_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StacksSample:
+    target: int
+    t: float
+    wall: float
+    processes: tuple[ProcessStacks, ...]
+    problem: str | None = None
+    """A problem with sampling as a whole (no py-spy), shown once."""
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return ("stacks", self.target)

@@ -1,0 +1,104 @@
+"""The one table that maps a Python stack to a training phase. Easy to read, easy to extend.
+
+Rules are tried in order (their order is their priority); the first rule that matches any
+frame wins, and the innermost frame it matches is kept as the evidence. A rule is (phase,
+file suffix, function name); ``*`` matches anything, ``x*`` a prefix and ``*x`` a suffix.
+Frame names are from real torch 2.x dumps (research/capture.md section 2). Priority matters
+where stacks nest: a DataLoader worker carries its parent's frames below its own, a
+torchvision transform is an nn.Module called inside the loader, a collective runs inside
+backward hooks, and recomputation under activation checkpointing is a forward inside
+backward; so loader rules come first, then waits, then backward before forward.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gputop.model.stacks import Frame
+
+RULES: tuple[tuple[str, str, str], ...] = (
+    # DataLoader worker processes and the pin-memory thread
+    ("fetch/transform", "torch/utils/data/_utils/fetch.py", "*Fetcher.fetch"),
+    ("worker idle", "torch/utils/data/_utils/worker.py", "_worker_loop"),
+    ("pin memory", "torch/utils/data/_utils/pin_memory.py", "*"),
+    # collectives and explicit syncs (before forward/backward: they happen inside them)
+    ("collective wait", "torch/distributed/distributed_c10d.py", "*"),
+    ("collective wait", "torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py", "*"),
+    (
+        "collective wait",
+        "torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py",
+        "FSDPParamGroup.wait_for_unshard",
+    ),
+    ("host sync", "torch/cuda/__init__.py", "synchronize"),
+    ("host sync", "torch/cuda/streams.py", "*synchronize"),
+    # side work
+    ("checkpoint save", "torch/serialization.py", "save"),
+    ("checkpoint save", "torch/serialization.py", "_save"),
+    ("checkpoint save", "torch/distributed/checkpoint/state_dict_saver.py", "*"),
+    # the step
+    ("data wait", "torch/utils/data/dataloader.py", "*"),
+    ("backward", "torch/autograd/graph.py", "_engine_run_backward"),
+    ("backward", "torch/autograd/__init__.py", "backward"),
+    ("backward", "torch/autograd/__init__.py", "grad"),
+    ("optimizer", "torch/optim/optimizer.py", "*"),
+    ("optimizer", "torch/amp/grad_scaler.py", "*"),
+    ("optimizer", "torch/nn/utils/clip_grad.py", "*"),
+    ("forward", "torch/nn/parallel/distributed.py", "DistributedDataParallel.forward"),
+    ("forward", "torch/nn/modules/module.py", "Module._call_impl"),
+    ("evaluation / logging", "torch/utils/tensorboard/*", "*"),
+    ("evaluation / logging", "wandb/*", "*"),
+    ("evaluation / logging", "logging/__init__.py", "*"),
+)
+WAIT_LEAVES: tuple[tuple[str, str], ...] = (
+    ("threading.py", "Condition.wait"),
+    ("threading.py", "Event.wait"),
+    ("queue.py", "Queue.get"),
+    ("multiprocessing/queues.py", "Queue.get"),
+    ("multiprocessing/connection.py", "*"),
+    ("selectors.py", "*"),
+    ("socket.py", "*"),
+)
+"""Innermost frames of a thread blocked on something (when no training rule matched)."""
+LOCK_LEAVES = (("threading.py", "Lock.acquire"), ("threading.py", "RLock.acquire"))
+
+
+def _match(pattern: str, value: str) -> bool:
+    if pattern == "*":
+        return True
+    if pattern.endswith("*"):
+        return value.startswith(pattern[:-1])
+    if pattern.startswith("*"):
+        return value.endswith(pattern[1:])
+    return value == pattern
+
+
+def _file_match(pattern: str, file: str) -> bool:
+    if pattern.endswith("/*"):
+        return file.startswith(pattern[:-1]) or f"/{pattern[:-1]}" in file
+    return file == pattern or file.endswith("/" + pattern)
+
+
+def _any(leaves: tuple[tuple[str, str], ...], frame: Frame) -> bool:
+    return any(_file_match(f, frame.file) and _match(n, frame.name) for f, n in leaves)
+
+
+def classify(frames: Sequence[Frame], active: bool) -> tuple[str, Frame | None]:
+    """(phase, deciding frame). Frames innermost first.
+
+    No training rule matched: "lock wait" or "blocked" (a queue, event, socket...) by the
+    innermost frame; "idle" for any other thread py-spy saw as inactive (sleeping); else
+    "user code", with the innermost frame as evidence."""
+    for phase, file, name in RULES:
+        for frame in frames:
+            if _file_match(file, frame.file) and _match(name, frame.name):
+                return phase, frame
+    if not frames:
+        return "idle", None
+    leaf = frames[0]
+    if _any(LOCK_LEAVES, leaf):
+        return "lock wait", leaf
+    if _any(WAIT_LEAVES, leaf):
+        return "blocked", leaf
+    if not active:
+        return "idle", leaf
+    return "user code", leaf

@@ -1,0 +1,219 @@
+"""Live Python stacks of the target's processes, from `py-spy dump --json --nonblocking`.
+
+py-spy is a CLI only, and `dump --subprocesses --json` returns the parent alone, so each
+process is dumped on its own: main processes and ranks every tick, DataLoader workers one per
+tick in turn. Dumps are nonblocking (a blocking dump pauses every thread of the target);
+blocking or --native only on request. Each dump has a timeout, failures back off per process,
+and py-spy's errors become one-line instructions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack
+from gputop.sources.host import role_of
+from gputop.sources.procfs import descendants, parse_stat
+from gputop.sources.stack_phases import classify
+
+DUMP_TIMEOUT_S = 5.0
+BACKOFF_MAX_S = 60.0
+
+
+def find_py_spy() -> str | None:
+    """The py-spy installed with gputop (next to this Python), else one on PATH."""
+    here = Path(sys.executable).parent / "py-spy"
+    if here.is_file() and os.access(here, os.X_OK):
+        return str(here)
+    return shutil.which("py-spy")
+
+
+NO_PY_SPY = "py-spy is not installed: stacks need it (pip install py-spy, or reinstall gputop)"
+
+
+def explain(stderr: str, returncode: int | None, pid: int) -> str:
+    """py-spy's error as what happened and what to do, in one line."""
+    text = stderr.strip()
+    if (
+        "Permission Denied" in text
+        or "Permission denied (os error 13)" in text
+        or "Operation not permitted" in text
+    ):
+        return (
+            f"not allowed to read pid {pid}'s memory (ptrace): run gputop as the same user or "
+            "root; check /proc/sys/kernel/yama/ptrace_scope (1 allows only parents; set 0 or "
+            "use sudo); in a container add --cap-add SYS_PTRACE"
+        )
+    if "No such file or directory (os error 2)" in text or "No such process" in text:
+        return f"pid {pid} has exited"
+    if "Failed to find python version" in text or "not a python" in text.lower():
+        return (
+            f"pid {pid} is not a Python process this py-spy can read (Python version unsupported?)"
+        )
+    if returncode is None:
+        return f"py-spy did not finish within {DUMP_TIMEOUT_S:g} s for pid {pid}"
+    first = text.splitlines()[0] if text else f"exit status {returncode}"
+    return f"py-spy failed on pid {pid}: {first[:200]}"
+
+
+def parse_dump(raw: str) -> list[ThreadStack]:
+    """py-spy's JSON array, each thread classified. Malformed entries are skipped."""
+    threads = []
+    for t in json.loads(raw):
+        if not isinstance(t, dict):
+            continue
+        frames = tuple(
+            Frame(
+                name=str(f.get("name", "?")),
+                file=str(f.get("short_filename") or f.get("filename") or "?"),
+                line=f.get("line") if isinstance(f.get("line"), int) else None,
+            )
+            for f in t.get("frames", [])
+            if isinstance(f, dict)
+        )
+        active = bool(t.get("active", False))
+        phase, deciding = classify(frames, active)
+        threads.append(
+            ThreadStack(
+                tid=int(t.get("os_thread_id") or t.get("thread_id") or 0),
+                name=str(t.get("thread_name") or "?"),
+                active=active,
+                frames=frames,
+                phase=phase,
+                deciding=deciding,
+            )
+        )
+    return threads
+
+
+class PySpy:
+    """Runs py-spy; ``dump`` never raises."""
+
+    def __init__(self, binary: str | None = None, timeout: float = DUMP_TIMEOUT_S) -> None:
+        self.binary = binary or find_py_spy()
+        self.timeout = timeout
+        self.env = {k: v for k, v in os.environ.items() if k != "RUST_BACKTRACE"}
+
+    def dump(
+        self, pid: int, blocking: bool = False, native: bool = False
+    ) -> tuple[list[ThreadStack] | None, str | None]:
+        if self.binary is None:
+            return None, NO_PY_SPY
+        cmd = [self.binary, "dump", "--pid", str(pid), "--json"]
+        if native:
+            cmd.append("--native")  # implies pausing the target: only on explicit request
+        elif not blocking:
+            cmd.append("--nonblocking")
+        try:
+            out = subprocess.run(
+                cmd, capture_output=True, text=True, timeout=self.timeout, env=self.env
+            )
+        except subprocess.TimeoutExpired:
+            return None, explain("", None, pid)
+        except OSError as e:
+            return None, f"cannot run py-spy ({e.strerror}): reinstall py-spy"
+        if out.returncode != 0:
+            return None, explain(out.stderr, out.returncode, pid)
+        try:
+            return parse_dump(out.stdout), None
+        except (ValueError, TypeError):
+            return None, f"py-spy printed something that is not its JSON for pid {pid}"
+
+
+class StackSource:
+    """Samples the target's tree: main processes and ranks every tick, workers in turn."""
+
+    def __init__(
+        self,
+        pid: int,
+        spy: PySpy | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+        proc_root: str = "/proc",
+    ) -> None:
+        self.pid = pid
+        self.spy = spy or PySpy()
+        self._clock = clock
+        self._wall = wall
+        self._proc = proc_root
+        self._failures: dict[int, tuple[int, float, str]] = {}
+        """pid -> (consecutive failures, retry after, last error)."""
+        self._last: dict[int, ProcessStacks] = {}
+        self._next_worker = 0
+
+    def _tree(self) -> list[tuple[int, str]]:
+        out = []
+        main_cmdline = None
+        for pid in descendants(self.pid, self._proc):
+            try:
+                with open(f"{self._proc}/{pid}/stat", "rb") as f:
+                    st = parse_stat(f.read().decode(errors="replace"))
+                with open(f"{self._proc}/{pid}/cmdline", "rb") as f:
+                    cmdline = " ".join(
+                        p.decode(errors="replace") for p in f.read().split(b"\0") if p
+                    )
+            except (OSError, ValueError, IndexError):
+                continue
+            if pid == self.pid:
+                main_cmdline = cmdline
+                out.append((pid, "main"))
+            else:
+                out.append((pid, role_of(st.comm, cmdline, main_cmdline, st.ppid == self.pid)))
+        return out
+
+    def sample(self) -> StacksSample:
+        now = self._clock()
+        if self.spy.binary is None:
+            return StacksSample(self.pid, now, self._wall(), (), problem=NO_PY_SPY)
+        tree = self._tree()
+        alive = {pid for pid, _ in tree}
+        workers = [pid for pid, role in tree if role == "worker"]
+        due = [pid for pid, role in tree if role != "worker"]
+        if workers:  # one DataLoader worker per tick, in turn: a lower rate for each
+            self._next_worker %= len(workers)
+            due.append(workers[self._next_worker])
+            self._next_worker += 1
+        roles = dict(tree)
+        for pid in due:
+            self._dump(pid, roles[pid], now)
+        for pid in list(self._last):
+            if pid not in alive:
+                del self._last[pid]  # exited between dumps: forgotten quietly
+        procs = tuple(self._last[pid] for pid, _ in tree if pid in self._last)
+        return StacksSample(self.pid, now, self._wall(), procs)
+
+    def _dump(self, pid: int, role: str, now: float) -> None:
+        fails, retry, _ = self._failures.get(pid, (0, 0.0, ""))
+        if now < retry:
+            return
+        t0 = time.monotonic()
+        threads, error = self.spy.dump(pid)
+        took = time.monotonic() - t0
+        if error is None and threads is not None:
+            self._failures.pop(pid, None)
+            self._last[pid] = ProcessStacks(pid, role, tuple(threads), None, took)
+            return
+        if error and "has exited" in error:
+            self._last.pop(pid, None)
+            return
+        fails += 1
+        backoff = min(BACKOFF_MAX_S, 2.0**fails)
+        self._failures[pid] = (fails, now + backoff, error or "")
+        self._last[pid] = ProcessStacks(pid, role, (), error, took)
+
+    def dump_all(
+        self, blocking: bool = False
+    ) -> list[tuple[int, str, list[ThreadStack] | None, str | None]]:
+        """Every process of the tree now (the full-dump key): (pid, role, threads, error)."""
+        out = []
+        for pid, role in self._tree():
+            threads, error = self.spy.dump(pid, blocking=blocking)
+            out.append((pid, role, threads, error))
+        return out

@@ -1,0 +1,71 @@
+"""The stacks pane as styled text: pure functions over a window of stack samples."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.text import Text
+
+from gputop.model.stack_stats import hottest_frames, thread_shares, unchanged_stacks
+from gputop.model.stacks import StacksSample
+from gputop.ui.gpu_text import Line, StyleFor
+
+MAX_THREAD_LINES = 6
+WAITING = {"data wait": "warn", "collective wait": "warn", "lock wait": "warn", "host sync": "warn"}
+
+
+def stack_lines(window: Sequence[StacksSample], style: StyleFor, width: int) -> list[Text]:
+    if not window:
+        return [Line(style).add(" stacks ", "name").label("waiting for the first dump").text]
+    latest = window[-1]
+    if latest.problem:
+        return [Line(style).add(" stacks ", "name").add(latest.problem, "bad").text]
+    lines = []
+    errors = [p for p in latest.processes if p.error]
+    shown = 0
+    for s in thread_shares(window):
+        if s.role == "worker" or shown >= MAX_THREAD_LINES:
+            continue
+        if s.name != "MainThread" and s.shares[0][0] in ("idle", "blocked"):
+            continue  # helper threads that wait are not news
+        shown += 1
+        t = s.last
+        line = Line(style).add(" stacks " if not lines else "        ", "name")
+        line.label(f"{s.pid} {s.name[:12]:<12} ").add(
+            f"{t.phase:<15}", WAITING.get(t.phase, "value")
+        )
+        if t.deciding is not None:
+            line.label(f" {str(t.deciding)[-48:]}")
+        line.label("  [")
+        line.label(" ".join(f"{p} {share:.0%}" for p, share in s.shares[:4]))
+        line.label("]")
+        lines.append(line.text)
+    workers = [s for s in thread_shares(window) if s.role == "worker" and s.name == "MainThread"]
+    if workers:
+        fetch = sum(dict(s.shares).get("fetch/transform", 0.0) for s in workers) / len(workers)
+        lines.append(
+            Line(style)
+            .label(f"        {len(workers)} DataLoader workers sampled: fetching ")
+            .add(f"{fetch:.0%}", "warn" if fetch > 0.85 else "value")
+            .label(" of the time")
+            .text
+        )
+    hot = hottest_frames(window, 3)
+    if hot:
+        total = sum(c for _, c in hot)
+        lines.append(
+            Line(style)
+            .label("        hot: ")
+            .label("  ".join(f"{str(f)[-40:]} {c / total:.0%}" for f, c in hot))
+            .text
+        )
+    for u in unchanged_stacks(window):
+        where = f" in {u.parked}" if u.parked else ""
+        lines.append(
+            Line(style)
+            .add(f"        pid {u.pid}: same stack for {u.samples} dumps ({u.phase}{where})", "bad")
+            .text
+        )
+    for p in errors[:2]:
+        lines.append(Line(style).add(f"        {p.error}", "bad").text)
+    return lines or [Line(style).add(" stacks ", "name").label("no Python threads seen").text]
