@@ -1,0 +1,224 @@
+"""Live stacks of real processes the tests start, through the real py-spy."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from gputop.sources.procfs import descendants
+from gputop.sources.stacks import PySpy, StackSource, find_py_spy
+
+pytestmark = pytest.mark.skipif(find_py_spy() is None, reason="py-spy is not installed")
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+THREADS = """
+import queue, threading, time
+q = queue.Queue()
+def blocked():
+    q.get()
+def busy():
+    while True:
+        pass
+def sleeper():
+    while True:
+        time.sleep(1)
+for f in (blocked, busy, sleeper):
+    threading.Thread(target=f, name=f.__name__, daemon=True).start()
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def start(args: list[str], **kw) -> subprocess.Popen:
+    return subprocess.Popen(
+        args,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "PYTHONWARNINGS": "ignore", "GPUTOP_DISABLE": "1"},
+        **kw,
+    )
+
+
+def stop(p: subprocess.Popen) -> None:
+    """Kill the whole tree: torchrun's ranks do not all stay in the launcher's group."""
+    for pid in reversed(descendants(p.pid)):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(p.pid, signal.SIGKILL)
+    p.wait(10)
+
+
+def phases(source: StackSource, n: int, pid: int | None = None, every: float = 0.15) -> Counter:
+    """Main-thread phases over n samples (of ``pid``, default the target)."""
+    seen: Counter = Counter()
+    for _ in range(n):
+        for proc in source.sample().processes:
+            if proc.pid == (pid or source.pid):
+                for t in proc.threads:
+                    if t.name == "MainThread":
+                        seen[t.phase] += 1
+        time.sleep(every)
+    return seen
+
+
+def test_blocked_busy_and_sleeping_threads_are_told_apart():
+    p = start([sys.executable, "-c", THREADS])
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        (proc,) = StackSource(p.pid).sample().processes
+    finally:
+        stop(p)
+    by_name = {t.name: t for t in proc.threads}
+    assert by_name["blocked"].phase == "blocked"
+    assert by_name["blocked"].deciding.name in ("Condition.wait", "Queue.get")
+    assert by_name["busy"].phase == "user code" and by_name["busy"].deciding.name == "busy"
+    assert by_name["sleeper"].phase == "idle" and by_name["sleeper"].deciding.name == "sleeper"
+    assert proc.error is None and proc.dump_s < 5
+
+
+def trainer(*args: str) -> subprocess.Popen:
+    # one intra-op thread: OpenMP threads fighting busy workers for 2 cores would make
+    # backward the slow part (a real finding, but not what these tests look at)
+    p = start([sys.executable, str(EXAMPLES / "mlp_plain.py"), "--steps", "100000",
+               "--seconds", "20", "--threads", "1", *args])  # fmt: skip
+    time.sleep(4)  # torch import and the first batches
+    return p
+
+
+def test_main_thread_waits_for_busy_workers():
+    p = trainer("--workers", "2", "--slow-transform-ms", "80")
+    try:
+        source = StackSource(p.pid)
+        seen = phases(source, 8)
+        workers = Counter()
+        for _ in range(6):
+            for proc in source.sample().processes:
+                if proc.role == "worker":
+                    workers.update(t.phase for t in proc.threads if t.name == "MainThread")
+    finally:
+        stop(p)
+    assert seen["data wait"] >= 6, seen
+    assert workers["fetch/transform"] >= 3, workers
+
+
+def test_without_workers_the_transform_runs_in_the_main_thread():
+    p = trainer("--workers", "0", "--slow-transform-ms", "80")
+    try:
+        seen = phases(StackSource(p.pid), 8)
+    finally:
+        stop(p)
+    assert seen["fetch/transform"] >= 6, seen
+
+
+def test_a_cpu_torch_loop_shows_forward_backward_and_optimizer():
+    p = trainer("--batch", "512", "--hidden", "2048", "--dim", "1024")
+    try:
+        seen = phases(StackSource(p.pid), 40, every=0.05)
+    finally:
+        stop(p)
+    assert seen["forward"] >= 3 and seen["backward"] >= 3, seen
+    assert seen["optimizer"] + seen["forward"] + seen["backward"] >= 20, seen
+
+
+def test_the_fast_rank_is_parked_in_all_reduce():
+    torch = pytest.importorskip("torch")
+    del torch
+    launcher = start([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                      "--nproc-per-node", "2", str(EXAMPLES / "ddp_train.py"), "--slow-rank", "1",
+                      "--slow-ms", "150", "--steps", "100000", "--seconds", "30"])  # fmt: skip
+    try:
+        source = StackSource(launcher.pid)
+        time.sleep(10)  # torch import, gloo rendezvous, and the first optimizer step's imports
+        ranks: dict[int, Counter] = {}
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and sum(sum(c.values()) for c in ranks.values()) < 16:
+            for proc in source.sample().processes:
+                if proc.role == "child" and proc.threads:
+                    env = Path(f"/proc/{proc.pid}/environ").read_bytes().split(b"\0")
+                    if b"RANK=0" in env or b"RANK=1" in env:
+                        rank = 0 if b"RANK=0" in env else 1
+                        main = [
+                            t
+                            for t in proc.threads
+                            if t.name == "MainThread"  # in the training loop, not starting up
+                            and any(
+                                f.file.endswith("ddp_train.py") and f.name == "main"
+                                for f in t.frames
+                            )
+                            and not any("init_process_group" in f.name for f in t.frames)
+                        ]
+                        ranks.setdefault(rank, Counter()).update(t.phase for t in main)
+            time.sleep(0.2)
+    finally:
+        stop(launcher)
+    assert set(ranks) == {0, 1}, ranks
+    fast, slow = ranks[0], ranks[1]
+    assert fast["collective wait"] >= 0.6 * sum(fast.values()), fast
+    assert slow["collective wait"] <= 0.5 * sum(slow.values()), slow
+
+
+def test_a_process_that_exits_between_dumps_is_dropped_quietly():
+    p = start([sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(1.0)"])
+    assert p.stdout.readline().strip() == "ready"
+    source = StackSource(p.pid)
+    assert source.sample().processes
+    p.wait(10)
+    sample = source.sample()
+    assert sample.processes == () and sample.problem is None
+
+
+def test_missing_py_spy_is_one_message():
+    absent = PySpy()
+    absent.binary = None  # as when find_py_spy() finds nothing
+    sample = StackSource(os.getpid(), spy=absent).sample()
+    sample2 = StackSource(os.getpid(), spy=PySpy(binary="/nonexistent/py-spy")).sample()
+    assert "py-spy is not installed" in sample.problem
+    (proc,) = [p for p in sample2.processes if p.pid == os.getpid()]
+    assert "cannot run py-spy" in proc.error
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become nobody")
+def test_ptrace_denied_becomes_an_instruction():
+    import pwd
+
+    nobody = pwd.getpwnam("nobody")
+    base = Path(tempfile.mkdtemp(prefix="gputop-test-"))
+    os.chmod(base, 0o755)
+    binary = base / "py-spy"
+    shutil.copy(find_py_spy(), binary)
+    os.chmod(binary, 0o755)
+    target = start([sys.executable, "-c", THREADS])  # owned by root
+    r, w = os.pipe()
+    try:
+        assert target.stdout.readline().strip() == "ready"
+        child = os.fork()
+        if child == 0:
+            try:
+                os.setgroups([])
+                os.setgid(nobody.pw_gid)
+                os.setuid(nobody.pw_uid)
+                sample = StackSource(target.pid, spy=PySpy(binary=str(binary))).sample()
+                os.write(w, (sample.processes[0].error or "").encode())
+            finally:
+                os._exit(0)
+        os.close(w)
+        error = os.read(r, 4096).decode()
+        os.waitpid(child, 0)
+    finally:
+        os.close(r)
+        stop(target)
+        shutil.rmtree(base, ignore_errors=True)
+    assert "not allowed to read" in error and "ptrace_scope" in error and "SYS_PTRACE" in error
