@@ -70,6 +70,8 @@ def unchanged_stacks(window: Sequence[StacksSample], min_samples: int = 5) -> li
     history: dict[int, list[ThreadStack]] = {}
     for sample in window:
         for proc in sample.processes:
+            if proc.role == "worker":
+                continue  # a worker in the same transform line for a while is not a hang
             main = next((t for t in proc.threads if t.name == "MainThread"), None)
             if main is not None:
                 history.setdefault(proc.pid, []).append(main)

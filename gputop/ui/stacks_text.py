@@ -7,11 +7,15 @@ from collections.abc import Sequence
 from rich.text import Text
 
 from gputop.model.stack_stats import hottest_frames, thread_shares, unchanged_stacks
-from gputop.model.stacks import StacksSample
+from gputop.model.stacks import Frame, StacksSample
 from gputop.ui.gpu_text import Line, StyleFor
 
 MAX_THREAD_LINES = 6
 WAITING = {"data wait": "warn", "collective wait": "warn", "lock wait": "warn", "host sync": "warn"}
+
+
+def _where(f: Frame) -> str:
+    return f"{f.name} ({f.file.rsplit('/', 1)[-1]}:{f.line or '?'})"
 
 
 def stack_lines(window: Sequence[StacksSample], style: StyleFor, width: int) -> list[Text]:
@@ -35,7 +39,7 @@ def stack_lines(window: Sequence[StacksSample], style: StyleFor, width: int) -> 
             f"{t.phase:<15}", WAITING.get(t.phase, "value")
         )
         if t.deciding is not None:
-            line.label(f" {str(t.deciding)[-48:]}")
+            line.label(f" {_where(t.deciding)}")
         line.label("  [")
         line.label(" ".join(f"{p} {share:.0%}" for p, share in s.shares[:4]))
         line.label("]")

@@ -213,3 +213,43 @@ class FixedAgents:
 
     def sample(self):
         return self.sample_value
+
+
+def stacks_window(error: str | None = None):
+    """Hand-built stack samples: a main thread mostly waiting on the DataLoader."""
+    from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack
+
+    loader = "torch/utils/data/dataloader.py"
+    wait = (Frame("_MultiProcessingDataLoaderIter._try_get_data", loader, 1162),
+            Frame("main", "train.py", 40))  # fmt: skip
+    fwd = (
+        Frame("Module._call_impl", "torch/nn/modules/module.py", 1789),
+        Frame("main", "train.py", 44),
+    )
+    fetch = (Frame("_MapDatasetFetcher.fetch", "torch/utils/data/_utils/fetch.py", 57),
+             Frame("_worker_loop", "torch/utils/data/_utils/worker.py", 349))  # fmt: skip
+    out = []
+    for i in range(10):
+        frames, phase = (fwd, "forward") if i % 4 == 0 else (wait, "data wait")
+        main = ThreadStack(4242, "MainThread", phase == "forward", frames, phase, frames[0])
+        worker = ThreadStack(5000, "MainThread", True, fetch, "fetch/transform", fetch[0])
+        procs = [ProcessStacks(4242, "main", (main,), None, 0.02),
+                 ProcessStacks(5000, "worker", (worker,), None, 0.02)]  # fmt: skip
+        if error:
+            procs.append(ProcessStacks(5001, "worker", (), error, 0.01))
+        out.append(StacksSample(4242, float(i), WALL0 + i, tuple(procs)))
+    return out
+
+
+class FixedStacks:
+    def __init__(self, window) -> None:
+        self.window = window
+        self.i = 0
+
+    def sample(self):
+        self.i += 1
+        return self.window[min(self.i, len(self.window)) - 1]
+
+    def dump_all(self):
+        last = self.window[-1]
+        return [(p.pid, p.role, list(p.threads), p.error) for p in last.processes]
