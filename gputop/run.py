@@ -112,7 +112,7 @@ def exit_status(code: int) -> int:
 
 def summary(agents: Sequence, out=sys.stdout) -> None:
     """A plain-text account of the steps the agents reported (for --no-tui and logs)."""
-    from gputop.ui.steps_text import median_ms, phase_shares, usable, work_ns
+    from gputop.model.step_stats import median_ms, phase_shares, usable, work_ns
 
     for a in agents:
         steps = usable(a.steps)  # the first step includes start-up

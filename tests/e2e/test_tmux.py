@@ -118,10 +118,10 @@ def test_demo_keys_in_a_real_terminal(tmux, tmp_path):
     tmux.keys("Space")
     tmux.wait_for("PAUSED")
     tmux.keys("?")
-    help_screen = tmux.wait_for("Panes")
-    assert "save_snapshot" in help_screen
+    help_screen = tmux.wait_for("save_snapshot")
+    assert "Keys" in help_screen
     tmux.keys("Escape")  # a lone escape: Textual waits ESCDELAY before taking it as a key
-    tmux.wait_gone("Panes")
+    tmux.wait_gone("save_snapshot")
     tmux.keys("Space")
     tmux.wait_gone("PAUSED")
     tmux.keys("q")

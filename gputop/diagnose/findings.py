@@ -1,0 +1,52 @@
+"""What a rule returns: a finding with its evidence, confidence and levers. Pure data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One number, the threshold it crossed (or not), and where it came from."""
+
+    text: str
+    source: str
+    """NVML, host, stacks or agent."""
+    supports: bool = True
+    """False: a number that speaks against the finding (shown, not hidden)."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    bound: str
+    fired: bool
+    confidence: float
+    """0..1: how sure, from how many independent sources agree."""
+    summary: str
+    evidence: tuple[Evidence, ...] = ()
+    levers: tuple[str, ...] = ()
+    """Cheapest first, naming the user's own settings where known."""
+    missing: tuple[str, ...] = ()
+    """Inputs this rule would have used but did not have."""
+    impact: float = 0.0
+    """Rough share of step time at stake (0..1), used to rank findings."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    principal: Finding | None
+    secondary: tuple[Finding, ...]
+    findings: tuple[Finding, ...]
+    """Every rule's finding, fired or not (the full reasoning)."""
+    since: float | None
+    """When the principal bound started to hold (monotonic seconds)."""
+    note: str = ""
+    """"not enough data yet: ..." and similar."""
+    inputs: tuple[str, ...] = field(default_factory=tuple)
+    """Which inputs were available: NVML, host, stacks, agent."""
+
+
+def confidence(sources: int, missing: int = 0) -> float:
+    """Independent agreeing sources -> confidence; each missing input costs a little."""
+    base = {0: 0.0, 1: 0.45, 2: 0.7}.get(sources, 0.9)
+    return max(0.0, round(base - 0.05 * missing, 2))

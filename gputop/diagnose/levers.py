@@ -1,0 +1,136 @@
+"""Levers per bound class, cheapest first (domain.md), naming the user's own settings when the
+agent reported them and sized against the effective CPUs when the host source knows them."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gputop.diagnose.rules import Signals
+
+
+def _loader(sig: Signals) -> dict[str, Any]:
+    fp = sig.steps.fingerprint if sig.steps else {}
+    return dict(fp.get("dataloader") or {})
+
+
+def _cpus(sig: Signals) -> tuple[float | None, str]:
+    h = sig.host
+    if h and h.effective_cpus:
+        return (
+            h.effective_cpus,
+            f"{h.effective_cpus:g}-CPU {'quota' if 'quota' in h.cpu_source else 'machine'}",
+        )
+    return None, "CPU"
+
+
+def levers_for(bound: str, sig: Signals) -> tuple[str, ...]:
+    loader = _loader(sig)
+    cpus, where = _cpus(sig)
+    fp = sig.steps.fingerprint if sig.steps else {}
+    if bound.startswith("data-input"):
+        workers = loader.get("num_workers")
+        target = max(1, int(cpus) - 1) if cpus else None
+        first = (
+            f"DataLoader num_workers={workers} on a {where}: try {target or 'cores-1'}"
+            if workers is not None
+            else f"DataLoader(num_workers={target or 'cores-1'})"
+        )
+        out = []
+        if bound == "data-input/cpu-transform" and workers:
+            out.append(
+                "move transforms to the GPU (torchvision v2 on tensors, DALI, kornia); more "
+                f"workers help only up to the {where}"
+            )
+        if bound == "data-input/io":
+            out.append("stage the data on local NVMe; shard many small files into tar/WebDataset")
+        if not workers or bound == "data-input":
+            out.append(first)
+        if loader.get("persistent_workers") is False or not loader:
+            out.append("persistent_workers=True (workers survive between epochs)")
+        if loader.get("pin_memory") is False or not loader:
+            out.append("pin_memory=True with .to(device, non_blocking=True)")
+        out.append(f"prefetch_factor=3-4 for bursty loading (now {loader.get('prefetch_factor')})")
+        return tuple(out)
+    if bound == "h2d-copy":
+        pin = loader.get("pin_memory")
+        return (
+            f"pin_memory=True (now {pin}) and .to(device, non_blocking=True): both halves needed",
+            "move fewer bytes: uint8 images normalised on the GPU, bf16 inputs",
+        )
+    if bound == "comms":
+        return (
+            "DDP(bucket_cap_mb=...) and gradient_as_bucket_view=True",
+            "remove per-step host syncs (.item(), print of tensors)",
+            "gradient accumulation: communicate every N micro-batches",
+            "FSDP backward_prefetch / forward_prefetch",
+            "check the NCCL transport (NCCL_DEBUG=INFO)",
+        )
+    if bound == "cpu-oversubscribed":
+        omp = sig.host.omp if sig.host else None
+        threads = fp.get("intra_op_threads")
+        cap = max(1, int(cpus) - (sig.host.workers if sig.host else 0)) if cpus else None
+        return (
+            f"OMP_NUM_THREADS={omp or 'unset'}, torch threads {threads or '?'} on a {where}: "
+            f"cap them at {cap or 'the quota'} (torch.set_num_threads)",
+            "do not add DataLoader workers: they compete for the same CPUs",
+        )
+    if bound == "throttled-power":
+        return (
+            "the power limit is the cap: check `nvidia-smi -q -d POWER` and ask the provider",
+            "timings from a throttled card are not comparable with others",
+        )
+    if bound == "throttled-thermal":
+        return (
+            "check cooling: fans, airflow, dust; tell the provider",
+            "timings from a hot card are not comparable",
+        )
+    if bound == "host-overhead":
+        return (
+            "remove per-step syncs (.item(), .cpu(), printing tensors)",
+            'torch.compile(mode="reduce-overhead") (CUDA graphs)',
+            "a larger batch: fewer, bigger kernels",
+        )
+    if bound == "side-work":
+        return (
+            "checkpoint less often or asynchronously (torch.distributed.checkpoint.async_save)",
+            "log less often; gc.disable() with a manual gc.collect() every N steps",
+        )
+    if bound == "straggler":
+        return (
+            "look at that rank: throttling or ECC on its GPU, data skew, NUMA placement",
+            "bind each rank to its GPU's NUMA node",
+        )
+    if bound == "hung":
+        return (
+            "`gputop` key d (or py-spy dump) on every rank",
+            "NCCL flight recorder: TORCH_NCCL_TRACE_BUFFER_SIZE=2000, TORCH_NCCL_DUMP_ON_TIMEOUT=1",
+            "set collective timeouts so a hang fails fast",
+        )
+    if bound == "host-memory-pressure":
+        return (
+            "fewer DataLoader workers, or shared / mmap'd dataset storage (each fork copies it)",
+            "a smaller prefetch_factor",
+        )
+    if bound == "memory-bandwidth":
+        return (
+            "fuse kernels: torch.compile",
+            "fused attention (scaled_dot_product_attention)",
+            "bf16 halves the bytes; avoid transposes and copies",
+        )
+    if bound == "gpu-compute":
+        precision = fp.get("float32_matmul_precision")
+        out = []
+        if precision == "highest":
+            out.append('TF32: torch.set_float32_matmul_precision("high") (now "highest")')
+        if not fp.get("autocast"):
+            out.append("bf16 autocast")
+        out += [
+            "SDPA / flash attention",
+            "torch.compile"
+            if not fp.get("compiled")
+            else "torch.compile is on: check graph breaks",
+            "a larger micro-batch up to the memory wall",
+        ]
+        return tuple(out)
+    return ()

@@ -1,0 +1,508 @@
+"""One small rule per bound class of domain.md. Each takes the reduced signals and returns a
+Finding: fired or not, with the numbers and thresholds behind it, where they came from, a
+confidence from how many independent sources agree, and levers cheapest first.
+
+Thresholds are the documented rules of thumb (domain.md, research/): they are shown next to
+the numbers so a user can disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gputop.diagnose.findings import Evidence, Finding, confidence
+from gputop.diagnose.levers import levers_for
+from gputop.diagnose.signals import GpuSignals, HostSignals, StackSignals, StepSignals
+
+DATA_WAIT_WARN = 0.05
+DATA_WAIT_STRONG = 0.20
+COMMS_SHARE = 0.20
+H2D_SHARE = 0.10
+SIDE_SHARE = 0.10
+STACK_SHARE = 0.30
+
+
+@dataclass(frozen=True)
+class Signals:
+    gpu: GpuSignals | None
+    host: HostSignals | None
+    steps: StepSignals | None
+    stacks: StackSignals | None
+
+
+def _finding(
+    bound: str,
+    agree: list[Evidence],
+    against: list[Evidence],
+    missing: list[str],
+    summary: str,
+    sig: Signals,
+    impact: float = 0.0,
+    need: int = 1,
+) -> Finding:
+    sources = {e.source for e in agree}
+    fired = len(agree) >= need and len(sources) >= 1
+    return Finding(
+        bound=bound,
+        fired=fired,
+        confidence=confidence(len(sources), len(missing)) if fired else 0.0,
+        summary=summary,
+        evidence=tuple(agree + against),
+        levers=levers_for(bound, sig) if fired else (),
+        missing=tuple(missing),
+        impact=impact,
+    )
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def hung(sig: Signals) -> Finding:
+    agree, missing = [], []
+    st = sig.steps
+    if st is None:
+        missing.append("agent")
+    elif st.steps >= 3 and st.since_step_s is not None:
+        limit = max(60.0, 10 * st.median_ms / 1000)
+        if st.since_step_s > limit:
+            where = f" in {st.open_phase}" if st.open_phase else ""
+            agree.append(
+                Evidence(
+                    f"no step for {st.since_step_s:.0f} s{where} (limit "
+                    f"max(60 s, 10x median step {st.median_ms:.0f} ms))",
+                    "agent",
+                )
+            )
+    if sig.stacks is None:
+        missing.append("stacks")
+    else:
+        for pid, n, phase, parked in sig.stacks.unchanged:
+            if n >= 10 and phase in (
+                "collective wait",
+                "lock wait",
+                "blocked",
+                "host sync",
+                "data wait",
+            ):
+                agree.append(
+                    Evidence(
+                        f"pid {pid}: same stack for {n} dumps, {phase}"
+                        + (f" in {parked}" if parked else ""),
+                        "stacks",
+                    )
+                )
+    return _finding("hung", agree, [], missing, "no progress: the job is stuck", sig, impact=1.0)
+
+
+def host_memory_pressure(sig: Signals) -> Finding:
+    h = sig.host
+    if h is None or h.exited:
+        return _finding("host-memory-pressure", [], [], ["host"], "memory near the limit", sig)
+    agree = []
+    if h.oom_kills:
+        agree.append(Evidence(f"{h.oom_kills} OOM kill(s) in the cgroup", "host"))
+    if h.mem_limit and h.mem_working_set is not None and h.mem_working_set > 0.9 * h.mem_limit:
+        agree.append(
+            Evidence(
+                f"working set {h.mem_working_set / 2**30:.1f} of "
+                f"{h.mem_limit / 2**30:.1f} GiB limit (> 90%)",
+                "host",
+            )
+        )
+    if h.psi.get("memory", 0) > 10:
+        agree.append(Evidence(f"memory pressure {h.psi['memory']:.0f}% (> 10%)", "host"))
+    return _finding(
+        "host-memory-pressure",
+        agree,
+        [],
+        [],
+        "memory near the cgroup limit",
+        sig,
+        impact=0.5 if agree else 0.0,
+    )
+
+
+def throttled_thermal(sig: Signals) -> Finding:
+    g = sig.gpu
+    if g is None:
+        return _finding("throttled-thermal", [], [], ["NVML"], "clocks cut by heat", sig)
+    agree = []
+    if g.thermal_throttled >= 0.3:
+        agree.append(
+            Evidence(
+                f"thermal clock reasons {_pct(g.thermal_throttled)} of busy time (>= 30%)", "NVML"
+            )
+        )
+    if g.hottest is not None and g.slowdown is not None and g.hottest >= g.slowdown - 2:
+        agree.append(Evidence(f"{g.hottest:.0f} C, slowdown at {g.slowdown} C", "NVML"))
+    fired_clock = g.clock_ratio is not None and g.clock_ratio < 0.95
+    return _finding(
+        "throttled-thermal",
+        agree if fired_clock or len(agree) > 1 else [],
+        [],
+        [],
+        "clocks cut to keep the GPU cool",
+        sig,
+        impact=1 - (g.clock_ratio or 1),
+    )
+
+
+def throttled_power(sig: Signals) -> Finding:
+    g = sig.gpu
+    if g is None:
+        return _finding("throttled-power", [], [], ["NVML"], "clocks cut by the power limit", sig)
+    agree = []
+    if g.power_throttled >= 0.5 and g.clock_ratio is not None and g.clock_ratio < 0.9:
+        agree.append(
+            Evidence(
+                f"power-cap reason {_pct(g.power_throttled)} of busy time, SM clock "
+                f"{_pct(g.clock_ratio)} of max (< 90%)",
+                "NVML",
+            )
+        )
+        if g.limit_lowered:
+            agree.append(Evidence("enforced power limit below the card's default", "NVML"))
+    return _finding(
+        "throttled-power",
+        agree,
+        [],
+        [],
+        "clocks cut to stay under the power limit",
+        sig,
+        impact=1 - (g.clock_ratio or 1),
+    )
+
+
+def straggler(sig: Signals) -> Finding:
+    st = sig.steps
+    if st is None or st.ranks < 2 or len(st.work_ms) < 2:
+        return _finding("straggler", [], [], [] if st else ["agent"], "one rank slower", sig)
+    works = sorted(st.work_ms.values())
+    n = len(works)
+    median = works[n // 2] if n % 2 else (works[n // 2 - 1] + works[n // 2]) / 2
+    slow_rank, slow = max(st.work_ms.items(), key=lambda kv: kv[1])
+    agree = []
+    if slow - median >= 0.1 * st.median_ms:
+        agree.append(
+            Evidence(
+                f"rank {slow_rank} works {slow:.0f} ms per step vs median "
+                f"{median:.0f} ms (>= 10% of the {st.median_ms:.0f} ms step)",
+                "agent",
+            )
+        )
+    return _finding(
+        "straggler",
+        agree,
+        [],
+        [],
+        f"rank {slow_rank} is slower; the others wait",
+        sig,
+        impact=(slow - median) / st.median_ms if st.median_ms else 0,
+    )
+
+
+def comms(sig: Signals) -> Finding:
+    agree, missing = [], []
+    share = None
+    if sig.steps is not None and sig.steps.shares:
+        share = sig.steps.shares.get("grad_sync", 0.0)
+        if share > COMMS_SHARE:
+            agree.append(
+                Evidence(f"grad sync {_pct(share)} of the step (> 20%; healthy < 10-15%)", "agent")
+            )
+    else:
+        missing.append("agent")
+    if sig.stacks is not None:
+        c = sig.stacks.main_shares.get("collective wait", 0.0)
+        if c > STACK_SHARE:
+            agree.append(
+                Evidence(f"main threads in a collective {_pct(c)} of stack samples", "stacks")
+            )
+    else:
+        missing.append("stacks")
+    return _finding(
+        "comms",
+        agree,
+        [],
+        missing,
+        "time waiting for gradient communication",
+        sig,
+        impact=share or 0.0,
+    )
+
+
+def data_input(sig: Signals) -> Finding:
+    agree, against, missing = [], [], []
+    share = None
+    if sig.steps is not None and sig.steps.shares:
+        share = sig.steps.shares.get("data_wait", 0.0)
+        if share > DATA_WAIT_WARN:
+            agree.append(Evidence(f"batch wait {_pct(share)} of the step (target < 5%)", "agent"))
+    else:
+        missing.append("agent")
+    if sig.stacks is not None:
+        w = sig.stacks.main_shares.get("data wait", 0.0) + sig.stacks.main_shares.get(
+            "fetch/transform", 0.0
+        )
+        if w > STACK_SHARE:
+            agree.append(
+                Evidence(
+                    f"main thread waiting on or preparing data {_pct(w)} of stack samples", "stacks"
+                )
+            )
+    else:
+        missing.append("stacks")
+    if sig.gpu is not None:
+        if sig.gpu.util < 50 and agree:
+            agree.append(Evidence(f"GPU busy only {sig.gpu.util:.0f}% of the time", "NVML"))
+        elif sig.gpu.util >= 90:
+            against.append(Evidence(f"GPU busy {sig.gpu.util:.0f}% of the time", "NVML", False))
+    fired = bool(agree) and (share is None or share > DATA_WAIT_WARN)
+    bound = "data-input"
+    summary = "the GPU waits for the next batch"
+    h = sig.host
+    if fired and h is not None and not h.exited:
+        if h.workers and h.workers_pegged == h.workers:
+            bound, summary = "data-input/cpu-transform", "DataLoader workers are CPU-bound"
+            agree.append(
+                Evidence(f"{h.workers_pegged} of {h.workers} workers at >= 85% of a core", "host")
+            )
+        elif h.disk_wait >= 1 or h.psi.get("io", 0) > 10:
+            bound, summary = "data-input/io", "reading the data is the bottleneck"
+            agree.append(
+                Evidence(
+                    f"{h.disk_wait:.0f} threads in disk wait, I/O pressure "
+                    f"{h.psi.get('io', 0):.0f}%",
+                    "host",
+                )
+            )
+        elif (
+            not h.workers and sig.stacks and sig.stacks.main_shares.get("fetch/transform", 0) > 0.3
+        ):
+            bound, summary = (
+                "data-input/cpu-transform",
+                "the main thread prepares every batch itself",
+            )
+    f = _finding(
+        bound,
+        agree if fired else [],
+        against,
+        missing,
+        summary,
+        sig,
+        impact=share if share is not None else 0.3,
+    )
+    return f
+
+
+def h2d_copy(sig: Signals) -> Finding:
+    if sig.steps is None or not sig.steps.shares:
+        return _finding(
+            "h2d-copy", [], [], ["agent"], "host-to-device copies on the critical path", sig
+        )
+    share = sig.steps.shares.get("h2d", 0.0)
+    agree = []
+    if share > H2D_SHARE:
+        agree.append(Evidence(f"H2D copy {_pct(share)} of the step (> 10%)", "agent"))
+        if sig.gpu and sig.gpu.pcie_rx_gbps is not None:
+            agree.append(Evidence(f"PCIe to the GPU {sig.gpu.pcie_rx_gbps:.1f} GB/s", "NVML"))
+    return _finding(
+        "h2d-copy", agree, [], [], "host-to-device copies on the critical path", sig, impact=share
+    )
+
+
+def cpu_oversubscribed(sig: Signals) -> Finding:
+    h = sig.host
+    if h is None or h.exited or not h.effective_cpus:
+        return _finding(
+            "cpu-oversubscribed", [], [], ["host"], "too many threads for the CPUs", sig
+        )
+    agree = []
+    e = h.effective_cpus
+    if (
+        h.threads_running is not None
+        and h.runq is not None
+        and h.threads_running > 1.5 * e
+        and h.runq / e > 0.5
+    ):
+        agree.append(
+            Evidence(
+                f"{h.threads_running:.0f} threads ready to run on {e:.1f} CPUs "
+                f"({h.cpu_source}), run-queue wait {h.runq:.1f} s/s",
+                "host",
+            )
+        )
+    if h.throttled_ratio is not None and h.throttled_ratio > 0.2:
+        agree.append(
+            Evidence(f"cgroup throttled in {_pct(h.throttled_ratio)} of periods (> 20%)", "host")
+        )
+    return _finding(
+        "cpu-oversubscribed",
+        agree,
+        [],
+        [],
+        "threads fight over too few CPUs",
+        sig,
+        impact=0.4 if agree else 0.0,
+    )
+
+
+def side_work(sig: Signals) -> Finding:
+    st = sig.steps
+    if st is None or not st.shares:
+        return _finding(
+            "side-work", [], [], ["agent"], "checkpoints, logging or eval stall steps", sig
+        )
+    agree = []
+    side = st.shares.get("checkpoint", 0.0) + st.shares.get("eval_log", 0.0)
+    if side > SIDE_SHARE:
+        agree.append(Evidence(f"checkpoint / logging {_pct(side)} of step time (> 10%)", "agent"))
+    if st.spikes and len(st.spikes) <= max(2, st.steps // 3):
+        phases = sorted({p for _, _, p in st.spikes})
+        agree.append(
+            Evidence(
+                f"{len(st.spikes)} step(s) over 2x the median ({st.median_ms:.0f} ms), "
+                f"growing in {', '.join(phases)}",
+                "agent",
+            )
+        )
+    if sig.stacks and sig.stacks.main_shares.get("checkpoint save", 0) > 0.1:
+        agree.append(Evidence("stacks in torch.save often", "stacks"))
+    return _finding(
+        "side-work", agree, [], [], "periodic side work stalls training", sig, impact=side
+    )
+
+
+def host_overhead(sig: Signals) -> Finding:
+    g = sig.gpu
+    if g is None:
+        return _finding(
+            "host-overhead", [], [], ["NVML"], "the GPU waits for the CPU to launch work", sig
+        )
+    agree, missing = [], []
+    if g.sm_active is not None:
+        if g.util >= 80 and g.sm_active < 0.5 * g.util:
+            agree.append(
+                Evidence(
+                    f"util {g.util:.0f}% but SMs busy {g.sm_active:.0f}%: many tiny kernels", "NVML"
+                )
+            )
+    else:
+        missing.append("GPM")
+        if g.util >= 80 and g.power_ratio is not None and g.power_ratio < 0.4:
+            agree.append(
+                Evidence(f"util {g.util:.0f}% at {_pct(g.power_ratio)} of the power limit", "NVML")
+            )
+    if sig.stacks and sig.stacks.main_shares.get("host sync", 0) > 0.1:
+        agree.append(Evidence("main thread in explicit syncs", "stacks"))
+    return _finding(
+        "host-overhead",
+        agree,
+        [],
+        missing,
+        "the GPU waits for the CPU to launch work",
+        sig,
+        impact=0.3 if agree else 0.0,
+    )
+
+
+def memory_bandwidth(sig: Signals) -> Finding:
+    g = sig.gpu
+    if g is None:
+        return _finding("memory-bandwidth", [], [], ["NVML"], "DRAM bandwidth is the limit", sig)
+    agree, missing = [], []
+    if g.dram is not None:
+        if g.dram >= 80 and (g.tensor or 0) < 30:
+            agree.append(
+                Evidence(
+                    f"DRAM bandwidth {g.dram:.0f}% of peak (>= 80%), tensor cores "
+                    f"{g.tensor or 0:.0f}%",
+                    "NVML",
+                )
+            )
+    else:
+        missing.append("GPM")
+    return _finding(
+        "memory-bandwidth",
+        agree,
+        [],
+        missing,
+        "DRAM bandwidth is the limit",
+        sig,
+        impact=0.2 if agree else 0.0,
+    )
+
+
+def gpu_compute(sig: Signals) -> Finding:
+    g = sig.gpu
+    if g is None:
+        return _finding("gpu-compute", [], [], ["NVML"], "the GPU computes all the time", sig)
+    agree, against = [], []
+    if (
+        g.util >= 90
+        and (g.clock_ratio or 0) >= 0.9
+        and g.power_throttled < 0.5
+        and g.thermal_throttled < 0.3
+    ) and (g.sm_active is None or g.sm_active >= 80):
+        agree.append(
+            Evidence(
+                f"GPU busy {g.util:.0f}%, SM clock {_pct(g.clock_ratio or 0)} of max"
+                + (f", SMs busy {g.sm_active:.0f}%" if g.sm_active is not None else ""),
+                "NVML",
+            )
+        )
+    if sig.steps and sig.steps.shares:
+        compute = sum(sig.steps.shares.get(p, 0) for p in ("forward", "backward", "optimizer"))
+        if compute >= 0.8:
+            agree.append(
+                Evidence(f"forward + backward + optimizer {_pct(compute)} of the step", "agent")
+            )
+        else:
+            against.append(
+                Evidence(
+                    f"forward + backward + optimizer only {_pct(compute)} of the step",
+                    "agent",
+                    False,
+                )
+            )
+    fired = bool(agree) and not against and any(e.source == "NVML" for e in agree)
+    return _finding(
+        "gpu-compute",
+        agree if fired else [],
+        against,
+        [],
+        "the GPU computes all the time (the good case)",
+        sig,
+    )
+
+
+def idle(sig: Signals) -> Finding:
+    agree = []
+    if sig.gpu is not None and sig.gpu.util < 5 and (sig.steps is None or sig.steps.steps == 0):
+        agree.append(Evidence(f"GPU busy {sig.gpu.util:.0f}% and no training steps seen", "NVML"))
+    if sig.host is not None and sig.host.exited:
+        agree.append(Evidence("the target process has exited", "host"))
+    return _finding("idle", agree, [], [], "nothing is training", sig)
+
+
+RULES: tuple[Callable[[Signals], Finding], ...] = (
+    hung,
+    host_memory_pressure,
+    throttled_thermal,
+    throttled_power,
+    straggler,
+    cpu_oversubscribed,
+    data_input,
+    comms,
+    h2d_copy,
+    side_work,
+    host_overhead,
+    memory_bandwidth,
+    gpu_compute,
+    idle,
+)
+"""In priority order: when two fire with equal confidence, the earlier is the principal
+(a hang explains everything; heat and power caps slow every phase; a straggler explains the
+others' communication wait; an oversubscribed CPU explains a slow loader)."""

@@ -1,0 +1,100 @@
+"""The verdict: every rule over the current windows, one principal bound, with hysteresis.
+
+Pure: the caller passes windows and "now"; the small state carried between evaluations is a
+value returned and passed back, so replaying the same samples gives the same verdicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gputop.diagnose.findings import Finding, Verdict
+from gputop.diagnose.rules import RULES, Signals
+from gputop.diagnose.signals import gpu_signals, host_signals, stack_signals, step_signals
+from gputop.model import DeviceInfo, GpuSample, Window
+from gputop.model.host import HostSample
+from gputop.model.stacks import StacksSample
+from gputop.model.steps import AgentsSample
+
+SWITCH_AFTER = 3
+"""Evaluations a new principal must lead in a row before it replaces the current one."""
+
+
+@dataclass(frozen=True)
+class State:
+    principal: str | None = None
+    since: float | None = None
+    challenger: str | None = None
+    streak: int = 0
+
+
+def signals(
+    gpus: Sequence[Window[GpuSample]],
+    devices: Sequence[DeviceInfo],
+    host: Window[HostSample] | None = None,
+    agents: AgentsSample | None = None,
+    stacks: Window[StacksSample] | None = None,
+) -> Signals:
+    names = [d.name for d in devices if d.name]
+    return Signals(
+        gpu=gpu_signals(gpus, devices),
+        host=host_signals(host),
+        steps=step_signals(agents, names),
+        stacks=stack_signals(stacks),
+    )
+
+
+def rank(findings: Sequence[Finding]) -> list[Finding]:
+    """Fired findings, strongest first: confidence, then rule priority."""
+    order = {f.bound: i for i, f in enumerate(findings)}
+    fired = [f for f in findings if f.fired]
+    return sorted(fired, key=lambda f: (-round(f.confidence, 1), order[f.bound]))
+
+
+def evaluate(sig: Signals, now: float, state: State = State()) -> tuple[Verdict, State]:
+    findings = tuple(rule(sig) for rule in RULES)
+    ranked = rank(findings)
+    inputs = tuple(
+        name
+        for name, present in (
+            ("NVML", sig.gpu),
+            ("host", sig.host),
+            ("agent", sig.steps),
+            ("stacks", sig.stacks),
+        )
+        if present is not None
+    )
+    if not inputs:
+        return Verdict(
+            None,
+            (),
+            findings,
+            None,
+            "not enough data yet: no GPU, host, agent or stack readings",
+            inputs,
+        ), state
+    leader = ranked[0].bound if ranked else None
+    by_bound = {f.bound: f for f in findings}
+    # hysteresis: keep the current principal while it still fires, until a challenger has led
+    # for SWITCH_AFTER evaluations in a row
+    if state.principal is None or leader == state.principal:
+        new = State(leader, state.since if leader == state.principal else now, None, 0)
+    else:
+        streak = state.streak + 1 if state.challenger == leader else 1
+        current = by_bound.get(state.principal)
+        if streak >= SWITCH_AFTER or current is None or (not current.fired and streak >= 2):
+            new = State(leader, now, None, 0)
+        else:
+            new = State(state.principal, state.since, leader, streak)
+    principal = by_bound.get(new.principal) if new.principal else None
+    if principal is not None and not principal.fired and new.principal != leader:
+        principal = None if leader is None else principal
+    secondary = tuple(f for f in ranked if principal is None or f.bound != principal.bound)
+    note = ""
+    if principal is None:
+        missing = sorted({m for f in findings for m in f.missing})
+        note = "no bound stands out yet" + (f" (without: {', '.join(missing)})" if missing else "")
+    return Verdict(
+        principal, secondary, findings, new.since if principal else None, note, inputs
+    ), new
