@@ -75,23 +75,15 @@ def hung(sig: Signals) -> Finding:
                     "agent",
                 )
             )
+    progressing = st is not None and st.steps >= 3 and (st.since_step_s or 0) < 60
     if sig.stacks is None:
         missing.append("stacks")
-    else:
+    elif not progressing:  # the agent sees steps finishing: an unchanged stack is just a long wait
         for pid, n, phase, parked in sig.stacks.unchanged:
-            if n >= 10 and phase in (
-                "collective wait",
-                "lock wait",
-                "blocked",
-                "host sync",
-                "data wait",
-            ):
+            if n >= 10 and phase in ("collective wait", "lock wait", "host sync"):
+                where = f" in {parked}" if parked else ""
                 agree.append(
-                    Evidence(
-                        f"pid {pid}: same stack for {n} dumps, {phase}"
-                        + (f" in {parked}" if parked else ""),
-                        "stacks",
-                    )
+                    Evidence(f"pid {pid}: same stack for {n} dumps, {phase}{where}", "stacks")
                 )
     return _finding("hung", agree, [], missing, "no progress: the job is stuck", sig, impact=1.0)
 

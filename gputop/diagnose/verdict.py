@@ -45,11 +45,22 @@ def signals(
     )
 
 
+OVERRIDES = frozenset({"hung"})
+"""Bounds that explain everything else when they fire, however few sources agree."""
+FALLBACKS = frozenset({"gpu-compute", "idle"})
+"""Bounds that are the absence of a bottleneck: principal only when nothing else fires (so
+"util 100%" next to a hung collective or tiny kernels is never called compute-bound)."""
+
+
+def _tier(bound: str) -> int:
+    return 2 if bound in OVERRIDES else 0 if bound in FALLBACKS else 1
+
+
 def rank(findings: Sequence[Finding]) -> list[Finding]:
-    """Fired findings, strongest first: confidence, then rule priority."""
+    """Fired findings, strongest first: tier, confidence, then rule priority."""
     order = {f.bound: i for i, f in enumerate(findings)}
     fired = [f for f in findings if f.fired]
-    return sorted(fired, key=lambda f: (-round(f.confidence, 1), order[f.bound]))
+    return sorted(fired, key=lambda f: (-_tier(f.bound), -round(f.confidence, 1), order[f.bound]))
 
 
 def evaluate(sig: Signals, now: float, state: State = State()) -> tuple[Verdict, State]:
@@ -83,13 +94,11 @@ def evaluate(sig: Signals, now: float, state: State = State()) -> tuple[Verdict,
     else:
         streak = state.streak + 1 if state.challenger == leader else 1
         current = by_bound.get(state.principal)
-        if streak >= SWITCH_AFTER or current is None or (not current.fired and streak >= 2):
+        if streak >= SWITCH_AFTER or current is None or leader in OVERRIDES:
             new = State(leader, now, None, 0)
         else:
             new = State(state.principal, state.since, leader, streak)
     principal = by_bound.get(new.principal) if new.principal else None
-    if principal is not None and not principal.fired and new.principal != leader:
-        principal = None if leader is None else principal
     secondary = tuple(f for f in ranked if principal is None or f.bound != principal.bound)
     note = ""
     if principal is None:

@@ -1,0 +1,290 @@
+"""The verdict's rules on synthetic windows: each bound class, missing inputs, hysteresis."""
+
+from __future__ import annotations
+
+from types import MappingProxyType as M
+
+import pytest
+
+from gputop.diagnose import State, evaluate, signals
+from gputop.model import Window
+from gputop.model.host import CgroupSample, HostSample, ProcSample
+from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack
+from gputop.model.steps import AgentsSample, AgentState, StepRecord
+from gputop.sim import SimBoard, installed
+from gputop.sources.nvml import NvmlSource
+from gputop.sources.stack_phases import classify
+
+_GPU_CACHE: dict = {}
+
+
+def gpu(scenario: str = "compute", board: str = "h100x2"):
+    """Windows of real NVML readings over the simulated board (cached per scenario)."""
+    if (scenario, board) not in _GPU_CACHE:
+        clock = [0.0]
+        sim = SimBoard(board, scenario=scenario, clock=lambda: clock[0], warmup_s=600)
+        with installed(sim):
+            src = NvmlSource.open(clock=lambda: clock[0])
+            history = []
+            for _ in range(20):
+                clock[0] += 1.5
+                history.append(src.sample())
+            src.close()
+        windows = [
+            Window(tuple(h[i] for h in history), 0.0, clock[0]) for i in range(len(history[0]))
+        ]
+        _GPU_CACHE[(scenario, board)] = (windows, src.devices)
+    return _GPU_CACHE[(scenario, board)]
+
+
+def agents(
+    phases_ms: dict[str, float],
+    ranks: int = 1,
+    slow: dict[int, float] | None = None,
+    spikes: dict[int, dict[str, float]] | None = None,
+    since_step_s: float = 0.05,
+    open_phase: str | None = "forward",
+    fingerprint: dict | None = None,
+) -> AgentsSample:
+    """Agent states with 30 steps of the given phases. ``slow``: rank -> extra forward ms,
+    which every other rank then waits for in grad_sync."""
+    slow = slow or {}
+    loader = M({"num_workers": 0, "pin_memory": False, "persistent_workers": False})
+    out = []
+    for r in range(ranks):
+        steps = []
+        for i in range(30):
+            ph = dict(phases_ms)
+            if r in slow:
+                ph["forward"] = ph.get("forward", 0) + slow[r]
+            elif slow:
+                ph["grad_sync"] = ph.get("grad_sync", 0) + max(slow.values())
+            for k, v in (spikes or {}).get(i, {}).items():
+                ph[k] = ph.get(k, 0) + v
+            total = sum(ph.values()) + 0.5
+            ns = M({k: int(v * 1e6) for k, v in ph.items()})
+            steps.append(StepRecord(i, int(i * 1e9), int(total * 1e6), ns, samples=32))
+        out.append(
+            AgentState(
+                pid=100 + r,
+                state="connected",
+                rank=r if ranks > 1 else None,
+                local_rank=None,
+                world_size=ranks if ranks > 1 else None,
+                hostname="h",
+                argv=(),
+                fingerprint=M(fingerprint or {"dataloader": loader}),
+                steps=tuple(steps),
+                open_phase=open_phase,
+                open_age_s=0.01,
+                since_step_s=since_step_s,
+                heartbeat_age_s=0.1,
+                agent_errors=0,
+                dropped=0,
+            )
+        )
+    return AgentsSample(target=100, t=1.0, wall=0.0, agents=tuple(out))
+
+
+def host(
+    cpus: float = 8.0,
+    running: int = 2,
+    runq: float = 0.1,
+    workers: tuple[float, ...] | list[float] = (),
+    throttled: float | None = None,
+    ws_gib: float = 4,
+    limit_gib: float | None = None,
+    oom: int = 0,
+    disk_wait: int = 0,
+    io_psi: float = 0.0,
+) -> Window:
+    def proc(pid: int, role: str, cpu: float, threads_running: int, wait: float, dw: int = 0):
+        name = "python" if role == "main" else "pt_data_worker"
+        rates = (None,) * 6  # context switches, I/O, fds: not used by the rules under test
+        return ProcSample(pid, 1, 1, name, "", role, "R", cpu, 1 << 30, None, None, 4,
+                          threads_running, dw, (), wait, *rates)  # fmt: skip
+
+    main = proc(100, "main", 0.5, running, runq, disk_wait)
+    procs = (main, *(proc(200 + i, "worker", c, 1, 0.0) for i, c in enumerate(workers)))
+    limit = int(limit_gib * 2**30) if limit_gib else None
+    psi = M({"io": M({"some_avg10": io_psi}), "memory": M({"some_avg10": 0.0})})
+    events = M({"oom_kill": oom})
+    cg = CgroupSample("v2", cpus, "/x", None, throttled, None, limit, "/x", None,
+                      int(ws_gib * 2**30), events, events, 0, "cgroup", psi)  # fmt: skip
+    samples = tuple(
+        HostSample(100, float(t), 0.0, "running", None, procs, cpus, "cgroup quota", 64, cg, M({}))
+        for t in range(5)
+    )
+    return Window(samples, 0.0, 5.0)
+
+
+def stacks(phase_frames: list[tuple[str, str]], n: int = 10, same: bool = False) -> Window:
+    samples = []
+    for i in range(n):
+        file, name = phase_frames[0 if same else i % len(phase_frames)]
+        frames = (Frame(name, file, 1), Frame("main", "train.py", 10))
+        phase, deciding = classify(frames, False)
+        t = ThreadStack(100, "MainThread", False, frames, phase, deciding)
+        samples.append(StacksSample(100, float(i), 0.0, (ProcessStacks(100, "main", (t,)),)))
+    return Window(tuple(samples), 0.0, float(n))
+
+
+def verdict(gpu_scenario="compute", **kw):
+    windows, devices = gpu(gpu_scenario, kw.pop("board", "h100x2"))
+    sig = signals(windows if gpu_scenario else [], devices if gpu_scenario else [], **kw)
+    v, _ = evaluate(sig, now=10.0)
+    return v
+
+
+def bound(v) -> str | None:
+    return v.principal.bound if v.principal else None
+
+
+def test_healthy_compute_is_named_with_its_levers():
+    v = verdict(
+        "compute", agents=agents({"data_wait": 1, "forward": 40, "backward": 50, "optimizer": 5})
+    )
+    assert bound(v) == "gpu-compute"
+    assert any("SM clock" in e.text for e in v.principal.evidence)
+    assert v.principal.levers
+
+
+def test_data_wait_from_the_agent_names_data_input_and_the_users_setting():
+    v = verdict("starved", agents=agents({"data_wait": 60, "forward": 10, "backward": 12}),
+                host=host(cpus=16))  # fmt: skip
+    assert bound(v) == "data-input"
+    assert v.principal.confidence >= 0.6  # agent and NVML agree (stacks missing costs a bit)
+    assert v.principal.levers[0] == "DataLoader num_workers=0 on a 16-CPU quota: try 15"
+
+
+def test_pegged_workers_make_it_cpu_transform():
+    loader = {"dataloader": M({"num_workers": 3, "pin_memory": True, "persistent_workers": True})}
+    v = verdict("starved", agents=agents({"data_wait": 60, "forward": 10}, fingerprint=loader),
+                host=host(cpus=4, workers=[0.97, 0.95, 0.99]))  # fmt: skip
+    assert bound(v) == "data-input/cpu-transform"
+    assert "move transforms to the GPU" in v.principal.levers[0]
+
+
+def test_disk_wait_makes_it_io():
+    v = verdict("starved", agents=agents({"data_wait": 60, "forward": 10}),
+                host=host(workers=[0.1, 0.1], disk_wait=3, io_psi=30))  # fmt: skip
+    assert bound(v) == "data-input/io"
+
+
+def test_stacks_alone_can_name_data_wait():
+    v = verdict(
+        "starved",
+        stacks=stacks([("torch/utils/data/dataloader.py", "_BaseDataLoaderIter.__next__")]),
+    )
+    assert bound(v) == "data-input"
+    assert "agent" in v.principal.missing
+
+
+def test_comms_from_grad_sync_share():
+    v = verdict("compute", agents=agents({"forward": 20, "backward": 20, "grad_sync": 30}, ranks=2))
+    assert bound(v) == "comms"
+
+
+def test_a_slow_rank_is_the_straggler_not_comms():
+    v = verdict("compute", agents=agents({"forward": 20, "backward": 20, "grad_sync": 5}, ranks=4,
+                                         slow={2: 30.0}))  # fmt: skip
+    assert bound(v) == "straggler"
+    assert "rank 2 works" in v.principal.evidence[0].text
+    assert any(f.bound == "comms" for f in v.secondary)
+
+
+def test_oversubscribed_cpu():
+    v = verdict("starved", host=host(cpus=2, running=12, runq=4.0, throttled=0.6))
+    assert bound(v) == "cpu-oversubscribed"
+    assert "do not add DataLoader workers" in v.principal.levers[1]
+
+
+def test_checkpoint_spikes_are_side_work():
+    spikes = {10: {"checkpoint": 400}, 20: {"checkpoint": 400}}
+    steps = agents({"forward": 40, "backward": 45, "optimizer": 5}, spikes=spikes)
+    v = verdict("compute", agents=steps)
+    assert bound(v) == "side-work"
+    assert "checkpoint" in v.principal.evidence[0].text
+
+
+def test_no_step_for_a_long_time_is_hung_and_names_the_phase():
+    v = verdict("compute", agents=agents({"forward": 40, "backward": 40}, since_step_s=300,
+                                         open_phase="grad_sync"))  # fmt: skip
+    assert bound(v) == "hung"
+    assert "in grad_sync" in v.principal.evidence[0].text
+
+
+def test_a_parked_stack_is_hung_evidence():
+    v = verdict(
+        "compute",
+        stacks=stacks([("torch/distributed/distributed_c10d.py", "all_reduce")], n=12, same=True),
+    )
+    assert bound(v) == "hung"
+
+
+def test_memory_near_the_limit():
+    v = verdict("compute", host=host(ws_gib=30, limit_gib=32, oom=1))
+    assert bound(v) == "host-memory-pressure"
+
+
+@pytest.mark.parametrize(
+    ("scenario", "expected"),
+    [("power-throttled", "throttled-power"), ("thermal-throttled", "throttled-thermal"),
+     ("membw", "memory-bandwidth"), ("launch-bound", "host-overhead"), ("idle", "idle")],
+)  # fmt: skip
+def test_gpu_side_classes_from_the_simulated_board(scenario, expected):
+    assert bound(verdict(scenario)) == expected
+
+
+def test_util_high_with_few_sms_busy_is_not_compute_bound():
+    v = verdict("launch-bound", agents=agents({"forward": 40, "backward": 40}))
+    assert bound(v) == "host-overhead" and not any(f.bound == "gpu-compute" for f in v.secondary)
+
+
+def test_util_high_while_a_collective_hangs_is_not_compute_bound():
+    v = (
+        verdict(
+            "compute",
+            agents=agents(
+                {"forward": 40, "backward": 40}, since_step_s=600, open_phase="grad_sync"
+            ),
+            ranks_hint=None,
+        )
+        if False
+        else verdict(
+            "compute",
+            agents=agents(
+                {"forward": 40, "backward": 40}, since_step_s=600, open_phase="grad_sync"
+            ),
+        )
+    )
+    assert bound(v) == "hung"
+
+
+def test_missing_inputs_are_said():
+    windows, devices = gpu("starved")
+    v, _ = evaluate(signals([], []), now=1.0)
+    assert v.principal is None and "not enough data" in v.note
+    v, _ = evaluate(signals(windows, devices), now=1.0)
+    assert v.inputs == ("NVML",)
+    assert all(
+        "agent" in f.missing or "agent" not in {e.source for e in f.evidence} for f in v.findings
+    )
+
+
+def test_hysteresis_needs_sustained_evidence_to_switch():
+    windows, devices = gpu("compute")
+    healthy = signals(
+        windows, devices, agents=agents({"forward": 40, "backward": 50, "optimizer": 5})
+    )
+    starved = signals(windows, devices, agents=agents({"data_wait": 60, "forward": 10}))
+    v, state = evaluate(healthy, now=0.0)
+    assert bound(v) == "gpu-compute" and v.since == 0.0
+    for t in (1.0, 2.0):
+        v, state = evaluate(starved, now=t, state=state)
+        assert bound(v) == "gpu-compute"  # one or two readings do not flip the verdict
+    v, state = evaluate(starved, now=3.0, state=state)
+    assert bound(v) == "data-input" and v.since == 3.0
+    v, state = evaluate(healthy, now=4.0, state=state)
+    assert bound(v) == "data-input"  # and back again needs the same
+    assert State() == State(None, None, None, 0)
