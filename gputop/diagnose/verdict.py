@@ -87,14 +87,14 @@ def evaluate(sig: Signals, now: float, state: State = State()) -> tuple[Verdict,
         ), state
     leader = ranked[0].bound if ranked else None
     by_bound = {f.bound: f for f in findings}
-    # hysteresis: keep the current principal while it still fires, until a challenger has led
-    # for SWITCH_AFTER evaluations in a row
     if state.principal is None or leader == state.principal:
         new = State(leader, state.since if leader == state.principal else now, None, 0)
     else:
         streak = state.streak + 1 if state.challenger == leader else 1
         current = by_bound.get(state.principal)
-        if streak >= SWITCH_AFTER or current is None or leader in OVERRIDES:
+        # a principal whose evidence is gone yields at once; one that still fires holds until
+        # the challenger has led SWITCH_AFTER times in a row (no flapping between two findings)
+        if streak >= SWITCH_AFTER or current is None or not current.fired or leader in OVERRIDES:
             new = State(leader, now, None, 0)
         else:
             new = State(state.principal, state.since, leader, streak)

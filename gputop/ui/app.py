@@ -22,6 +22,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Footer
 
 from gputop.config import INTERVAL_MAX, INTERVAL_MIN, Config, clamp_interval
+from gputop.diagnose import State, Verdict
 from gputop.model import DeviceInfo, GpuSample, Timeline
 from gputop.model.host import HostSample
 from gputop.model.stacks import StacksSample
@@ -46,6 +47,7 @@ from gputop.ui.widgets import (
     StacksPane,
     StatusLine,
     StepPane,
+    VerdictPane,
 )
 
 INTERVAL_STEPS = (0.5, 1.0, 2.0, 3.0, 5.0, 10.0)
@@ -53,6 +55,8 @@ DETAIL_HISTORY_S = 300.0
 STACKS_INTERVAL_S = 1.0
 """py-spy's rate: about one dump per second per main process (workers take turns)."""
 STACKS_WINDOW_S = 60.0
+VERDICT_WINDOW_S = 30.0
+"""The verdict looks at the last 30 s of GPU and host readings (steps: the last 50)."""
 
 
 class GpuFeed(Protocol):
@@ -100,6 +104,7 @@ class GputopApp(App):
         Binding("plus,equals_sign", "slower", "Slower", id="interval_up"),
         Binding("minus", "faster", "Faster", id="interval_down"),
         Binding("s", "save_snapshot", "Save", id="save_snapshot"),
+        Binding("v", "why", "Why", id="why"),
         Binding("d", "dump_stacks", "Dump stacks", id="dump_stacks"),
         Binding("ctrl+c", "interrupt", "Interrupt job", id="interrupt", priority=True),
     ]
@@ -114,6 +119,7 @@ class GputopApp(App):
         "interval_up": "refresh less often (fewer bytes over ssh)",
         "interval_down": "refresh more often",
         "save_snapshot": "write the current state as JSON (same schema as `gputop snapshot`)",
+        "why": "the full reasoning: every rule, fired or not, with its numbers and levers",
         "dump_stacks": "dump every Python thread of the target now (nonblocking), also to a file",
         "interrupt": "send SIGINT to the job started by `gputop run` (like ctrl+c without gputop)",
     }
@@ -142,6 +148,9 @@ class GputopApp(App):
         self.job = job
         self.stacks = stacks
         self.stacks_latest: StacksSample | None = None
+        self.verdict: Verdict | None = None
+        self.verdict_now = 0.0
+        self._verdict_state = State()
         self.devices = tuple(feed.devices)
         self.target = target
         self.simulated = simulated
@@ -181,6 +190,7 @@ class GputopApp(App):
         yield HeaderLine(id="header")
         if self.simulated:
             yield SimBanner(f"SIMULATED {self.simulated} (not a real GPU)", id="sim-banner")
+        yield VerdictPane()
         if self.host is not None:
             yield HostPane()
         if self.agents is not None:
@@ -281,6 +291,7 @@ class GputopApp(App):
         if not self.paused:
             with self.batch_update():
                 self.query_one(HostPane).show(sample)
+                self._show_verdict()
                 self._update_header()
 
     def on_host_sample_ready(self, message: HostSampleReady) -> None:
@@ -300,6 +311,7 @@ class GputopApp(App):
         with self.batch_update():
             self.query_one(StepPane).show(self.agents_latest, gpu)
             self.query_one(RanksPane).show(self.agents_latest)
+            self._show_verdict()
 
     def on_agents_ready(self, message: AgentsReady) -> None:
         self.ingest_agents(message.sample)
@@ -317,6 +329,7 @@ class GputopApp(App):
             self.stacks_latest.key, self.stacks_latest.t, STACKS_WINDOW_S
         ).samples
         self.query_one(StacksPane).show(window)
+        self._show_verdict()
 
     def on_stacks_ready(self, message: StacksReady) -> None:
         self.ingest_stacks(message.sample)
@@ -340,6 +353,7 @@ class GputopApp(App):
                 self.query_one(HostPane).show(self.host_latest)
             self._show_agents()
             self._show_stacks()
+            self._show_verdict()
             self._update_header()
             self.refresh_detail()
         self._refresh_bindings_if_changed()
@@ -350,6 +364,38 @@ class GputopApp(App):
         if state != getattr(self, "_binding_state", None):
             self._binding_state = state
             self.refresh_bindings()
+
+    def compute_verdict(self) -> Verdict | None:
+        """Every rule over the recent windows; hysteresis state carried between calls."""
+        from gputop.diagnose import evaluate, signals
+
+        if not self.latest:
+            return None
+        now = max(s.t for s in self.latest.values())
+        gpus = [self.timeline.window(("gpu", d.index), now, VERDICT_WINDOW_S) for d in self.devices]
+        host = agents = stacks = None
+        if self.host_latest is not None:
+            host = self.timeline.window(self.host_latest.key, self.host_latest.t, VERDICT_WINDOW_S)
+        if self.agents_latest is not None:
+            agents = self.agents_latest
+        if self.stacks_latest is not None:
+            stacks = self.timeline.window(
+                self.stacks_latest.key, self.stacks_latest.t, STACKS_WINDOW_S
+            )
+        sig = signals(gpus, self.devices, host=host, agents=agents, stacks=stacks)
+        self.verdict, self._verdict_state = evaluate(sig, now, self._verdict_state)
+        self.verdict_now = now
+        return self.verdict
+
+    def _show_verdict(self) -> None:
+        self.compute_verdict()
+        self.query_one(VerdictPane).show(self.verdict, self.verdict_now)
+
+    def action_why(self) -> None:
+        from gputop.ui.dump import DumpScreen
+        from gputop.ui.verdict_text import reasoning_text
+
+        self.push_screen(DumpScreen(reasoning_text(self.verdict), None, title="Why: every rule"))
 
     def refresh_detail(self) -> None:
         screen = self.screen

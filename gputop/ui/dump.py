@@ -1,5 +1,5 @@
-"""The full stack dump (key d): every Python thread of every process of the target, as text
-that can be selected and copied, and the file it was also written to."""
+"""A text screen: the full stack dump (key d: every Python thread of every process of the
+target, also written to a file) and the verdict's full reasoning (key v)."""
 
 from __future__ import annotations
 
@@ -31,15 +31,16 @@ def dump_text(results: list[tuple[int, str, list[ThreadStack] | None, str | None
 
 
 class DumpScreen(ModalScreen):
-    BINDINGS = [Binding("escape,q,d", "app.pop_screen", "Close", id="dump.close")]
+    BINDINGS = [Binding("escape,q,d,v", "app.pop_screen", "Close", id="dump.close")]
 
-    def __init__(self, text: str, saved: Path | None) -> None:
+    def __init__(self, text: str, saved: Path | None, title: str = "Stacks now") -> None:
         super().__init__()
         self.text = text
         self.saved = saved
+        self.title_text = title
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="dump-body"):
-            where = f"also written to {self.saved}" if self.saved else "not saved"
-            yield Static(f"Stacks now ({where}); escape closes", id="dump-title")
+            where = f" (also written to {self.saved})" if self.saved else ""
+            yield Static(f"{self.title_text}{where}; escape closes", id="dump-title")
             yield Static(self.text, id="dump-text", markup=False)

@@ -10,6 +10,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
 
+from gputop.diagnose.findings import Verdict
 from gputop.model import DeviceInfo, GpuSample
 from gputop.model.host import HostSample
 from gputop.model.stacks import StacksSample
@@ -18,6 +19,7 @@ from gputop.ui.gpu_text import gpu_lines
 from gputop.ui.host_text import host_lines
 from gputop.ui.stacks_text import stack_lines
 from gputop.ui.steps_text import rank_lines, step_lines
+from gputop.ui.verdict_text import verdict_lines
 
 LEVELS = ("label", "name", "value", "good", "warn", "bad", "dim", "spark")
 
@@ -160,6 +162,23 @@ def main_agent(agents: AgentsSample | None) -> AgentState | None:
     return next(
         (a for a in candidates if a.rank in (0, None)), candidates[0] if candidates else None
     )
+
+
+class VerdictPane(LinePane):
+    """The principal bound, its evidence, the cheapest lever, and how long it has held."""
+
+    def __init__(self) -> None:
+        super().__init__(id="verdict")
+        self.verdict: Verdict | None = None
+        self.now = 0.0
+
+    def show(self, verdict: Verdict | None, now: float) -> None:
+        self.verdict, self.now = verdict, now
+        self.changed()
+
+    def build_lines(self, width: int) -> list[Text]:
+        compact = self.app.size.height < 32
+        return verdict_lines(self.verdict, self.now, self.style_for, width, compact)
 
 
 class StacksPane(LinePane):

@@ -6,7 +6,7 @@ from types import MappingProxyType as M
 
 import pytest
 
-from gputop.diagnose import State, evaluate, signals
+from gputop.diagnose import evaluate, signals
 from gputop.model import Window
 from gputop.model.host import CgroupSample, HostSample, ProcSample
 from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack
@@ -273,18 +273,32 @@ def test_missing_inputs_are_said():
 
 
 def test_hysteresis_needs_sustained_evidence_to_switch():
-    windows, devices = gpu("compute")
-    healthy = signals(
-        windows, devices, agents=agents({"forward": 40, "backward": 50, "optimizer": 5})
+    windows, devices = gpu("starved")
+    sync = {"forward": 20, "backward": 20, "grad_sync": 30}
+    comms_only = signals(windows, devices, agents=agents(sync, ranks=2))
+    loader = "torch/utils/data/dataloader.py"
+    waits = stacks(
+        [
+            (loader, "_BaseDataLoaderIter.__next__"),
+            (loader, "_MultiProcessingDataLoaderIter._get_data"),
+        ]
     )
+    steps = agents({"data_wait": 60, "forward": 10, "grad_sync": 25}, ranks=2)
+    both = signals(windows, devices, agents=steps, stacks=waits)
+    v, state = evaluate(comms_only, now=0.0)
+    assert bound(v) == "comms" and v.since == 0.0
+    for t in (1.0, 2.0):  # data-input leads now, but comms still fires: no flip yet
+        v, state = evaluate(both, now=t, state=state)
+        assert bound(v) == "comms" and any(f.bound == "data-input" for f in v.secondary)
+    v, state = evaluate(both, now=3.0, state=state)
+    assert bound(v) == "data-input" and v.since == 3.0
+
+
+def test_a_principal_whose_evidence_is_gone_yields_at_once():
+    windows, devices = gpu("compute")
+    healthy = signals(windows, devices, agents=agents({"forward": 40, "backward": 50}))
     starved = signals(windows, devices, agents=agents({"data_wait": 60, "forward": 10}))
     v, state = evaluate(healthy, now=0.0)
-    assert bound(v) == "gpu-compute" and v.since == 0.0
-    for t in (1.0, 2.0):
-        v, state = evaluate(starved, now=t, state=state)
-        assert bound(v) == "gpu-compute"  # one or two readings do not flip the verdict
-    v, state = evaluate(starved, now=3.0, state=state)
-    assert bound(v) == "data-input" and v.since == 3.0
-    v, state = evaluate(healthy, now=4.0, state=state)
-    assert bound(v) == "data-input"  # and back again needs the same
-    assert State() == State(None, None, None, 0)
+    assert bound(v) == "gpu-compute"
+    v, state = evaluate(starved, now=1.0, state=state)
+    assert bound(v) == "data-input" and v.principal.confidence > 0

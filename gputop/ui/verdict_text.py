@@ -1,0 +1,80 @@
+"""The verdict pane and the full reasoning, as styled text. Pure."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from gputop.diagnose.findings import Finding, Verdict
+from gputop.ui.gpu_text import Line, StyleFor
+
+GOOD = frozenset({"gpu-compute"})
+NEUTRAL = frozenset({"idle"})
+
+
+def _held(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"for {seconds}s"
+    return f"for {seconds // 60}m{seconds % 60:02d}s"
+
+
+def verdict_lines(
+    v: Verdict | None, now: float, style: StyleFor, width: int, compact: bool = False
+) -> list[Text]:
+    """``compact`` (a short terminal): the verdict and the cheapest lever only."""
+    head = Line(style).add(" verdict ", "name")
+    if v is None:
+        return [head.label("waiting for readings").text]
+    p = v.principal
+    if p is None:
+        return [head.label(v.note or "no bound stands out yet").text]
+    level = "good" if p.bound in GOOD else "dim" if p.bound in NEUTRAL else "bad"
+    head.add(f" {p.bound.upper()} ", level)
+    head.label(f" {p.summary}  ").label(f"(confidence {p.confidence:.0%}")
+    held = _held(now - v.since if v.since is not None else None)
+    head.label(f", {held})" if held else ")")
+    lines = [head.text]
+    for e in [e for e in p.evidence if e.supports][: 0 if compact else 3]:
+        lines.append(Line(style).label("   - ").add(e.text).label(f"  [{e.source}]").text)
+    if p.levers:
+        lever = (
+            Line(style).label("   try: ").add(p.levers[0], "warn" if level == "bad" else "value")
+        )
+        if len(p.levers) > 1 and width >= 120:
+            lever.label(f"; then {p.levers[1]}")
+        lines.append(lever.text)
+    if v.secondary and not compact:
+        also = ", ".join(f"{f.bound} ({f.confidence:.0%})" for f in v.secondary[:3])
+        lines.append(Line(style).label(f"   also: {also}   (v: the full reasoning)").text)
+    return lines
+
+
+def reasoning_text(v: Verdict | None) -> str:
+    """Every rule, fired or not, with its numbers: what the verdict key opens."""
+    if v is None:
+        return "No verdict yet: waiting for readings.\n"
+    out = [f"Inputs: {', '.join(v.inputs) or 'none'}"]
+    if v.principal:
+        out.append(f"Principal: {v.principal.bound} ({v.principal.confidence:.0%})")
+    elif v.note:
+        out.append(v.note)
+    out.append("")
+    for f in v.findings:
+        out.extend(_finding(f))
+    return "\n".join(out) + "\n"
+
+
+def _finding(f: Finding) -> list[str]:
+    state = f"FIRED {f.confidence:.0%}" if f.fired else "not fired"
+    lines = [f"[{state}] {f.bound}: {f.summary}"]
+    for e in f.evidence:
+        mark = "+" if e.supports else "-"
+        lines.append(f"    {mark} {e.text} [{e.source}]")
+    if f.missing:
+        lines.append(f"    (without: {', '.join(f.missing)})")
+    for lever in f.levers:
+        lines.append(f"    try: {lever}")
+    lines.append("")
+    return lines
