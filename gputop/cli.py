@@ -113,6 +113,19 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--driver", default=None, help="simulated driver generation")
     demo.add_argument("--seed", type=int, default=0, help="seed of the simulated board's noise")
     _add_ui_flags(demo, under_command=True)
+    diag = sub.add_parser(
+        "diagnose",
+        help="the verdict without a screen: a timeline and the findings (text or --json)",
+        description="Watch the GPUs (and a process, with --pid or -- CMD) for --duration seconds "
+        "and print the verdict timeline and the final findings with evidence and levers.",
+    )
+    diag.add_argument("--pid", type=int, metavar="PID", help="the training process to diagnose")
+    diag.add_argument("--duration", type=float, default=30.0, help="seconds to watch (default 30)")
+    diag.add_argument("--interval", type=float, default=1.0, help="seconds between readings")
+    diag.add_argument("--json", action="store_true", help="JSON (schema: docs/diagnose.md)")
+    diag.add_argument("--log", type=Path, metavar="FILE", help="where CMD's output goes")
+    _add_sim_flags(diag)
+    diag.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...")
     run = sub.add_parser(
         "run",
         help="start a training command with the agent enabled, and attach to it",
@@ -360,6 +373,55 @@ def cmd_run(args: argparse.Namespace) -> int:
     return code
 
 
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    from gputop.headless import diagnose, document, render
+    from gputop.run import Job, NoGpus, RunError, exit_status
+    from gputop.sim import SimConfigError
+    from gputop.sources.nvml import NvmlSource
+    from gputop.sources.nvml_errors import NvmlUnavailable
+
+    simulated = _install_sim(args)
+    command = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if command and args.pid:
+        raise SimConfigError("give either --pid or a command after --, not both")
+    job = None
+    if command:
+        try:
+            job = Job(command, log=args.log)
+        except RunError as e:
+            print(f"gputop: {e}", file=sys.stderr)
+            return 127
+        job.forward_signals()
+    pid = job.pid if job else args.pid
+    host = _open_host(pid)
+    agents, stacks = _attachments(host)
+    try:
+        gpu = NvmlSource.open()
+    except NvmlUnavailable as e:
+        gpu = NoGpus(e.what)
+    stop = (lambda: job.poll() is not None) if job else (lambda: False)
+    try:
+        d = diagnose(gpu, host, agents, stacks, args.duration, args.interval, stop=stop)
+    finally:
+        gpu.close()
+    if job is not None:
+        d.exit_code = exit_status(job.poll()) if job.poll() is not None else None
+    if isinstance(gpu, NoGpus):
+        d.problems.insert(0, f"no GPU data: {gpu.reason}")
+    source = {"simulated": simulated, "pid": pid, "command": command or None,
+              "log": str(job.log_path) if job and job.log_path else None}  # fmt: skip
+    doc = document(d, source)
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        sys.stdout.write(render(doc))
+    if job is not None and job.poll() is None:
+        print(
+            f"gputop: the command goes on as pid {job.pid}; output: {job.log_path}", file=sys.stderr
+        )
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     # gputop itself must never start an agent, even inside a `gputop run` job's environment
     os.environ.pop("GPUTOP_AGENT_AUTOSTART", None)
@@ -368,7 +430,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     from gputop.sim import SimConfigError
     from gputop.sources.host import TargetNotFound
 
-    commands = {"snapshot": cmd_snapshot, "demo": cmd_demo, "run": cmd_run, None: cmd_monitor}
+    commands = {
+        "snapshot": cmd_snapshot,
+        "demo": cmd_demo,
+        "run": cmd_run,
+        "diagnose": cmd_diagnose,
+        None: cmd_monitor,
+    }
     try:
         return commands[args.command](args)
     except SimConfigError as e:

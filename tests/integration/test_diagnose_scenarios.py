@@ -1,0 +1,90 @@
+"""The scenario suite: `gputop diagnose --json` on real trainers and simulated boards.
+
+Host-side bound classes come from real example trainers with their knobs (honest on a CPU-only
+machine: the agent, the host source and py-spy see what really happens); GPU-side classes from
+the simulated board's activity scenarios. Every output is validated against its JSON Schema.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples"
+SCHEMA = json.loads((REPO / "docs" / "diagnose.schema.json").read_text())
+
+
+def diagnose(*args: str, duration: float = 20, timeout: float = 240) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-m", "gputop", "diagnose", "--json", "--duration", str(duration), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    jsonschema.validate(doc, SCHEMA)
+    return doc
+
+
+def principal(doc: dict) -> str | None:
+    p = doc["verdict"]["principal"]
+    return p["bound"] if p else None
+
+
+@pytest.mark.parametrize(
+    ("scenario", "expected"),
+    [
+        ("power-throttled", "throttled-power"),
+        ("thermal-throttled", "throttled-thermal"),
+        ("membw", "memory-bandwidth"),
+        ("launch-bound", "host-overhead"),
+        ("compute", "gpu-compute"),
+        ("idle", "idle"),
+    ],
+)
+def test_gpu_side_classes_on_the_simulated_board(scenario, expected):
+    doc = diagnose("--sim-board", "h100x2", "--sim-scenario", scenario, duration=3)
+    assert principal(doc) == expected
+    assert doc["verdict"]["inputs"] == ["NVML"]
+    assert doc["source"]["simulated"]
+
+
+def trainer(*knobs: str) -> list[str]:
+    return ["--", sys.executable, str(EXAMPLES / "mlp_plain.py"), "--steps", "100000",
+            "--seconds", "22", "--threads", "1", *knobs]  # fmt: skip
+
+
+def test_main_thread_transform_is_data_input_cpu_transform():
+    doc = diagnose(*trainer("--workers", "0", "--slow-transform-ms", "60"))
+    assert principal(doc) == "data-input/cpu-transform"
+    p = doc["verdict"]["principal"]
+    assert {"agent", "stacks"} <= {e["source"] for e in p["evidence"]}
+    assert p["levers"][0].startswith("DataLoader num_workers=0 on a")  # the user's own setting
+    assert doc["exit_code"] is None or doc["exit_code"] == 0
+
+
+def test_pegged_workers_are_cpu_transform_and_the_lever_is_not_more_workers():
+    doc = diagnose(*trainer("--workers", "2", "--slow-transform-ms", "80"))
+    assert principal(doc) in ("data-input/cpu-transform", "cpu-oversubscribed"), doc["timeline"]
+    assert principal(doc) != "gpu-compute"
+
+
+def test_a_slow_gloo_rank_is_the_straggler():
+    torch = pytest.importorskip("torch")
+    del torch
+    doc = diagnose(
+        "--", sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
+        "2", str(EXAMPLES / "ddp_train.py"), "--slow-rank", "1", "--slow-ms", "40",
+        "--steps", "100000", "--seconds", "22",
+    )  # fmt: skip
+    assert principal(doc) == "straggler", doc["timeline"]
+    assert "rank 1 works" in doc["verdict"]["principal"]["evidence"][0]["text"]
