@@ -5,6 +5,7 @@ Each source is optional: a rule asks for the signals it needs and records which 
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,54 +45,107 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+MAX_PER_GPU = 128
+"""Readings per GPU the means are taken over: a long window is thinned evenly, so the cost of
+a verdict does not grow with the window."""
+
+
+def _avg(total: float, n: int) -> float | None:
+    return total / n if n else None
+
+
 def gpu_signals(
     windows: Sequence[Window[GpuSample]], devices: Sequence[DeviceInfo]
 ) -> GpuSignals | None:
-    by_index = {d.index: d for d in devices}
-    samples = [s for w in windows for s in w.samples if s.lost is None]
-    if len(samples) < 2:
-        return None
-    util = [s.util_gpu_pct for s in samples if s.util_gpu_pct is not None]
-    ratios, powers = [], []
+    """One pass over every reading in the windows, with plain local accumulators: the verdict
+    runs on every refresh, over up to minutes of readings of every GPU."""
+    max_clock = {d.index: d.max_sm_clock_mhz for d in devices}
+    default_limit = {d.index: d.default_power_limit_w for d in devices}
+    n_util = n_sm = n_tensor = n_dram = n_mem = n_ratio = n_power = n_rx = 0
+    t_util = sq_util = t_sm = t_tensor = t_dram = t_mem = t_ratio = t_power = t_rx = 0.0
+    busy = throttled_power = throttled_thermal = count = 0
     lowered = False
-    for s in samples:
-        d = by_index.get(s.index)
-        if d and d.max_sm_clock_mhz and s.sm_clock_mhz is not None and "gpu_idle" not in s.reasons:
-            ratios.append(s.sm_clock_mhz / d.max_sm_clock_mhz)
-        if s.power_w is not None and s.power_limit_w:
-            powers.append(s.power_w / s.power_limit_w)
-        if d and d.default_power_limit_w and s.power_limit_w:
-            lowered |= s.power_limit_w < 0.95 * d.default_power_limit_w
-    busy = [s for s in samples if "gpu_idle" not in s.reasons] or samples
-    throttled_power = sum(1 for s in busy if POWER_REASONS & set(s.reasons)) / len(busy)
-    throttled_thermal = sum(1 for s in busy if THERMAL_REASONS & set(s.reasons)) / len(busy)
-    temps = [s.temp_c for s in samples if s.temp_c is not None]
+    hottest = None
+    seen = set()
+    for w in windows:
+        samples = w.samples
+        if len(samples) > MAX_PER_GPU:  # evenly spaced, newest kept: means need no more
+            stride = math.ceil(len(samples) / MAX_PER_GPU)
+            samples = samples[::-stride]
+        for s in samples:
+            if s.lost is not None:
+                continue
+            count += 1
+            i = s.index
+            seen.add(i)
+            v = s.util_gpu_pct
+            if v is not None:
+                n_util += 1
+                t_util += v
+                sq_util += v * v
+            v = s.sm_active_pct
+            if v is not None:
+                n_sm += 1
+                t_sm += v
+            v = s.tensor_active_pct
+            if v is not None:
+                n_tensor += 1
+                t_tensor += v
+            v = s.dram_bw_pct
+            if v is not None:
+                n_dram += 1
+                t_dram += v
+            v = s.util_mem_pct
+            if v is not None:
+                n_mem += 1
+                t_mem += v
+            reasons = s.reasons
+            if "gpu_idle" not in reasons:
+                busy += 1
+                top = max_clock.get(i)
+                if top and s.sm_clock_mhz is not None:
+                    n_ratio += 1
+                    t_ratio += s.sm_clock_mhz / top
+                if reasons:
+                    throttled_power += any(r in POWER_REASONS for r in reasons)
+                    throttled_thermal += any(r in THERMAL_REASONS for r in reasons)
+            limit = s.power_limit_w
+            if s.power_w is not None and limit:
+                n_power += 1
+                t_power += s.power_w / limit
+                default = default_limit.get(i)
+                if default and limit < 0.95 * default:
+                    lowered = True
+            v = s.temp_c
+            if v is not None and (hottest is None or v > hottest):
+                hottest = v
+            v = s.pcie_rx_kbps
+            if v is not None:
+                n_rx += 1
+                t_rx += v
+    if count < 2:
+        return None
+    mean_util = t_util / n_util if n_util else 0.0
+    var = sq_util / n_util - mean_util**2 if n_util else 0.0
+    cv = (max(0.0, var) ** 0.5) / mean_util if n_util > 2 and mean_util > 0 else 0.0
     slow = [d.temp_slowdown_c for d in devices if d.temp_slowdown_c is not None]
-    mean_util = _mean(util) or 0.0
-    cv = statistics.pstdev(util) / mean_util if len(util) > 2 and mean_util > 0 else 0.0
-    rx = [s.pcie_rx_kbps / 1e6 for s in samples if s.pcie_rx_kbps is not None]
-
-    def opt(field_name: str) -> float | None:
-        return _mean(
-            [getattr(s, field_name) for s in samples if getattr(s, field_name) is not None]
-        )
-
+    denom = busy or count
     return GpuSignals(
-        gpus=len({s.index for s in samples}),
+        gpus=len(seen),
         util=mean_util,
-        sm_active=opt("sm_active_pct"),
-        tensor=opt("tensor_active_pct"),
-        dram=opt("dram_bw_pct"),
-        util_mem=opt("util_mem_pct"),
-        clock_ratio=_mean(ratios),
-        power_ratio=_mean(powers),
+        sm_active=_avg(t_sm, n_sm),
+        tensor=_avg(t_tensor, n_tensor),
+        dram=_avg(t_dram, n_dram),
+        util_mem=_avg(t_mem, n_mem),
+        clock_ratio=_avg(t_ratio, n_ratio),
+        power_ratio=_avg(t_power, n_power),
         limit_lowered=lowered,
-        power_throttled=throttled_power,
-        thermal_throttled=throttled_thermal,
-        hottest=max(temps) if temps else None,
+        power_throttled=throttled_power / denom,
+        thermal_throttled=throttled_thermal / denom,
+        hottest=hottest,
         slowdown=min(slow) if slow else None,
         util_cv=cv,
-        pcie_rx_gbps=_mean(rx),
+        pcie_rx_gbps=t_rx / n_rx / 1e6 if n_rx else None,
         names=tuple(sorted({d.name or "?" for d in devices})),
     )
 

@@ -1,0 +1,72 @@
+"""Time to compute the verdict over a 10-minute window of 8 GPUs with host, stacks and agent
+data (as the TUI does on every refresh). Target (issue #7): under 5 ms.
+
+    python tests/bench/bench_verdict.py [--repeat 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from gputop.diagnose import State, evaluate, signals
+from gputop.model import Timeline
+from gputop.sim import SimBoard, installed
+from gputop.sources.nvml import NvmlSource
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tui"))
+from conftest import agents_sample, host_sample, stacks_window
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=50)
+    args = ap.parse_args()
+    clock = [0.0]
+    tl = Timeline()
+    board = SimBoard("h100x8", scenario="mixed", clock=lambda: clock[0], warmup_s=60)
+    with installed(board):
+        src = NvmlSource.open(clock=lambda: clock[0])
+        for _ in range(600):  # 10 minutes at 1 Hz
+            clock[0] += 1.0
+            tl.extend(src.sample())
+        devices = src.devices
+        src.close()
+    host = host_sample()
+    for t in range(600):
+        tl.append(
+            host.key,
+            type(host)(
+                **{**{f: getattr(host, f) for f in host.__dataclass_fields__}, "t": float(t)}
+            ),
+        )
+    stacks = stacks_window()
+    agents = agents_sample(ranks=8, slow_rank=3)
+    now = clock[0]
+    times = []
+    state = State()
+    for _ in range(args.repeat):
+        t0 = time.perf_counter()
+        gpus = [tl.window(("gpu", d.index), now, 600) for d in devices]
+        hw = tl.window(host.key, 600.0, 600)
+        sig = signals(gpus, devices, host=hw, agents=agents, stacks=_Window(stacks))
+        verdict, state = evaluate(sig, now, state)
+        times.append(time.perf_counter() - t0)
+    print(f"window: 600 s x 8 GPUs ({len(tl)} samples held), host, 8 agents x 40 steps, stacks")
+    print(f"verdict: {verdict.principal.bound if verdict.principal else verdict.note}")
+    print(
+        f"time per verdict: median {statistics.median(times) * 1000:.2f} ms,"
+        f" max {max(times) * 1000:.2f} ms (target < 5 ms)"
+    )
+
+
+class _Window:
+    def __init__(self, samples) -> None:
+        self.samples = tuple(samples)
+
+
+if __name__ == "__main__":
+    main()
