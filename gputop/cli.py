@@ -404,10 +404,17 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         d = diagnose(gpu, host, agents, stacks, args.duration, args.interval, stop=stop)
     finally:
         gpu.close()
+    stopped = False
     if job is not None:
-        d.exit_code = exit_status(job.poll()) if job.poll() is not None else None
+        if job.poll() is None:  # the duration is over: a diagnosis must not leave jobs behind
+            stopped = True
+            d.exit_code = job.stop()
+        else:
+            d.exit_code = exit_status(job.poll())
     if isinstance(gpu, NoGpus):
         d.problems.insert(0, f"no GPU data: {gpu.reason}")
+    if stopped:
+        d.problems.append(f"the command was still running after {args.duration:g} s: stopped it")
     source = {"simulated": simulated, "pid": pid, "command": command or None,
               "log": str(job.log_path) if job and job.log_path else None}  # fmt: skip
     doc = document(d, source)
@@ -415,10 +422,6 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=2))
     else:
         sys.stdout.write(render(doc))
-    if job is not None and job.poll() is None:
-        print(
-            f"gputop: the command goes on as pid {job.pid}; output: {job.log_path}", file=sys.stderr
-        )
     return 0
 
 

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gputop.agent.paths import ensure_private_dir, runtime_dir
+from gputop.sources.procfs import descendants
 
 BOOTSTRAP = Path(__file__).resolve().parent / "agent" / "_bootstrap"
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
@@ -81,9 +82,24 @@ class Job:
         return exit_status(code) if code is not None else None
 
     def signal(self, sig: int) -> None:
-        """To the whole job (torchrun and its ranks share the child's process group)."""
-        with contextlib.suppress(ProcessLookupError):
+        """To the whole job: the child's process group and every descendant (torchrun starts
+        its ranks in sessions of their own)."""
+        for pid in descendants(self.pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, sig)
+
+    def stop(self, grace: float = 5.0) -> int:
+        """SIGINT (like ctrl+c), then SIGTERM, then SIGKILL; returns the exit status."""
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self.signal(sig)
+            try:
+                return exit_status(self.proc.wait(grace))
+            except subprocess.TimeoutExpired:
+                continue
+        self.signal(signal.SIGKILL)
+        return exit_status(self.proc.wait())
 
     def forward_signals(self) -> None:
         for sig in FORWARDED:
