@@ -159,16 +159,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _install_sim(args: argparse.Namespace) -> str | None:
-    """Install the simulated board when asked; returns its label or None."""
+def _install_sim(args: argparse.Namespace, follower=None) -> str | None:
+    """Install the simulated board when asked; returns its label or None. With a
+    ``follower``, the board's activity follows the real process's phases."""
     from gputop.sim import SimConfigError, start_simulated_board
 
     if not args.sim_board:
         if args.sim_driver or args.sim_scenario != "idle":
             raise SimConfigError("--sim-driver and --sim-scenario need --sim-board")
         return None
+    scenario = follower.scenario() if follower is not None else args.sim_scenario
     board = start_simulated_board(
-        args.sim_board, args.sim_driver, args.sim_scenario, args.seed, warmup_s=300.0
+        args.sim_board, args.sim_driver, scenario, args.seed, warmup_s=300.0
     )
     return f"{board.spec.label}, driver {board.driver.version}, scenario {board.scenario.key}"
 
@@ -380,8 +382,13 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     from gputop.sources.nvml import NvmlSource
     from gputop.sources.nvml_errors import NvmlUnavailable
 
-    simulated = _install_sim(args)
     command = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    follower = None
+    if args.sim_board and (command or args.pid) and args.sim_scenario == "idle":
+        from gputop.sim.scenarios import PhaseFollower
+
+        follower = PhaseFollower()  # the simulated GPU follows the real process's phases
+    simulated = _install_sim(args, follower)
     if command and args.pid:
         raise SimConfigError("give either --pid or a command after --, not both")
     job = None
@@ -401,7 +408,9 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         gpu = NoGpus(e.what)
     stop = (lambda: job.poll() is not None) if job else (lambda: False)
     try:
-        d = diagnose(gpu, host, agents, stacks, args.duration, args.interval, stop=stop)
+        d = diagnose(
+            gpu, host, agents, stacks, args.duration, args.interval, stop=stop, follower=follower
+        )
     finally:
         gpu.close()
     stopped = False

@@ -12,6 +12,7 @@ from typing import Any
 from gputop import __version__
 from gputop.diagnose import State, Verdict, evaluate, signals
 from gputop.diagnose.findings import Finding
+from gputop.diagnose.signals import step_signals
 from gputop.model import Timeline
 from gputop.snapshot import jsonable
 
@@ -39,6 +40,7 @@ def diagnose(
     stop: Callable[[], bool] = lambda: False,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    follower: Any = None,
 ) -> Diagnosis:
     """Sample every source each ``interval`` until ``duration`` passes or ``stop()`` is true."""
     tl = Timeline()
@@ -55,6 +57,10 @@ def diagnose(
             tl.append(h.key, h)
         if agents is not None:
             latest_agents = agents.sample()
+            if follower is not None:
+                steps = step_signals(latest_agents)
+                if steps is not None and steps.shares:
+                    follower.update(steps.shares)
         if stacks is not None and now - last_stack >= 1.0:
             last_stack = now
             st = stacks.sample()

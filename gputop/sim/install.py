@@ -14,6 +14,7 @@ import pynvml
 
 from gputop.sim.board import SimBoard
 from gputop.sim.fakelib import FakeNvmlLib
+from gputop.sim.scenarios import Scenario
 
 
 def install(board: SimBoard) -> FakeNvmlLib:
@@ -38,7 +39,7 @@ def uninstall(saved: tuple[Any, dict[str, Any], int] | None = None) -> None:
 def start_simulated_board(
     spec: str,
     driver: str | None = None,
-    scenario: str = "idle",
+    scenario: str | Scenario = "idle",
     seed: int = 0,
     warmup_s: float = 0.0,
 ) -> SimBoard:

@@ -129,3 +129,32 @@ def get_scenario(key: str) -> Scenario:
     except KeyError:
         known = ", ".join(sorted(SCENARIOS))
         raise UnknownScenario(f"unknown scenario {key!r}: use one of {known}") from None
+
+
+class PhaseFollower:
+    """The simulated GPU's activity follows a real training process: busy for the share of
+    each step the agent reports in compute phases (h2d, forward, backward, optimizer), idle
+    while the process waits for data, a collective or side work. So a real host-side
+    bottleneck shows on the simulated board as it would on a real GPU."""
+
+    COMPUTE = ("h2d", "forward", "backward", "optimizer")
+
+    def __init__(self) -> None:
+        self.share = 0.0
+        """Share of recent step time spent in compute phases (0 before any step)."""
+
+    def update(self, shares: dict[str, float]) -> None:
+        self.share = min(1.0, max(0.0, sum(shares.get(p, 0.0) for p in self.COMPUTE)))
+
+    def activity(self, t: float, index: int) -> Activity:
+        s = self.share
+        return Activity(duty=s, sm=0.93 * s, occupancy=0.55 * s, tensor=0.7 * s, dram=0.45 * s,
+                        pcie_rx=0.02 * s)  # fmt: skip
+
+    def scenario(self) -> Scenario:
+        return Scenario(
+            "follow",
+            "the GPU is busy exactly while the real process computes",
+            self.activity,
+            mem_used_frac=0.6,
+        )

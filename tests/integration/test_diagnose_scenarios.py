@@ -64,10 +64,12 @@ def trainer(*knobs: str) -> list[str]:
 
 
 def test_main_thread_transform_is_data_input_cpu_transform():
-    doc = diagnose(*trainer("--workers", "0", "--slow-transform-ms", "60"))
+    # the simulated GPU follows the real process: busy only while it computes
+    doc = diagnose("--sim-board", "h100", *trainer("--workers", "0", "--slow-transform-ms", "60"))
     assert principal(doc) == "data-input/cpu-transform"
     p = doc["verdict"]["principal"]
-    assert {"agent", "stacks"} <= {e["source"] for e in p["evidence"]}
+    assert {"agent", "stacks", "NVML"} <= {e["source"] for e in p["evidence"]}
+    assert doc["verdict"]["inputs"] == ["NVML", "host", "agent", "stacks"]
     assert p["levers"][0].startswith("DataLoader num_workers=0 on a")  # the user's own setting
     assert doc["exit_code"] is None or doc["exit_code"] == 0
 
