@@ -112,6 +112,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--driver", default=None, help="simulated driver generation")
     demo.add_argument("--seed", type=int, default=0, help="seed of the simulated board's noise")
+    demo.add_argument(
+        "--trainer",
+        metavar="KNOBS",
+        help="also run the example MLP trainer with these knobs (quoted, e.g. "
+        "'--workers 0 --slow-transform-ms 50'; see examples/README.md) and attach to it: the "
+        "simulated GPU then follows its phases",
+    )
     _add_ui_flags(demo, under_command=True)
     diag = sub.add_parser(
         "diagnose",
@@ -315,13 +322,59 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from gputop.sources.nvml import NvmlSource
 
     config = _ui_config(args)
-    host = _open_host(getattr(args, "pid", None))
+    job = follower = None
+    scenario = args.scenario
+    pid = getattr(args, "pid", None)
+    if args.trainer is not None:
+        import shlex
+
+        from gputop.resources import bundled_examples_dir
+        from gputop.run import Job
+        from gputop.sim.scenarios import PhaseFollower
+
+        script = bundled_examples_dir() / "mlp_train.py"
+        knobs = shlex.split(args.trainer)  # a list for exec: no shell is involved
+        job = Job([sys.executable, str(script), "--steps", "100000000", *knobs])
+        job.forward_signals()
+        pid = job.pid
+        follower = PhaseFollower()
+        scenario = follower.scenario()
+    host = _open_host(pid)
     agents, stacks = _attachments(host)
-    board = start_simulated_board(args.board, args.driver, args.scenario, args.seed, 120.0)
+    if follower is not None:
+        agents = _Following(agents, follower)
+    board = start_simulated_board(args.board, args.driver, scenario, args.seed, 120.0)
     source = NvmlSource.open()
-    return _run_tui(
-        source, config, simulated=board.short_label, host=host, agents=agents, stacks=stacks
-    )
+    try:
+        return _run_tui(
+            source,
+            config,
+            simulated=board.short_label,
+            host=host,
+            agents=agents,
+            stacks=stacks,
+            job=job,
+        )
+    finally:
+        if job is not None and job.poll() is None:
+            job.stop()
+
+
+class _Following:
+    """An agent link whose readings also steer a PhaseFollower (the demo's simulated GPU)."""
+
+    def __init__(self, link, follower) -> None:
+        self.link = link
+        self.follower = follower
+
+    def sample(self):
+        from gputop.diagnose.signals import step_signals
+
+        sample = self.link.sample()
+        steps = step_signals(sample)
+        if steps is not None and steps.shares:
+            self.follower.update(steps.shares)
+        return sample
 
 
 def cmd_run(args: argparse.Namespace) -> int:

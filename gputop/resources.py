@@ -13,3 +13,11 @@ def bundled_themes_dir() -> Path:
     if inside.is_dir():
         return inside
     return PACKAGE.parent / "themes"
+
+
+def bundled_examples_dir() -> Path:
+    """The example trainers (``gputop/examples`` in a wheel, ``examples/`` in a checkout)."""
+    inside = PACKAGE / "examples"
+    if inside.is_dir():
+        return inside
+    return PACKAGE.parent / "examples"

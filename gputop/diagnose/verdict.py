@@ -52,6 +52,11 @@ FALLBACKS = frozenset({"gpu-compute", "idle"})
 "util 100%" next to a hung collective or tiny kernels is never called compute-bound)."""
 
 
+EXPLAINS = {"straggler": frozenset({"comms"})}
+"""A finding that explains another: when a slow rank fires, the others' wait in gradient sync
+is its symptom, not a separate bound (it stays listed as a secondary finding)."""
+
+
 def _tier(bound: str) -> int:
     return 2 if bound in OVERRIDES else 0 if bound in FALLBACKS else 1
 
@@ -60,7 +65,12 @@ def rank(findings: Sequence[Finding]) -> list[Finding]:
     """Fired findings, strongest first: tier, confidence, then rule priority."""
     order = {f.bound: i for i, f in enumerate(findings)}
     fired = [f for f in findings if f.fired]
-    return sorted(fired, key=lambda f: (-_tier(f.bound), -round(f.confidence, 1), order[f.bound]))
+    explained = {b for f in fired for b in EXPLAINS.get(f.bound, ())}
+
+    def key(f: Finding) -> tuple:
+        return (f.bound in explained, -_tier(f.bound), -round(f.confidence, 1), order[f.bound])
+
+    return sorted(fired, key=key)
 
 
 def evaluate(sig: Signals, now: float, state: State = State()) -> tuple[Verdict, State]:

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 
 from gputop.model.stacks import Frame, StacksSample, ThreadStack
 
-PARKED_PHASES = frozenset({"collective wait", "lock wait", "blocked", "host sync", "data wait"})
+PARKED_PHASES = frozenset({"collective wait", "lock wait", "blocked", "host sync"})
+"""Where a stuck process sits. A main thread may legitimately show the same data-loading or
+transform frames for many dumps in a row, so those are not hang suspects."""
 
 
 @dataclass(frozen=True)
@@ -82,8 +84,7 @@ def unchanged_stacks(window: Sequence[StacksSample], min_samples: int = 5) -> li
             if prev.frames != stacks[-1].frames:
                 break
             same += 1
-        if same >= min_samples:
-            last = stacks[-1]
-            parked = last.deciding if last.phase in PARKED_PHASES else None
-            out.append(Unchanged(pid, same, parked, last.phase))
+        last = stacks[-1]
+        if same >= min_samples and last.phase in PARKED_PHASES:
+            out.append(Unchanged(pid, same, last.deciding, last.phase))
     return out

@@ -60,7 +60,7 @@ def stack_lines(window: Sequence[StacksSample], style: StyleFor, width: int) -> 
         lines.append(
             Line(style)
             .label("        hot: ")
-            .label("  ".join(f"{str(f)[-40:]} {c / total:.0%}" for f, c in hot))
+            .label("  ".join(f"{_where(f)} {c / total:.0%}" for f, c in hot))
             .text
         )
     for u in unchanged_stacks(window):

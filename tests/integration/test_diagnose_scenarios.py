@@ -71,7 +71,8 @@ def test_main_thread_transform_is_data_input_cpu_transform():
     assert {"agent", "stacks", "NVML"} <= {e["source"] for e in p["evidence"]}
     assert doc["verdict"]["inputs"] == ["NVML", "host", "agent", "stacks"]
     assert p["levers"][0].startswith("DataLoader num_workers=0 on a")  # the user's own setting
-    assert doc["exit_code"] is None or doc["exit_code"] == 0
+    assert doc["exit_code"] == 130  # still training when the duration ended: stopped with SIGINT
+    assert any("stopped it" in p for p in doc["problems"])
 
 
 def test_pegged_workers_are_cpu_transform_and_the_lever_is_not_more_workers():

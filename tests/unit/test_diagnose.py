@@ -185,6 +185,16 @@ def test_comms_from_grad_sync_share():
     assert bound(v) == "comms"
 
 
+def test_a_slow_rank_explains_the_others_sync_wait_even_when_comms_is_surer():
+    parked = stacks([("torch/distributed/distributed_c10d.py", "all_reduce"),
+                     ("torch/nn/modules/module.py", "Module._call_impl")])  # fmt: skip
+    steps = agents({"forward": 20, "backward": 20, "grad_sync": 5}, ranks=2, slow={1: 40.0})
+    v = verdict("compute", agents=steps, stacks=parked)
+    comms = next(f for f in v.findings if f.bound == "comms")
+    assert comms.fired and comms.confidence > v.principal.confidence
+    assert bound(v) == "straggler"
+
+
 def test_a_slow_rank_is_the_straggler_not_comms():
     v = verdict("compute", agents=agents({"forward": 20, "backward": 20, "grad_sync": 5}, ranks=4,
                                          slow={2: 30.0}))  # fmt: skip
