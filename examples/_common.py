@@ -35,6 +35,7 @@ def flags(description: str) -> argparse.ArgumentParser:
     p.add_argument("--checkpoint-every", type=int, default=0, help="torch.save every N steps")
     p.add_argument("--sync-every", type=int, default=0, help="loss.item() every N steps")
     p.add_argument("--report", action="store_true", help="print the mean step time at the end")
+    p.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd", help="optimizer")
     return p
 
 
@@ -87,6 +88,12 @@ def loader(args: argparse.Namespace, dataset: Dataset | None = None, **kw) -> Da
 
 def model(args: argparse.Namespace) -> nn.Module:
     return nn.Sequential(nn.Linear(args.dim, args.hidden), nn.ReLU(), nn.Linear(args.hidden, 10))
+
+
+def optimizer(args: argparse.Namespace, net: nn.Module) -> torch.optim.Optimizer:
+    if args.optimizer == "adam":  # per-tensor loops: a visible optimizer phase
+        return torch.optim.Adam(net.parameters(), lr=1e-3, foreach=False)
+    return torch.optim.SGD(net.parameters(), lr=0.01)
 
 
 def setup(args: argparse.Namespace) -> torch.device:

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import time
 
-import torch
-from _common import checkpoint, done, flags, loader, model, report, setup
+from _common import checkpoint, done, flags, loader, model, optimizer, report, setup
 from torch import nn
 
 
@@ -15,7 +14,7 @@ def main() -> None:
     args = flags(__doc__).parse_args()
     device = setup(args)
     net = model(args).to(device)
-    opt = torch.optim.SGD(net.parameters(), lr=0.01)
+    opt = optimizer(args, net)
     loss_fn = nn.CrossEntropyLoss()
     started, step = time.monotonic(), 0
     while not done(args, step, started):

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import time
 
-import torch
-from _common import checkpoint, done, flags, loader, model, report, setup
+from _common import checkpoint, done, flags, loader, model, optimizer, report, setup
 from torch import nn
 
 import gputop.agent as gt
@@ -17,7 +16,7 @@ def main() -> None:
     gt.init(auto_step=False)  # this loop calls gt.step() itself
     device = setup(args)
     net = model(args).to(device)
-    opt = torch.optim.SGD(net.parameters(), lr=0.01)
+    opt = optimizer(args, net)
     loss_fn = nn.CrossEntropyLoss()
     started, step = time.monotonic(), 0
     while not done(args, step, started):

@@ -124,13 +124,13 @@ def test_without_workers_the_transform_runs_in_the_main_thread():
 
 
 def test_a_cpu_torch_loop_shows_forward_backward_and_optimizer():
-    p = trainer("--batch", "512", "--hidden", "2048", "--dim", "1024")
+    p = trainer("--batch", "256", "--hidden", "2048", "--dim", "1024", "--optimizer", "adam")
     try:
-        seen = phases(StackSource(p.pid), 40, every=0.05)
+        seen = phases(StackSource(p.pid), 80, every=0.03)
     finally:
         stop(p)
-    assert seen["forward"] >= 3 and seen["backward"] >= 3, seen
-    assert seen["optimizer"] + seen["forward"] + seen["backward"] >= 20, seen
+    assert seen["forward"] >= 3 and seen["backward"] >= 3 and seen["optimizer"] >= 1, seen
+    assert seen["optimizer"] + seen["forward"] + seen["backward"] >= 40, seen
 
 
 def test_the_fast_rank_is_parked_in_all_reduce():
