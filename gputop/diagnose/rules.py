@@ -351,17 +351,23 @@ def side_work(sig: Signals) -> Finding:
     side = st.shares.get("checkpoint", 0.0) + st.shares.get("eval_log", 0.0)
     if side > SIDE_SHARE:
         agree.append(Evidence(f"checkpoint / logging {_pct(side)} of step time (> 10%)", "agent"))
-    if st.spikes and len(st.spikes) <= max(2, st.steps // 3):
+    excess = sum(ms - st.median_ms for _, ms, _ in st.spikes)
+    total = st.median_ms * st.steps + excess
+    if st.spikes and len(st.spikes) <= max(2, st.steps // 3) and total and excess / total > 0.05:
         phases = sorted({p for _, _, p in st.spikes})
         agree.append(
             Evidence(
-                f"{len(st.spikes)} step(s) over 2x the median ({st.median_ms:.0f} ms), "
-                f"growing in {', '.join(phases)}",
+                f"{len(st.spikes)} of {st.steps} steps over 1.5x the median ({st.median_ms:.0f} ms),"
+                f" {excess / total:.0%} of the time, growing in {', '.join(phases)}",
                 "agent",
             )
         )
-    if sig.stacks and sig.stacks.main_shares.get("checkpoint save", 0) > 0.1:
-        agree.append(Evidence("stacks in torch.save often", "stacks"))
+        side = max(side, excess / total)
+    saving = sig.stacks.main_shares.get("checkpoint save", 0) if sig.stacks else 0
+    if saving > 0.05:
+        agree.append(
+            Evidence(f"main thread in torch.save in {saving:.0%} of stack samples", "stacks")
+        )
     return _finding(
         "side-work", agree, [], [], "periodic side work stalls training", sig, impact=side
     )

@@ -232,18 +232,27 @@ class StepSignals:
     agents: tuple[AgentState, ...] = field(default_factory=tuple)
 
 
+SPIKE = 1.5
+"""A step longer than this many median steps is a spike."""
+
+
 def _spikes(steps: Sequence[StepRecord], median_ns: float) -> tuple[tuple[int, float, str], ...]:
+    """(step, ms, the phase that grew most, "unmarked" included) for each spike."""
+
+    def parts(s: StepRecord) -> dict[str, float]:
+        d = dict(s.phases)
+        d["unmarked"] = s.unaccounted_ns
+        return d
+
+    typical: dict[str, list[float]] = {}
+    for s in steps:
+        for k, v in parts(s).items():
+            typical.setdefault(k, []).append(v)
+    med = {k: statistics.median(v) for k, v in typical.items()}
     out = []
-    typical: dict[str, float] = {}
     for s in steps:
-        for k, v in s.phases.items():
-            typical.setdefault(k, []).append(v)  # type: ignore[attr-defined]
-    med = {k: statistics.median(v) for k, v in typical.items()}  # type: ignore[arg-type]
-    for s in steps:
-        if s.dur_ns > 2 * median_ns:
-            grown = max(
-                s.phases.items(), key=lambda kv: kv[1] - med.get(kv[0], 0), default=("?", 0)
-            )
+        if s.dur_ns > SPIKE * median_ns:
+            grown = max(parts(s).items(), key=lambda kv: kv[1] - med.get(kv[0], 0.0))
             out.append((s.step, s.dur_ns / 1e6, grown[0]))
     return tuple(out)
 

@@ -91,3 +91,12 @@ def test_a_slow_gloo_rank_is_the_straggler():
     )  # fmt: skip
     assert principal(doc) == "straggler", doc["timeline"]
     assert "rank 1 works" in doc["verdict"]["principal"]["evidence"][0]["text"]
+
+
+def test_periodic_checkpoints_are_side_work():
+    doc = diagnose("--sim-board", "h100", *trainer("--hidden", "4096", "--dim", "1024",
+                                                   "--batch", "64", "--checkpoint-every", "10"))  # fmt: skip
+    assert principal(doc) == "side-work", doc["timeline"]
+    texts = " ".join(e["text"] for e in doc["verdict"]["principal"]["evidence"])
+    assert "over 1.5x the median" in texts
+    assert any("checkpoint" in lever for lever in doc["verdict"]["principal"]["levers"])
