@@ -357,8 +357,9 @@ def side_work(sig: Signals) -> Finding:
         phases = sorted({p for _, _, p in st.spikes})
         agree.append(
             Evidence(
-                f"{len(st.spikes)} of {st.steps} steps over 1.5x the median ({st.median_ms:.0f} ms),"
-                f" {excess / total:.0%} of the time, growing in {', '.join(phases)}",
+                f"{len(st.spikes)} of {st.steps} steps over 1.5x the median "
+                f"({st.median_ms:.0f} ms), {excess / total:.0%} of the time, "
+                f"growing in {', '.join(phases)}",
                 "agent",
             )
         )

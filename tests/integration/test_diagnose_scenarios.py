@@ -94,8 +94,8 @@ def test_a_slow_gloo_rank_is_the_straggler():
 
 
 def test_periodic_checkpoints_are_side_work():
-    doc = diagnose("--sim-board", "h100", *trainer("--hidden", "4096", "--dim", "1024",
-                                                   "--batch", "64", "--checkpoint-every", "10"))  # fmt: skip
+    knobs = ("--hidden", "4096", "--dim", "1024", "--batch", "64", "--checkpoint-every", "10")
+    doc = diagnose("--sim-board", "h100", *trainer(*knobs))
     assert principal(doc) == "side-work", doc["timeline"]
     texts = " ".join(e["text"] for e in doc["verdict"]["principal"]["evidence"])
     assert "over 1.5x the median" in texts
