@@ -16,6 +16,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from tests_support import as_nobody  # noqa: E402
+
 from gputop.agent.paths import socket_path  # noqa: E402
 from gputop.agent.recorder import Recorder  # noqa: E402
 from gputop.agent.server import AgentServer  # noqa: E402
@@ -163,41 +165,22 @@ def server():
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become nobody")
 def test_a_peer_of_another_user_is_refused(server):
-    import pwd
-
-    nobody = pwd.getpwnam("nobody")
     path = str(server.path)
 
-    def as_nobody(open_up: bool) -> str:
-        if open_up:  # even past the file permissions, the kernel credentials say no
-            os.chmod(server.directory, 0o711)
-            os.chmod(path, 0o666)
-        r, w = os.pipe()
-        child = os.fork()
-        if child == 0:
-            try:
-                os.setgroups([])
-                os.setgid(nobody.pw_gid)
-                os.setuid(nobody.pw_uid)
-                s = socket.socket(socket.AF_UNIX)
-                s.settimeout(3)
-                try:
-                    s.connect(path)
-                    got = s.recv(100)
-                    result = "closed" if not got else "served"
-                except PermissionError:
-                    result = "denied"
-                os.write(w, result.encode())
-            finally:
-                os._exit(0)
-        os.close(w)
-        out = os.read(r, 100).decode()
-        os.waitpid(child, 0)
-        os.close(r)
-        return out
+    def connect() -> str:
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(3)
+        try:
+            s.connect(path)
+        except PermissionError:
+            return "denied"
+        return "served" if s.recv(100) else "closed"
 
-    assert as_nobody(open_up=False) == "denied"
-    assert as_nobody(open_up=True) == "closed"
+    assert as_nobody(connect) == "denied"
+    # even past the file permissions, the kernel credentials say no
+    os.chmod(server.directory, 0o711)
+    os.chmod(path, 0o666)
+    assert as_nobody(connect) == "closed"
     assert server.refused == 1
     mine = socket.socket(socket.AF_UNIX)
     mine.connect(path)

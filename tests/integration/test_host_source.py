@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from tests_support import as_nobody
 
 from gputop.model.host import DATALOADER_WORKER
 from gputop.sources.host import DENIED, HostSource, TargetNotFound
@@ -152,36 +153,20 @@ def test_reused_pid_is_a_new_process(tmp_path):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become nobody")
 def test_target_of_another_user_gives_reasons_not_a_crash():
-    import pwd
-
-    nobody = pwd.getpwnam("nobody")
     target = start(BUSY_THREADS, "1")  # owned by root
-    read_fd, write_fd = os.pipe()
-    child = os.fork()
-    if child == 0:  # the reader: gputop's host source as another, unprivileged user
-        try:
-            os.setgroups([])
-            os.setgid(nobody.pw_gid)
-            os.setuid(nobody.pw_uid)
-            src = HostSource.open(target.pid, thread_tier_s=0.2)
-            for _ in range(3):
-                time.sleep(0.3)
-                s = src.sample()
-            doc = {"na": dict(s.main.na), "env_na": dict(s.na), "cpu": s.main.cpu_cores,
-                   "state": s.state, "runq": s.main.runq_wait}  # fmt: skip
-            os.write(write_fd, json.dumps(doc).encode())
-        finally:
-            os._exit(0)
-    os.close(write_fd)
+
+    def read() -> str:  # gputop's host source as another, unprivileged user
+        src = HostSource.open(target.pid, thread_tier_s=0.2)
+        for _ in range(3):
+            time.sleep(0.3)
+            s = src.sample()
+        return json.dumps({"na": dict(s.main.na), "env_na": dict(s.na), "cpu": s.main.cpu_cores,
+                           "state": s.state, "runq": s.main.runq_wait})  # fmt: skip
+
     try:
-        raw = b""
-        while chunk := os.read(read_fd, 65536):
-            raw += chunk
-        os.waitpid(child, 0)
+        doc = json.loads(as_nobody(read))
     finally:
-        os.close(read_fd)
         stop(target)
-    doc = json.loads(raw)
     assert doc["state"] == "running" and doc["cpu"] > 0.5  # what is readable still is
     assert doc["runq"] is not None
     assert doc["na"]["read_bytes_rate"] == DENIED

@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from tests_support import as_nobody
 
 from gputop.sources.procfs import descendants
 from gputop.sources.stacks import PySpy, StackSource, find_py_spy
@@ -192,33 +193,19 @@ def test_missing_py_spy_is_one_message():
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become nobody")
 def test_ptrace_denied_becomes_an_instruction():
-    import pwd
-
-    nobody = pwd.getpwnam("nobody")
     base = Path(tempfile.mkdtemp(prefix="gputop-test-"))
     os.chmod(base, 0o755)
     binary = base / "py-spy"
     shutil.copy(find_py_spy(), binary)
     os.chmod(binary, 0o755)
     target = start([sys.executable, "-c", THREADS])  # owned by root
-    r, w = os.pipe()
     try:
         assert target.stdout.readline().strip() == "ready"
-        child = os.fork()
-        if child == 0:
-            try:
-                os.setgroups([])
-                os.setgid(nobody.pw_gid)
-                os.setuid(nobody.pw_uid)
-                sample = StackSource(target.pid, spy=PySpy(binary=str(binary))).sample()
-                os.write(w, (sample.processes[0].error or "").encode())
-            finally:
-                os._exit(0)
-        os.close(w)
-        error = os.read(r, 4096).decode()
-        os.waitpid(child, 0)
+        spy = PySpy(binary=str(binary))
+        error = as_nobody(
+            lambda: StackSource(target.pid, spy=spy).sample().processes[0].error or ""
+        )
     finally:
-        os.close(r)
         stop(target)
         shutil.rmtree(base, ignore_errors=True)
     assert "not allowed to read" in error and "ptrace_scope" in error and "SYS_PTRACE" in error
