@@ -32,6 +32,12 @@ def flags(description: str) -> argparse.ArgumentParser:
         default=0,
         help="CPU work per batch in the loader (busy, like a heavy augmentation)",
     )
+    p.add_argument(
+        "--read-latency-ms",
+        type=float,
+        default=0,
+        help="wait per batch in the loader without using the CPU (remote storage, a slow API)",
+    )
     p.add_argument("--checkpoint-every", type=int, default=0, help="torch.save every N steps")
     p.add_argument("--sync-every", type=int, default=0, help="loss.item() every N steps")
     p.add_argument("--report", action="store_true", help="print the mean step time at the end")
@@ -64,10 +70,12 @@ class Synthetic(Dataset):
 
 
 class SlowCollate:
-    def __init__(self, ms: float) -> None:
-        self.ms = ms
+    def __init__(self, ms: float, latency_ms: float = 0) -> None:
+        self.ms, self.latency_ms = ms, latency_ms
 
     def __call__(self, items):
+        if self.latency_ms:
+            time.sleep(self.latency_ms / 1000)  # waiting on a remote read: no CPU, no disk
         busy(self.ms)
         xs, ys = zip(*items, strict=True)
         return torch.stack(xs), torch.tensor(ys)
@@ -80,7 +88,7 @@ def loader(args: argparse.Namespace, dataset: Dataset | None = None, **kw) -> Da
         batch_size=args.batch,
         num_workers=args.workers,
         pin_memory=args.pin_memory,
-        collate_fn=SlowCollate(args.slow_transform_ms),
+        collate_fn=SlowCollate(args.slow_transform_ms, args.read_latency_ms),
         persistent_workers=args.workers > 0,
         **kw,
     )

@@ -1,6 +1,7 @@
 """Two (or more) data-parallel ranks over gloo, one of them slow on purpose.
 
     torchrun --nproc-per-node 2 examples/ddp_train.py --slow-rank 1
+    torchrun --nproc-per-node 2 examples/ddp_train.py --stall-rank 1   # a hung job
 
 Gradients are averaged with an explicit all_reduce inside the GRAD_SYNC phase, so each rank's
 time waiting for the others is visible: the slow rank does more work and waits least; the
@@ -9,6 +10,7 @@ fast rank's grad_sync grows by the difference.
 
 from __future__ import annotations
 
+import threading
 import time
 
 import torch
@@ -19,10 +21,17 @@ from torch import nn
 import gputop.agent as gt
 
 
+def stuck_reader() -> None:
+    """A rank that never comes back: a read from a dead mount, a deadlock in user code."""
+    threading.Event().wait()
+
+
 def main() -> None:
     p = flags(__doc__)
     p.add_argument("--slow-rank", type=int, default=-1, help="this rank does extra work")
     p.add_argument("--slow-ms", type=float, default=30.0, help="extra work per step (ms)")
+    p.add_argument("--stall-rank", type=int, default=-1, help="this rank gets stuck for good")
+    p.add_argument("--stall-after", type=int, default=20, help="... at this step")
     args = p.parse_args()
     dist.init_process_group("gloo")
     rank = dist.get_rank()
@@ -38,6 +47,8 @@ def main() -> None:
         for x, y in loader(args):
             with gt.H2D:
                 x, y = x.to(device), y.to(device)
+            if rank == args.stall_rank and step == args.stall_after:
+                stuck_reader()  # the other ranks now wait in all_reduce: the job hangs
             with gt.FORWARD:
                 if rank == args.slow_rank:
                     busy(args.slow_ms)  # a straggler: slower hardware, bigger shard, noisy host

@@ -25,6 +25,10 @@ def as_nobody(work) -> str:
             os.setgid(nobody.pw_gid)
             os.setuid(nobody.pw_uid)
             os.write(write_fd, work().encode())
+        except BaseException:  # the test's assertion then shows what went wrong in the child
+            import traceback
+
+            os.write(write_fd, traceback.format_exc().encode())
         finally:
             os._exit(0)
     os.close(write_fd)

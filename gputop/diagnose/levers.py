@@ -36,6 +36,13 @@ def levers_for(bound: str, sig: Signals) -> tuple[str, ...]:
             if workers is not None
             else f"DataLoader(num_workers={target or 'cores-1'})"
         )
+        if bound == "data-input" and workers:
+            # workers that wait (remote reads, an API) cost no CPU: more of them overlap the
+            # waits, even past the core count, where CPU-bound workers would only contend
+            first = (
+                f"DataLoader num_workers={workers}: try {2 * workers}; the workers wait rather "
+                f"than compute, so more of them overlap the waits even past the {where}"
+            )
         out = []
         if bound == "data-input/cpu-transform" and workers:
             out.append(

@@ -59,6 +59,23 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
+def _not_in_the_collective(unchanged) -> list[Evidence]:
+    """When some ranks sit in a collective, a stuck process parked anywhere else is the one
+    they wait for: the place to look first."""
+    if not any(u[2] == "collective wait" for u in unchanged):
+        return []
+    out = []
+    for pid, n, phase, parked, caller in unchanged:
+        if phase == "collective wait" or n < 10:
+            continue
+        where = f" in {parked}" if parked else ""
+        if caller and not (parked and caller.startswith(f"{parked} (")):
+            where += f" from {caller}"
+        text = f"pid {pid} is not in the collective: {phase}{where} for {n} dumps"
+        out.append(Evidence(text + " (the others wait for it)", "stacks"))
+    return out
+
+
 def hung(sig: Signals) -> Finding:
     agree, missing = [], []
     st = sig.steps
@@ -75,16 +92,26 @@ def hung(sig: Signals) -> Finding:
                     "agent",
                 )
             )
-    progressing = st is not None and st.steps >= 3 and (st.since_step_s or 0) < 60
+    # steps finishing within ~10 median steps mean progress; the 10-s floor is the stack evidence's
+    # own span (10 dumps at 1/s), so a slow step is never mistaken for a parked stack
+    progressing = (
+        st is not None
+        and st.steps >= 3
+        and (st.since_step_s or 0) < max(10.0, 10 * st.median_ms / 1000)
+    )
     if sig.stacks is None:
         missing.append("stacks")
-    elif not progressing:  # the agent sees steps finishing: an unchanged stack is just a long wait
-        for pid, n, phase, parked in sig.stacks.unchanged:
+    elif not progressing and not sig.stacks.working:
+        # steps finishing, or a rank still busy (a long checkpoint): an unchanged stack elsewhere
+        # is just a wait on it
+        for pid, n, phase, parked, _ in sig.stacks.unchanged:
             if n >= 10 and phase in ("collective wait", "lock wait", "host sync"):
                 where = f" in {parked}" if parked else ""
                 agree.append(
                     Evidence(f"pid {pid}: same stack for {n} dumps, {phase}{where}", "stacks")
                 )
+        if any(e.source == "stacks" for e in agree):
+            agree.extend(_not_in_the_collective(sig.stacks.unchanged))
     return _finding("hung", agree, [], missing, "no progress: the job is stuck", sig, impact=1.0)
 
 

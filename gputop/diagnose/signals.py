@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 from gputop.model import DeviceInfo, GpuSample, Window
 from gputop.model.host import HostSample
-from gputop.model.stack_stats import thread_shares, unchanged_stacks
-from gputop.model.stacks import StacksSample
+from gputop.model.stack_stats import thread_shares, unchanged_stacks, working_mains
+from gputop.model.stacks import Frame, StacksSample
 from gputop.model.step_stats import peak_flops, phase_shares, usable, work_ns
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
 
@@ -324,9 +324,17 @@ class StackSignals:
     main_shares: dict[str, float]
     """Phase shares of the main threads of the main process and ranks."""
     worker_fetch: float | None
-    unchanged: tuple[tuple[int, int, str, str | None], ...]
-    """(pid, samples, phase, parked frame)"""
+    unchanged: tuple[tuple[int, int, str, str | None, str | None], ...]
+    """(pid, samples, phase, parked frame, caller outside the stdlib as name (file:line))"""
     errors: tuple[str, ...]
+    working: tuple[tuple[int, str], ...] = ()
+    """(pid, phase) of main/rank processes still busy: the others may be waiting on them."""
+
+
+def _caller(f: Frame | None) -> str | None:
+    return (
+        f"{f.name} ({f.file}:{f.line})" if f and f.line else f"{f.name} ({f.file})" if f else None
+    )
 
 
 def stack_signals(window: Window[StacksSample] | None) -> StackSignals | None:
@@ -346,8 +354,9 @@ def stack_signals(window: Window[StacksSample] | None) -> StackSignals | None:
         else None
     )
     unchanged = tuple(
-        (u.pid, u.samples, u.phase, u.parked.name if u.parked else None)
+        (u.pid, u.samples, u.phase, u.parked.name if u.parked else None, _caller(u.caller))
         for u in unchanged_stacks(window.samples)
     )
     errors = tuple({p.error for s in window.samples[-1:] for p in s.processes if p.error})
-    return StackSignals(total, combined, fetch, unchanged, errors)
+    working = tuple(working_mains(window.samples))
+    return StackSignals(total, combined, fetch, unchanged, errors, working)

@@ -3,6 +3,7 @@ frames, and whether a process's stacks have stopped changing (evidence for a han
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -64,6 +65,18 @@ class Unchanged:
     parked: Frame | None
     """Where it waits, when that is a collective, a lock, a queue or a sync."""
     phase: str
+    caller: Frame | None = None
+    """The innermost frame outside Python's own library: the code that chose to wait."""
+
+
+def outside_stdlib(frames: Sequence[Frame]) -> Frame | None:
+    """The innermost frame whose module is not in Python's standard library (frames innermost
+    first; py-spy's short file names are module-relative, threading.py, queue.py...)."""
+    for f in frames:
+        top = f.file.split("/", 1)[0].removesuffix(".py")
+        if top not in sys.stdlib_module_names and not f.file.startswith("<"):
+            return f
+    return None
 
 
 def unchanged_stacks(window: Sequence[StacksSample], min_samples: int = 5) -> list[Unchanged]:
@@ -86,5 +99,30 @@ def unchanged_stacks(window: Sequence[StacksSample], min_samples: int = 5) -> li
             same += 1
         last = stacks[-1]
         if same >= min_samples and last.phase in PARKED_PHASES:
-            out.append(Unchanged(pid, same, last.deciding, last.phase))
+            out.append(Unchanged(pid, same, last.deciding, last.phase, outside_stdlib(last.frames)))
+    return out
+
+
+def working_mains(window: Sequence[StacksSample], min_samples: int = 5) -> list[tuple[int, str]]:
+    """(pid, phase) of the main and rank processes still doing something: their main thread is
+    neither parked nor idle. While one rank writes a long checkpoint the others sit in a
+    collective for many dumps; that is a wait on that rank, not a hang. A thread in plain user
+    code counts only if its stack still moves (a spin loop that never ends is a hang too)."""
+    history: dict[int, list[ThreadStack]] = {}
+    for sample in window:
+        for proc in sample.processes:
+            if proc.role == "worker":
+                continue
+            main = next((t for t in proc.threads if t.name == "MainThread"), None)
+            if main is not None:
+                history.setdefault(proc.pid, []).append(main)
+    out = []
+    for pid, stacks in history.items():
+        last = stacks[-1]
+        if last.phase in PARKED_PHASES or last.phase == "idle":
+            continue
+        recent = stacks[-min_samples:]
+        if last.phase == "user code" and all(s.frames == last.frames for s in recent):
+            continue
+        out.append((pid, last.phase))
     return out

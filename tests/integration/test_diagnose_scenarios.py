@@ -81,6 +81,13 @@ def test_pegged_workers_are_cpu_transform_and_the_lever_is_not_more_workers():
     assert principal(doc) != "gpu-compute"
 
 
+def test_slow_remote_reads_are_plain_data_input_and_the_lever_is_more_workers():
+    # the workers sleep on every batch (remote storage latency): no CPU, no disk, still starved
+    doc = diagnose(*trainer("--workers", "2", "--read-latency-ms", "80"))
+    assert principal(doc) == "data-input", doc["timeline"]
+    assert doc["verdict"]["principal"]["levers"][0].startswith("DataLoader num_workers=2: try 4;")
+
+
 def test_a_slow_gloo_rank_is_the_straggler():
     torch = pytest.importorskip("torch")
     del torch
@@ -100,3 +107,22 @@ def test_periodic_checkpoints_are_side_work():
     texts = " ".join(e["text"] for e in doc["verdict"]["principal"]["evidence"])
     assert "over 1.5x the median" in texts
     assert any("checkpoint" in lever for lever in doc["verdict"]["principal"]["levers"])
+
+
+def test_a_rank_that_never_returns_hangs_the_job():
+    # rank 1 parks for good at step 20; rank 0 then waits in all_reduce, dump after dump
+    torch = pytest.importorskip("torch")
+    del torch
+    doc = diagnose(
+        "--", sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
+        "2", str(EXAMPLES / "ddp_train.py"), "--stall-rank", "1", "--stall-after", "20",
+        "--steps", "100000", "--seconds", "60", duration=30,
+    )  # fmt: skip
+    assert principal(doc) == "hung", doc["timeline"]
+    texts = " ".join(e["text"] for e in doc["verdict"]["principal"]["evidence"])
+    assert "collective wait" in texts and "all_reduce" in texts, texts
+    # the stuck rank, named by the user's own frame that waits
+    assert (
+        "is not in the collective: blocked in Condition.wait from stuck_reader (ddp_train.py:"
+        in texts
+    ), texts

@@ -165,6 +165,15 @@ def test_pegged_workers_make_it_cpu_transform():
     assert "move transforms to the GPU" in v.principal.levers[0]
 
 
+def test_idle_workers_get_more_workers_even_past_the_cores():
+    # workers that sleep on remote reads: the CPU-sized "cores-1" would be fewer than now
+    loader = {"dataloader": M({"num_workers": 4, "pin_memory": True, "persistent_workers": True})}
+    v = verdict("starved", agents=agents({"data_wait": 60, "forward": 10}, fingerprint=loader),
+                host=host(cpus=2, workers=[0.02, 0.01, 0.02, 0.03]))  # fmt: skip
+    assert bound(v) == "data-input"
+    assert v.principal.levers[0].startswith("DataLoader num_workers=4: try 8;")
+
+
 def test_disk_wait_makes_it_io():
     v = verdict("starved", agents=agents({"data_wait": 60, "forward": 10}),
                 host=host(workers=[0.1, 0.1], disk_wait=3, io_psi=30))  # fmt: skip
@@ -252,23 +261,64 @@ def test_util_high_with_few_sms_busy_is_not_compute_bound():
 
 
 def test_util_high_while_a_collective_hangs_is_not_compute_bound():
-    v = (
-        verdict(
-            "compute",
-            agents=agents(
-                {"forward": 40, "backward": 40}, since_step_s=600, open_phase="grad_sync"
-            ),
-            ranks_hint=None,
-        )
-        if False
-        else verdict(
-            "compute",
-            agents=agents(
-                {"forward": 40, "backward": 40}, since_step_s=600, open_phase="grad_sync"
-            ),
-        )
+    v = verdict(
+        "compute",
+        agents=agents({"forward": 40, "backward": 40}, since_step_s=600, open_phase="grad_sync"),
     )
     assert bound(v) == "hung"
+
+
+PARKED = [("torch/distributed/distributed_c10d.py", "all_reduce")]
+
+
+def test_a_parked_stack_after_steps_stopped_is_hung_before_the_60_s_floor():
+    # 80-ms steps stopped 15 s ago and every dump shows all_reduce: many median steps, no progress
+    v = verdict(
+        "compute",
+        agents=agents({"forward": 40, "backward": 40}, since_step_s=15),
+        stacks=stacks(PARKED, n=12, same=True),
+    )
+    assert bound(v) == "hung"
+    assert {e.source for e in v.principal.evidence} == {"stacks"}
+
+
+def test_the_process_not_in_the_collective_is_named_with_its_own_frame():
+    parked = stacks(PARKED, n=12, same=True)
+    frames = (Frame("Condition.wait", "threading.py", 355), Frame("read_shard", "train.py", 27))
+    stuck = ThreadStack(0, "MainThread", False, frames, *classify(frames, False))
+    samples = tuple(
+        StacksSample(100, s.t, 0.0, (*s.processes, ProcessStacks(101, "rank", (stuck,))))
+        for s in parked.samples
+    )
+    v = verdict("compute", stacks=Window(samples, 0.0, 12.0))
+    assert bound(v) == "hung"
+    assert v.principal.evidence[-1].text == (
+        "pid 101 is not in the collective: blocked in Condition.wait from read_shard "
+        "(train.py:27) for 12 dumps (the others wait for it)"
+    )
+
+
+def test_ranks_waiting_on_a_rank_that_still_works_is_not_hung():
+    parked = stacks(PARKED, n=12, same=True)
+    busy = ThreadStack(0, "MainThread", True, (Frame("save", "torch/serialization.py", 1),),
+                       "checkpoint save", None)  # fmt: skip
+    samples = tuple(
+        StacksSample(100, s.t, 0.0, (*s.processes, ProcessStacks(101, "rank", (busy,))))
+        for s in parked.samples
+    )
+    v = verdict("compute", stacks=Window(samples, 0.0, 12.0))
+    assert bound(v) != "hung" and not any(f.bound == "hung" for f in v.secondary)
+
+
+@pytest.mark.parametrize("since_step_s", [0.5, 15])
+def test_a_parked_stack_while_steps_still_finish_is_not_hung(since_step_s):
+    # 0.5 s: the agent saw a step finish just now; 15 s: fewer than 10 of these 4-s steps
+    v = verdict(
+        "compute",
+        agents=agents({"forward": 2000, "backward": 2000}, since_step_s=since_step_s),
+        stacks=stacks(PARKED, n=12, same=True),
+    )
+    assert bound(v) != "hung" and not any(f.bound == "hung" for f in v.secondary)
 
 
 def test_missing_inputs_are_said():

@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from gputop.model.stack_stats import hottest_frames, thread_shares, unchanged_stacks
+from gputop.model.stack_stats import (
+    hottest_frames,
+    outside_stdlib,
+    thread_shares,
+    unchanged_stacks,
+    working_mains,
+)
 from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack
 from gputop.sources.stack_phases import classify
 from gputop.sources.stacks import explain, parse_dump
@@ -79,3 +85,38 @@ def test_shares_hot_frames_and_unchanged_stacks():
     (u,) = unchanged_stacks(hung, min_samples=5)
     assert u.samples == 6 and u.phase == "collective wait" and u.parked.name == "all_reduce"
     assert unchanged_stacks(window, min_samples=5) == []
+
+
+def _two_ranks(t: float, rank0: tuple[str, str, str]) -> StacksSample:
+    ar = (Frame("all_reduce", "torch/distributed/distributed_c10d.py", 1),)
+    waiting = ThreadStack(0, "MainThread", False, ar, *classify(ar, False))
+    frames = (Frame(rank0[2], rank0[1], 1),)
+    busy = ThreadStack(0, rank0[0], True, frames, *classify(frames, True))
+    procs = (ProcessStacks(10, "rank", (busy,)), ProcessStacks(11, "rank", (waiting,)))
+    return StacksSample(10, t, t, procs)
+
+
+def test_a_rank_writing_a_checkpoint_is_working_while_the_other_waits():
+    save = ("MainThread", "torch/serialization.py", "save")
+    window = [_two_ranks(i, save) for i in range(8)]
+    assert working_mains(window) == [(10, "checkpoint save")]
+    assert [u.pid for u in unchanged_stacks(window)] == [11]
+
+
+def test_a_spin_loop_in_user_code_is_not_working_but_moving_user_code_is():
+    spin = ("MainThread", "train.py", "wait_for_file")
+    assert working_mains([_two_ranks(i, spin) for i in range(8)]) == []
+    moving = [_two_ranks(i, ("MainThread", "train.py", f"f{i}")) for i in range(8)]
+    assert working_mains(moving) == [(10, "user code")]
+
+
+def test_the_caller_outside_the_stdlib_is_the_users_frame():
+    frames = (
+        Frame("Condition.wait", "threading.py", 355),
+        Frame("Event.wait", "threading.py", 655),
+        Frame("read_shard", "train.py", 27),
+        Frame("main", "train.py", 90),
+    )
+    assert outside_stdlib(frames) == Frame("read_shard", "train.py", 27)
+    assert outside_stdlib(frames[:2]) is None
+    assert outside_stdlib((Frame("get", "multiprocessing/queues.py", 1),)) is None
