@@ -88,14 +88,15 @@ def test_slow_remote_reads_are_plain_data_input_and_the_lever_is_more_workers():
     assert doc["verdict"]["principal"]["levers"][0].startswith("DataLoader num_workers=2: try 4;")
 
 
+def two_gloo_ranks(*knobs: str, seconds: int = 22) -> list[str]:
+    pytest.importorskip("torch.distributed")
+    return ["--", sys.executable, "-m", "torch.distributed.run", "--standalone",
+            "--nproc-per-node", "2", str(EXAMPLES / "ddp_train.py"), "--steps", "100000",
+            "--seconds", str(seconds), *knobs]  # fmt: skip
+
+
 def test_a_slow_gloo_rank_is_the_straggler():
-    torch = pytest.importorskip("torch")
-    del torch
-    doc = diagnose(
-        "--", sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
-        "2", str(EXAMPLES / "ddp_train.py"), "--slow-rank", "1", "--slow-ms", "40",
-        "--steps", "100000", "--seconds", "22",
-    )  # fmt: skip
+    doc = diagnose(*two_gloo_ranks("--slow-rank", "1", "--slow-ms", "40"))
     assert principal(doc) == "straggler", doc["timeline"]
     assert "rank 1 works" in doc["verdict"]["principal"]["evidence"][0]["text"]
 
@@ -111,13 +112,8 @@ def test_periodic_checkpoints_are_side_work():
 
 def test_a_rank_that_never_returns_hangs_the_job():
     # rank 1 parks for good at step 20; rank 0 then waits in all_reduce, dump after dump
-    torch = pytest.importorskip("torch")
-    del torch
-    doc = diagnose(
-        "--", sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
-        "2", str(EXAMPLES / "ddp_train.py"), "--stall-rank", "1", "--stall-after", "20",
-        "--steps", "100000", "--seconds", "60", duration=30,
-    )  # fmt: skip
+    knobs = ("--stall-rank", "1", "--stall-after", "20")
+    doc = diagnose(*two_gloo_ranks(*knobs, seconds=60), duration=30)
     assert principal(doc) == "hung", doc["timeline"]
     texts = " ".join(e["text"] for e in doc["verdict"]["principal"]["evidence"])
     assert "collective wait" in texts and "all_reduce" in texts, texts
