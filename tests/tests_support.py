@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,3 +42,41 @@ def as_nobody(work) -> str:
     finally:
         os.close(read_fd)
     return raw.decode()
+
+
+@contextlib.contextmanager
+def cpu_quota_cgroup(cpus: float):
+    """A fresh cgroup limited to ``cpus`` CPUs; yields its ``cgroup.procs`` path, or None when
+    this machine cannot make one (not root, no writable cpu controller). Removed afterwards."""
+    from gputop.sources.cgroup import parse_mountinfo
+
+    mounts = parse_mountinfo(Path("/proc/self/mountinfo").read_text())
+    v1 = next((m for m in mounts if m.fstype == "cgroup" and "cpu" in m.options), None)
+    v2 = next((m for m in mounts if m.fstype == "cgroup2"), None)
+    made = None
+    period = 100_000
+    try:
+        if v1 is not None:
+            made = v1.point / f"gputop-test-{os.getpid()}"
+            made.mkdir()
+            (made / "cpu.cfs_period_us").write_text(str(period))
+            (made / "cpu.cfs_quota_us").write_text(str(int(cpus * period)))
+        elif v2 is not None:
+            (v2.point / "cgroup.subtree_control").write_text("+cpu")
+            made = v2.point / f"gputop-test-{os.getpid()}"
+            made.mkdir()
+            (made / "cpu.max").write_text(f"{int(cpus * period)} {period}")
+    except OSError:
+        if made is not None and made.is_dir():
+            made.rmdir()
+        made = None
+    try:
+        yield None if made is None else made / "cgroup.procs"
+    finally:
+        if made is not None:
+            for _ in range(50):  # the members must have exited first
+                try:
+                    made.rmdir()
+                    break
+                except OSError:
+                    time.sleep(0.1)

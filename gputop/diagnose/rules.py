@@ -348,7 +348,8 @@ def cpu_oversubscribed(sig: Signals) -> Finding:
     ):
         agree.append(
             Evidence(
-                f"{h.threads_running:.0f} threads ready to run on {e:.1f} CPUs "
+                f"{h.threads_running:.0f} thread{'' if round(h.threads_running) == 1 else 's'} "
+                f"ready to run on {e:.1f} CPUs "
                 f"({h.cpu_source}), run-queue wait {h.runq:.1f} s/s",
                 "host",
             )

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from tests_support import cpu_quota_cgroup
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -122,3 +123,26 @@ def test_a_rank_that_never_returns_hangs_the_job():
         "is not in the collective: blocked in Condition.wait from stuck_reader (ddp_train.py:"
         in texts
     ), texts
+
+
+def test_threads_over_a_cpu_quota_are_cpu_oversubscribed():
+    # four intra-op threads in a half-CPU cgroup: runnable threads queue, the quota throttles
+    with cpu_quota_cgroup(0.5) as procs:
+        if procs is None:
+            pytest.skip("needs root and a writable cgroup cpu controller")
+        job = subprocess.Popen(
+            [sys.executable, str(EXAMPLES / "mlp_train.py"), "--steps", "100000",
+             "--seconds", "30", "--threads", "4"],
+            preexec_fn=lambda: procs.write_text(str(os.getpid())),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            doc = diagnose("--pid", str(job.pid), duration=12)
+        finally:
+            job.kill()
+            job.wait()
+    assert principal(doc) == "cpu-oversubscribed", doc["timeline"]
+    p = doc["verdict"]["principal"]
+    texts = " ".join(e["text"] for e in p["evidence"])
+    assert "on 0.5 CPUs (cgroup quota)" in texts and "cgroup throttled" in texts, texts
+    assert "torch threads 4 on a 0.5-CPU quota: cap them at 1" in p["levers"][0]
