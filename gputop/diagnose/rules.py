@@ -55,6 +55,11 @@ def _finding(
     )
 
 
+def _size(n: float) -> str:
+    """GiB with one decimal, MiB below 2 GiB (a 290-MiB limit is not "0.3 GiB")."""
+    return f"{n / 2**30:.1f} GiB" if n >= 2 * 2**30 else f"{n / 2**20:.0f} MiB"
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
@@ -125,8 +130,8 @@ def host_memory_pressure(sig: Signals) -> Finding:
     if h.mem_limit and h.mem_working_set is not None and h.mem_working_set > 0.9 * h.mem_limit:
         agree.append(
             Evidence(
-                f"working set {h.mem_working_set / 2**30:.1f} of "
-                f"{h.mem_limit / 2**30:.1f} GiB limit (> 90%)",
+                f"working set {_size(h.mem_working_set)} of {_size(h.mem_limit)} limit "
+                f"({_pct(h.mem_working_set / h.mem_limit)}, > 90%)",
                 "host",
             )
         )

@@ -244,6 +244,12 @@ def test_a_parked_stack_is_hung_evidence():
 def test_memory_near_the_limit():
     v = verdict("compute", host=host(ws_gib=30, limit_gib=32, oom=1))
     assert bound(v) == "host-memory-pressure"
+    texts = [e.text for e in v.principal.evidence]
+    assert "working set 30.0 GiB of 32.0 GiB limit (94%, > 90%)" in texts
+    small = verdict("compute", host=host(ws_gib=0.28, limit_gib=0.3))
+    assert "working set 287 MiB of 307 MiB limit (93%, > 90%)" in [
+        e.text for f in (small.principal, *small.secondary) for e in f.evidence
+    ]
 
 
 @pytest.mark.parametrize(
