@@ -52,7 +52,7 @@ async def test_host_verdict_with_a_secondary_finding(make_app):
         app.ingest_host(host_sample())
         await pilot.pause()
         text = pane(app)
-        assert "HOST-MEMORY-PRESSURE" in text and "working set 29.0 of 32.0 GiB" in text
+        assert "HOST-MEMORY-PRESSURE" in text and "working set 29.0 GiB of 32.0 GiB" in text
         assert "also: cpu-oversubscribed" in text
 
 
