@@ -79,19 +79,25 @@ def outside_stdlib(frames: Sequence[Frame]) -> Frame | None:
     return None
 
 
-def unchanged_stacks(window: Sequence[StacksSample], min_samples: int = 5) -> list[Unchanged]:
-    """Processes whose main thread has shown the same stack for the last ``min_samples``
-    samples or more: a hang, or a very long phase."""
+def _main_threads(window: Sequence[StacksSample]) -> dict[int, list[ThreadStack]]:
+    """Each main or rank process's main-thread stacks over the window, oldest first. Workers
+    are left out: one in the same transform line for a while is not a hang."""
     history: dict[int, list[ThreadStack]] = {}
     for sample in window:
         for proc in sample.processes:
             if proc.role == "worker":
-                continue  # a worker in the same transform line for a while is not a hang
+                continue
             main = next((t for t in proc.threads if t.name == "MainThread"), None)
             if main is not None:
                 history.setdefault(proc.pid, []).append(main)
+    return history
+
+
+def unchanged_stacks(window: Sequence[StacksSample], min_samples: int = 5) -> list[Unchanged]:
+    """Processes whose main thread has shown the same stack for the last ``min_samples``
+    samples or more: a hang, or a very long phase."""
     out = []
-    for pid, stacks in history.items():
+    for pid, stacks in _main_threads(window).items():
         same = 1
         for prev in reversed(stacks[:-1]):
             if prev.frames != stacks[-1].frames:
@@ -108,16 +114,8 @@ def working_mains(window: Sequence[StacksSample], min_samples: int = 5) -> list[
     neither parked nor idle. While one rank writes a long checkpoint the others sit in a
     collective for many dumps; that is a wait on that rank, not a hang. A thread in plain user
     code counts only if its stack still moves (a spin loop that never ends is a hang too)."""
-    history: dict[int, list[ThreadStack]] = {}
-    for sample in window:
-        for proc in sample.processes:
-            if proc.role == "worker":
-                continue
-            main = next((t for t in proc.threads if t.name == "MainThread"), None)
-            if main is not None:
-                history.setdefault(proc.pid, []).append(main)
     out = []
-    for pid, stacks in history.items():
+    for pid, stacks in _main_threads(window).items():
         last = stacks[-1]
         if last.phase in PARKED_PHASES or last.phase == "idle":
             continue
