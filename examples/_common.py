@@ -7,6 +7,7 @@ seconds and unchanged on a GPU.
 from __future__ import annotations
 
 import argparse
+import mmap
 import os
 import tempfile
 import time
@@ -14,6 +15,27 @@ import time
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
+
+KNOBS: tuple[tuple[str, type, object, str], ...] = (
+    ("--slow-transform-ms", float, 0,
+     "CPU work per batch in the loader (busy, like a heavy augmentation)"),
+    ("--read-latency-ms", float, 0,
+     "wait per batch in the loader without using the CPU (remote storage, a slow API)"),
+    ("--data-file", str, "",
+     "read every sample from this file, uncached (O_DIRECT): a dataset bigger than RAM on local "
+     "disk; written with --data-mb of random bytes if missing"),
+    ("--data-mb", int, 256, "size of a new --data-file"),
+    ("--sample-kb", int, 256, "bytes read per sample (KiB)"),
+    ("--dataset-mb", int, 0,
+     "hold the dataset in memory as Python objects (MiB): each DataLoader worker that reads it "
+     "ends up with its own copy (reference counts write to every page)"),
+    ("--checkpoint-every", int, 0, "torch.save every N steps"),
+    ("--sync-every", int, 0, "loss.item() every N steps"),
+    ("--gc-heap", int, 0,
+     "keep this many thousand small Python records alive and replace 5%% of them every step: a "
+     "full garbage collection every few steps, traversing them all"),
+)  # fmt: skip
+"""The bottleneck knobs: each makes one on purpose (examples/README.md)."""
 
 
 def flags(description: str) -> argparse.ArgumentParser:
@@ -26,20 +48,8 @@ def flags(description: str) -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=0, help="DataLoader num_workers")
     p.add_argument("--pin-memory", action="store_true", help="DataLoader pin_memory")
     p.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: default)")
-    p.add_argument(
-        "--slow-transform-ms",
-        type=float,
-        default=0,
-        help="CPU work per batch in the loader (busy, like a heavy augmentation)",
-    )
-    p.add_argument(
-        "--read-latency-ms",
-        type=float,
-        default=0,
-        help="wait per batch in the loader without using the CPU (remote storage, a slow API)",
-    )
-    p.add_argument("--checkpoint-every", type=int, default=0, help="torch.save every N steps")
-    p.add_argument("--sync-every", type=int, default=0, help="loss.item() every N steps")
+    for flag, kind, default, text in KNOBS:
+        p.add_argument(flag, type=kind, default=default, help=text)
     p.add_argument("--report", action="store_true", help="print the mean step time at the end")
     p.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd", help="optimizer")
     return p
@@ -58,15 +68,59 @@ def busy(ms: float) -> None:
 
 
 class Synthetic(Dataset):
-    def __init__(self, n: int, dim: int, classes: int = 10) -> None:
+    def __init__(self, n: int, dim: int, classes: int = 10, in_memory_mb: int = 0) -> None:
         self.n, self.dim, self.classes = n, dim, classes
+        # rows of Python floats, ~32 bytes each (object + list slot), like a parsed annotation file
+        count = in_memory_mb * 2**20 // (32 * dim)
+        self.rows = [[float(r * dim + j) for j in range(dim)] for r in range(count)]
 
     def __len__(self) -> int:
         return self.n
 
     def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
+        if self.rows:  # reading the objects touches their reference counts: copy-on-write
+            row = self.rows[i % len(self.rows)]
+            return torch.tensor([v / 1e9 for v in row]), i % self.classes
         g = torch.Generator().manual_seed(i)
         return torch.randn(self.dim, generator=g), i % self.classes
+
+
+class DiskSamples(Dataset):
+    """Each sample read from a file on disk past the page cache, as from a dataset bigger than
+    RAM: the reader sleeps in the kernel (D state) while the disk works, using little CPU."""
+
+    ALIGN = 4096  # O_DIRECT needs block-aligned offsets, sizes and buffers
+
+    def __init__(self, path: str, n: int, dim: int, sample_kb: int, create_mb: int) -> None:
+        self.path, self.n, self.dim = path, n, dim
+        self.size = max(self.ALIGN, sample_kb * 1024 // self.ALIGN * self.ALIGN)
+        if not os.path.exists(path):
+            with open(path, "wb") as f:
+                for _ in range(max(1, create_mb)):
+                    f.write(os.urandom(1 << 20))
+        self.slots = max(1, os.path.getsize(path) // self.size)
+        self._fd: int | None = None
+        self._pid = 0
+        self._buf: mmap.mmap | None = None
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECT", 0))  # fail early, in the parent
+        try:
+            os.preadv(fd, [mmap.mmap(-1, self.size)], 0)
+        except OSError as e:
+            raise SystemExit(f"--data-file {path}: no uncached reads here ({e})") from e
+        finally:
+            os.close(fd)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
+        if self._pid != os.getpid():  # one descriptor and buffer per process (workers fork)
+            self._fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_DIRECT", 0))
+            self._buf, self._pid = mmap.mmap(-1, self.size), os.getpid()
+        slot = (i * 7919) % self.slots  # scattered, like shuffled samples
+        os.preadv(self._fd, [self._buf], slot * self.size)  # type: ignore[arg-type]
+        x = torch.frombuffer(bytearray(self._buf[: self.dim]), dtype=torch.uint8)
+        return x.float() / 255, i % 10
 
 
 class SlowCollate:
@@ -82,7 +136,10 @@ class SlowCollate:
 
 
 def loader(args: argparse.Namespace, dataset: Dataset | None = None, **kw) -> DataLoader:
-    dataset = dataset or Synthetic(args.batch * max(args.steps, 1) + args.batch, args.dim)
+    n = args.batch * max(args.steps, 1) + args.batch
+    if dataset is None and args.data_file:
+        dataset = DiskSamples(args.data_file, n, args.dim, args.sample_kb, args.data_mb)
+    dataset = dataset or Synthetic(n, args.dim, in_memory_mb=args.dataset_mb)
     return DataLoader(
         dataset,
         batch_size=args.batch,
@@ -117,6 +174,36 @@ def checkpoint(net: nn.Module) -> None:
         torch.save(net.state_dict(), path)
     finally:
         os.unlink(path)
+
+
+class PyHeap:
+    """Long-lived Python containers, like a dataset index loaded from JSON (a dict and a list
+    per record) or a cache of decoded samples; ``churn()`` replaces 5 % of them every step.
+    Each step's new records survive into the oldest generation, and CPython runs a full
+    collection once such survivors exceed 25 % of it: one every few steps, traversing every
+    record. Replaced records are freed by reference counting (there are no cycles): the
+    collector finds nothing to free, so the pause is its traversal cost alone."""
+
+    CHURN = 0.05
+
+    def __init__(self, thousands: int) -> None:
+        n = max(1, thousands) * 1000
+        self.chunk = max(1, int(n * self.CHURN))
+        self.made = 0
+        self.chunks = [self._records() for _ in range(n // self.chunk)]
+        self.oldest = 0
+
+    def _records(self) -> list[dict]:
+        first, self.made = self.made, self.made + self.chunk
+        return [{"id": i, "bbox": [i % 640, i % 480, 32, 32]} for i in range(first, self.made)]
+
+    def churn(self) -> None:
+        self.chunks[self.oldest] = self._records()
+        self.oldest = (self.oldest + 1) % len(self.chunks)
+
+
+def py_heap(args: argparse.Namespace) -> PyHeap | None:
+    return PyHeap(args.gc_heap) if args.gc_heap else None
 
 
 def done(args: argparse.Namespace, step: int, started: float) -> bool:

@@ -2,6 +2,7 @@
 
     torchrun --nproc-per-node 2 examples/ddp_train.py --slow-rank 1
     torchrun --nproc-per-node 2 examples/ddp_train.py --stall-rank 1   # a hung job
+    torchrun --nproc-per-node 2 examples/ddp_train.py --skew-rank 1    # data skew
 
 Gradients are averaged with an explicit all_reduce inside the GRAD_SYNC phase, so each rank's
 time waiting for the others is visible: the slow rank does more work and waits least; the
@@ -30,12 +31,16 @@ def main() -> None:
     p = flags(__doc__)
     p.add_argument("--slow-rank", type=int, default=-1, help="this rank does extra work")
     p.add_argument("--slow-ms", type=float, default=30.0, help="extra work per step (ms)")
+    p.add_argument("--skew-rank", type=int, default=-1, help="this rank gets bigger batches")
+    p.add_argument("--skew", type=int, default=3, help="... this many times the --batch")
     p.add_argument("--stall-rank", type=int, default=-1, help="this rank gets stuck for good")
     p.add_argument("--stall-after", type=int, default=20, help="... at this step")
     args = p.parse_args()
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     world = dist.get_world_size()
+    if rank == args.skew_rank:  # data skew: an uneven shard, longer sequences on one rank
+        args.batch *= args.skew
     gt.init(auto_step=False)  # this loop calls gt.step() itself
     device = setup(args)
     torch.manual_seed(0)

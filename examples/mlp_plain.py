@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from _common import checkpoint, done, flags, loader, model, optimizer, report, setup
+from _common import checkpoint, done, flags, loader, model, optimizer, py_heap, report, setup
 from torch import nn
 
 
@@ -16,9 +16,12 @@ def main() -> None:
     net = model(args).to(device)
     opt = optimizer(args, net)
     loss_fn = nn.CrossEntropyLoss()
+    heap = py_heap(args)  # --gc-heap: long-lived Python records, 5% replaced per step
     started, step = time.monotonic(), 0
     while not done(args, step, started):
         for x, y in loader(args):
+            if heap:
+                heap.churn()
             x = x.to(device, non_blocking=args.pin_memory)
             y = y.to(device, non_blocking=args.pin_memory)
             loss = loss_fn(net(x), y)

@@ -14,6 +14,7 @@ from gputop.diagnose import State, Verdict, evaluate, signals
 from gputop.diagnose.findings import Finding
 from gputop.diagnose.signals import step_signals
 from gputop.model import Timeline
+from gputop.model.step_stats import Mfu
 from gputop.snapshot import jsonable
 
 SCHEMA_VERSION = 1
@@ -28,6 +29,8 @@ class Diagnosis:
     verdict: Verdict | None = None
     problems: list[str] = field(default_factory=list)
     exit_code: int | None = None
+    mfu: Mfu | None = None
+    """The latest MFU of the main rank (None: no agent steps to compute it over)."""
 
 
 def diagnose(
@@ -72,6 +75,7 @@ def diagnose(
         stack_w = tl.window(("stacks", stacks.pid), now, STACKS_WINDOW_S) if stacks else None
         sig = signals(gpus, gpu.devices, host=host_w, agents=latest_agents, stacks=stack_w)
         verdict, state = evaluate(sig, now, state)
+        out.mfu = sig.steps.mfu_detail if sig.steps is not None else None
         principal = verdict.principal.bound if verdict.principal else None
         if not out.timeline or out.timeline[-1]["bound"] != principal:
             out.timeline.append(
@@ -109,7 +113,20 @@ def document(d: Diagnosis, source: dict[str, Any]) -> dict[str, Any]:
         },
         "findings": [_finding(f) for f in v.findings] if v else [],
         "problems": d.problems,
+        "mfu": jsonable(d.mfu) if d.mfu is not None else None,
     }
+
+
+def _mfu_line(m: dict[str, Any]) -> str:
+    peak = f"{round(m['peak_flops'] / 1e12, 1):g} TFLOP/s" if m.get("peak_flops") else "no peak"
+    against = f"{m.get('board') or 'unknown board'} {m['precision']} {peak}"
+    if m.get("value") is None:
+        return f"MFU: not computed: {m.get('note')}"
+    # an assumed precision is in the note already, with what the fingerprint lacked
+    why = m["note"] if m["precision_assumed"] else f"precision: {m['precision_basis']}"
+    if m.get("note") and not m["precision_assumed"]:
+        why += f"; {m['note']}"
+    return f"MFU {m['value']:.1%} of {against} ({why})"
 
 
 def render(doc: dict[str, Any]) -> str:
@@ -131,6 +148,8 @@ def render(doc: dict[str, Any]) -> str:
     for f in v["secondary"]:
         lines.append(f"also: {f['bound']} ({f['confidence']:.0%}): {f['summary']}")
     lines.append(f"inputs: {', '.join(v['inputs']) or 'none'}")
+    if doc.get("mfu"):
+        lines.append(_mfu_line(doc["mfu"]))
     for problem in doc["problems"]:
         lines.append(f"note: {problem}")
     if doc["exit_code"] is not None:

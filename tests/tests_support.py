@@ -45,38 +45,72 @@ def as_nobody(work) -> str:
 
 
 @contextlib.contextmanager
-def cpu_quota_cgroup(cpus: float):
-    """A fresh cgroup limited to ``cpus`` CPUs; yields its ``cgroup.procs`` path, or None when
-    this machine cannot make one (not root, no writable cpu controller). Removed afterwards."""
+def _fresh_cgroup(controller: str, v1_files: dict[str, str], v2_files: dict[str, str]):
+    """A new cgroup under ``controller`` with the given files written; yields (dir, version), or
+    (None, "") when this machine cannot make one (not root, no writable controller). Removed
+    afterwards, once its members have exited."""
     from gputop.sources.cgroup import parse_mountinfo
 
     mounts = parse_mountinfo(Path("/proc/self/mountinfo").read_text())
-    v1 = next((m for m in mounts if m.fstype == "cgroup" and "cpu" in m.options), None)
+    v1 = next((m for m in mounts if m.fstype == "cgroup" and controller in m.options), None)
     v2 = next((m for m in mounts if m.fstype == "cgroup2"), None)
-    made = None
-    period = 100_000
+    made, version = None, ""
     try:
         if v1 is not None:
-            made = v1.point / f"gputop-test-{os.getpid()}"
-            made.mkdir()
-            (made / "cpu.cfs_period_us").write_text(str(period))
-            (made / "cpu.cfs_quota_us").write_text(str(int(cpus * period)))
+            made, version, files = v1.point / f"gputop-test-{os.getpid()}", "v1", v1_files
         elif v2 is not None:
-            (v2.point / "cgroup.subtree_control").write_text("+cpu")
-            made = v2.point / f"gputop-test-{os.getpid()}"
+            (v2.point / "cgroup.subtree_control").write_text(f"+{controller}")
+            made, version, files = v2.point / f"gputop-test-{os.getpid()}", "v2", v2_files
+        if made is not None:
             made.mkdir()
-            (made / "cpu.max").write_text(f"{int(cpus * period)} {period}")
+            for name, value in files.items():
+                (made / name).write_text(value)
     except OSError:
         if made is not None and made.is_dir():
             made.rmdir()
         made = None
     try:
-        yield None if made is None else made / "cgroup.procs"
+        yield made, version
     finally:
         if made is not None:
-            for _ in range(50):  # the members must have exited first
+            for _ in range(50):  # the members (DataLoader workers outlive main ~2 s) go first
                 try:
                     made.rmdir()
                     break
                 except OSError:
                     time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def cpu_quota_cgroup(cpus: float):
+    """A fresh cgroup limited to ``cpus`` CPUs; yields its ``cgroup.procs`` path, or None when
+    this machine cannot make one."""
+    period = 100_000
+    v1 = {"cpu.cfs_period_us": str(period), "cpu.cfs_quota_us": str(int(cpus * period))}
+    v2 = {"cpu.max": f"{int(cpus * period)} {period}"}
+    with _fresh_cgroup("cpu", v1, v2) as (made, _):
+        yield None if made is None else made / "cgroup.procs"
+
+
+class MemoryCgroup:
+    """A fresh memory cgroup's knobs, the same on v1 and v2."""
+
+    def __init__(self, path: Path, version: str) -> None:
+        self.path, self.version = path, version
+        self.procs = path / "cgroup.procs"
+
+    def usage(self) -> int:
+        name = "memory.usage_in_bytes" if self.version == "v1" else "memory.current"
+        return int((self.path / name).read_text())
+
+    def limit(self, n: int) -> None:
+        name = "memory.limit_in_bytes" if self.version == "v1" else "memory.max"
+        (self.path / name).write_text(str(n))
+
+
+@contextlib.contextmanager
+def memory_cgroup():
+    """A fresh memory cgroup without a limit yet (no swap on v2); yields a MemoryCgroup or None
+    when this machine cannot make one."""
+    with _fresh_cgroup("memory", {}, {"memory.swap.max": "0"}) as (made, version):
+        yield None if made is None else MemoryCgroup(made, version)

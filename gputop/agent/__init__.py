@@ -90,6 +90,8 @@ def init(
     global _server
     if not _rec.on or os.getpid() != _owner or _in_worker():
         return False
+    if os.environ.get("GPUTOP_GC", "1") != "0":
+        _rec.watch_gc()  # GC pauses per step (gc.callbacks); GPUTOP_GC=0 leaves gc alone
     if measure_flops_at is None and os.environ.get("GPUTOP_FLOPS_STEP", "").isdigit():
         measure_flops_at = int(os.environ["GPUTOP_FLOPS_STEP"])
     if measure_flops_at is not None and "torch" in sys.modules:

@@ -4,11 +4,16 @@ Rules that everything here keeps (the training loop calls it thousands of times 
 no system call, no lock, no I/O, nothing that can block; an internal error is counted and
 swallowed, never raised into the user's code, and the user's own exceptions pass through
 (``__exit__`` returns False). A daemon thread (server.py) reads the finished steps.
+
+Garbage collections are timed by a ``gc.callbacks`` hook ("start"/"stop"): it costs nothing
+between collections, a few hundred nanoseconds per collection, and two subtractions per step.
+A collection holds the GIL, so whichever thread runs it, the training thread stalls with it.
 """
 
 from __future__ import annotations
 
 import collections
+import gc
 import threading
 import time
 from collections.abc import Callable
@@ -98,7 +103,8 @@ NO_PHASE = _NoPhase()
 
 class Recorder:
     """Per-process state of the agent. ``records`` holds finished steps as tuples:
-    (seq, step, t_start_ns, t_end_ns, per-phase host ns, samples, tokens, flops)."""
+    (seq, step, t_start_ns, t_end_ns, per-phase host ns, samples, tokens, flops, GC ns, full
+    (generation 2) collections); the last two are None until ``watch_gc()``."""
 
     def __init__(self, history: int = STEP_HISTORY) -> None:
         self.on = True
@@ -130,6 +136,15 @@ class Recorder:
         self._gpu_pending: collections.deque[tuple[int, int, Any, Any]] = collections.deque()
         self.gpu_dropped = 0
         self.thread_id = threading.get_ident()
+        self.gc_ns = 0
+        """Nanoseconds in garbage collections so far, written only by the gc callback (the
+        interpreter runs one collection at a time); steps take differences, so a collection
+        that lands inside ``step()`` is never lost."""
+        self.gc_full = 0
+        self._gc_t0 = 0
+        self._gc_ns_seen = 0
+        self._gc_full_seen = 0
+        self._gc_cb: Callable[[str, dict], None] | None = None
 
     # ---- phases ----------------------------------------------------------------------------
 
@@ -164,9 +179,16 @@ class Recorder:
             self.acc = [0] * MAX_PHASES
             if flops is None:
                 flops = self.default_flops
+            if self._gc_cb is not None:
+                g, full = self.gc_ns, self.gc_full
+                gc_ns, gc_full = g - self._gc_ns_seen, full - self._gc_full_seen
+                self._gc_ns_seen, self._gc_full_seen = g, full
+            else:
+                gc_ns = gc_full = None
             self.records.append(
-                (self.seq, self.step_no, self.step_t0, t, durations, samples, tokens, flops)
-            )
+                (self.seq, self.step_no, self.step_t0, t, durations, samples, tokens, flops,
+                 gc_ns, gc_full)
+            )  # fmt: skip
             self.seq += 1
             self.step_no += 1
             self.step_t0 = t
@@ -215,7 +237,34 @@ class Recorder:
         """How far the CPU runs ahead of the GPU, in phase pairs (deep: GPU-bound)."""
         return len(self._gpu_pending)
 
+    # ---- garbage collections ---------------------------------------------------------------
+
+    def _on_gc(self, phase: str, info: dict) -> None:
+        try:
+            if phase == "start":
+                self._gc_t0 = _now()
+            elif self._gc_t0:
+                self.gc_ns += _now() - self._gc_t0
+                self._gc_t0 = 0
+                if info["generation"] == 2:
+                    self.gc_full += 1
+        except Exception:
+            self.errors += 1
+
+    def watch_gc(self) -> None:
+        """Time every collection from now on (idempotent); steps then carry GC ns."""
+        if self.on and self._gc_cb is None:
+            self._gc_ns_seen, self._gc_full_seen = self.gc_ns, self.gc_full
+            self._gc_cb = self._on_gc
+            gc.callbacks.append(self._gc_cb)
+
+    def unwatch_gc(self) -> None:
+        cb, self._gc_cb = self._gc_cb, None
+        if cb is not None and cb in gc.callbacks:
+            gc.callbacks.remove(cb)
+
     def disable(self) -> None:
         self.on = False
+        self.unwatch_gc()  # a forked child must not pay for a callback on its collections
         self.records.clear()
         self._gpu_pending.clear()

@@ -239,20 +239,22 @@ class AgentServer:
     def _steps_message(self, records: list[tuple]) -> bytes:
         names = self.rec.names
         steps = []
-        for seq, step, t0, t1, durations, samples, tokens, flops in records:
+        for seq, step, t0, t1, durations, samples, tokens, flops, gc_ns, gc_full in records:
             phases = {names[i]: d for i, d in enumerate(durations) if d and i < len(names)}
-            steps.append(
-                {
-                    "seq": seq,
-                    "step": step,
-                    "t0_ns": t0,
-                    "dur_ns": t1 - t0,
-                    "phases": phases,
-                    "samples": samples,
-                    "tokens": tokens,
-                    "flops": flops,
-                }
-            )
+            item = {
+                "seq": seq,
+                "step": step,
+                "t0_ns": t0,
+                "dur_ns": t1 - t0,
+                "phases": phases,
+                "samples": samples,
+                "tokens": tokens,
+                "flops": flops,
+            }
+            if gc_ns is not None:  # absent: GC not timed (an older agent, or GPUTOP_GC=0)
+                item["gc_ns"] = gc_ns
+                item["gc_full"] = gc_full
+            steps.append(item)
         return encode("steps", steps=steps)
 
     def _gpu_message(self, records: list[tuple[int, int, int, int]]) -> bytes:

@@ -112,28 +112,82 @@ def fingerprint() -> dict[str, Any]:
         except Exception:
             fp[key] = None
     fp["autocast"] = _AUTOCAST.get("seen")
+    fp["autocast_dtype"] = _AUTOCAST.get("dtype")
+    fp["param_dtype"] = _AUTOCAST.get("param_dtype")
     if _loader_config:
         fp["dataloader"] = dict(_loader_config)
     return fp
 
 
-_AUTOCAST: dict[str, bool] = {}
+_AUTOCAST: dict[str, Any] = {}
+"""seen (autocast on at any sample), dtype (its dtype then), param_dtype (the weights' dtype
+of the first module called after a sampled step boundary)."""
+_probe: list[Any] = []
+"""The handle of the pending one-shot forward pre-hook (at most one)."""
 
 
 def note_autocast(step_no: int) -> None:
-    """Autocast state is thread-local: sampled in the training thread, every 64 steps."""
+    """Autocast state is thread-local and usually on only around the forward, so it is read in
+    the training thread every 64 steps: at the step boundary, and at the first module call
+    after it through a global forward pre-hook that removes itself on that call (so one call
+    in 64 steps pays for it). Not while torch.compile is in use: dynamo guards on global
+    hooks, and adding and removing one would make it recompile."""
     if step_no % 64 != 1:
         return
     torch = sys.modules.get("torch")
     if torch is None:
         return
+    _read_autocast(torch)
+    modules = sys.modules.get("torch.nn.modules.module")
+    if not _probe and modules is not None and _compiled(torch) == 0:
+        with contextlib.suppress(Exception):
+            _probe.append(modules.register_module_forward_pre_hook(_first_forward))
+
+
+def _first_forward(module: Any, args: Any) -> None:
+    while _probe:
+        with contextlib.suppress(Exception):
+            _probe.pop().remove()
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        _read_autocast(torch, module)
+
+
+def _read_autocast(torch: Any, module: Any = None) -> None:
     try:
-        on = bool(torch.is_autocast_enabled()) or bool(
-            torch.is_autocast_enabled("cpu") if hasattr(torch, "is_autocast_enabled") else False
-        )
+        dtype = _autocast_dtype(torch)
     except Exception:
         return
-    _AUTOCAST["seen"] = _AUTOCAST.get("seen", False) or on
+    if dtype is not None:
+        _AUTOCAST["seen"] = True
+        _AUTOCAST["dtype"] = dtype
+    else:
+        _AUTOCAST.setdefault("seen", False)
+    if module is not None:
+        with contextlib.suppress(Exception):
+            p = next(module.parameters(), None)
+            if p is not None:
+                _AUTOCAST["param_dtype"] = _dtype_name(p.dtype)
+
+
+def _autocast_dtype(torch: Any) -> str | None:
+    """The dtype of the autocast on in this thread (CUDA first, then CPU), or None."""
+    try:  # torch >= 2.4: one API for every device type
+        for device in ("cuda", "cpu"):
+            if torch.is_autocast_enabled(device):
+                return _dtype_name(torch.get_autocast_dtype(device))
+        return None
+    except Exception:
+        pass
+    if torch.is_autocast_enabled():
+        return _dtype_name(torch.get_autocast_gpu_dtype())
+    if torch.is_autocast_cpu_enabled():
+        return _dtype_name(torch.get_autocast_cpu_dtype())
+    return None
+
+
+def _dtype_name(dtype: Any) -> str:
+    return str(dtype).removeprefix("torch.")[:32]
 
 
 def _compiled(torch: Any) -> int | None:

@@ -30,6 +30,8 @@ class Finding:
     """Inputs this rule would have used but did not have."""
     impact: float = 0.0
     """Rough share of step time at stake (0..1), used to rank findings."""
+    explains: tuple[str, ...] = ()
+    """Bounds this finding is the cause of when it fires (ranked after it, kept as secondary)."""
 
 
 @dataclass(frozen=True)

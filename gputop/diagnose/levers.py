@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from gputop.diagnose.signals import WORKERS_WAIT
+
 if TYPE_CHECKING:
     from gputop.diagnose.rules import Signals
 
@@ -24,6 +26,37 @@ def _cpus(sig: Signals) -> tuple[float | None, str]:
     return None, "CPU"
 
 
+CHECKPOINT_LEVER = (
+    "checkpoint less often or asynchronously (torch.distributed.checkpoint.async_save)"
+)
+LOG_LEVER = "log less often; gc.disable() with a manual gc.collect() every N steps"
+GC_LEVERS = (
+    "gc.freeze() once after setup: long-lived objects (dataset index, caches) leave the "
+    "collector, so full collections stop traversing them",
+    "gc.disable() with a manual gc.collect() every N steps (e.g. at a logging step)",
+    "fewer long-lived Python containers: arrays or tensors in place of lists and dicts",
+)
+
+
+def _side_work_levers(sig: Signals) -> tuple[str, ...]:
+    """Garbage collection's levers first when measured GC pauses outweigh the other side work
+    (the excess of the spikes attributed to it, or its share against checkpoint/logging)."""
+    st = sig.steps
+    if st is None:
+        return (CHECKPOINT_LEVER, LOG_LEVER)
+    gc_ms = sum(ms - st.median_ms for _, ms, p in st.spikes if p.startswith("gc"))
+    other_ms = sum(ms - st.median_ms for _, ms, p in st.spikes if not p.startswith("gc"))
+    side = st.shares.get("checkpoint", 0.0) + st.shares.get("eval_log", 0.0)
+    gc_share = st.gc_share or 0.0
+    if (gc_ms and gc_ms >= other_ms) or (gc_share > 0.1 and gc_share >= side):
+        out = list(GC_LEVERS)
+        grown = {p for _, _, p in st.spikes}
+        if side > 0.05 or grown & {"checkpoint", "eval_log"}:
+            out.append(CHECKPOINT_LEVER)
+        return tuple(out)
+    return (CHECKPOINT_LEVER, LOG_LEVER)
+
+
 def levers_for(bound: str, sig: Signals) -> tuple[str, ...]:
     loader = _loader(sig)
     cpus, where = _cpus(sig)
@@ -36,12 +69,20 @@ def levers_for(bound: str, sig: Signals) -> tuple[str, ...]:
             if workers is not None
             else f"DataLoader(num_workers={target or 'cores-1'})"
         )
-        if bound == "data-input" and workers:
+        busy = sig.host.workers_busy if sig.host else None
+        if bound == "data-input" and workers and busy is not None and busy < WORKERS_WAIT:
             # workers that wait (remote reads, an API) cost no CPU: more of them overlap the
             # waits, even past the core count, where CPU-bound workers would only contend
             first = (
                 f"DataLoader num_workers={workers}: try {2 * workers}; the workers wait rather "
                 f"than compute, so more of them overlap the waits even past the {where}"
+            )
+        h = sig.host
+        if h and h.mem_limit and h.mem_working_set and h.mem_working_set > 0.9 * h.mem_limit:
+            # every worker adds memory: near the limit the next one ends in an OOM kill
+            first += (
+                f" only after freeing memory (working set at "
+                f"{h.mem_working_set / h.mem_limit:.0%} of the limit)"
             )
         out = []
         if bound == "data-input/cpu-transform" and workers:
@@ -99,10 +140,7 @@ def levers_for(bound: str, sig: Signals) -> tuple[str, ...]:
             "a larger batch: fewer, bigger kernels",
         )
     if bound == "side-work":
-        return (
-            "checkpoint less often or asynchronously (torch.distributed.checkpoint.async_save)",
-            "log less often; gc.disable() with a manual gc.collect() every N steps",
-        )
+        return _side_work_levers(sig)
     if bound == "straggler":
         return (
             "look at that rank: throttling or ECC on its GPU, data skew, NUMA placement",
@@ -115,10 +153,18 @@ def levers_for(bound: str, sig: Signals) -> tuple[str, ...]:
             "set collective timeouts so a hang fails fast",
         )
     if bound == "host-memory-pressure":
-        return (
-            "fewer DataLoader workers, or shared / mmap'd dataset storage (each fork copies it)",
-            "a smaller prefetch_factor",
+        workers = loader.get("num_workers", sig.host.workers if sig.host else None)
+        keep = (
+            "keep the dataset in numpy arrays, tensors or an mmap'd file, not lists of Python "
+            "objects: reading those writes their reference counts, so every worker copies them"
         )
+        out = [keep]
+        if workers:
+            copies = "each may hold its own copy of the dataset"
+            out.insert(0, f"DataLoader num_workers={workers}: fewer ({copies})")
+            out.append(f"a smaller prefetch_factor (now {loader.get('prefetch_factor', '?')})")
+        out.append("do not add workers or prefetch until the working set is below 90%")
+        return tuple(out)
     if bound == "memory-bandwidth":
         return (
             "fuse kernels: torch.compile",

@@ -9,11 +9,17 @@ the numbers so a user can disagree.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gputop.diagnose.findings import Evidence, Finding, confidence
 from gputop.diagnose.levers import levers_for
-from gputop.diagnose.signals import GpuSignals, HostSignals, StackSignals, StepSignals
+from gputop.diagnose.signals import (
+    WORKERS_COMPUTE,
+    GpuSignals,
+    HostSignals,
+    StackSignals,
+    StepSignals,
+)
 
 DATA_WAIT_WARN = 0.05
 DATA_WAIT_STRONG = 0.20
@@ -120,32 +126,67 @@ def hung(sig: Signals) -> Finding:
     return _finding("hung", agree, [], missing, "no progress: the job is stuck", sig, impact=1.0)
 
 
+MEM_NEAR = 0.9
+"""Working set over this share of the cgroup limit: one allocation spike from an OOM kill."""
+MEM_PRESSURE = 10.0
+"""PSI memory "some" avg10 (%): time some task stalled on reclaim."""
+DATA_BOUNDS = ("data-input", "data-input/cpu-transform", "data-input/io")
+
+
 def host_memory_pressure(sig: Signals) -> Finding:
+    """Memory near the cgroup limit. It explains a slow loader when the loader is what fills
+    it (DataLoader workers, each with its own copy of the dataset) or when reclaim stalls the
+    job: there the data-input levers (more workers, more prefetch) would add memory and end in
+    an OOM kill."""
     h = sig.host
-    if h is None or h.exited:
+    if h is None:
         return _finding("host-memory-pressure", [], [], ["host"], "memory near the limit", sig)
+    if h.exited:  # the kills are why it is gone: say so rather than "nothing is training"
+        kills = [Evidence(f"{h.oom_kills} OOM kill(s) in the cgroup, then the target exited",
+                          "host")] if h.oom_kills else []  # fmt: skip
+        return _finding(
+            "host-memory-pressure", kills, [], [], "the OOM killer ended the job", sig, impact=1.0
+        )
     agree = []
+    near = bool(h.mem_limit and h.mem_working_set and h.mem_working_set > MEM_NEAR * h.mem_limit)
     if h.oom_kills:
         agree.append(Evidence(f"{h.oom_kills} OOM kill(s) in the cgroup", "host"))
-    if h.mem_limit and h.mem_working_set is not None and h.mem_working_set > 0.9 * h.mem_limit:
+    if near:
+        assert h.mem_limit and h.mem_working_set
+        held = f", {h.workers} DataLoader workers (each may copy the dataset)" if h.workers else ""
         agree.append(
             Evidence(
                 f"working set {_size(h.mem_working_set)} of {_size(h.mem_limit)} limit "
-                f"({_pct(h.mem_working_set / h.mem_limit)}, > 90%)",
+                f"({_pct(h.mem_working_set / h.mem_limit)}, > {_pct(MEM_NEAR)}){held}",
                 "host",
             )
         )
-    if h.psi.get("memory", 0) > 10:
-        agree.append(Evidence(f"memory pressure {h.psi['memory']:.0f}% (> 10%)", "host"))
-    return _finding(
+    stalled = near and (h.mem_limit_hits >= 0.5 or h.psi.get("memory", 0) > MEM_PRESSURE)
+    if near and h.mem_limit_hits >= 0.5:
+        agree.append(
+            Evidence(f"limit hit {h.mem_limit_hits:.0f} times/s: the kernel reclaims", "host")
+        )
+    if h.psi.get("memory", 0) > MEM_PRESSURE:
+        agree.append(
+            Evidence(
+                f"memory pressure {h.psi['memory']:.0f}% (> {MEM_PRESSURE:.0f}%)",
+                "host",
+                supports=near or bool(h.oom_kills),  # machine-wide on cgroup v1: maybe not ours
+            )
+        )
+    agree, against = [e for e in agree if e.supports], [e for e in agree if not e.supports]
+    f = _finding(
         "host-memory-pressure",
         agree,
-        [],
+        against,
         [],
         "memory near the cgroup limit",
         sig,
         impact=0.5 if agree else 0.0,
     )
+    if f.fired and (h.oom_kills or (near and (h.workers or stalled))):
+        f = replace(f, explains=DATA_BOUNDS)
+    return f
 
 
 def throttled_thermal(sig: Signals) -> Finding:
@@ -257,6 +298,29 @@ def comms(sig: Signals) -> Finding:
     )
 
 
+IO_PRESSURE = 10.0
+"""PSI io "some" avg10 (%): time some task waited on storage."""
+JOB_READS = 1e6
+"""Bytes/s the job must read itself before the machine's I/O pressure is blamed on it."""
+
+
+def _io_evidence(h: HostSignals) -> Evidence | None:
+    """Threads of the job asleep on the disk, or I/O pressure while the job reads: only the
+    parts that crossed are shown. PSI on a cgroup-v1 host is machine-wide, so it counts only
+    when the job itself reads."""
+    reading = h.read_bytes_rate >= JOB_READS
+    parts = []
+    if h.disk_wait >= 1:
+        parts.append(f"{h.disk_wait:.1f} threads in disk wait (D state) on average")
+    if reading and h.psi.get("io", 0) > IO_PRESSURE:
+        parts.append(f"I/O pressure {h.psi['io']:.0f}% (> {IO_PRESSURE:.0f}%)")
+    if not parts:
+        return None
+    if reading:
+        parts.append(f"reading {h.read_bytes_rate / 1e6:.0f} MB/s from storage")
+    return Evidence(", ".join(parts), "host")
+
+
 def data_input(sig: Signals) -> Finding:
     agree, against, missing = [], [], []
     share = None
@@ -288,22 +352,26 @@ def data_input(sig: Signals) -> Finding:
     summary = "the GPU waits for the next batch"
     h = sig.host
     if fired and h is not None and not h.exited:
-        if h.workers and h.workers_pegged == h.workers:
+        if h.workers and (
+            h.workers_pegged == h.workers or (h.workers_busy or 0) >= WORKERS_COMPUTE
+        ):
+            # pegged, or busy most of the time on a machine whose cores are shared
             bound, summary = "data-input/cpu-transform", "DataLoader workers are CPU-bound"
             agree.append(
-                Evidence(f"{h.workers_pegged} of {h.workers} workers at >= 85% of a core", "host")
-            )
-        elif h.disk_wait >= 1 or h.psi.get("io", 0) > 10:
-            bound, summary = "data-input/io", "reading the data is the bottleneck"
-            agree.append(
                 Evidence(
-                    f"{h.disk_wait:.0f} threads in disk wait, I/O pressure "
-                    f"{h.psi.get('io', 0):.0f}%",
+                    f"{h.workers_pegged} of {h.workers} workers at >= 85% of a core, "
+                    f"{_pct(h.workers_busy or 0)} of a core each on average",
                     "host",
                 )
             )
+        elif io := _io_evidence(h):
+            bound, summary = "data-input/io", "reading the data is the bottleneck"
+            agree.append(io)
         elif (
-            not h.workers and sig.stacks and sig.stacks.main_shares.get("fetch/transform", 0) > 0.3
+            not h.workers
+            and sig.stacks
+            and sig.stacks.main_shares.get("fetch/transform", 0) > 0.3
+            and (h.cpu_cores or 0) >= 0.5  # computing the batch, not asleep on a remote read
         ):
             bound, summary = (
                 "data-input/cpu-transform",
@@ -363,7 +431,7 @@ def cpu_oversubscribed(sig: Signals) -> Finding:
         agree.append(
             Evidence(f"cgroup throttled in {_pct(h.throttled_ratio)} of periods (> 20%)", "host")
         )
-    return _finding(
+    f = _finding(
         "cpu-oversubscribed",
         agree,
         [],
@@ -372,6 +440,9 @@ def cpu_oversubscribed(sig: Signals) -> Finding:
         sig,
         impact=0.4 if agree else 0.0,
     )
+    # a loader starved of CPU is a symptom, and its lever (more workers) would add threads to
+    # the fight; reads that wait on storage are not explained by the CPUs
+    return replace(f, explains=DATA_BOUNDS[:2]) if f.fired else f
 
 
 def side_work(sig: Signals) -> Finding:
@@ -384,27 +455,46 @@ def side_work(sig: Signals) -> Finding:
     side = st.shares.get("checkpoint", 0.0) + st.shares.get("eval_log", 0.0)
     if side > SIDE_SHARE:
         agree.append(Evidence(f"checkpoint / logging {_pct(side)} of step time (> 10%)", "agent"))
-    excess = sum(ms - st.median_ms for _, ms, _ in st.spikes)
-    total = st.median_ms * st.steps + excess
-    if st.spikes and len(st.spikes) <= max(2, st.steps // 3) and total and excess / total > 0.05:
-        phases = sorted({p for _, _, p in st.spikes})
+    total = st.median_ms * st.steps + sum(ms - st.median_ms for _, ms, _ in st.spikes)
+    spikes = st.spikes
+    if len(spikes) > max(2, st.steps // 3):
+        # slow steps are the norm (a noisy machine): only measured GC pauses still stand out
+        spikes = tuple(s for s in spikes if s[2].startswith("gc"))
+    excess = sum(ms - st.median_ms for _, ms, _ in spikes)
+    gc_spikes = False
+    if spikes and len(spikes) <= max(2, st.steps // 3) and total and excess / total > 0.05:
+        phases = sorted({p for _, _, p in spikes})
+        gc_spikes = any(p.startswith("gc") for p in phases)
         agree.append(
             Evidence(
-                f"{len(st.spikes)} of {st.steps} steps over 1.5x the median "
+                f"{len(spikes)} of {st.steps} steps over 1.5x the median "
                 f"({st.median_ms:.0f} ms), {excess / total:.0%} of the time, "
                 f"growing in {', '.join(phases)}",
                 "agent",
             )
         )
         side = max(side, excess / total)
+    if st.gc_share is not None and (gc_spikes or st.gc_share > SIDE_SHARE):
+        over = " (> 10%)" if st.gc_share > SIDE_SHARE else ""
+        agree.append(
+            Evidence(
+                f"Python garbage collection {_pct(st.gc_share)} of step time{over}, "
+                f"{st.gc_full} full collections in {st.steps} steps",
+                "agent",
+            )
+        )
+        side = max(side, st.gc_share)
     saving = sig.stacks.main_shares.get("checkpoint save", 0) if sig.stacks else 0
     if saving > 0.05:
         agree.append(
             Evidence(f"main thread in torch.save in {saving:.0%} of stack samples", "stacks")
         )
-    return _finding(
-        "side-work", agree, [], [], "periodic side work stalls training", sig, impact=side
+    summary = (
+        "garbage collection pauses stall training"
+        if gc_spikes
+        else "periodic side work stalls training"
     )
+    return _finding("side-work", agree, [], [], summary, sig, impact=side)
 
 
 def host_overhead(sig: Signals) -> Finding:

@@ -14,7 +14,7 @@ from gputop.model import DeviceInfo, GpuSample, Window
 from gputop.model.host import HostSample
 from gputop.model.stack_stats import thread_shares, unchanged_stacks, working_mains
 from gputop.model.stacks import Frame, StacksSample
-from gputop.model.step_stats import peak_flops, phase_shares, usable, work_ns
+from gputop.model.step_stats import Mfu, gc_share, mfu_of, phase_shares, usable, work_ns
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
 
 POWER_REASONS = frozenset({"sw_power_cap", "hw_power_brake"})
@@ -150,6 +150,12 @@ def gpu_signals(
     )
 
 
+WORKERS_COMPUTE = 0.6
+"""Mean CPU per DataLoader worker (cores) from which they count as computing, not waiting."""
+WORKERS_WAIT = 0.3
+"""... and below which they count as waiting (remote reads, an API): more of them help."""
+
+
 @dataclass(frozen=True)
 class HostSignals:
     exited: bool
@@ -160,11 +166,15 @@ class HostSignals:
     cpu_cores: float | None
     workers: int
     workers_pegged: int
+    workers_busy: float | None
+    """Mean CPU (cores) per DataLoader worker over the recent samples."""
     disk_wait: float
     throttled_ratio: float | None
     mem_working_set: int | None
     mem_limit: int | None
     oom_kills: int
+    mem_limit_hits: float
+    """Times per second the cgroup hit its memory limit lately (v1 failcnt, v2 "max")."""
     psi: Mapping[str, float]
     read_bytes_rate: float
     omp: str | None
@@ -175,16 +185,23 @@ def host_signals(window: Window[HostSample] | None) -> HostSignals | None:
         return None
     running = [h for h in window.samples if h.state == "running"]
     latest = window.samples[-1]
+    # the exited sample carries the last cgroup reading: a kill that ended the job counts
+    kills = sum(h.cgroup.mem_events_new.get("oom_kill", 0) for h in window.samples if h.cgroup)
     if not running:
         return HostSignals(
-            True, None, "", None, None, None, 0, 0, 0.0, None, None, None, 0, {}, 0.0, None
+            True, None, "", None, None, None, 0, 0, None, 0.0, None, None, None, 0, 0, {}, 0.0, None
         )
     last = running[-1]
     recent = running[-10:]
     workers = last.workers
     pegged = sum(1 for w in workers if (w.cpu_cores or 0) >= 0.85)
     c = last.cgroup
-    kills = sum(h.cgroup.mem_events_new.get("oom_kill", 0) for h in running if h.cgroup)
+    span = recent[-1].t - recent[0].t
+    hits = (
+        sum(h.cgroup.mem_events_new.get("max", 0) for h in recent[1:] if h.cgroup) / span
+        if span > 0
+        else 0.0
+    )
     psi = {r: v.get("some_avg10", 0.0) for r, v in (c.psi.items() if c else ())}
     ratios = [
         h.cgroup.throttled_ratio
@@ -200,12 +217,16 @@ def host_signals(window: Window[HostSample] | None) -> HostSignals | None:
         cpu_cores=_mean([h.cpu_cores for h in recent if h.cpu_cores is not None]),
         workers=len(workers),
         workers_pegged=pegged,
+        workers_busy=_mean(
+            [sum(w.cpu_cores or 0 for w in h.workers) / len(h.workers) for h in recent if h.workers]
+        ),
         disk_wait=_mean([sum(p.threads_disk_wait or 0 for p in h.processes) for h in recent])
         or 0.0,
         throttled_ratio=_mean(ratios),
         mem_working_set=c.mem_working_set_bytes if c else None,
         mem_limit=c.mem_limit_bytes if c else None,
         oom_kills=kills,
+        mem_limit_hits=hits,
         psi=psi,
         read_bytes_rate=sum(p.read_bytes_rate or 0 for p in last.processes),
         omp=last.env.get("OMP_NUM_THREADS"),
@@ -221,7 +242,8 @@ class StepSignals:
     cv: float
     shares: dict[str, float]
     spikes: tuple[tuple[int, float, str], ...]
-    """(step, ms, the phase that grew most) for steps over 2x the median."""
+    """(step, ms, what grew most) for steps over SPIKE x the median: a phase, "unmarked", or
+    "gc" / "gc (full collections)" when garbage collection covers most of the excess."""
     work_ms: dict[int, float]
     sync_ms: dict[int, float]
     open_phase: str | None
@@ -230,28 +252,44 @@ class StepSignals:
     fingerprint: Mapping[str, object]
     mfu: float | None
     agents: tuple[AgentState, ...] = field(default_factory=tuple)
+    mfu_detail: Mfu | None = None
+    """MFU with the precision and peak it was computed against, or why it was not."""
+    gc_share: float | None = None
+    """Share of step time in Python garbage collection (None: the agent did not time it)."""
+    gc_full: int = 0
+    """Full (generation 2) collections in those steps."""
 
 
 SPIKE = 1.5
 """A step longer than this many median steps is a spike."""
+GC_OF_EXCESS = 0.5
+"""A spike whose excess over the median step is at least this much more GC than a typical
+step's is a GC spike: a collection pauses whatever phase it lands in, so that phase grows too."""
 
 
 def _spikes(steps: Sequence[StepRecord], median_ns: float) -> tuple[tuple[int, float, str], ...]:
-    """(step, ms, the phase that grew most, "unmarked" included) for each spike."""
+    """(step, ms, what grew most) for each spike: "gc" or "gc (full collections)" when the
+    step's extra GC time covers most of its excess, else the phase that grew most
+    ("unmarked" included)."""
 
     def parts(s: StepRecord) -> dict[str, float]:
         d = dict(s.phases)
         d["unmarked"] = s.unaccounted_ns
         return d
 
-    typical: dict[str, list[float]] = {}
-    for s in steps:
-        for k, v in parts(s).items():
-            typical.setdefault(k, []).append(v)
-    med = {k: statistics.median(v) for k, v in typical.items()}
+    every = [parts(s) for s in steps]
+    names = {k for p in every for k in p}
+    # a phase missing from a step took 0 ns there: a checkpoint phase seen only in the spikes
+    # has a typical time of 0, not the spikes' own
+    med = {k: statistics.median(p.get(k, 0) for p in every) for k in names}
+    gc_med = statistics.median(s.gc_ns or 0 for s in steps) if steps else 0
     out = []
     for s in steps:
         if s.dur_ns > SPIKE * median_ns:
+            excess = s.dur_ns - median_ns
+            if s.gc_ns is not None and s.gc_ns - gc_med >= GC_OF_EXCESS * excess:
+                out.append((s.step, s.dur_ns / 1e6, "gc (full collections)" if s.gc_full else "gc"))
+                continue
             grown = max(parts(s).items(), key=lambda kv: kv[1] - med.get(kv[0], 0.0))
             out.append((s.step, s.dur_ns / 1e6, grown[0]))
     return tuple(out)
@@ -294,11 +332,8 @@ def step_signals(agents: AgentsSample | None, gpu_names: Sequence[str] = ()) -> 
             key = a.rank if a.rank is not None else a.pid
             work[key] = statistics.median(work_ns(s) for s in st) / 1e6
             sync[key] = statistics.median(s.phases.get("grad_sync", 0) for s in st) / 1e6
-    flops = [s.flops for s in steps]
-    peak = next((peak_flops(n) for n in gpu_names if peak_flops(n)), None)
-    mfu = None
-    if peak and all(f is not None for f in flops):
-        mfu = sum(flops) / (sum(s.dur_ns for s in steps) / 1e9) / peak  # type: ignore[arg-type]
+    mfu = mfu_of(steps, gpu_names, main.fingerprint)
+    gc, gc_full = gc_share(steps)
     return StepSignals(
         ranks=len(ranked),
         steps=len(steps),
@@ -313,8 +348,11 @@ def step_signals(agents: AgentsSample | None, gpu_names: Sequence[str] = ()) -> 
         open_age_s=main.open_age_s,
         since_step_s=main.since_step_s,
         fingerprint=main.fingerprint,
-        mfu=mfu,
+        mfu=mfu.value,
+        mfu_detail=mfu,
         agents=tuple(ranked),
+        gc_share=gc,
+        gc_full=gc_full,
     )
 
 

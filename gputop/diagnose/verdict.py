@@ -54,7 +54,8 @@ FALLBACKS = frozenset({"gpu-compute", "idle"})
 
 EXPLAINS = {"straggler": frozenset({"comms"})}
 """A finding that explains another: when a slow rank fires, the others' wait in gradient sync
-is its symptom, not a separate bound (it stays listed as a secondary finding)."""
+is its symptom, not a separate bound (it stays listed as a secondary finding). Rules whose
+reach depends on their evidence say so in ``Finding.explains``."""
 
 
 def _tier(bound: str) -> int:
@@ -65,7 +66,7 @@ def rank(findings: Sequence[Finding]) -> list[Finding]:
     """Fired findings, strongest first: tier, confidence, then rule priority."""
     order = {f.bound: i for i, f in enumerate(findings)}
     fired = [f for f in findings if f.fired]
-    explained = {b for f in fired for b in EXPLAINS.get(f.bound, ())}
+    explained = {b for f in fired for b in (*EXPLAINS.get(f.bound, ()), *f.explains)}
 
     def key(f: Finding) -> tuple:
         return (f.bound in explained, -_tier(f.bound), -round(f.confidence, 1), order[f.bound])

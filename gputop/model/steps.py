@@ -27,6 +27,11 @@ class StepRecord:
     samples: int | None = None
     tokens: int | None = None
     flops: float | None = None
+    gc_ns: int | None = None
+    """Nanoseconds the step spent in Python garbage collections (inside its phases: a
+    collection pauses whatever runs); None when the agent did not time them."""
+    gc_full: int | None = None
+    """Full (generation 2) collections within the step, the ones that traverse the whole heap."""
 
     @property
     def unaccounted_ns(self) -> int:

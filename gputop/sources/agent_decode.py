@@ -19,6 +19,8 @@ MAX_PHASES = 64
 MAX_NAME = 64
 MAX_NS = 10**15
 """About 11.6 days: a longer duration is nonsense."""
+MAX_GC_FULL = 10**6
+"""Full collections in one step: each traverses the whole heap, so more is nonsense."""
 
 
 class Dropped(Exception):
@@ -92,6 +94,13 @@ def parse_steps(msg: dict[str, Any]) -> tuple[list[StepRecord], int]:
         if step is None or t0 is None or dur is None or phases is None:
             dropped += 1
             continue
+        # optional (newer agents): a bad value loses the GC figure, not the step; GC time
+        # cannot exceed the step it paused
+        gc_ns, gc_full = _int(item.get("gc_ns")), _int(item.get("gc_full"), 0, MAX_GC_FULL)
+        if gc_ns is None or gc_full is None:
+            gc_ns = gc_full = None
+        else:
+            gc_ns = min(gc_ns, dur)
         out.append(
             StepRecord(
                 step=step,
@@ -101,6 +110,8 @@ def parse_steps(msg: dict[str, Any]) -> tuple[list[StepRecord], int]:
                 samples=_opt_int(item.get("samples")),
                 tokens=_opt_int(item.get("tokens")),
                 flops=float(flops) if flops is not None else None,
+                gc_ns=gc_ns,
+                gc_full=gc_full,
             )
         )
     return out, dropped

@@ -228,11 +228,19 @@ class HostSource:
         )
 
     def _exited(self, now: float, wall: float) -> HostSample:
+        # one last look at the cgroup, which outlives the target: an OOM kill that ended the
+        # job shows only there
+        last = None
+        if not self.exited:
+            try:
+                last = self._cgroup(now)
+            except OSError:
+                last = None
         self.exited = True
         code = self._exit_code() if self._exit_code else None
         return HostSample(
             pid=self.pid, t=now, wall=wall, state="exited", exit_code=code, processes=(),
-            effective_cpus=None, effective_cpus_source="", affinity_cpus=None, cgroup=None,
+            effective_cpus=None, effective_cpus_source="", affinity_cpus=None, cgroup=last,
             env=MappingProxyType(dict(self._env)), na=MappingProxyType({}),
         )  # fmt: skip
 

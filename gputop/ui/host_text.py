@@ -75,7 +75,11 @@ def host_lines(h: HostSample, style: StyleFor, width: int) -> list[Text]:
     head = Line(style).add(" host ", "name")
     if h.state == "exited":
         code = f" with code {h.exit_code}" if h.exit_code is not None else ""
-        head.add(f"pid {h.pid} exited{code}; GPU panes go on", "bad")
+        head.add(f"pid {h.pid} exited{code}", "bad")
+        kills = h.cgroup.mem_events_new.get("oom_kill", 0) if h.cgroup else 0
+        if kills:
+            head.add(f" after {kills} OOM kill(s) in its cgroup", "bad")
+        head.label("; GPU panes go on")
         return [head.text]
     main = h.main
     cpus = h.effective_cpus

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
-from gputop.model.step_stats import median_ms, peak_flops, phase_shares, usable, work_ns
+from gputop.model.step_stats import gc_share, median_ms, mfu_of, phase_shares, usable, work_ns
 from gputop.model.steps import AgentState, StepRecord
 from gputop.model.window import percentile
 from gputop.ui.gpu_text import Line, StyleFor, spark
@@ -75,10 +75,14 @@ def step_lines(
         rate = _rate(steps, field)
         if rate is not None:
             head.label(f"  {_human(rate)} {unit}")
-    flops = _rate(steps, "flops")
-    peak = peak_flops(gpu_name)
-    if flops is not None and peak:
-        head.label("  MFU ").add(f"{100 * flops / peak:.0f}%")
+    mfu = mfu_of(steps, [gpu_name] if gpu_name else [], a.fingerprint)
+    if mfu.value is not None and mfu.peak_flops:
+        head.label("  MFU ").add(f"{100 * mfu.value:.0f}%")
+        head.label(f" of {round(mfu.peak_flops / 1e12, 1):g} TFLOP/s {mfu.precision}")
+        if mfu.precision_assumed:
+            head.add(" (precision assumed)", "dim")
+    elif any(s.flops is not None for s in steps):  # FLOPs reported, no peak: say why
+        head.label("  MFU ").add(f"n/a ({mfu.note})", "dim")
     shares = phase_shares(steps)
     bar_w = max(20, min(50, width // 3))
     bar = Line(style).label(" ")
@@ -92,6 +96,11 @@ def step_lines(
             bar.label(f"{SHORT.get(name, name[:10])} ").add(
                 f"{share:.0%}  ", _phase_level(name, share)
             )
+    gc, full = gc_share(steps)  # inside the phases above, so after them and not in the bar
+    if gc is not None and gc >= 0.005:
+        bar.label("| gc pauses ").add(f"{gc:.0%}", "warn" if gc > 0.1 else "value")
+        if full:
+            bar.label(f" ({full} full)")
     now = Line(style).label(" now ")
     if a.open_phase:
         level = "bad" if (a.open_age_s or 0) > max(60.0, 10 * (med or 0) / 1e3) else "value"

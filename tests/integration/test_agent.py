@@ -251,6 +251,43 @@ def test_flops_are_measured_once_on_a_chosen_step():
     assert flops[3] == flops[4] == 2 * 2 * 32 * 100 * 50
 
 
+AUTOCAST_SCRIPT = """
+import contextlib, torch, gputop.agent as gt
+from gputop.agent import torch_hooks as th
+from torch.nn.modules import module
+gt.init(server=False, auto_step=False)
+gt._rec.on_step.append(th.note_autocast)  # what init() adds with a server
+net = torch.nn.Linear(8, 4)
+def run(steps, dtype=None):
+    for _ in range(steps):
+        amp = torch.autocast("cpu", dtype=dtype) if dtype else contextlib.nullcontext()
+        with amp:  # around the forward only, as usual: off at every step boundary
+            loss = net(torch.randn(2, 8, dtype=next(net.parameters()).dtype)).float().sum()
+        loss.backward()
+        gt.step()
+    fp = th.fingerprint()
+    print(fp["autocast"], fp["autocast_dtype"], fp["param_dtype"],
+          fp["float32_matmul_precision"], len(module._global_forward_pre_hooks))
+run(3)
+run(64, torch.bfloat16)
+th._AUTOCAST.clear()
+net.to(torch.bfloat16)
+run(64)
+"""
+
+
+def test_autocast_and_its_dtype_are_seen_inside_the_forward():
+    out = subprocess.run(
+        [sys.executable, "-c", AUTOCAST_SCRIPT], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-3:] == [
+        "False None float32 highest 0",  # no autocast; the one-shot hook removed itself
+        "True bfloat16 float32 highest 0",  # autocast on in the forward only, still seen
+        "False None bfloat16 highest 0",  # bf16 weights without autocast
+    ], out.stderr
+
+
 FORK_SCRIPT = """
 import os, gputop.agent as gt
 gt.init(server=False)

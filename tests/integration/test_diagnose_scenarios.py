@@ -7,15 +7,21 @@ the simulated board's activity scenarios. Every output is validated against its 
 
 from __future__ import annotations
 
+import contextlib
 import json
+import mmap
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import jsonschema
 import pytest
-from tests_support import cpu_quota_cgroup
+from tests_support import cpu_quota_cgroup, memory_cgroup
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -89,6 +95,54 @@ def test_slow_remote_reads_are_plain_data_input_and_the_lever_is_more_workers():
     assert doc["verdict"]["principal"]["levers"][0].startswith("DataLoader num_workers=2: try 4;")
 
 
+@pytest.fixture(scope="module")
+def cold_dataset(tmp_path_factory) -> Iterator[str]:
+    """A 256-MiB file on a disk that takes O_DIRECT reads: every sample comes from the disk, as
+    from a dataset bigger than RAM (tmpfs has no O_DIRECT: then the repo's own disk is used)."""
+    for parent in (tmp_path_factory.mktemp("io"), None):
+        d = Path(tempfile.mkdtemp(dir=parent or REPO, prefix=".io-scenario-"))
+        path = d / "samples.bin"
+        with open(path, "wb") as f:
+            for _ in range(256):
+                f.write(os.urandom(1 << 20))
+            os.fsync(f.fileno())
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECT", 0))
+            try:
+                os.preadv(fd, [mmap.mmap(-1, 4096)], 0)
+            finally:
+                os.close(fd)
+        except OSError:
+            shutil.rmtree(d)
+            continue
+        yield str(path)
+        shutil.rmtree(d)
+        return
+    pytest.skip("no filesystem here takes O_DIRECT reads")
+
+
+def test_workers_asleep_on_the_disk_are_data_input_io(cold_dataset):
+    doc = diagnose(*trainer("--workers", "2", "--data-file", cold_dataset))
+    assert principal(doc) == "data-input/io", doc["timeline"]
+    p = doc["verdict"]["principal"]
+    host = " ".join(e["text"] for e in p["evidence"] if e["source"] == "host")
+    assert "MB/s from storage" in host, host
+    assert p["levers"][0].startswith("stage the data on local NVMe")
+
+
+def test_a_main_thread_reading_from_disk_is_data_input_io(cold_dataset):
+    doc = diagnose("--sim-board", "h100", *trainer("--workers", "0", "--data-file", cold_dataset))
+    assert principal(doc) == "data-input/io", doc["timeline"]
+    p = doc["verdict"]["principal"]
+    assert any(lever.startswith("DataLoader num_workers=0 on a") for lever in p["levers"])
+
+
+def test_a_main_thread_asleep_on_remote_reads_is_plain_data_input():
+    doc = diagnose("--sim-board", "h100", *trainer("--workers", "0", "--read-latency-ms", "40"))
+    assert principal(doc) == "data-input", doc["timeline"]
+    assert doc["verdict"]["principal"]["levers"][0].startswith("DataLoader num_workers=0 on a")
+
+
 def two_gloo_ranks(*knobs: str, seconds: int = 22) -> list[str]:
     pytest.importorskip("torch.distributed")
     return ["--", sys.executable, "-m", "torch.distributed.run", "--standalone",
@@ -98,6 +152,13 @@ def two_gloo_ranks(*knobs: str, seconds: int = 22) -> list[str]:
 
 def test_a_slow_gloo_rank_is_the_straggler():
     doc = diagnose(*two_gloo_ranks("--slow-rank", "1", "--slow-ms", "40"))
+    assert principal(doc) == "straggler", doc["timeline"]
+    assert "rank 1 works" in doc["verdict"]["principal"]["evidence"][0]["text"]
+
+
+def test_a_rank_with_bigger_batches_is_the_straggler():
+    # data skew: rank 1's shard gives it three times the samples per step
+    doc = diagnose(*two_gloo_ranks("--skew-rank", "1", "--hidden", "2048", "--threads", "1"))
     assert principal(doc) == "straggler", doc["timeline"]
     assert "rank 1 works" in doc["verdict"]["principal"]["evidence"][0]["text"]
 
@@ -124,6 +185,21 @@ def test_periodic_checkpoints_are_side_work():
     assert any("checkpoint" in lever for lever in doc["verdict"]["principal"]["levers"])
 
 
+def test_garbage_collection_pauses_are_side_work():
+    # 100k long-lived Python records, 5% replaced per step: a full collection every ~10-13
+    # steps pauses a ~20 ms step for ~150 ms; the agent times it through gc.callbacks (the
+    # plain trainer has no gputop code: its steps come from the optimizer hooks)
+    knobs = ("--hidden", "4096", "--dim", "1024", "--gc-heap", "100")
+    doc = diagnose("--sim-board", "h100", *trainer(*knobs))
+    assert principal(doc) == "side-work", doc["timeline"]
+    p = doc["verdict"]["principal"]
+    texts = " ".join(e["text"] for e in p["evidence"])
+    assert "growing in gc (full collections)" in texts, texts
+    assert "Python garbage collection" in texts and "full collections in" in texts, texts
+    assert p["levers"][0].startswith("gc.freeze()"), p["levers"]
+    assert not any("checkpoint" in lever for lever in p["levers"]), p["levers"]
+
+
 def test_a_rank_that_never_returns_hangs_the_job():
     # rank 1 parks for good at step 20; rank 0 then waits in all_reduce, dump after dump
     knobs = ("--stall-rank", "1", "--stall-after", "20")
@@ -138,22 +214,26 @@ def test_a_rank_that_never_returns_hangs_the_job():
     ), texts
 
 
-def test_threads_over_a_cpu_quota_are_cpu_oversubscribed():
-    # four intra-op threads in a half-CPU cgroup: runnable threads queue, the quota throttles
-    with cpu_quota_cgroup(0.5) as procs:
+def _quota_scenario(cpus: float, *knobs: str) -> dict:
+    """The instrumented trainer in a fresh cgroup with a CPU quota, diagnosed by pid."""
+    with cpu_quota_cgroup(cpus) as procs:
         if procs is None:
             pytest.skip("needs root and a writable cgroup cpu controller")
         job = subprocess.Popen(
             [sys.executable, str(EXAMPLES / "mlp_train.py"), "--steps", "100000",
-             "--seconds", "30", "--threads", "4"],
+             "--seconds", "30", *knobs],
             preexec_fn=lambda: procs.write_text(str(os.getpid())),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         try:
-            doc = diagnose("--pid", str(job.pid), duration=12)
+            return diagnose("--pid", str(job.pid), duration=12)
         finally:
-            job.kill()
-            job.wait()
+            _stop(job)
+
+
+def test_threads_over_a_cpu_quota_are_cpu_oversubscribed():
+    # four intra-op threads in a half-CPU cgroup: runnable threads queue, the quota throttles
+    doc = _quota_scenario(0.5, "--threads", "4")
     assert principal(doc) == "cpu-oversubscribed", doc["timeline"]
     p = doc["verdict"]["principal"]
     texts = " ".join(e["text"] for e in p["evidence"])
@@ -161,3 +241,89 @@ def test_threads_over_a_cpu_quota_are_cpu_oversubscribed():
     # the throttling does, and the lever proves the quota was read
     assert "cgroup throttled" in texts, texts
     assert "torch threads 4 on a 0.5-CPU quota: cap them at 1" in p["levers"][0]
+
+
+def test_workers_and_threads_over_one_cpu_are_cpu_oversubscribed_not_data_input():
+    # the loader is starved too, but of CPU: more workers (its lever) would make it worse
+    doc = _quota_scenario(1, "--threads", "4", "--workers", "2", "--slow-transform-ms", "20")
+    assert principal(doc) == "cpu-oversubscribed", doc["timeline"]
+    p = doc["verdict"]["principal"]
+    assert "cgroup throttled" in " ".join(e["text"] for e in p["evidence"])
+    assert p["levers"][1] == "do not add DataLoader workers: they compete for the same CPUs"
+    assert any(f["bound"].startswith("data-input") for f in doc["verdict"]["secondary"])
+
+
+def _start_in(cg, *knobs: str) -> subprocess.Popen:
+    """A plain trainer whose dataset is Python objects (every worker copies what it reads),
+    started in a fresh memory cgroup; returns once its two workers run."""
+    import psutil
+
+    job = subprocess.Popen(
+        [sys.executable, str(EXAMPLES / "mlp_plain.py"), "--steps", "100000", "--threads", "1",
+         "--workers", "2", "--dataset-mb", "200", *knobs],
+        preexec_fn=lambda: cg.procs.write_text(str(os.getpid())),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while len(psutil.Process(job.pid).children()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return job
+
+
+def _stop(job: subprocess.Popen) -> None:
+    """The whole tree: the workers would keep the cgroup busy."""
+    import psutil
+
+    for p in [*psutil.Process(job.pid).children(recursive=True), psutil.Process(job.pid)]:
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+    job.wait()
+
+
+def _settled(cg, within: float = 0.02) -> int:
+    """The cgroup's memory once two readings a second apart agree (the copies are made)."""
+    before = cg.usage()
+    for _ in range(60):
+        time.sleep(1)
+        now = cg.usage()
+        if abs(now - before) <= within * now:
+            return now
+        before = now
+    return before
+
+
+def test_workers_copying_the_dataset_to_the_limit_are_host_memory_pressure():
+    # steady at ~94% of the limit: "more workers" would be the next OOM kill
+    with memory_cgroup() as cg:
+        if cg is None:
+            pytest.skip("needs root and a writable cgroup memory controller")
+        job = _start_in(cg, "--seconds", "60")
+        try:
+            cg.limit(int(_settled(cg) / 0.94))
+            doc = diagnose("--pid", str(job.pid), duration=15)
+        finally:
+            _stop(job)
+    assert principal(doc) == "host-memory-pressure", doc["timeline"]
+    p = doc["verdict"]["principal"]
+    assert "2 DataLoader workers (each may copy the dataset)" in p["evidence"][0]["text"], p
+    assert (
+        p["levers"][0]
+        == "DataLoader num_workers=2: fewer (each may hold its own copy of the dataset)"
+    )
+
+
+def test_memory_creeping_to_an_oom_kill_is_host_memory_pressure():
+    # slow workers copy ~12 MiB/s more of the dataset until the OOM killer ends the job
+    with memory_cgroup() as cg:
+        if cg is None:
+            pytest.skip("needs root and a writable cgroup memory controller")
+        job = _start_in(cg, "--seconds", "60", "--read-latency-ms", "80")
+        try:
+            time.sleep(1)
+            cg.limit(cg.usage() + 100 * 2**20)
+            doc = diagnose("--pid", str(job.pid), duration=25)
+        finally:
+            _stop(job)
+    assert principal(doc) == "host-memory-pressure", doc["timeline"]
+    texts = " ".join(e["text"] for e in doc["verdict"]["principal"]["evidence"])
+    assert "OOM kill(s) in the cgroup, then the target exited" in texts, texts

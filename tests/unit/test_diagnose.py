@@ -97,18 +97,22 @@ def host(
     oom: int = 0,
     disk_wait: int = 0,
     io_psi: float = 0.0,
+    read_mbps: float = 0.0,
+    mem_psi: float = 0.0,
+    limit_hits: int = 0,
 ) -> Window:
-    def proc(pid: int, role: str, cpu: float, threads_running: int, wait: float, dw: int = 0):
+    def proc(pid: int, role: str, cpu: float, threads_running: int, wait: float, dw: int = 0,
+             read: float | None = None):  # fmt: skip
         name = "python" if role == "main" else "pt_data_worker"
-        rates = (None,) * 6  # context switches, I/O, fds: not used by the rules under test
+        ctx = (None, None, None)  # context switches, read chars: not used by the rules
         return ProcSample(pid, 1, 1, name, "", role, "R", cpu, 1 << 30, None, None, 4,
-                          threads_running, dw, (), wait, *rates)  # fmt: skip
+                          threads_running, dw, (), wait, *ctx, read, None, None)  # fmt: skip
 
-    main = proc(100, "main", 0.5, running, runq, disk_wait)
+    main = proc(100, "main", 0.5, running, runq, disk_wait, read_mbps * 1e6)
     procs = (main, *(proc(200 + i, "worker", c, 1, 0.0) for i, c in enumerate(workers)))
     limit = int(limit_gib * 2**30) if limit_gib else None
-    psi = M({"io": M({"some_avg10": io_psi}), "memory": M({"some_avg10": 0.0})})
-    events = M({"oom_kill": oom})
+    psi = M({"io": M({"some_avg10": io_psi}), "memory": M({"some_avg10": mem_psi})})
+    events = M({"oom_kill": oom, "max": limit_hits})
     cg = CgroupSample("v2", cpus, "/x", None, throttled, None, limit, "/x", None,
                       int(ws_gib * 2**30), events, events, 0, "cgroup", psi)  # fmt: skip
     samples = tuple(
@@ -178,6 +182,24 @@ def test_disk_wait_makes_it_io():
     v = verdict("starved", agents=agents({"data_wait": 60, "forward": 10}),
                 host=host(workers=[0.1, 0.1], disk_wait=3, io_psi=30))  # fmt: skip
     assert bound(v) == "data-input/io"
+    assert "3.0 threads in disk wait (D state) on average" in v.principal.evidence[-1].text
+
+
+def test_io_pressure_while_the_job_reads_makes_it_io():
+    v = verdict("starved", agents=agents({"data_wait": 60, "forward": 10}),
+                host=host(workers=[0.1, 0.1], io_psi=30, read_mbps=400))  # fmt: skip
+    assert bound(v) == "data-input/io"
+    assert v.principal.evidence[-1].text == (
+        "I/O pressure 30% (> 10%), reading 400 MB/s from storage"
+    )
+    assert v.principal.levers[0].startswith("stage the data on local NVMe")
+
+
+def test_someone_elses_io_pressure_is_not_the_jobs_io():
+    # machine-wide PSI (cgroup v1) from another process: the job itself reads nothing
+    v = verdict("starved", agents=agents({"data_wait": 60, "forward": 10}),
+                host=host(workers=[0.1, 0.1], io_psi=30, read_mbps=0))  # fmt: skip
+    assert bound(v) == "data-input"
 
 
 def test_stacks_alone_can_name_data_wait():
@@ -368,3 +390,67 @@ def test_a_principal_whose_evidence_is_gone_yields_at_once():
     assert bound(v) == "gpu-compute"
     v, state = evaluate(starved, now=1.0, state=state)
     assert bound(v) == "data-input" and v.principal.confidence > 0
+
+
+STARVED = {"data_wait": 60, "forward": 10}
+FOUR_WORKERS = {"dataloader": M({"num_workers": 4, "pin_memory": True, "persistent_workers": True})}
+
+
+def test_workers_filling_the_limit_explain_the_slow_loader():
+    # the data-input lever would be "more workers": each one another copy, then an OOM kill
+    v = verdict("starved", agents=agents(STARVED, fingerprint=FOUR_WORKERS),
+                host=host(workers=[0.1] * 4, ws_gib=7.6, limit_gib=8))  # fmt: skip
+    assert bound(v) == "host-memory-pressure"
+    assert v.principal.evidence[0].text == (
+        "working set 7.6 GiB of 8.0 GiB limit (95%, > 90%), "
+        "4 DataLoader workers (each may copy the dataset)"
+    )
+    assert (
+        v.principal.levers[0]
+        == "DataLoader num_workers=4: fewer (each may hold its own copy of the dataset)"
+    )
+    data = next(f for f in v.secondary if f.bound == "data-input")
+    assert data.levers[0].startswith("DataLoader num_workers=4: try 8;")
+    assert data.levers[0].endswith("only after freeing memory (working set at 95% of the limit)")
+
+
+def test_reclaim_stalls_explain_a_slow_loader_without_workers():
+    v = verdict("starved", agents=agents(STARVED),
+                host=host(ws_gib=7.6, limit_gib=8, limit_hits=40, mem_psi=25))  # fmt: skip
+    assert bound(v) == "host-memory-pressure"
+    texts = [e.text for e in v.principal.evidence]
+    assert "limit hit 40 times/s: the kernel reclaims" in texts
+    assert "memory pressure 25% (> 10%)" in texts
+    assert not any("workers" in lever for lever in v.principal.levers[:1])
+
+
+def test_near_the_limit_without_workers_or_stalls_is_a_warning_beside_data_input():
+    v = verdict("starved", agents=agents(STARVED), host=host(ws_gib=7.6, limit_gib=8))
+    assert bound(v) == "data-input"
+    assert any(f.bound == "host-memory-pressure" for f in v.secondary)
+
+
+def test_machine_wide_memory_pressure_far_from_the_limit_is_not_the_jobs():
+    v = verdict("starved", agents=agents(STARVED), host=host(ws_gib=2, limit_gib=8, mem_psi=40))
+    assert bound(v) == "data-input"
+    mem = next(f for f in v.findings if f.bound == "host-memory-pressure")
+    assert not mem.fired
+    assert [e.supports for e in mem.evidence] == [False]
+
+
+def test_a_throttled_quota_explains_a_starved_loader():
+    # "more workers" would add threads to the fight for the quota
+    crowded = host(cpus=1, running=6, runq=2.5, workers=[0.3, 0.3], throttled=0.8)
+    v = verdict("starved", agents=agents(STARVED), host=crowded)
+    assert bound(v) == "cpu-oversubscribed"
+    assert any(f.bound == "data-input" for f in v.secondary)
+    assert v.principal.levers[1] == "do not add DataLoader workers: they compete for the same CPUs"
+
+
+def test_workers_busy_on_shared_cores_are_cpu_transform_and_get_no_wait_lever():
+    # 70% of a core each (the machine's cores are shared): computing, not waiting
+    loader = {"dataloader": M({"num_workers": 2, "pin_memory": True, "persistent_workers": True})}
+    v = verdict("starved", agents=agents(STARVED, fingerprint=loader),
+                host=host(cpus=2, workers=[0.7, 0.7]))  # fmt: skip
+    assert bound(v) == "data-input/cpu-transform"
+    assert "0 of 2 workers at >= 85% of a core, 70% of a core each" in v.principal.evidence[-1].text

@@ -1,0 +1,270 @@
+"""Garbage collection in steps: the agent times it, the wire carries it, spikes name it."""
+
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+import threading
+import time
+from types import MappingProxyType as M
+
+from gputop.agent.recorder import Recorder
+from gputop.agent.server import AgentServer
+from gputop.diagnose import evaluate, signals
+from gputop.diagnose.rules import Signals, side_work
+from gputop.diagnose.signals import step_signals
+from gputop.model.step_stats import gc_share
+from gputop.model.steps import AgentsSample, AgentState, StepRecord
+from gputop.sources import agent_decode as dec
+
+# ---- the agent ------------------------------------------------------------------------------
+
+
+def test_a_full_collection_inside_a_step_is_timed_in_that_step():
+    heap = [[] for _ in range(200_000)]  # something for a full collection to traverse
+    r = Recorder()
+    r.watch_gc()
+    try:
+        r.step()  # a clean boundary
+        with r.phases["forward"]:
+            t = time.perf_counter_ns()
+            gc.collect()
+            took = time.perf_counter_ns() - t
+        r.step()
+        r.step()  # a step with no collection of its own
+    finally:
+        r.unwatch_gc()
+    del heap
+    _, _, t0, t1, durations, *_, gc_ns, gc_full = r.records[1]
+    assert gc_full >= 1
+    assert 0.5 * took <= gc_ns <= took <= t1 - t0
+    assert durations[r.names.index("forward")] >= gc_ns  # the pause is inside the phase
+    assert r.records[2][-1] == 0 and r.records[2][-2] < gc_ns
+
+
+def test_young_collections_count_time_but_not_as_full():
+    r = Recorder()
+    r.watch_gc()
+    try:
+        r.step()
+        gc.collect(0)
+        r.step()
+    finally:
+        r.unwatch_gc()
+    *_, gc_ns, gc_full = r.records[1]
+    assert gc_ns > 0 and gc_full == 0
+
+
+def test_a_collection_in_another_thread_stalls_the_step_too():
+    r = Recorder()
+    r.watch_gc()
+    try:
+        r.step()
+        worker = threading.Thread(target=gc.collect)
+        worker.start()
+        worker.join()
+        r.step()
+    finally:
+        r.unwatch_gc()
+    assert r.records[1][-1] >= 1
+
+
+def test_gc_is_unknown_until_watched_and_the_callback_goes_with_the_agent():
+    r = Recorder()
+    r.step()
+    assert r.records[0][-2:] == (None, None)  # not timed is not "no GC"
+    r.watch_gc()
+    r.watch_gc()  # idempotent
+    assert gc.callbacks.count(r._gc_cb) == 1
+    cb = r._gc_cb
+    r.disable()  # what a forked DataLoader worker does: no callback left behind
+    assert cb not in gc.callbacks
+    r.watch_gc()  # a disabled agent stays off
+    assert r._gc_cb is None
+
+
+FORK = """
+import gc, os
+os.environ["GPUTOP_NO_SERVER"] = "1"
+import gputop.agent as gt
+gt.init(torch_hooks=False)
+mine = gt._rec._gc_cb
+assert mine in gc.callbacks
+pid = os.fork()
+if pid == 0:  # a DataLoader worker: no recording, no callback on its collections
+    os._exit(0 if gt._rec._gc_cb is None and mine not in gc.callbacks else 1)
+_, status = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(status), mine in gc.callbacks)
+"""
+
+
+def test_a_forked_child_drops_the_callback_and_the_parent_keeps_it():
+    out = subprocess.run([sys.executable, "-c", FORK], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["0", "True"], out.stderr
+
+
+def test_gputop_gc_0_leaves_gc_callbacks_alone():
+    code = "import gc, gputop.agent as gt; gt.init(torch_hooks=False); print(len(gc.callbacks))"
+    env = {**os.environ, "GPUTOP_NO_SERVER": "1", "GPUTOP_GC": "0"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.stdout.strip() == "0", out.stderr
+
+
+def test_the_callback_never_raises_into_the_collector():
+    r = Recorder()
+    r._on_gc("start", {})
+    r._on_gc("stop", {})  # no "generation": counted, not raised
+    assert r.errors == 1
+    r._on_gc("stop", {"generation": 2})  # a stop without its start is ignored
+    assert r.gc_full == 0
+
+
+# ---- the wire ---------------------------------------------------------------------------------
+
+
+def _one(**fields):
+    item = {"step": 1, "t0_ns": 0, "dur_ns": 1_000_000, "phases": {"forward": 900_000}}
+    steps, dropped = dec.parse_steps({"steps": [{**item, **fields}]})
+    assert dropped == 0  # a bad GC figure never costs the step
+    return steps[0]
+
+
+def test_the_agent_sends_gc_and_the_monitor_reads_it():
+    r = Recorder()
+    r.watch_gc()
+    try:
+        r.step()
+        gc.collect()
+        r.step()
+    finally:
+        r.unwatch_gc()
+    line = AgentServer(r)._steps_message(list(r.records))
+    steps, dropped = dec.parse_steps(dec.decode_line(line.rstrip(b"\n")))
+    assert dropped == 0
+    assert steps[1].gc_full >= 1 and 0 < steps[1].gc_ns <= steps[1].dur_ns
+
+
+def test_gc_values_are_checked_and_capped():
+    s = _one(gc_ns=250_000, gc_full=1)
+    assert (s.gc_ns, s.gc_full) == (250_000, 1)
+    assert _one().gc_ns is None  # an older agent: not timed
+    assert _one(gc_ns=5_000_000, gc_full=1).gc_ns == 1_000_000  # never longer than the step
+    for bad in (
+        {"gc_ns": -1, "gc_full": 0},
+        {"gc_ns": True, "gc_full": 0},
+        {"gc_ns": 1.5, "gc_full": 0},
+        {"gc_ns": "7", "gc_full": 0},
+        {"gc_ns": 10**16, "gc_full": 0},
+        {"gc_ns": 100, "gc_full": -3},
+        {"gc_ns": 100, "gc_full": 10**7},
+        {"gc_ns": 100, "gc_full": False},
+        {"gc_ns": 100},  # half a figure is no figure
+    ):
+        s = _one(**bad)
+        assert (s.gc_ns, s.gc_full) == (None, None), bad
+
+
+# ---- spikes -----------------------------------------------------------------------------------
+
+
+def _agents(steps: list[StepRecord]) -> AgentsSample:
+    state = AgentState(
+        pid=100, state="connected", rank=None, local_rank=None, world_size=None, hostname="h",
+        argv=(), fingerprint=M({}), steps=tuple(steps), open_phase="forward", open_age_s=0.01,
+        since_step_s=0.05, heartbeat_age_s=0.1, agent_errors=0, dropped=0,
+    )  # fmt: skip
+    return AgentsSample(target=100, t=1.0, wall=0.0, agents=(state,))
+
+
+def _steps(n=40, every=10, extra_ms=150.0, gc_ms=None, full=1, where="forward", noise=()):
+    """Steps of 20 ms forward, 1 ms GC each; every ``every`` steps ``where`` grows by
+    ``extra_ms`` of which ``gc_ms`` (default: all of it) is garbage collection."""
+    out = []
+    for i in range(n):
+        ph = {"forward": 20.0, "optimizer": 2.0}
+        gc_t, gc_n = 1.0, 0
+        if i % every == every - 1:
+            ph[where] = ph.get(where, 0.0) + extra_ms
+            gc_t, gc_n = 1.0 + (extra_ms if gc_ms is None else gc_ms), full
+        if i in noise:
+            ph["forward"] += 15.0  # a noisy machine: slow, but no collection
+        total = sum(ph.values()) + 0.5
+        ns = M({k: int(v * 1e6) for k, v in ph.items()})
+        out.append(
+            StepRecord(i, int(i * 1e9), int(total * 1e6), ns, gc_ns=int(gc_t * 1e6), gc_full=gc_n)
+        )
+    return out
+
+
+def test_spikes_that_are_mostly_gc_are_attributed_to_gc():
+    st = step_signals(_agents(_steps()))
+    assert st is not None and st.spikes
+    assert {p for _, _, p in st.spikes} == {"gc (full collections)"}
+    assert 0.3 < st.gc_share < 0.6 and st.gc_full == 4
+    f = side_work(Signals(None, None, st, None))
+    assert f.fired and f.summary == "garbage collection pauses stall training"
+    texts = " ".join(e.text for e in f.evidence)
+    assert "growing in gc (full collections)" in texts
+    assert "Python garbage collection" in texts and "4 full collections in 39 steps" in texts
+    assert f.levers[0].startswith("gc.freeze()")
+    assert "gc.disable() with a manual gc.collect() every N steps" in f.levers[1]
+    assert not any("checkpoint" in lever for lever in f.levers)
+
+
+def test_young_collections_are_gc_without_full():
+    st = step_signals(_agents(_steps(full=0)))
+    assert {p for _, _, p in st.spikes} == {"gc"}
+
+
+def test_a_checkpoint_with_a_little_gc_is_still_the_checkpoint():
+    st = step_signals(_agents(_steps(extra_ms=400, gc_ms=50, where="checkpoint")))
+    assert {p for _, _, p in st.spikes} == {"checkpoint"}
+    f = side_work(Signals(None, None, st, None))
+    texts = " ".join(e.text for e in f.evidence)
+    assert f.fired and "growing in checkpoint" in texts and "garbage" not in texts
+    assert f.levers[0].startswith("checkpoint less often")
+
+
+def test_without_gc_timing_the_phase_that_grew_is_named():
+    steps = [StepRecord(s.step, s.t0_ns, s.dur_ns, s.phases) for s in _steps()]
+    st = step_signals(_agents(steps))
+    assert st.gc_share is None and {p for _, _, p in st.spikes} == {"forward"}
+    assert side_work(Signals(None, None, st, None)).levers[0].startswith("checkpoint")
+
+
+def test_measured_gc_pauses_stand_out_on_a_noisy_machine():
+    # 12 slow steps with no collection: too many spikes to call periodic, but the GC ones
+    # are measured, so they still count
+    noise = {1, 3, 5, 7, 11, 13, 15, 17, 21, 23, 25, 27}
+    st = step_signals(_agents(_steps(noise=noise)))
+    assert len(st.spikes) > st.steps // 3
+    f = side_work(Signals(None, None, st, None))
+    assert f.fired and "4 of 39 steps over 1.5x the median" in f.evidence[0].text
+    assert "growing in gc (full collections)" in f.evidence[0].text
+
+
+def test_gc_pauses_are_the_principal_bound():
+    v, _ = evaluate(signals([], [], agents=_agents(_steps())), now=10.0)
+    assert v.principal is not None and v.principal.bound == "side-work"
+    assert v.principal.levers[0].startswith("gc.freeze()")
+
+
+def test_gc_share_for_the_pane():
+    assert gc_share([]) == (None, 0)
+    share, full = gc_share(_steps(n=10, every=5))
+    assert full == 2 and 0.5 < share < 0.9
+
+
+def test_the_steps_pane_shows_the_gc_share_after_the_phases():
+    from rich.style import Style
+
+    from gputop.ui.steps_text import step_lines
+
+    a = _agents(_steps()).agents[0]
+    bar = step_lines(a, lambda _: Style(), 160)[1].plain
+    assert "| gc pauses 4" in bar and "(4 full)" in bar  # ~45%: after "fwd", "opt"
+    assert bar.index("gc pauses") > bar.index("opt")
+    plain = [StepRecord(s.step, s.t0_ns, s.dur_ns, s.phases) for s in _steps()]
+    assert "gc" not in step_lines(_agents(plain).agents[0], lambda _: Style(), 160)[1].plain
