@@ -10,6 +10,7 @@ import argparse
 import mmap
 import os
 import tempfile
+import threading
 import time
 
 import torch
@@ -29,6 +30,9 @@ KNOBS: tuple[tuple[str, type, object, str], ...] = (
     ("--dataset-mb", int, 0,
      "hold the dataset in memory as Python objects (MiB): each DataLoader worker that reads it "
      "ends up with its own copy (reference counts write to every page)"),
+    ("--loader-stall-after", int, 0,
+     "the loader blocks for good after this many batches in each process: a read from a dead "
+     "mount (a hung job when the workers do it)"),
     ("--checkpoint-every", int, 0, "torch.save every N steps"),
     ("--sync-every", int, 0, "loss.item() every N steps"),
     ("--gc-heap", int, 0,
@@ -123,11 +127,20 @@ class DiskSamples(Dataset):
         return x.float() / 255, i % 10
 
 
+def dead_mount_read() -> None:
+    """A read that never returns: an NFS server gone, a FUSE mount wedged."""
+    threading.Event().wait()
+
+
 class SlowCollate:
-    def __init__(self, ms: float, latency_ms: float = 0) -> None:
-        self.ms, self.latency_ms = ms, latency_ms
+    def __init__(self, ms: float, latency_ms: float = 0, stall_after: int = 0) -> None:
+        self.ms, self.latency_ms, self.stall_after = ms, latency_ms, stall_after
+        self.batches = 0  # per process: each worker has its own copy
 
     def __call__(self, items):
+        self.batches += 1
+        if self.stall_after and self.batches > self.stall_after:
+            dead_mount_read()
         if self.latency_ms:
             time.sleep(self.latency_ms / 1000)  # waiting on a remote read: no CPU, no disk
         busy(self.ms)
@@ -145,7 +158,9 @@ def loader(args: argparse.Namespace, dataset: Dataset | None = None, **kw) -> Da
         batch_size=args.batch,
         num_workers=args.workers,
         pin_memory=args.pin_memory,
-        collate_fn=SlowCollate(args.slow_transform_ms, args.read_latency_ms),
+        collate_fn=SlowCollate(
+            args.slow_transform_ms, args.read_latency_ms, args.loader_stall_after
+        ),
         persistent_workers=args.workers > 0,
         **kw,
     )

@@ -147,6 +147,13 @@ def levers_for(bound: str, sig: Signals) -> tuple[str, ...]:
             "bind each rank to its GPU's NUMA node",
         )
     if bound == "hung":
+        waits = {u[2] for u in sig.stacks.unchanged} if sig.stacks else set()
+        if "data wait" in waits:  # the main thread waits for a batch no worker will send
+            return (
+                "`gputop` key d (or py-spy dump) on the DataLoader workers: where they block",
+                "DataLoader(timeout=...) turns a stuck worker into an error instead of a hang",
+                "check the storage the workers read (a dead mount blocks reads for good)",
+            )
         return (
             "`gputop` key d (or py-spy dump) on every rank",
             "NCCL flight recorder: TORCH_NCCL_TRACE_BUFFER_SIZE=2000, TORCH_NCCL_DUMP_ON_TIMEOUT=1",

@@ -115,8 +115,14 @@ def hung(sig: Signals) -> Finding:
     elif not progressing and not sig.stacks.working:
         # steps finishing, or a rank still busy (a long checkpoint): an unchanged stack elsewhere
         # is just a wait on it
+        # a main thread waiting for a batch is a hang only once the loader has delivered
+        # before (a first batch may take long) and nothing moves for the agent's limit
+        loader_stuck = st is not None and st.steps >= 3
         for pid, n, phase, parked, _ in sig.stacks.unchanged:
-            if n >= 10 and phase in ("collective wait", "lock wait", "host sync"):
+            if n >= 10 and (
+                phase in ("collective wait", "lock wait", "host sync")
+                or (phase == "data wait" and loader_stuck)
+            ):
                 where = f" in {parked}" if parked else ""
                 agree.append(
                     Evidence(f"pid {pid}: same stack for {n} dumps, {phase}{where}", "stacks")

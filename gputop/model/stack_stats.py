@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from gputop.model.stacks import Frame, StacksSample, ThreadStack
 
-PARKED_PHASES = frozenset({"collective wait", "lock wait", "blocked", "host sync"})
+PARKED_PHASES = frozenset({"collective wait", "lock wait", "blocked", "host sync", "data wait"})
 """Where a stuck process sits. A main thread may legitimately show the same data-loading or
 transform frames for many dumps in a row, so those are not hang suspects."""
 

@@ -231,6 +231,15 @@ def _quota_scenario(cpus: float, *knobs: str) -> dict:
             _stop(job)
 
 
+def test_workers_blocked_for_good_hang_the_job():
+    # both workers block in a read that never returns after 30 batches; main waits for a batch
+    doc = diagnose(*trainer("--workers", "2", "--loader-stall-after", "30"), duration=25)
+    assert principal(doc) == "hung", doc["timeline"]
+    p = doc["verdict"]["principal"]
+    assert "data wait" in " ".join(e["text"] for e in p["evidence"])
+    assert any(lever.startswith("DataLoader(timeout=...)") for lever in p["levers"])
+
+
 def test_threads_over_a_cpu_quota_are_cpu_oversubscribed():
     # four intra-op threads in a half-CPU cgroup: runnable threads queue, the quota throttles
     doc = _quota_scenario(0.5, "--threads", "4")

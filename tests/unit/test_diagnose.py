@@ -454,3 +454,25 @@ def test_workers_busy_on_shared_cores_are_cpu_transform_and_get_no_wait_lever():
                 host=host(cpus=2, workers=[0.7, 0.7]))  # fmt: skip
     assert bound(v) == "data-input/cpu-transform"
     assert "0 of 2 workers at >= 85% of a core, 70% of a core each" in v.principal.evidence[-1].text
+
+
+WAITING_FOR_A_BATCH = [
+    ("torch/utils/data/dataloader.py", "_MultiProcessingDataLoaderIter._get_data")
+]
+
+
+def test_a_loader_that_stopped_delivering_is_hung():
+    v = verdict(
+        "starved",
+        agents=agents(STARVED, since_step_s=15),
+        stacks=stacks(WAITING_FOR_A_BATCH, n=12, same=True),
+    )
+    assert bound(v) == "hung"
+    assert "data wait" in v.principal.evidence[0].text
+    assert v.principal.levers[1].startswith("DataLoader(timeout=...)")
+
+
+def test_a_first_batch_that_takes_long_is_not_a_hang():
+    # no steps yet: the loader has never delivered, a slow start is not a stuck loader
+    v = verdict("starved", stacks=stacks(WAITING_FOR_A_BATCH, n=12, same=True))
+    assert bound(v) != "hung"
