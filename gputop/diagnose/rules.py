@@ -395,19 +395,43 @@ def data_input(sig: Signals) -> Finding:
     return f
 
 
+H2D_RX_GBPS = 1.0
+"""PCIe receive (GB/s) that, with the SMs mostly idle, means copies gate the GPU
+(research/nvml-signals.md: >= 1 GB/s with SM < 30%)."""
+H2D_SM_IDLE = 30.0
+
+
 def h2d_copy(sig: Signals) -> Finding:
-    if sig.steps is None or not sig.steps.shares:
-        return _finding(
-            "h2d-copy", [], [], ["agent"], "host-to-device copies on the critical path", sig
-        )
-    share = sig.steps.shares.get("h2d", 0.0)
-    agree = []
-    if share > H2D_SHARE:
-        agree.append(Evidence(f"H2D copy {_pct(share)} of the step (> 10%)", "agent"))
-        if sig.gpu and sig.gpu.pcie_rx_gbps is not None:
-            agree.append(Evidence(f"PCIe to the GPU {sig.gpu.pcie_rx_gbps:.1f} GB/s", "NVML"))
+    agree, missing = [], []
+    share = 0.0
+    if sig.steps is not None and sig.steps.shares:
+        share = sig.steps.shares.get("h2d", 0.0)
+        if share > H2D_SHARE:
+            agree.append(Evidence(f"H2D copy {_pct(share)} of the step (> 10%)", "agent"))
+    else:
+        missing.append("agent")
+    g = sig.gpu
+    if g is not None and g.pcie_rx_gbps is not None:
+        busy = g.sm_active if g.sm_active is not None else g.util
+        what = "SMs busy" if g.sm_active is not None else "GPU busy"
+        if g.pcie_rx_gbps >= H2D_RX_GBPS and busy < H2D_SM_IDLE:
+            agree.append(
+                Evidence(
+                    f"PCIe to the GPU {g.pcie_rx_gbps:.1f} GB/s (>= {H2D_RX_GBPS:g}) while "
+                    f"{what} {busy:.0f}% (< {H2D_SM_IDLE:.0f}%)",
+                    "NVML",
+                )
+            )
+        elif share > H2D_SHARE:
+            agree.append(Evidence(f"PCIe to the GPU {g.pcie_rx_gbps:.1f} GB/s", "NVML"))
     return _finding(
-        "h2d-copy", agree, [], [], "host-to-device copies on the critical path", sig, impact=share
+        "h2d-copy",
+        agree,
+        [],
+        missing,
+        "host-to-device copies on the critical path",
+        sig,
+        impact=share or (0.3 if agree else 0.0),
     )
 
 

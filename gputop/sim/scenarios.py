@@ -35,14 +35,18 @@ COMPUTE = Activity(duty=0.99, sm=0.93, occupancy=0.55, tensor=0.70, dram=0.45, p
 MEMBW = Activity(duty=0.99, sm=0.60, occupancy=0.35, tensor=0.05, dram=0.92, pcie_rx=0.01)
 
 
-def _sawtooth(period_s: float, busy_s: float, busy: Activity) -> ActivityFn:
-    """Short bursts of compute between long waits for the next batch."""
+WAITING = Activity(duty=0.02, sm=0.01, pcie_rx=0.005)
+PAGEABLE_COPY = Activity(duty=0.08, sm=0.03, occupancy=0.01, dram=0.10, pcie_rx=0.30)
+"""Copies from pageable memory: the driver stages them through a pinned bounce buffer, so the
+link carries a fraction of its peak while the SMs wait for the batch to land."""
+
+
+def _sawtooth(period_s: float, busy_s: float, busy: Activity, rest: Activity = WAITING):
+    """Short bursts of compute between long waits (for the next batch, or for its copy)."""
 
     def fn(t: float, _i: int) -> Activity:
         phase = math.fmod(t, period_s)
-        if phase < busy_s:
-            return busy
-        return Activity(duty=0.02, sm=0.01, pcie_rx=0.05)
+        return busy if phase < busy_s else rest
 
     return fn
 
@@ -82,6 +86,13 @@ SCENARIOS: dict[str, Scenario] = {
             "input-starved: 0.3 s bursts of compute every 1.2 s (sawtooth utilisation)",
             _sawtooth(1.2, 0.3, COMPUTE),
             mem_used_frac=0.42,
+        ),
+        Scenario(
+            "h2d",
+            "host-to-device copies on the critical path: pageable copies fill 1.15 s of every "
+            "1.3 s, PCIe receive busy, SMs idle meanwhile; 0.15 s of compute",
+            _sawtooth(1.3, 0.15, COMPUTE, PAGEABLE_COPY),
+            mem_used_frac=0.5,
         ),
         Scenario(
             "launch-bound",

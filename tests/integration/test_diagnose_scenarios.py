@@ -54,6 +54,7 @@ def principal(doc: dict) -> str | None:
         ("thermal-throttled", "throttled-thermal"),
         ("membw", "memory-bandwidth"),
         ("launch-bound", "host-overhead"),
+        ("h2d", "h2d-copy"),
         ("compute", "gpu-compute"),
         ("idle", "idle"),
     ],

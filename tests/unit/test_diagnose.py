@@ -476,3 +476,14 @@ def test_a_first_batch_that_takes_long_is_not_a_hang():
     # no steps yet: the loader has never delivered, a slow start is not a stuck loader
     v = verdict("starved", stacks=stacks(WAITING_FOR_A_BATCH, n=12, same=True))
     assert bound(v) != "hung"
+
+
+def test_pcie_busy_while_the_sms_wait_is_h2d_from_nvml_alone():
+    v = verdict("h2d")
+    assert bound(v) == "h2d-copy"
+    assert v.principal.evidence[0].text.startswith("PCIe to the GPU ")
+    assert "while SMs busy" in v.principal.evidence[0].text
+
+
+def test_a_starved_gpu_moves_little_over_pcie_and_is_not_h2d():
+    assert not next(f for f in verdict("starved").findings if f.bound == "h2d-copy").fired
