@@ -49,6 +49,7 @@ def flags(description: str) -> argparse.ArgumentParser:
     p.add_argument("--batch", type=int, default=64, help="samples per step")
     p.add_argument("--dim", type=int, default=256, help="input features")
     p.add_argument("--hidden", type=int, default=512, help="hidden units")
+    p.add_argument("--layers", type=int, default=1, help="hidden layers (each more tensors)")
     p.add_argument("--workers", type=int, default=0, help="DataLoader num_workers")
     p.add_argument("--pin-memory", action="store_true", help="DataLoader pin_memory")
     p.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: default)")
@@ -167,7 +168,12 @@ def loader(args: argparse.Namespace, dataset: Dataset | None = None, **kw) -> Da
 
 
 def model(args: argparse.Namespace) -> nn.Module:
-    return nn.Sequential(nn.Linear(args.dim, args.hidden), nn.ReLU(), nn.Linear(args.hidden, 10))
+    deeper = []
+    for _ in range(max(1, args.layers) - 1):
+        deeper += [nn.Linear(args.hidden, args.hidden), nn.ReLU()]
+    return nn.Sequential(
+        nn.Linear(args.dim, args.hidden), nn.ReLU(), *deeper, nn.Linear(args.hidden, 10)
+    )
 
 
 def optimizer(args: argparse.Namespace, net: nn.Module) -> torch.optim.Optimizer:

@@ -177,6 +177,15 @@ def test_big_gradients_on_equal_ranks_are_comms_not_a_straggler():
     assert not any(f["bound"] == "straggler" for f in doc["verdict"]["secondary"])
 
 
+def test_many_small_gradients_on_equal_ranks_are_comms():
+    # 50 small tensors, each its own all_reduce: latency per call, not bandwidth, adds up
+    knobs = ("--layers", "24", "--hidden", "128", "--dim", "128", "--batch", "16", "--threads", "1")
+    doc = diagnose(*two_gloo_ranks(*knobs))
+    assert principal(doc) == "comms", doc["timeline"]
+    assert doc["verdict"]["principal"]["evidence"][0]["text"].startswith("grad sync")
+    assert not any(f["bound"] == "straggler" for f in doc["verdict"]["secondary"])
+
+
 def test_periodic_checkpoints_are_side_work():
     knobs = ("--hidden", "4096", "--dim", "1024", "--batch", "64", "--checkpoint-every", "10")
     doc = diagnose("--sim-board", "h100", *trainer(*knobs))
