@@ -71,8 +71,27 @@ no form factor ("NVIDIA H100") is left unknown: SXM, PCIe and NVL peaks differ b
 A plain "NVIDIA H200" is the SXM part (the NVL card says so)."""
 
 
+WARMUP_STEPS = 10
+"""Steps from the start of a run that may be warm-up: allocator growth, cuDNN autotuning,
+torch.compile's first graphs."""
+WARMUP_SLOW = 2.0
+"""... and are, while each is over this many times the median of the steps that follow."""
+
+
 def usable(steps: Sequence[StepRecord]) -> list[StepRecord]:
-    return list(steps[1:])[-WINDOW:]
+    """The last WINDOW steps without the first (start-up) and without the run's leading
+    warm-up steps: early steps far slower than the rest would skew the median and read as
+    spikes (the issue's "warm-up and compile steps excluded")."""
+    rest = list(steps[1:])
+    if len(rest) >= 4:
+        typical = percentile(sorted(s.dur_ns for s in rest), 50)
+        while (
+            len(rest) > 3
+            and rest[0].step <= WARMUP_STEPS
+            and rest[0].dur_ns > WARMUP_SLOW * typical
+        ):
+            rest.pop(0)
+    return rest[-WINDOW:]
 
 
 def phase_shares(steps: Sequence[StepRecord]) -> list[tuple[str, float]]:

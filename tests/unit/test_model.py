@@ -134,3 +134,27 @@ def test_window_latest_and_span():
     w = _w([1.0, 2.0, 3.0], times=[10.0, 11.0, 13.0])
     assert w.latest.v == 3.0
     assert w.span == 3.0
+
+
+def test_warm_up_and_compile_steps_leave_the_step_statistics():
+    from gputop.model.step_stats import usable
+    from gputop.model.steps import StepRecord
+
+    def step(i: int, ms: float) -> StepRecord:
+        return StepRecord(i, i * 10**9, int(ms * 1e6), {})
+
+    run = [
+        step(0, 900),
+        step(1, 700),
+        step(2, 400),
+        step(3, 12),
+        *(step(i, 10) for i in range(4, 40)),
+    ]
+    kept = usable(run)
+    assert [s.step for s in kept][:2] == [3, 4]  # the slow compile steps 1-2 are gone
+    # a slow step later in the run is a spike to report, not warm-up
+    late = [step(0, 900), *(step(i, 10) for i in range(1, 30)), step(30, 500)]
+    assert usable(late)[-1].step == 30
+    # past the first steps, nothing is dropped as warm-up
+    resumed = [step(100, 10), step(101, 400), *(step(i, 10) for i in range(102, 120))]
+    assert usable(resumed)[0].step == 101
