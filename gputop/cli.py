@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -163,6 +164,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds to wait for the driver before giving up (default 5)",
     )
     _add_sim_flags(snap)
+    cap = sub.add_parser(
+        "capture",
+        help="take one bounded capture of a process for later analysis",
+        description="Take one bounded capture of PID and its subprocesses into a private folder "
+        "with a manifest (docs/captures.md): pyspy-flame records S seconds of stacks "
+        "(speedscope JSON and an SVG flame graph), pyspy-dump every thread now (text and JSON).",
+    )
+    cap.add_argument("kind", choices=("pyspy-flame", "pyspy-dump"), help="what to capture")
+    cap.add_argument("--pid", type=int, required=True, metavar="PID", help="the target process")
+    cap.add_argument("--seconds", type=float, help="pyspy-flame: how long (default 10, max 120)")
+    cap.add_argument("--rate", type=int, help="pyspy-flame: samples per second (default 50)")
+    cap.add_argument("--max-mb", type=float, help="byte cap in MiB (default 200; dump: 50)")
+    cap.add_argument(
+        "--dir",
+        metavar="DIR",
+        help="where capture folders go (default $GPUTOP_CAPTURE_DIR or ./gputop-captures)",
+    )
+    cap.add_argument("--json", action="store_true", help="print the manifest as JSON")
     return parser
 
 
@@ -487,6 +506,40 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_capture(args: argparse.Namespace) -> int:
+    import threading
+
+    from gputop.capture.folder import CaptureError, capture_root
+    from gputop.capture.manifest import document
+    from gputop.capture.take import Bounds, take
+
+    cancel = threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda *_: cancel.set())  # ctrl+c: keep what we have
+    max_bytes = int(args.max_mb * 2**20) if args.max_mb is not None else None
+    try:
+        m, folder = take(
+            args.kind,
+            args.pid,
+            capture_root(args.dir),
+            Bounds(args.seconds, args.rate, max_bytes),
+            cancel,
+        )
+    except CaptureError as e:
+        print(f"gputop: {e}", file=sys.stderr)
+        return 2
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if args.json:
+        print(json.dumps(document(m), indent=2))
+    else:
+        why = f": {m.reason}" if m.reason else ""
+        print(f"{m.kind} of pid {args.pid}: {m.status}{why}")
+        print(f"  folder {folder.resolve()}")
+        for f in m.files:
+            print(f"  {f.path}  {f.bytes:,} bytes")
+    return {"ok": 0, "partial": 0, "cancelled": 130}.get(m.status, 1)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     # gputop itself must never start an agent, even inside a `gputop run` job's environment
     os.environ.pop("GPUTOP_AGENT_AUTOSTART", None)
@@ -500,6 +553,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "demo": cmd_demo,
         "run": cmd_run,
         "diagnose": cmd_diagnose,
+        "capture": cmd_capture,
         None: cmd_monitor,
     }
     try:

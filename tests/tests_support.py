@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+import traceback  # imported here: a child that became nobody may not read the stdlib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -28,8 +29,6 @@ def as_nobody(work) -> str:
             os.setuid(nobody.pw_uid)
             os.write(write_fd, work().encode())
         except BaseException:  # the test's assertion then shows what went wrong in the child
-            import traceback
-
             os.write(write_fd, traceback.format_exc().encode())
         finally:
             os._exit(0)
@@ -114,3 +113,36 @@ def memory_cgroup():
     when this machine cannot make one."""
     with _fresh_cgroup("memory", {}, {"memory.swap.max": "0"}) as (made, version):
         yield None if made is None else MemoryCgroup(made, version)
+
+
+def kill_tree(job) -> None:
+    """Kill a started job and everything below it (DataLoader workers would outlive it and keep
+    a cgroup busy), then reap it."""
+    import psutil
+
+    try:
+        procs = [*psutil.Process(job.pid).children(recursive=True), psutil.Process(job.pid)]
+    except psutil.Error:
+        procs = []
+    for p in procs:
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+    job.wait()
+
+
+def trainer_with_workers(*knobs: str, preexec_fn=None):
+    """examples/mlp_plain.py with two DataLoader workers, returned once both run."""
+    import subprocess
+    import sys
+
+    import psutil
+
+    job = subprocess.Popen(
+        [sys.executable, str(REPO / "examples" / "mlp_plain.py"), "--steps", "100000",
+         "--threads", "1", "--workers", "2", *knobs],
+        preexec_fn=preexec_fn, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while len(psutil.Process(job.pid).children()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return job

@@ -148,7 +148,7 @@ class StackSource:
         self._last: dict[int, ProcessStacks] = {}
         self._next_worker = 0
 
-    def _tree(self) -> list[tuple[int, str]]:
+    def tree(self) -> list[tuple[int, str]]:
         out = []
         main_cmdline = None
         for pid in descendants(self.pid, self._proc):
@@ -172,7 +172,7 @@ class StackSource:
         now = self._clock()
         if self.spy.binary is None:
             return StacksSample(self.pid, now, self._wall(), (), problem=NO_PY_SPY)
-        tree = self._tree()
+        tree = self.tree()
         alive = {pid for pid, _ in tree}
         workers = [pid for pid, role in tree if role == "worker"]
         due = [pid for pid, role in tree if role != "worker"]
@@ -213,7 +213,7 @@ class StackSource:
     ) -> list[tuple[int, str, list[ThreadStack] | None, str | None]]:
         """Every process of the tree now (the full-dump key): (pid, role, threads, error)."""
         out = []
-        for pid, role in self._tree():
+        for pid, role in self.tree():
             threads, error = self.spy.dump(pid, blocking=blocking)
             out.append((pid, role, threads, error))
         return out

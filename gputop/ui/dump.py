@@ -11,23 +11,9 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from gputop.model.stacks import ThreadStack
+from gputop.render.stacks import dump_text
 
-
-def dump_text(results: list[tuple[int, str, list[ThreadStack] | None, str | None]]) -> str:
-    out = []
-    for pid, role, threads, error in results:
-        out.append(f"== pid {pid} ({role})")
-        if error:
-            out.append(f"   {error}")
-            continue
-        for t in threads or []:
-            state = "active" if t.active else "waiting"
-            out.append(f"-- thread {t.tid} {t.name} [{state}] phase: {t.phase}")
-            for f in t.frames:
-                out.append(f"     {f.name} ({f.file}:{f.line or '?'})")
-        out.append("")
-    return "\n".join(out) + "\n"
+__all__ = ["DumpScreen", "dump_text"]
 
 
 class DumpScreen(ModalScreen):

@@ -7,7 +7,6 @@ the simulated board's activity scenarios. Every output is validated against its 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import mmap
 import os
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from tests_support import cpu_quota_cgroup, memory_cgroup
+from tests_support import cpu_quota_cgroup, kill_tree, memory_cgroup, trainer_with_workers
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -238,7 +237,7 @@ def _quota_scenario(cpus: float, *knobs: str) -> dict:
         try:
             return diagnose("--pid", str(job.pid), duration=12)
         finally:
-            _stop(job)
+            kill_tree(job)
 
 
 def test_workers_blocked_for_good_hang_the_job():
@@ -274,29 +273,9 @@ def test_workers_and_threads_over_one_cpu_are_cpu_oversubscribed_not_data_input(
 
 def _start_in(cg, *knobs: str) -> subprocess.Popen:
     """A plain trainer whose dataset is Python objects (every worker copies what it reads),
-    started in a fresh memory cgroup; returns once its two workers run."""
-    import psutil
-
-    job = subprocess.Popen(
-        [sys.executable, str(EXAMPLES / "mlp_plain.py"), "--steps", "100000", "--threads", "1",
-         "--workers", "2", "--dataset-mb", "200", *knobs],
-        preexec_fn=lambda: cg.procs.write_text(str(os.getpid())),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while len(psutil.Process(job.pid).children()) < 2 and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return job
-
-
-def _stop(job: subprocess.Popen) -> None:
-    """The whole tree: the workers would keep the cgroup busy."""
-    import psutil
-
-    for p in [*psutil.Process(job.pid).children(recursive=True), psutil.Process(job.pid)]:
-        with contextlib.suppress(psutil.Error):
-            p.kill()
-    job.wait()
+    started in a fresh memory cgroup."""
+    preexec = lambda: cg.procs.write_text(str(os.getpid()))  # noqa: E731
+    return trainer_with_workers("--dataset-mb", "200", *knobs, preexec_fn=preexec)
 
 
 def _settled(cg, within: float = 0.02) -> int:
@@ -321,7 +300,7 @@ def test_workers_copying_the_dataset_to_the_limit_are_host_memory_pressure():
             cg.limit(int(_settled(cg) / 0.94))
             doc = diagnose("--pid", str(job.pid), duration=15)
         finally:
-            _stop(job)
+            kill_tree(job)
     assert principal(doc) == "host-memory-pressure", doc["timeline"]
     p = doc["verdict"]["principal"]
     assert "2 DataLoader workers (each may copy the dataset)" in p["evidence"][0]["text"], p
@@ -342,7 +321,7 @@ def test_memory_creeping_to_an_oom_kill_is_host_memory_pressure():
             cg.limit(cg.usage() + 100 * 2**20)
             doc = diagnose("--pid", str(job.pid), duration=25)
         finally:
-            _stop(job)
+            kill_tree(job)
     assert principal(doc) == "host-memory-pressure", doc["timeline"]
     texts = " ".join(e["text"] for e in doc["verdict"]["principal"]["evidence"])
     assert "OOM kill(s) in the cgroup, then the target exited" in texts, texts

@@ -1,0 +1,95 @@
+"""``manifest.json``: what a capture is, its bounds, how it ended, and what it wrote
+(docs/captures.md, docs/capture.schema.json). Written when the capture starts and again when it
+ends, atomically, so a crash leaves a manifest that says "running"."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from gputop import __version__
+from gputop.capture.folder import FileEntry, write_partial
+
+SCHEMA = "gputop.capture/1"
+STATUSES = ("running", "ok", "partial", "failed", "timeout", "cancelled")
+VIEWERS = {
+    "pyspy-flame": "speedscope (https://www.speedscope.app, open pyspy.speedscope.json) or "
+    "any browser for flame.svg",
+    "pyspy-dump": "any text viewer: stacks.txt; stacks.json for scripts",
+}
+
+
+@dataclass(frozen=True)
+class Target:
+    pid: int
+    role: str
+    """main, worker, rank or child."""
+    start_ticks: int | None = None
+    rank: int | None = None
+    python: str | None = None
+    torch: str | None = None
+    steps: tuple[int, int] | None = None
+    status: str = "running"
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    version: str | None = None
+    argv: tuple[str, ...] = ()
+    stderr_tail: str = ""
+
+
+@dataclass(frozen=True)
+class Manifest:
+    id: str
+    kind: str
+    bounds: dict[str, Any]
+    requested_at: float
+    status: str = "running"
+    reason: str = ""
+    """Why it is not "ok", in words."""
+    ended_at: float | None = None
+    targets: tuple[Target, ...] = ()
+    files: tuple[FileEntry, ...] = ()
+    tool: Tool | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def ended(self, status: str, reason: str = "", **changes: Any) -> Manifest:
+        assert status in STATUSES
+        return replace(self, status=status, reason=reason, ended_at=time.time(), **changes)
+
+
+def _utc(t: float | None) -> str | None:
+    if t is None:
+        return None
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1000):03d}Z"
+
+
+def _lists(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _lists(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_lists(v) for v in obj]
+    return obj
+
+
+def document(m: Manifest) -> dict[str, Any]:
+    doc = _lists(asdict(m))
+    doc["requested_at"] = _utc(m.requested_at)
+    doc["ended_at"] = _utc(m.ended_at)
+    return {
+        "schema": SCHEMA,
+        "gputop_version": __version__,
+        **doc,
+        "view_hint": VIEWERS.get(m.kind, ""),
+    }
+
+
+def write(folder: Path, m: Manifest) -> None:
+    data = json.dumps(document(m), indent=2).encode() + b"\n"
+    write_partial(folder / "manifest.json", data)

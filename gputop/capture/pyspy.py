@@ -1,0 +1,190 @@
+"""The py-spy capture kinds: a flame graph of the whole tree over S seconds, and a dump of every
+process and thread now. Both nonblocking: py-spy reads the target's memory without pausing it
+(research/capture.md: blocking record slowed a 159-thread torch job 5-15x)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from gputop.capture.external import run_tool
+from gputop.capture.flamegraph import merge, render
+from gputop.capture.folder import entry, partial, write_partial
+from gputop.capture.manifest import Manifest, Target, Tool
+from gputop.render.stacks import dump_text
+from gputop.snapshot import jsonable
+from gputop.sources.procfs import parse_stat
+from gputop.sources.stacks import NO_PY_SPY, PySpy, StackSource, explain, find_py_spy
+
+FLAME_SECONDS = 10.0
+FLAME_SECONDS_MAX = 120.0
+FLAME_RATE = 50
+FLAME_RATE_MAX = 200
+FLAME_MAX_BYTES = 200 * 2**20
+DUMP_MAX_BYTES = 50 * 2**20
+OVERRUN_S = 10.0
+"""py-spy gets this long past the window before it is stopped."""
+
+
+@dataclass(frozen=True)
+class Progress:
+    done: float
+    total: float
+    unit: str
+
+
+def _alive(pid: int, start_ticks: int | None) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            st = parse_stat(f.read().decode(errors="replace"))
+    except (OSError, ValueError, IndexError):
+        return False
+    if st.state in ("Z", "X"):  # exited, not yet reaped by its parent
+        return False
+    return start_ticks is None or st.start_ticks == start_ticks
+
+
+def start_ticks(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return parse_stat(f.read().decode(errors="replace")).start_ticks
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _version(binary: str) -> str | None:
+    run = run_tool([binary, "--version"], timeout=5)
+    return run.stdout.strip() or None
+
+
+def flame(
+    m: Manifest,
+    folder: Path,
+    pid: int,
+    seconds: float,
+    rate: int,
+    max_bytes: int,
+    cancel: threading.Event,
+    progress=lambda p: None,
+) -> Manifest:
+    """``py-spy record`` of ``pid`` and its subprocesses as speedscope JSON, and an SVG drawn
+    from the same samples."""
+    binary = find_py_spy()
+    if binary is None:
+        return m.ended("failed", NO_PY_SPY)
+    ticks = start_ticks(pid)
+    if ticks is None:
+        return m.ended("failed", f"pid {pid} is not running")
+    out = folder / "pyspy.speedscope.json"
+    argv = [binary, "record", "--pid", str(pid), "--duration", str(max(1, round(seconds))),
+            "--rate", str(rate), "--format", "speedscope", "--idle", "--nonblocking",
+            "--subprocesses", "--output", str(partial(out))]  # fmt: skip
+    tool = Tool("py-spy", _version(binary), tuple(argv))
+    tree = StackSource(pid).tree()  # the processes --subprocesses will follow, as they are now
+    m = replace(m, tool=tool, targets=tuple(Target(p, r, start_ticks(p)) for p, r in tree))
+    started = time.monotonic()
+    done = threading.Event()
+
+    def tick() -> None:
+        while not done.wait(0.5):
+            progress(Progress(min(seconds, time.monotonic() - started), seconds, "s"))
+
+    ticker = threading.Thread(target=tick, daemon=True)
+    ticker.start()
+    try:
+        result = run_tool(argv, timeout=seconds + OVERRUN_S, cancel=cancel)
+    finally:
+        done.set()
+    took = time.monotonic() - started
+    tool = Tool("py-spy", tool.version, tool.argv, result.stderr_tail)
+    if result.not_found:
+        return m.ended("failed", NO_PY_SPY, tool=tool)
+    # py-spy ends a recording early only when the target is gone (it may still be exiting)
+    short = took < seconds - 1.5 and not result.cancelled and not result.timed_out
+    exited = short or not _alive(pid, ticks)
+    have = partial(out).exists() and partial(out).stat().st_size > 0
+    if not have:
+        partial(out).unlink(missing_ok=True)
+        if result.cancelled:
+            return m.ended("cancelled", "cancelled before py-spy wrote anything", tool=tool)
+        reason = (
+            f"pid {pid} exited before py-spy wrote anything"
+            if exited
+            else explain(result.stderr_tail, result.returncode, pid)
+        )
+        return m.ended("timeout" if result.timed_out else "failed", reason, tool=tool)
+    partial(out).rename(out)
+    files = [entry(folder, out)]
+    try:
+        doc = json.loads(out.read_text())
+    except (OSError, ValueError):
+        return m.ended("failed", "py-spy's output is not JSON", tool=tool, files=tuple(files))
+    size = out.stat().st_size
+    if size > max_bytes:
+        return m.ended(
+            "partial",
+            f"the recording is {size / 2**20:.0f} MiB, over the {max_bytes / 2**20:.0f} MiB "
+            "cap: kept, no SVG drawn; record fewer seconds or a lower rate",
+            tool=tool,
+            files=tuple(files),
+        )
+    svg = folder / "flame.svg"
+    write_partial(svg, render(merge(doc), f"pid {pid} and its subprocesses, {took:.0f} s").encode())
+    files.append(entry(folder, svg))
+    status, reason = "ok", ""
+    if result.cancelled:
+        status, reason = "cancelled", f"cancelled after {took:.0f} s; kept what was recorded"
+    elif exited:
+        status, reason = (
+            "partial",
+            f"pid {pid} exited during the capture, after {took:.0f} of {seconds:g} s; kept "
+            "what was recorded",
+        )
+    elif result.timed_out:
+        status, reason = "timeout", f"py-spy did not finish within {seconds + OVERRUN_S:g} s"
+    targets = tuple(replace(t, status=status) for t in m.targets)
+    return m.ended(status, reason, tool=tool, files=tuple(files), targets=targets)
+
+
+def dump(m: Manifest, folder: Path, pid: int, max_bytes: int) -> Manifest:
+    """Every process and thread of the tree now, as text and JSON (phases classified)."""
+    spy = PySpy()
+    if spy.binary is None:
+        return m.ended("failed", NO_PY_SPY)
+    ticks = start_ticks(pid)
+    if ticks is None:
+        return m.ended("failed", f"pid {pid} is not running")
+    source = StackSource(pid, spy=spy)
+    results, targets, used, capped = [], [], 0, False
+    for p, role in source.tree():
+        if capped:
+            targets.append(Target(p, role, start_ticks(p), status="skipped", note="byte cap"))
+            continue
+        threads, error = spy.dump(p)
+        results.append((p, role, threads, error))
+        used += len(dump_text([(p, role, threads, error)]))
+        capped = used > max_bytes
+        status = "failed" if error else "ok"
+        targets.append(Target(p, role, start_ticks(p), status=status, note=error or ""))
+    tool = Tool("py-spy", _version(spy.binary), (spy.binary, "dump", "--json", "--nonblocking"))
+    text_path, json_path = folder / "stacks.txt", folder / "stacks.json"
+    write_partial(text_path, dump_text(results).encode())
+    doc = [
+        {"pid": p, "role": role, "error": error, "threads": jsonable(threads or [])}
+        for p, role, threads, error in results
+    ]
+    write_partial(json_path, json.dumps(doc, indent=1).encode())
+    files = (entry(folder, text_path), entry(folder, json_path))
+    ok = [t for t in targets if t.status == "ok"]
+    if capped:
+        status, reason = "partial", f"stopped at the {max_bytes / 2**20:g} MiB cap"
+    elif not ok:
+        status, reason = "failed", targets[0].note if targets else f"pid {pid} has exited"
+    elif len(ok) < len(targets):
+        status, reason = "partial", f"{len(targets) - len(ok)} of {len(targets)} processes failed"
+    else:
+        status, reason = "ok", ""
+    return m.ended(status, reason, tool=tool, targets=tuple(targets), files=files)

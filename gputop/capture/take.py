@@ -1,0 +1,99 @@
+"""Taking one capture: bounds checked, the disk checked, a private folder, the manifest written
+at the start ("running") and at the end, one capture per kind per process at a time. The same
+path serves the TUI's keys and `gputop capture`."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from gputop.capture import manifest, pyspy
+from gputop.capture.folder import CaptureError, check_free, new_folder
+from gputop.capture.manifest import Manifest
+
+KINDS = ("pyspy-flame", "pyspy-dump")
+
+_running: set[tuple[str, int]] = set()
+_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Bounds:
+    seconds: float | None = None
+    rate: int | None = None
+    max_bytes: int | None = None
+
+
+def checked(kind: str, b: Bounds) -> Bounds:
+    """Defaults filled in; a bound outside its range is an error that says the range."""
+    if kind not in KINDS:
+        raise CaptureError(f"unknown capture kind {kind!r}: one of {', '.join(KINDS)}")
+    if kind == "pyspy-flame":
+        seconds = pyspy.FLAME_SECONDS if b.seconds is None else b.seconds
+        if not 1 <= seconds <= pyspy.FLAME_SECONDS_MAX:
+            raise CaptureError(f"--seconds {seconds:g}: from 1 to {pyspy.FLAME_SECONDS_MAX:g}")
+        rate = pyspy.FLAME_RATE if b.rate is None else b.rate
+        if not 1 <= rate <= pyspy.FLAME_RATE_MAX:
+            raise CaptureError(f"--rate {rate}: from 1 to {pyspy.FLAME_RATE_MAX} samples/s")
+        cap = pyspy.FLAME_MAX_BYTES if b.max_bytes is None else b.max_bytes
+    else:
+        seconds, rate = None, None
+        cap = pyspy.DUMP_MAX_BYTES if b.max_bytes is None else b.max_bytes
+    if cap <= 0:
+        raise CaptureError("--max-mb must be above 0")
+    return Bounds(seconds, rate, cap)
+
+
+def take(
+    kind: str,
+    pid: int,
+    root: Path,
+    bounds: Bounds = Bounds(),
+    cancel: threading.Event | None = None,
+    progress: Callable[[object], None] = lambda p: None,
+    started: Callable[[Path], None] = lambda folder: None,
+) -> tuple[Manifest, Path]:
+    """Run one capture to its end; raises CaptureError only when it cannot start (then no
+    folder is left behind)."""
+    b = checked(kind, bounds)
+    assert b.max_bytes is not None
+    if pyspy.start_ticks(pid) is None:
+        raise CaptureError(f"pid {pid} is not running: nothing to capture")
+    key = (kind, pid)
+    with _lock:
+        if key in _running:
+            raise CaptureError(f"a {kind} capture of pid {pid} is already running")
+        _running.add(key)
+    try:
+        check_free(root, b.max_bytes)
+        folder = new_folder(root, kind)
+        m = Manifest(
+            id=folder.name,
+            kind=kind,
+            bounds={"seconds": b.seconds, "rate": b.rate, "max_bytes": b.max_bytes},
+            requested_at=time.time(),
+        )
+        manifest.write(folder, m)
+        started(folder)
+        try:
+            if kind == "pyspy-flame":
+                assert b.seconds is not None and b.rate is not None
+                m = pyspy.flame(
+                    m, folder, pid, b.seconds, b.rate, b.max_bytes, cancel or threading.Event(),
+                    progress,
+                )  # fmt: skip
+            else:
+                m = pyspy.dump(m, folder, pid, b.max_bytes)
+        except OSError as e:  # disk full, folder removed under us: said, never raised on
+            m = m.ended("failed", f"writing the capture failed: {e.strerror or e}")
+        try:
+            manifest.write(folder, m)
+        except OSError as e:
+            m = m.ended("failed", f"cannot write the manifest: {e.strerror or e}")
+        return m, folder
+    finally:
+        with _lock:
+            _running.discard(key)

@@ -1,0 +1,128 @@
+"""py-spy captures of a real trainer through `gputop capture`: files, manifest, privacy, and
+the endings a user meets (target exits mid-window, byte cap, no such process)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import xml.dom.minidom
+from pathlib import Path
+
+import jsonschema
+import psutil
+import pytest
+from tests_support import as_nobody, kill_tree, trainer_with_workers
+
+from gputop.capture.take import take  # imported before as_nobody forks: nobody may not read it
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEMA = json.loads((REPO / "docs" / "capture.schema.json").read_text())
+
+
+@pytest.fixture
+def trainer(request):
+    """The plain trainer with two DataLoader workers, running once its workers exist."""
+    job = trainer_with_workers("--seconds", str(getattr(request, "param", 30)))
+    yield job
+    kill_tree(job)
+
+
+def capture(*args: str, root: Path, expect: int = 0) -> tuple[dict, Path]:
+    out = subprocess.run(
+        [sys.executable, "-m", "gputop", "capture", *args, "--dir", str(root), "--json"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == expect, out.stderr
+    doc = json.loads(out.stdout)
+    jsonschema.validate(doc, SCHEMA)
+    folder = root / doc["id"]
+    on_disk = json.loads((folder / "manifest.json").read_text())
+    assert on_disk == doc
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    for f in folder.iterdir():
+        assert stat.S_IMODE(f.stat().st_mode) == 0o600, f
+        assert not f.name.endswith(".partial")
+    return doc, folder
+
+
+def test_a_flame_graph_covers_the_main_process_and_its_workers(trainer, tmp_path):
+    doc, folder = capture("pyspy-flame", "--pid", str(trainer.pid), "--seconds", "3",
+                          root=tmp_path)  # fmt: skip
+    assert doc["status"] == "ok", doc["reason"]
+    workers = [p.pid for p in psutil.Process(trainer.pid).children()]
+    speedscope = json.loads((folder / "pyspy.speedscope.json").read_text())
+    profiled = {p["name"].split()[1] for p in speedscope["profiles"]}
+    assert {str(trainer.pid), *map(str, workers)} <= profiled
+    assert any(s for p in speedscope["profiles"] for s in p["samples"])
+    svg = (folder / "flame.svg").read_text()
+    xml.dom.minidom.parseString(svg)
+    assert f"Process {trainer.pid} Thread" in svg
+    assert {f["path"] for f in doc["files"]} == {"pyspy.speedscope.json", "flame.svg"}
+    assert {t["pid"] for t in doc["targets"]} >= {trainer.pid, *workers}
+    assert doc["tool"]["argv"][1] == "record" and "--nonblocking" in doc["tool"]["argv"]
+
+
+@pytest.mark.parametrize("trainer", [4], indirect=True)
+def test_a_target_that_exits_mid_window_leaves_a_partial_capture(trainer, tmp_path):
+    doc, folder = capture("pyspy-flame", "--pid", str(trainer.pid), "--seconds", "15",
+                          root=tmp_path)  # fmt: skip
+    assert doc["status"] == "partial", doc
+    assert "exited during the capture" in doc["reason"]
+    assert (folder / "pyspy.speedscope.json").stat().st_size > 0
+
+
+def test_a_dump_has_every_process_as_text_and_json(trainer, tmp_path):
+    doc, folder = capture("pyspy-dump", "--pid", str(trainer.pid), root=tmp_path)
+    assert doc["status"] == "ok", doc["reason"]
+    text = (folder / "stacks.txt").read_text()
+    assert f"== pid {trainer.pid} (main)" in text
+    assert text.count("(worker)") == 2
+    stacks = json.loads((folder / "stacks.json").read_text())
+    assert {s["role"] for s in stacks} >= {"main", "worker"}
+    assert all(s["threads"] for s in stacks)
+
+
+def test_the_byte_cap_stops_a_dump_and_marks_it(trainer, tmp_path):
+    doc, _ = capture("pyspy-dump", "--pid", str(trainer.pid), "--max-mb", "0.001", root=tmp_path)
+    assert doc["status"] == "partial"
+    assert "cap" in doc["reason"]
+    assert any(t["status"] == "skipped" for t in doc["targets"])
+
+
+def test_no_such_process_is_said_and_leaves_no_folder(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "gputop", "capture", "pyspy-dump", "--pid", "999999999",
+         "--dir", str(tmp_path / "caps")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 2
+    assert out.stderr.strip() == "gputop: pid 999999999 is not running: nothing to capture"
+    assert not (tmp_path / "caps").exists()
+
+
+def test_a_target_py_spy_may_not_read_fails_with_the_fix(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run the capture as another user")
+    job = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        time.sleep(0.5)
+        root = Path(tempfile.mkdtemp(prefix="gputop-caps-"))  # pytest's own tmp is root-only
+        os.chmod(root, 0o777)
+
+        def attempt() -> str:
+            m, _ = take("pyspy-dump", job.pid, root / "nobody")
+            return f"{m.status}|{m.reason}"
+
+        status, reason = as_nobody(attempt).split("|", 1)
+    finally:
+        job.kill()
+        job.wait()
+        shutil.rmtree(root, ignore_errors=True)
+    assert status == "failed", reason
+    assert "ptrace" in reason
