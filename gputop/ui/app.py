@@ -10,9 +10,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -27,11 +28,13 @@ from gputop.model import DeviceInfo, GpuSample, Timeline
 from gputop.model.host import HostSample
 from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample
+from gputop.ui.captures_text import CaptureView
 from gputop.ui.detail import DetailScreen
 from gputop.ui.gpu_text import short_name
 from gputop.ui.help import HelpScreen
 from gputop.ui.messages import (
     AgentsReady,
+    CaptureUpdate,
     GpuSamplesReady,
     HostSampleReady,
     SourceTrouble,
@@ -39,6 +42,7 @@ from gputop.ui.messages import (
 )
 from gputop.ui.themes import DEFAULT_THEME, GPUTOP_VARIABLES, all_theme_dirs, load_themes
 from gputop.ui.widgets import (
+    CapturesPane,
     GpuRow,
     HeaderLine,
     HostPane,
@@ -106,6 +110,9 @@ class GputopApp(App):
         Binding("s", "save_snapshot", "Save", id="save_snapshot"),
         Binding("v", "why", "Why", id="why"),
         Binding("d", "dump_stacks", "Dump stacks", id="dump_stacks"),
+        Binding("f", "capture_flame", "Flame", id="capture_flame"),
+        Binding("c", "capture_dump", "Capture", id="capture_dump"),
+        Binding("x", "cancel_capture", "Cancel", id="cancel_capture"),
         Binding("ctrl+c", "interrupt", "Interrupt job", id="interrupt", priority=True),
     ]
     HELP = {
@@ -122,6 +129,10 @@ class GputopApp(App):
         "why": "the full reasoning: every rule, fired or not, with its numbers and levers",
         "dump_stacks": "dump every Python thread of the target now (nonblocking), also to a file",
         "interrupt": "send SIGINT to the job started by `gputop run` (like ctrl+c without gputop)",
+        "capture_flame": "record a flame graph of the target and its workers for a few seconds "
+        "(py-spy, nonblocking) into ./gputop-captures",
+        "capture_dump": "write every thread's stack now into a capture folder (text and JSON)",
+        "cancel_capture": "stop the running captures, keeping what they recorded",
     }
 
     def __init__(
@@ -148,6 +159,11 @@ class GputopApp(App):
         self.job = job
         self.stacks = stacks
         self.stacks_latest: StacksSample | None = None
+        self.captures: dict[int, CaptureView] = {}
+        self._capture_cancels: dict[int, threading.Event] = {}
+        self.capture_seconds = 10.0
+        self.capture_dir: str | None = None
+        """None: $GPUTOP_CAPTURE_DIR or ./gputop-captures."""
         self.verdict: Verdict | None = None
         self.verdict_now = 0.0
         self._verdict_state = State()
@@ -198,6 +214,7 @@ class GputopApp(App):
             yield RanksPane()
         if self.stacks is not None:
             yield StacksPane()
+        yield CapturesPane()
         with VerticalScroll(id="gpus"):
             spark = 20 if self.config.low_bandwidth else 40
             for d in self.devices:
@@ -450,6 +467,12 @@ class GputopApp(App):
             return "no reading yet"
         if action == "dump_stacks" and self.stacks is None:
             return "needs a target (--pid or gputop run)"
+        if action in ("capture_flame", "capture_dump"):
+            return self._capture_unavailable(action.removeprefix("capture_"))
+        if action == "cancel_capture" and not any(
+            v.status == "running" for v in self.captures.values()
+        ):
+            return "no capture running"
         if action == "interrupt" and self.job is None:
             return "only for a job started by `gputop run`"
         if action == "interrupt" and self.job.poll() is not None:
@@ -488,6 +511,84 @@ class GputopApp(App):
         from gputop.ui.dump import DumpScreen
 
         self.push_screen(DumpScreen(text, saved))
+
+    # ---- captures ----
+
+    def _capture_unavailable(self, what: str) -> str | None:
+        from gputop.sources.stacks import find_py_spy
+
+        if self.target is None:
+            return "needs a target (--pid or gputop run)"
+        if find_py_spy() is None:
+            return "py-spy is not installed (pip install py-spy)"
+        kind = f"pyspy-{what}"
+        if any(v.kind == kind and v.status == "running" for v in self.captures.values()):
+            return "one is running (x cancels it)"
+        return None
+
+    def action_capture_flame(self) -> None:
+        self._start_capture("pyspy-flame")
+
+    def action_capture_dump(self) -> None:
+        self._start_capture("pyspy-dump")
+
+    def _start_capture(self, kind: str) -> None:
+        if self.target is None or self._capture_unavailable(kind.removeprefix("pyspy-")):
+            return
+        key = max(self.captures, default=0) + 1
+        cancel = self._capture_cancels[key] = threading.Event()
+        self.show_capture(CaptureView(key, kind, self.target.pid))
+        pid = self.target.pid
+        self.run_worker(
+            lambda: self._capture(key, kind, pid, cancel), thread=True, group=f"capture-{key}"
+        )
+
+    def _capture(self, key: int, kind: str, pid: int, cancel: threading.Event) -> None:
+        """On a worker thread: the capture runs to its end; every change goes out as a message."""
+        from gputop.capture.folder import CaptureError, capture_root
+        from gputop.capture.take import Bounds, take
+
+        view = CaptureView(key, kind, pid)
+        post = self.post_message
+
+        def progress(p) -> None:
+            post(CaptureUpdate(replace(view, done=p.done, total=p.total, unit=p.unit)))
+
+        def started(folder: Path) -> None:
+            nonlocal view
+            view = replace(view, folder=str(folder))
+            post(CaptureUpdate(view))
+
+        seconds = self.capture_seconds if kind == "pyspy-flame" else None
+        try:
+            m, folder = take(kind, pid, capture_root(self.capture_dir), Bounds(seconds),
+                             cancel, progress, started)  # fmt: skip
+            view = replace(view, status=m.status, reason=m.reason, folder=str(folder))
+        except CaptureError as e:
+            view = replace(view, status="failed", reason=str(e))
+        except Exception as e:  # a capture must never take the monitor down
+            view = replace(view, status="failed", reason=f"{type(e).__name__}: {e}")
+        post(CaptureUpdate(view))
+
+    def show_capture(self, view: CaptureView) -> None:
+        """Record a capture's state and show it (tests and replays call this directly)."""
+        old = self.captures.get(view.key)
+        if old is not None and old.status != "running":
+            return  # a late progress message after the end
+        if old is not None and not view.folder:
+            view = replace(view, folder=old.folder)
+        self.captures[view.key] = view
+        if view.status != "running":
+            self._capture_cancels.pop(view.key, None)
+        self.query_one(CapturesPane).show(list(self.captures.values()))
+        self._refresh_bindings_if_changed()
+
+    def on_capture_update(self, message: CaptureUpdate) -> None:
+        self.show_capture(message.view)
+
+    def action_cancel_capture(self) -> None:
+        for cancel in self._capture_cancels.values():
+            cancel.set()
 
     def action_interrupt(self) -> None:
         import signal as signals

@@ -40,3 +40,11 @@ class StacksReady(Message):
     def __init__(self, sample: StacksSample) -> None:
         super().__init__()
         self.sample = sample
+
+
+class CaptureUpdate(Message):
+    """A capture started, progressed or ended (posted from its worker thread)."""
+
+    def __init__(self, view) -> None:
+        super().__init__()
+        self.view = view

@@ -15,6 +15,7 @@ from gputop.model import DeviceInfo, GpuSample
 from gputop.model.host import HostSample
 from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample, AgentState
+from gputop.ui.captures_text import CaptureView, capture_lines
 from gputop.ui.gpu_text import gpu_lines
 from gputop.ui.host_text import host_lines
 from gputop.ui.stacks_text import stack_lines
@@ -194,6 +195,23 @@ class StacksPane(LinePane):
 
     def build_lines(self, width: int) -> list[Text]:
         return stack_lines(self.window, self.style_for, width)
+
+
+class CapturesPane(LinePane):
+    """Captures in progress and finished (hidden until the first one is asked for)."""
+
+    def __init__(self) -> None:
+        super().__init__(id="captures")
+        self.views: Sequence[CaptureView] = ()
+        self.display = False
+
+    def show(self, views: Sequence[CaptureView]) -> None:
+        self.views = views
+        self.display = bool(views)
+        self.changed()
+
+    def build_lines(self, width: int) -> list[Text]:
+        return capture_lines(self.views, self.style_for, width)
 
 
 class HeaderLine(Static):

@@ -89,7 +89,7 @@ def test_a_dump_has_every_process_as_text_and_json(trainer, tmp_path):
 
 
 def test_the_byte_cap_stops_a_dump_and_marks_it(trainer, tmp_path):
-    doc, _ = capture("pyspy-dump", "--pid", str(trainer.pid), "--max-mb", "0.001", root=tmp_path)
+    doc, _ = capture("pyspy-dump", "--pid", str(trainer.pid), "--max-mb", "0.0002", root=tmp_path)
     assert doc["status"] == "partial"
     assert "cap" in doc["reason"]
     assert any(t["status"] == "skipped" for t in doc["targets"])

@@ -90,6 +90,18 @@ async def ingest_all(app: GputopApp, pilot) -> None:
     await pilot.pause()
 
 
+def fed(app: GputopApp, *then: Callable[[], object]):
+    """A ``run_before`` for snapshot tests: every recorded GPU reading, then ``then`` calls."""
+
+    async def run_before(pilot) -> None:
+        await ingest_all(app, pilot)
+        for call in then:
+            call()
+        await pilot.pause()
+
+    return run_before
+
+
 def snapshot_dir_files(path: Path) -> list[Path]:
     return sorted(path.glob("*.json")) if path.is_dir() else []
 

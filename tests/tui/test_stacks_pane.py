@@ -6,7 +6,7 @@ import os
 import stat
 
 import pytest
-from conftest import FixedStacks, ingest_all, record, stacks_window
+from conftest import FixedStacks, fed, ingest_all, record, stacks_window
 
 from gputop.ui.app import Target
 from gputop.ui.widgets import StacksPane
@@ -74,10 +74,5 @@ def test_stacks_pane_snapshot(snap_compare, make_app, size):
         target=Target(4242, "python train.py"),
     )  # fmt: skip
 
-    async def feed(pilot):
-        await ingest_all(app, pilot)
-        for s in window:
-            app.ingest_stacks(s)
-        await pilot.pause()
-
+    feed = fed(app, *(lambda s=s: app.ingest_stacks(s) for s in window))
     assert snap_compare(app, terminal_size=SIZES[size], run_before=feed)
