@@ -116,7 +116,14 @@ def init(
             hooks.append(lambda: th.install(_rec))
             fingerprint = th.fingerprint
             _rec.on_step.append(th.note_autocast)
-        _server = AgentServer(_rec, fingerprint=fingerprint, tick_hooks=hooks)
+        trace = None
+        if torch_hooks:
+            from gputop.agent.trace import TraceCapture
+
+            rank = os.environ.get("RANK", "")
+            trace = TraceCapture(int(rank) if rank.isdigit() else None)
+            _rec.on_step.append(trace)  # torch traces run at step boundaries, in this thread
+        _server = AgentServer(_rec, fingerprint=fingerprint, tick_hooks=hooks, trace=trace)
         if _server.start():
             atexit.register(shutdown)
         elif _server.problem:

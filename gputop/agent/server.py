@@ -80,8 +80,11 @@ class AgentServer:
         directory: Path | None = None,
         fingerprint: Any = None,
         tick_hooks: list[Any] | None = None,
+        trace: Any = None,
     ) -> None:
         self.rec = recorder
+        self.trace = trace
+        """A TraceCapture: torch traces asked for by monitors, run on the training thread."""
         self.directory = directory or runtime_dir()
         self.path: Path | None = None
         self._fingerprint_fn = fingerprint
@@ -161,6 +164,9 @@ class AgentServer:
                     next_fp = now + FINGERPRINT_S
                     self._refresh_fingerprint()
                 self._publish_steps()
+                if self.trace is not None:
+                    for result in self.trace.take_results():
+                        self._broadcast(encode("capture_done", **result))
                 if now >= next_beat:
                     next_beat = now + HEARTBEAT_S
                     self._broadcast(self._heartbeat())
@@ -226,6 +232,14 @@ class AgentServer:
         kind = msg.get("type")
         if kind == "ping":
             client.outbuf += encode("pong", id=msg.get("id"))
+        elif kind == "capture" and msg.get("kind") == "torch-trace" and self.trace is not None:
+            why = self.trace.request(msg)
+            client.outbuf += encode(
+                "ack",
+                id=msg.get("id") if isinstance(msg.get("id"), str) else None,
+                ok=why is None,
+                message=why or "queued: starts at the next step boundary",
+            )
         else:
             client.outbuf += encode(
                 "ack",

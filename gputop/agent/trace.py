@@ -1,0 +1,204 @@
+"""A torch.profiler trace of N steps, asked for by a monitor, run on the training thread.
+
+torch.profiler records a thread's CPU ops only when started on that thread, and started on one
+thread and stopped on another it crashed (research/capture.md): so the monitor's request only
+sets ``pending`` here (from the agent's socket thread); the profiler is started, stepped and
+stopped by the step-boundary hook, in the training thread. Nothing in here may raise into
+training: every failure becomes a result the monitor reads.
+
+The request is not trusted: the folder must be absolute, a real directory (not a symlink),
+owned by this process's user and private (no group or other bits), and the bounds in range.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import stat
+import sys
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+STEPS_MAX = 20
+WARMUP = 1
+"""One step with the profiler running but not recording: its own start-up cost stays out."""
+
+
+@dataclass
+class Request:
+    id: str
+    steps: int
+    folder: str
+    max_bytes: int
+    record_shapes: bool = False
+    with_stack: bool = False
+    profile_memory: bool = False
+
+
+@dataclass
+class Running:
+    req: Request
+    prof: Any
+    first_step: int
+    seen: int = 0
+    files: list[str] = field(default_factory=list)
+    error: str = ""
+
+
+def _check(msg: dict[str, Any]) -> Request | str:
+    """A Request from a monitor's message, or why it is refused."""
+    rid = msg.get("id")
+    steps = msg.get("steps")
+    folder = msg.get("dir")
+    cap = msg.get("max_bytes")
+    opts = msg.get("options") if isinstance(msg.get("options"), dict) else {}
+    if not isinstance(rid, str) or not 0 < len(rid) <= 64:
+        return "a request needs an id"
+    if not isinstance(steps, int) or isinstance(steps, bool) or not 1 <= steps <= STEPS_MAX:
+        return f"steps must be 1 to {STEPS_MAX}"
+    if not isinstance(cap, int) or isinstance(cap, bool) or cap <= 0:
+        return "max_bytes must be a positive integer"
+    if not isinstance(folder, str) or not os.path.isabs(folder) or "\0" in folder:
+        return "the folder must be an absolute path"
+    try:
+        st = os.lstat(folder)
+    except OSError as e:
+        return f"cannot use the folder: {e.strerror}"
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return "the folder must be a private directory (0700) of this process's user"
+    flags = {k: opts.get(k) is True for k in ("record_shapes", "with_stack", "profile_memory")}
+    return Request(rid, steps, folder, cap, **flags)
+
+
+class TraceCapture:
+    """One torch trace at a time per process; results wait in ``results`` for the socket
+    thread to send."""
+
+    def __init__(self, rank: int | None = None) -> None:
+        self.rank = rank
+        self.pending: Request | None = None
+        self.running: Running | None = None
+        self.results: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+
+    # ---- the socket thread ----
+
+    def request(self, msg: dict[str, Any]) -> str | None:
+        """Queue a trace; None when queued, else why not."""
+        if "torch" not in sys.modules:
+            return "torch is not imported in this process"
+        req = _check(msg)
+        if isinstance(req, str):
+            return req
+        with self._lock:
+            if self.pending is not None or self.running is not None:
+                return "a torch trace is already running in this process"
+            self.pending = req
+        return None
+
+    def take_results(self) -> list[dict[str, Any]]:
+        with self._lock:
+            out, self.results = self.results, []
+        return out
+
+    # ---- the training thread ----
+
+    def __call__(self, step_no: int) -> None:
+        """At every step boundary: start a pending trace, or step the running one."""
+        run = self.running
+        try:
+            if run is not None:
+                run.seen += 1
+                run.prof.step()  # ends the trace once WARMUP + steps have passed
+                if run.seen >= WARMUP + run.req.steps:
+                    self._finish(run, step_no)
+            elif self.pending is not None:
+                self._start(step_no)
+        except Exception as e:  # a profiler failure ends the capture, never training
+            if self.running is not None:
+                self.running.error = f"{type(e).__name__}: {e}"
+                self._finish(self.running, step_no)
+            else:
+                self._report(self.pending, "failed", f"{type(e).__name__}: {e}")
+                self.pending = None
+
+    def _start(self, step_no: int) -> None:
+        from torch.profiler import ProfilerActivity, profile, schedule
+
+        req = self.pending
+        assert req is not None
+        activities = [ProfilerActivity.CPU]
+        import torch
+
+        if torch.cuda.is_available():
+            activities.append(ProfilerActivity.CUDA)
+        run = Running(req, None, step_no + 1 + WARMUP)
+        prof = profile(
+            activities=activities,
+            schedule=schedule(wait=0, warmup=WARMUP, active=req.steps, repeat=1),
+            on_trace_ready=lambda p: self._write(run, p),
+            record_shapes=req.record_shapes,
+            with_stack=req.with_stack,
+            profile_memory=req.profile_memory,
+        )
+        run.prof = prof
+        self.pending = None
+        self.running = run
+        prof.start()
+
+    def _write(self, run: Running, prof: Any) -> None:
+        """on_trace_ready: a gzipped chrome trace, written as .partial and renamed."""
+        name = f"rank{self.rank}" if self.rank is not None else f"pid{os.getpid()}"
+        final = os.path.join(run.req.folder, f"{name}.pt.trace.json.gz")
+        raw = final[: -len(".gz")] + ".partial"
+        try:
+            prof.export_chrome_trace(raw)
+            with open(raw, "rb") as src, gzip.open(final + ".partial", "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            os.chmod(final + ".partial", 0o600)
+            os.replace(final + ".partial", final)
+            run.files.append(os.path.basename(final))
+            if os.path.getsize(final) > run.req.max_bytes:
+                run.error = f"the trace is over the {run.req.max_bytes} byte cap"
+        except Exception as e:
+            run.error = f"writing the trace failed: {type(e).__name__}: {e}"
+        finally:
+            for leftover in (raw, final + ".partial"):
+                if os.path.exists(leftover):
+                    os.unlink(leftover)
+
+    def _finish(self, run: Running, step_no: int) -> None:
+        self.running = None
+        try:
+            run.prof.stop()
+        except Exception as e:
+            run.error = run.error or f"stopping the profiler failed: {type(e).__name__}: {e}"
+        status = "ok" if run.files and not run.error else "partial" if run.files else "failed"
+        reason = run.error or ("" if run.files else "the profiler wrote nothing")
+        self._report(run.req, status, reason, run.files, (run.first_step, step_no))
+
+    def _report(
+        self,
+        req: Request | None,
+        status: str,
+        reason: str,
+        files: list[str] | None = None,
+        steps: tuple[int, int] | None = None,
+    ) -> None:
+        if req is None:
+            return
+        torch = sys.modules.get("torch")
+        with self._lock:
+            self.results.append(
+                {
+                    "id": req.id,
+                    "status": status,
+                    "message": reason,
+                    "files": files or [],
+                    "steps": list(steps) if steps else None,
+                    "torch": getattr(torch, "__version__", None),
+                    "python": sys.version.split()[0],
+                }
+            )
