@@ -169,13 +169,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="take one bounded capture of a process for later analysis",
         description="Take one bounded capture of PID and its subprocesses into a private folder "
         "with a manifest (docs/captures.md): pyspy-flame records S seconds of stacks "
-        "(speedscope JSON and an SVG flame graph), pyspy-dump every thread now (text and JSON).",
+        "(speedscope JSON and an SVG flame graph), pyspy-dump every thread now (text and JSON), "
+        "torch-trace N steps of torch.profiler in every process that runs gputop's agent.",
     )
-    cap.add_argument("kind", choices=("pyspy-flame", "pyspy-dump"), help="what to capture")
+    cap.add_argument(
+        "kind", choices=("pyspy-flame", "pyspy-dump", "torch-trace"), help="what to capture"
+    )
     cap.add_argument("--pid", type=int, required=True, metavar="PID", help="the target process")
     cap.add_argument("--seconds", type=float, help="pyspy-flame: how long (default 10, max 120)")
     cap.add_argument("--rate", type=int, help="pyspy-flame: samples per second (default 50)")
-    cap.add_argument("--max-mb", type=float, help="byte cap in MiB (default 200; dump: 50)")
+    cap.add_argument("--steps", type=int, help="torch-trace: steps to profile (default 3, max 20)")
+    cap.add_argument("--max-mb", type=float, help="byte cap in MiB (flame 200, dump 50, trace 500)")
     cap.add_argument(
         "--dir",
         metavar="DIR",
@@ -521,7 +525,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
             args.kind,
             args.pid,
             capture_root(args.dir),
-            Bounds(args.seconds, args.rate, max_bytes),
+            Bounds(args.seconds, args.rate, max_bytes, args.steps),
             cancel,
         )
     except CaptureError as e:

@@ -10,11 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from gputop.capture import manifest, pyspy
+from gputop.capture import manifest, pyspy, torch_trace
 from gputop.capture.folder import CaptureError, check_free, new_folder
 from gputop.capture.manifest import Manifest
 
-KINDS = ("pyspy-flame", "pyspy-dump")
+KINDS = ("pyspy-flame", "pyspy-dump", "torch-trace")
 
 _running: set[tuple[str, int]] = set()
 _lock = threading.Lock()
@@ -25,6 +25,7 @@ class Bounds:
     seconds: float | None = None
     rate: int | None = None
     max_bytes: int | None = None
+    steps: int | None = None
 
 
 def checked(kind: str, b: Bounds) -> Bounds:
@@ -39,12 +40,22 @@ def checked(kind: str, b: Bounds) -> Bounds:
         if not 1 <= rate <= pyspy.FLAME_RATE_MAX:
             raise CaptureError(f"--rate {rate}: from 1 to {pyspy.FLAME_RATE_MAX} samples/s")
         cap = pyspy.FLAME_MAX_BYTES if b.max_bytes is None else b.max_bytes
+    elif kind == "torch-trace":
+        steps = torch_trace.STEPS if b.steps is None else b.steps
+        if not 1 <= steps <= torch_trace.STEPS_MAX:
+            raise CaptureError(f"--steps {steps}: from 1 to {torch_trace.STEPS_MAX}")
+        cap = torch_trace.MAX_BYTES if b.max_bytes is None else b.max_bytes
+        return _capped(Bounds(None, None, cap, steps))
     else:
         seconds, rate = None, None
         cap = pyspy.DUMP_MAX_BYTES if b.max_bytes is None else b.max_bytes
-    if cap <= 0:
+    return _capped(Bounds(seconds, rate, cap))
+
+
+def _capped(b: Bounds) -> Bounds:
+    if b.max_bytes is None or b.max_bytes <= 0:
         raise CaptureError("--max-mb must be above 0")
-    return Bounds(seconds, rate, cap)
+    return b
 
 
 def take(
@@ -73,7 +84,12 @@ def take(
         m = Manifest(
             id=folder.name,
             kind=kind,
-            bounds={"seconds": b.seconds, "rate": b.rate, "max_bytes": b.max_bytes},
+            bounds={
+                "seconds": b.seconds,
+                "rate": b.rate,
+                "max_bytes": b.max_bytes,
+                "steps": b.steps,
+            },
             requested_at=time.time(),
         )
         manifest.write(folder, m)
@@ -85,8 +101,14 @@ def take(
                     m, folder, pid, b.seconds, b.rate, b.max_bytes, cancel or threading.Event(),
                     progress,
                 )  # fmt: skip
+            elif kind == "torch-trace":
+                assert b.steps is not None
+                m = torch_trace.trace(m, folder, pid, b.steps, b.max_bytes,
+                                      cancel or threading.Event(), progress)  # fmt: skip
             else:
                 m = pyspy.dump(m, folder, pid, b.max_bytes)
+        except CaptureError as e:  # found out once started (no agent): said in the manifest
+            m = m.ended("failed", str(e))
         except OSError as e:  # disk full, folder removed under us: said, never raised on
             m = m.ended("failed", f"writing the capture failed: {e.strerror or e}")
         try:

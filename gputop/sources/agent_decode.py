@@ -200,3 +200,45 @@ def parse_fingerprint(msg: dict[str, Any]) -> dict[str, Any] | None:
 
 def _scalar(v: Any) -> bool:
     return v is None or isinstance(v, bool | int | float) or (isinstance(v, str) and len(v) <= 200)
+
+
+CAPTURE_STATUSES = ("ok", "partial", "failed")
+
+
+def _text(v: Any, limit: int = 500) -> str:
+    return v[:limit] if isinstance(v, str) else ""
+
+
+def parse_reply(msg: dict[str, Any]) -> dict[str, Any] | None:
+    """An ``ack`` or ``capture_done`` from an agent, checked field by field: file names must be
+    plain names (no path), statuses from the known set, steps two integers."""
+    rid = msg.get("id")
+    if not isinstance(rid, str) or not 0 < len(rid) <= 64:
+        return None
+    if msg["type"] == "ack":
+        return {"type": "ack", "id": rid, "ok": msg.get("ok") is True,
+                "message": _text(msg.get("message"))}  # fmt: skip
+    status = msg.get("status")
+    if status not in CAPTURE_STATUSES:
+        return None
+    files = msg.get("files")
+    names = [
+        f for f in (files if isinstance(files, list) else [])[:64]
+        if isinstance(f, str) and 0 < len(f) <= 255 and "/" not in f and f not in (".", "..")
+        and "\0" not in f
+    ]  # fmt: skip
+    steps = msg.get("steps")
+    pair = None
+    if isinstance(steps, list) and len(steps) == 2:
+        a, b = _int(steps[0]), _int(steps[1])
+        pair = (a, b) if a is not None and b is not None else None
+    return {
+        "type": "capture_done",
+        "id": rid,
+        "status": status,
+        "message": _text(msg.get("message")),
+        "files": names,
+        "steps": pair,
+        "torch": _text(msg.get("torch"), 64) or None,
+        "python": _text(msg.get("python"), 64) or None,
+    }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import json
 import os
 import socket
 import time
@@ -47,6 +48,8 @@ class _Agent:
     beat_t: float | None = None
     dropped: int = 0
     retry_after: float = 0.0
+    replies: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Answers to our requests by request id (acks, then capture_done), the last 32."""
 
 
 class AgentLink:
@@ -215,6 +218,15 @@ class AgentLink:
         if kind == "bye":
             a.state = "exited"
             return 0
+        if kind in ("ack", "capture_done"):
+            reply = dec.parse_reply(msg)
+            if reply is None:
+                return 1
+            if kind == "capture_done" or reply["id"] not in a.replies:
+                a.replies[reply["id"]] = reply  # the end outranks the ack
+            while len(a.replies) > 32:
+                del a.replies[next(iter(a.replies))]
+            return 0
         return 0  # unknown types are ignored (forward compatibility)
 
     def _state(self, a: _Agent, now: float) -> AgentState:
@@ -240,6 +252,35 @@ class AgentLink:
             agent_errors=beat.get("errors", 0),
             dropped=a.dropped,
         )
+
+    def connected(self) -> list[tuple[int, dict[str, Any]]]:
+        """(pid, hello) of the agents connected now."""
+        return [(a.pid, dict(a.hello)) for a in self._agents.values() if a.sock is not None]
+
+    def send(self, pid: int, message: dict[str, Any]) -> bool:
+        """One request to one agent (a short line: a blocking send); False when not connected."""
+        a = self._agents.get(pid)
+        if a is None or a.sock is None:
+            return False
+        line = json.dumps({"v": 1, **message}).encode() + b"\n"
+        try:
+            a.sock.setblocking(True)
+            a.sock.settimeout(1.0)
+            a.sock.sendall(line)
+        except OSError:
+            return False
+        finally:
+            with contextlib.suppress(OSError):
+                a.sock.setblocking(False)
+        return True
+
+    def reply(self, pid: int, request_id: str) -> dict[str, Any] | None:
+        a = self._agents.get(pid)
+        return a.replies.get(request_id) if a is not None else None
+
+    def state_of(self, pid: int) -> str | None:
+        a = self._agents.get(pid)
+        return a.state if a is not None else None
 
     def close(self) -> None:
         for a in self._agents.values():

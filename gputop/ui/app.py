@@ -112,6 +112,7 @@ class GputopApp(App):
         Binding("d", "dump_stacks", "Dump stacks", id="dump_stacks"),
         Binding("f", "capture_flame", "Flame", id="capture_flame"),
         Binding("c", "capture_dump", "Capture", id="capture_dump"),
+        Binding("r", "capture_trace", "Trace", id="capture_trace"),
         Binding("x", "cancel_capture", "Cancel", id="cancel_capture"),
         Binding("ctrl+c", "interrupt", "Interrupt job", id="interrupt", priority=True),
     ]
@@ -132,6 +133,8 @@ class GputopApp(App):
         "capture_flame": "record a flame graph of the target and its workers for a few seconds "
         "(py-spy, nonblocking) into ./gputop-captures",
         "capture_dump": "write every thread's stack now into a capture folder (text and JSON)",
+        "capture_trace": "profile 3 steps with torch.profiler in every process that runs "
+        "gputop's agent (a chrome trace per rank, for Perfetto or Holistic Trace Analysis)",
         "cancel_capture": "stop the running captures, keeping what they recorded",
     }
 
@@ -467,7 +470,7 @@ class GputopApp(App):
             return "no reading yet"
         if action == "dump_stacks" and self.stacks is None:
             return "needs a target (--pid or gputop run)"
-        if action in ("capture_flame", "capture_dump"):
+        if action in ("capture_flame", "capture_dump", "capture_trace"):
             return self._capture_unavailable(action.removeprefix("capture_"))
         if action == "cancel_capture" and not any(
             v.status == "running" for v in self.captures.values()
@@ -519,9 +522,13 @@ class GputopApp(App):
 
         if self.target is None:
             return "needs a target (--pid or gputop run)"
-        if find_py_spy() is None:
+        kind = "torch-trace" if what == "trace" else f"pyspy-{what}"
+        if kind == "torch-trace":
+            agents = self.agents_latest.agents if self.agents_latest is not None else ()
+            if not any(a.state == "connected" for a in agents):
+                return "needs gputop's agent in the job (gputop run, or gputop.agent.init())"
+        elif find_py_spy() is None:
             return "py-spy is not installed (pip install py-spy)"
-        kind = f"pyspy-{what}"
         if any(v.kind == kind and v.status == "running" for v in self.captures.values()):
             return "one is running (x cancels it)"
         return None
@@ -532,8 +539,12 @@ class GputopApp(App):
     def action_capture_dump(self) -> None:
         self._start_capture("pyspy-dump")
 
+    def action_capture_trace(self) -> None:
+        self._start_capture("torch-trace")
+
     def _start_capture(self, kind: str) -> None:
-        if self.target is None or self._capture_unavailable(kind.removeprefix("pyspy-")):
+        what = "trace" if kind == "torch-trace" else kind.removeprefix("pyspy-")
+        if self.target is None or self._capture_unavailable(what):
             return
         key = max(self.captures, default=0) + 1
         cancel = self._capture_cancels[key] = threading.Event()

@@ -12,7 +12,7 @@ from gputop.ui.gpu_text import Line, StyleFor
 
 SHOWN = 4
 LEVEL = {"running": "value", "ok": "good", "partial": "warn", "cancelled": "warn"}
-NAMES = {"pyspy-flame": "flame graph", "pyspy-dump": "stack dump"}
+NAMES = {"pyspy-flame": "flame graph", "pyspy-dump": "stack dump", "torch-trace": "torch trace"}
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,8 @@ def _progress(v: CaptureView) -> str:
         return v.status
     if v.total and v.unit == "s":
         return f"running {v.done:.0f}/{v.total:g} s, {max(0.0, v.total - v.done):.0f} s left"
+    if v.total and v.unit == "steps":
+        return f"running: profiling {v.total:g} steps"
     return "running"
 
 

@@ -126,3 +126,56 @@ def test_a_target_py_spy_may_not_read_fails_with_the_fix(tmp_path):
         shutil.rmtree(root, ignore_errors=True)
     assert status == "failed", reason
     assert "ptrace" in reason
+
+
+def _median_step_ms(link, seconds: float = 2.0) -> tuple[float, int]:
+    """Median step time over the agent's recent steps, and the step count, after ``seconds``."""
+    import statistics
+
+    deadline = time.monotonic() + seconds
+    sample = link.sample()
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        sample = link.sample()
+    steps = [s for a in sample.agents for s in a.steps][-50:]
+    return statistics.median(s.dur_ns for s in steps) / 1e6, max(s.step for s in steps)
+
+
+def test_a_torch_trace_of_three_steps_has_three_markers_and_training_goes_on(tmp_path):
+    import gzip
+
+    from gputop.sources.agent_link import AgentLink
+
+    job = subprocess.Popen(
+        [sys.executable, str(REPO / "examples" / "mlp_train.py"), "--steps", "100000",
+         "--seconds", "40", "--threads", "1"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    link = AgentLink(job.pid)
+    try:
+        before, _ = _median_step_ms(link, 3.0)
+        doc, folder = capture("torch-trace", "--pid", str(job.pid), "--steps", "3", root=tmp_path)
+        after, last = _median_step_ms(link, 2.0)
+        _, later = _median_step_ms(link, 1.0)
+    finally:
+        link.close()
+        kill_tree(job)
+    assert doc["status"] == "ok", doc["reason"]
+    (f,) = doc["files"]
+    assert f["path"] == f"pid{job.pid}.pt.trace.json.gz"
+    trace = json.loads(gzip.decompress((folder / f["path"]).read_bytes()))
+    names = [e.get("name", "") for e in trace["traceEvents"]]
+    assert sorted({n for n in names if n.startswith("ProfilerStep#")}) == [
+        "ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3"
+    ]  # fmt: skip
+    (target,) = doc["targets"]
+    first, end = target["steps"]
+    assert end - first == 2 and target["torch"] and target["python"]
+    assert later > last  # still training
+    assert after < 1.5 * before + 1.0, (before, after)  # at its previous speed
+
+
+def test_a_torch_trace_without_an_agent_says_how_to_get_one(trainer, tmp_path):
+    doc, _ = capture("torch-trace", "--pid", str(trainer.pid), root=tmp_path, expect=1)
+    assert doc["status"] == "failed"
+    assert "no gputop agent in pid" in doc["reason"] and "gputop run" in doc["reason"]

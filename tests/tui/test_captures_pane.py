@@ -113,3 +113,10 @@ def test_captures_pane_snapshot(snap_compare, make_app, size):
 
     feed = fed(app, *(lambda v=v: app.show_capture(v) for v in VIEWS))
     assert snap_compare(app, terminal_size=SIZES[size], run_before=feed)
+
+
+async def test_r_is_dimmed_without_an_agent_and_says_how(make_app, python_target):
+    app = make_app(target=Target(python_target.pid, "python -c ..."))
+    async with app.run_test():
+        assert app.check_action("capture_trace", ()) is None
+        assert "needs gputop's agent" in app.unavailable_reason("capture_trace")

@@ -1,0 +1,113 @@
+"""The torch-trace capture kind, from the monitor's side: ask every agent in the target's tree
+(every rank) for N profiled steps into one folder, wait for their answers, describe the files.
+The agents do the profiling on their training threads (gputop/agent/trace.py)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from gputop.capture.folder import CaptureError, entry
+from gputop.capture.manifest import Manifest, Target, Tool
+from gputop.sources.agent_link import AgentLink
+
+STEPS = 3
+STEPS_MAX = 20
+MAX_BYTES = 500 * 2**20
+WAIT_S = 120.0
+"""No answer within this long: the job is not reaching step boundaries (stuck, or very slow)."""
+CONNECT_S = 5.0
+NO_AGENT = (
+    "no gputop agent in pid {pid}'s process tree: a torch trace needs one (start the job with "
+    "`gputop run -- CMD` or `import gputop.agent; gputop.agent.init()`); a py-spy flame graph "
+    "works without it"
+)
+
+
+def _connect(pid: int, link: AgentLink) -> list[tuple[int, dict]]:
+    deadline = time.monotonic() + CONNECT_S
+    while True:
+        link.sample()
+        agents = link.connected()
+        if agents or time.monotonic() >= deadline:
+            return agents
+        time.sleep(0.2)
+
+
+def trace(
+    m: Manifest,
+    folder: Path,
+    pid: int,
+    steps: int,
+    max_bytes: int,
+    cancel: threading.Event,
+    progress: Callable[[object], None] = lambda p: None,
+    link: AgentLink | None = None,
+    wait_s: float = WAIT_S,
+) -> Manifest:
+    from gputop.capture.pyspy import Progress, start_ticks
+
+    link = link or AgentLink(pid)
+    try:
+        agents = _connect(pid, link)
+        if not agents:
+            raise CaptureError(NO_AGENT.format(pid=pid))
+        rid = {p: f"{folder.name}-{p}"[-64:] for p, _ in agents}
+        targets: dict[int, Target] = {}
+        for p, hello in agents:
+            rank = hello.get("rank")
+            targets[p] = Target(p, "rank" if rank is not None else "main", start_ticks(p),
+                                rank=rank, python=hello.get("python"))  # fmt: skip
+            sent = link.send(p, {"type": "capture", "kind": "torch-trace", "id": rid[p],
+                                 "steps": steps, "dir": str(folder.resolve()),
+                                 "max_bytes": max_bytes, "options": {}})  # fmt: skip
+            if not sent:
+                targets[p] = replace(targets[p], status="failed", note="lost the connection")
+        tool = Tool("torch.profiler", None, ("gputop agent", "torch-trace", f"steps={steps}"))
+        deadline = time.monotonic() + wait_s
+        while any(t.status == "running" for t in targets.values()):
+            if cancel.is_set() or time.monotonic() >= deadline:
+                break
+            time.sleep(0.2)
+            link.sample()
+            for p, t in targets.items():
+                if t.status != "running":
+                    continue
+                r = link.reply(p, rid[p])
+                if r is not None and r["type"] == "ack" and not r["ok"]:
+                    targets[p] = replace(t, status="failed", note=r["message"])
+                elif r is not None and r["type"] == "capture_done":
+                    targets[p] = replace(t, status=r["status"], note=r["message"],
+                                         steps=r["steps"], torch=r["torch"],
+                                         python=r["python"] or t.python)  # fmt: skip
+                    for name in r["files"]:
+                        f = folder / name
+                        if f.is_file():
+                            m = replace(m, files=(*m.files, entry(folder, f)))
+                elif link.state_of(p) == "exited":
+                    targets[p] = replace(t, status="failed", note=f"pid {p} exited")
+            progress(Progress(0, steps, "steps"))  # per-step progress is the agent's to tell
+    finally:
+        link.close()
+    m = replace(m, targets=tuple(targets.values()), tool=tool)
+    states = [t.status for t in targets.values()]
+    bytes_ = sum(f.bytes for f in m.files)
+    if cancel.is_set() and "running" in states:
+        return m.ended("cancelled", "cancelled; traces already written are kept")
+    if "running" in states:
+        return m.ended(
+            "timeout",
+            f"{states.count('running')} process(es) reached no step boundary in {wait_s:g} s: "
+            "is training stuck? (a py-spy dump shows where)",
+        )
+    if bytes_ > max_bytes:
+        return m.ended("partial", f"{bytes_} bytes written, over the {max_bytes} byte cap")
+    if all(s == "ok" for s in states):
+        return m.ended("ok")
+    notes = "; ".join(f"pid {t.pid}: {t.note}" for t in targets.values() if t.note)
+    if any(s in ("ok", "partial") for s in states):
+        return m.ended("partial", notes)
+    return m.ended("failed", notes or "no trace was written")
