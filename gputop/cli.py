@@ -170,16 +170,23 @@ def build_parser() -> argparse.ArgumentParser:
         description="Take one bounded capture of PID and its subprocesses into a private folder "
         "with a manifest (docs/captures.md): pyspy-flame records S seconds of stacks "
         "(speedscope JSON and an SVG flame graph), pyspy-dump every thread now (text and JSON), "
-        "torch-trace N steps of torch.profiler in every process that runs gputop's agent.",
+        "torch-trace N steps of torch.profiler and memory-snapshot the CUDA allocator's history "
+        "over N steps, in every process that runs gputop's agent.",
     )
     cap.add_argument(
-        "kind", choices=("pyspy-flame", "pyspy-dump", "torch-trace"), help="what to capture"
+        "kind",
+        choices=("pyspy-flame", "pyspy-dump", "torch-trace", "memory-snapshot"),
+        help="what to capture",
     )
     cap.add_argument("--pid", type=int, required=True, metavar="PID", help="the target process")
     cap.add_argument("--seconds", type=float, help="pyspy-flame: how long (default 10, max 120)")
     cap.add_argument("--rate", type=int, help="pyspy-flame: samples per second (default 50)")
-    cap.add_argument("--steps", type=int, help="torch-trace: steps to profile (default 3, max 20)")
-    cap.add_argument("--max-mb", type=float, help="byte cap in MiB (flame 200, dump 50, trace 500)")
+    cap.add_argument(
+        "--steps", type=int, help="torch-trace (default 3) / memory-snapshot (default 5): steps"
+    )
+    cap.add_argument(
+        "--max-mb", type=float, help="byte cap in MiB (flame 200, dump 50, trace 500, memory 1024)"
+    )
     cap.add_argument(
         "--dir",
         metavar="DIR",

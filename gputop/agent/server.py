@@ -232,7 +232,7 @@ class AgentServer:
         kind = msg.get("type")
         if kind == "ping":
             client.outbuf += encode("pong", id=msg.get("id"))
-        elif kind == "capture" and msg.get("kind") == "torch-trace" and self.trace is not None:
+        elif kind == "capture" and self.trace is not None:
             why = self.trace.request(msg)
             client.outbuf += encode(
                 "ack",

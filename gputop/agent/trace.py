@@ -1,4 +1,6 @@
-"""A torch.profiler trace of N steps, asked for by a monitor, run on the training thread.
+"""Captures a monitor asks for that must run inside the training process, on its training
+thread, at step boundaries: a torch.profiler trace of N steps, and a CUDA memory snapshot of K
+steps (recording enabled with a bounded entry count, dumped, disabled).
 
 torch.profiler records a thread's CPU ops only when started on that thread, and started on one
 thread and stopped on another it crashed (research/capture.md): so the monitor's request only
@@ -12,6 +14,7 @@ owned by this process's user and private (no group or other bits), and the bound
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
 import shutil
@@ -26,9 +29,17 @@ WARMUP = 1
 """One step with the profiler running but not recording: its own start-up cost stays out."""
 
 
+KINDS = ("torch-trace", "memory-snapshot")
+MEMORY_ENTRIES = 100_000
+"""Allocation events kept by the CUDA allocator's ring while recording (each a few KB)."""
+MEMORY_MIN_BYTES = 1024
+"""A snapshot smaller than this holds no data (torch writes ~600 bytes when nothing was seen)."""
+
+
 @dataclass
 class Request:
     id: str
+    kind: str
     steps: int
     folder: str
     max_bytes: int
@@ -56,6 +67,9 @@ def _check(msg: dict[str, Any]) -> Request | str:
     opts = msg.get("options") if isinstance(msg.get("options"), dict) else {}
     if not isinstance(rid, str) or not 0 < len(rid) <= 64:
         return "a request needs an id"
+    kind = msg.get("kind")
+    if kind not in KINDS:
+        return f"unknown capture kind: one of {', '.join(KINDS)}"
     if not isinstance(steps, int) or isinstance(steps, bool) or not 1 <= steps <= STEPS_MAX:
         return f"steps must be 1 to {STEPS_MAX}"
     if not isinstance(cap, int) or isinstance(cap, bool) or cap <= 0:
@@ -69,7 +83,7 @@ def _check(msg: dict[str, Any]) -> Request | str:
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
         return "the folder must be a private directory (0700) of this process's user"
     flags = {k: opts.get(k) is True for k in ("record_shapes", "with_stack", "profile_memory")}
-    return Request(rid, steps, folder, cap, **flags)
+    return Request(rid, kind, steps, folder, cap, **flags)
 
 
 class TraceCapture:
@@ -94,7 +108,7 @@ class TraceCapture:
             return req
         with self._lock:
             if self.pending is not None or self.running is not None:
-                return "a torch trace is already running in this process"
+                return "a capture is already running in this process"
             self.pending = req
         return None
 
@@ -107,9 +121,14 @@ class TraceCapture:
 
     def __call__(self, step_no: int) -> None:
         """At every step boundary: start a pending trace, or step the running one."""
-        run = self.running
+        run, req = self.running, self.pending
         try:
-            if run is not None:
+            if run is not None and run.req.kind == "memory-snapshot":
+                run.seen += 1
+                if run.seen >= run.req.steps:
+                    self._dump_memory(run)
+                    self._finish(run, step_no)
+            elif run is not None:
                 run.seen += 1
                 run.prof.step()  # ends the trace once WARMUP + steps have passed
                 if run.seen >= WARMUP + run.req.steps:
@@ -121,14 +140,17 @@ class TraceCapture:
                 self.running.error = f"{type(e).__name__}: {e}"
                 self._finish(self.running, step_no)
             else:
-                self._report(self.pending, "failed", f"{type(e).__name__}: {e}")
+                self._report(req, "failed", f"{type(e).__name__}: {e}")
                 self.pending = None
 
     def _start(self, step_no: int) -> None:
-        from torch.profiler import ProfilerActivity, profile, schedule
-
         req = self.pending
         assert req is not None
+        if req.kind == "memory-snapshot":
+            self._start_memory(req, step_no)
+            return
+        from torch.profiler import ProfilerActivity, profile, schedule
+
         activities = [ProfilerActivity.CPU]
         import torch
 
@@ -148,10 +170,51 @@ class TraceCapture:
         self.running = run
         prof.start()
 
+    def _name(self) -> str:
+        return f"rank{self.rank}" if self.rank is not None else f"pid{os.getpid()}"
+
+    def _start_memory(self, req: Request, step_no: int) -> None:
+        import torch
+
+        self.pending = None
+        if not torch.cuda.is_available():
+            self._report(req, "failed", "no CUDA device in the target")
+            return
+        torch.cuda.memory._record_memory_history(max_entries=MEMORY_ENTRIES)
+        self.running = Running(req, None, step_no + 1)
+
+    def _dump_memory(self, run: Running) -> None:
+        """The snapshot as .partial, checked to hold data, renamed; recording switched off."""
+        import pickle
+
+        import torch
+
+        final = os.path.join(run.req.folder, f"{self._name()}.memory.pickle")
+        tmp = final + ".partial"
+        try:
+            torch.cuda.memory._dump_snapshot(tmp)
+            size = os.path.getsize(tmp)
+            with open(tmp, "rb") as f:
+                snap = pickle.load(f)  # our own file, just written by torch
+            if size < MEMORY_MIN_BYTES or not (isinstance(snap, dict) and snap.get("segments")):
+                run.error = "the snapshot holds no allocations (nothing allocated on the GPU?)"
+            else:
+                os.chmod(tmp, 0o600)
+                os.replace(tmp, final)
+                run.files.append(os.path.basename(final))
+                if size > run.req.max_bytes:
+                    run.error = f"the snapshot is over the {run.req.max_bytes} byte cap"
+        except Exception as e:
+            run.error = f"dumping the snapshot failed: {type(e).__name__}: {e}"
+        finally:
+            with contextlib.suppress(Exception):
+                torch.cuda.memory._record_memory_history(enabled=None)
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
     def _write(self, run: Running, prof: Any) -> None:
         """on_trace_ready: a gzipped chrome trace, written as .partial and renamed."""
-        name = f"rank{self.rank}" if self.rank is not None else f"pid{os.getpid()}"
-        final = os.path.join(run.req.folder, f"{name}.pt.trace.json.gz")
+        final = os.path.join(run.req.folder, f"{self._name()}.pt.trace.json.gz")
         raw = final[: -len(".gz")] + ".partial"
         try:
             prof.export_chrome_trace(raw)
@@ -172,7 +235,8 @@ class TraceCapture:
     def _finish(self, run: Running, step_no: int) -> None:
         self.running = None
         try:
-            run.prof.stop()
+            if run.prof is not None:
+                run.prof.stop()
         except Exception as e:
             run.error = run.error or f"stopping the profiler failed: {type(e).__name__}: {e}"
         status = "ok" if run.files and not run.error else "partial" if run.files else "failed"

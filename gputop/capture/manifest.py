@@ -19,6 +19,7 @@ VIEWERS = {
     "pyspy-flame": "speedscope (https://www.speedscope.app, open pyspy.speedscope.json) or "
     "any browser for flame.svg",
     "pyspy-dump": "any text viewer: stacks.txt; stacks.json for scripts",
+    "memory-snapshot": "https://pytorch.org/memory_viz (drag the .memory.pickle in)",
     "torch-trace": "Perfetto (https://ui.perfetto.dev) opens each .pt.trace.json.gz; Holistic "
     "Trace Analysis takes the folder as its trace_dir",
 }

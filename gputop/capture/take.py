@@ -14,7 +14,7 @@ from gputop.capture import manifest, pyspy, torch_trace
 from gputop.capture.folder import CaptureError, check_free, new_folder
 from gputop.capture.manifest import Manifest
 
-KINDS = ("pyspy-flame", "pyspy-dump", "torch-trace")
+KINDS = ("pyspy-flame", "pyspy-dump", "torch-trace", "memory-snapshot")
 
 _running: set[tuple[str, int]] = set()
 _lock = threading.Lock()
@@ -40,11 +40,11 @@ def checked(kind: str, b: Bounds) -> Bounds:
         if not 1 <= rate <= pyspy.FLAME_RATE_MAX:
             raise CaptureError(f"--rate {rate}: from 1 to {pyspy.FLAME_RATE_MAX} samples/s")
         cap = pyspy.FLAME_MAX_BYTES if b.max_bytes is None else b.max_bytes
-    elif kind == "torch-trace":
-        steps = torch_trace.STEPS if b.steps is None else b.steps
+    elif kind in torch_trace.STEPS:
+        steps = torch_trace.STEPS[kind] if b.steps is None else b.steps
         if not 1 <= steps <= torch_trace.STEPS_MAX:
             raise CaptureError(f"--steps {steps}: from 1 to {torch_trace.STEPS_MAX}")
-        cap = torch_trace.MAX_BYTES if b.max_bytes is None else b.max_bytes
+        cap = torch_trace.MAX_BYTES[kind] if b.max_bytes is None else b.max_bytes
         return _capped(Bounds(None, None, cap, steps))
     else:
         seconds, rate = None, None
@@ -101,10 +101,10 @@ def take(
                     m, folder, pid, b.seconds, b.rate, b.max_bytes, cancel or threading.Event(),
                     progress,
                 )  # fmt: skip
-            elif kind == "torch-trace":
+            elif kind in torch_trace.STEPS:
                 assert b.steps is not None
                 m = torch_trace.trace(m, folder, pid, b.steps, b.max_bytes,
-                                      cancel or threading.Event(), progress)  # fmt: skip
+                                      cancel or threading.Event(), progress, kind=kind)  # fmt: skip
             else:
                 m = pyspy.dump(m, folder, pid, b.max_bytes)
         except CaptureError as e:  # found out once started (no agent): said in the manifest

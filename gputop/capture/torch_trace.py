@@ -1,6 +1,7 @@
-"""The torch-trace capture kind, from the monitor's side: ask every agent in the target's tree
-(every rank) for N profiled steps into one folder, wait for their answers, describe the files.
-The agents do the profiling on their training threads (gputop/agent/trace.py)."""
+"""The capture kinds the agent runs (torch-trace, memory-snapshot), from the monitor's side: ask
+every agent in the target's tree (every rank) for its capture over N steps into one folder,
+wait for their answers, describe the files. The agents do the work on their training threads
+(gputop/agent/trace.py)."""
 
 from __future__ import annotations
 
@@ -14,14 +15,15 @@ from gputop.capture.folder import CaptureError, entry
 from gputop.capture.manifest import Manifest, Target, Tool
 from gputop.sources.agent_link import AgentLink
 
-STEPS = 3
+STEPS = {"torch-trace": 3, "memory-snapshot": 5}
 STEPS_MAX = 20
-MAX_BYTES = 500 * 2**20
+MAX_BYTES = {"torch-trace": 500 * 2**20, "memory-snapshot": 1024 * 2**20}
+TOOLS = {"torch-trace": "torch.profiler", "memory-snapshot": "torch.cuda.memory"}
 WAIT_S = 120.0
 """No answer within this long: the job is not reaching step boundaries (stuck, or very slow)."""
 CONNECT_S = 5.0
 NO_AGENT = (
-    "no gputop agent in pid {pid}'s process tree: a torch trace needs one (start the job with "
+    "no gputop agent in pid {pid}'s process tree: this capture needs one (start the job with "
     "`gputop run -- CMD` or `import gputop.agent; gputop.agent.init()`); a py-spy flame graph "
     "works without it"
 )
@@ -47,6 +49,7 @@ def trace(
     progress: Callable[[object], None] = lambda p: None,
     link: AgentLink | None = None,
     wait_s: float = WAIT_S,
+    kind: str = "torch-trace",
 ) -> Manifest:
     from gputop.capture.pyspy import Progress, start_ticks
 
@@ -61,12 +64,12 @@ def trace(
             rank = hello.get("rank")
             targets[p] = Target(p, "rank" if rank is not None else "main", start_ticks(p),
                                 rank=rank, python=hello.get("python"))  # fmt: skip
-            sent = link.send(p, {"type": "capture", "kind": "torch-trace", "id": rid[p],
+            sent = link.send(p, {"type": "capture", "kind": kind, "id": rid[p],
                                  "steps": steps, "dir": str(folder.resolve()),
                                  "max_bytes": max_bytes, "options": {}})  # fmt: skip
             if not sent:
                 targets[p] = replace(targets[p], status="failed", note="lost the connection")
-        tool = Tool("torch.profiler", None, ("gputop agent", "torch-trace", f"steps={steps}"))
+        tool = Tool(TOOLS[kind], None, ("gputop agent", kind, f"steps={steps}"))
         deadline = time.monotonic() + wait_s
         while any(t.status == "running" for t in targets.values()):
             if cancel.is_set() or time.monotonic() >= deadline:
@@ -96,7 +99,7 @@ def trace(
     states = [t.status for t in targets.values()]
     bytes_ = sum(f.bytes for f in m.files)
     if cancel.is_set() and "running" in states:
-        return m.ended("cancelled", "cancelled; traces already written are kept")
+        return m.ended("cancelled", "cancelled; files already written are kept")
     if "running" in states:
         return m.ended(
             "timeout",
@@ -107,7 +110,12 @@ def trace(
         return m.ended("partial", f"{bytes_} bytes written, over the {max_bytes} byte cap")
     if all(s == "ok" for s in states):
         return m.ended("ok")
-    notes = "; ".join(f"pid {t.pid}: {t.note}" for t in targets.values() if t.note)
+    noted = [t for t in targets.values() if t.note]
+    notes = (
+        noted[0].note
+        if len(targets) == 1 and noted
+        else "; ".join(f"pid {t.pid}: {t.note}" for t in noted)
+    )
     if any(s in ("ok", "partial") for s in states):
         return m.ended("partial", notes)
-    return m.ended("failed", notes or "no trace was written")
+    return m.ended("failed", notes or "nothing was written")

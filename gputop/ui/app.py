@@ -59,6 +59,8 @@ DETAIL_HISTORY_S = 300.0
 STACKS_INTERVAL_S = 1.0
 """py-spy's rate: about one dump per second per main process (workers take turns)."""
 STACKS_WINDOW_S = 60.0
+AGENT_KINDS = {"trace": "torch-trace", "memory": "memory-snapshot"}
+"""Capture keys whose work the agent does (they need one connected)."""
 VERDICT_WINDOW_S = 30.0
 """The verdict looks at the last 30 s of GPU and host readings (steps: the last 50)."""
 
@@ -113,6 +115,7 @@ class GputopApp(App):
         Binding("f", "capture_flame", "Flame", id="capture_flame"),
         Binding("c", "capture_dump", "Capture", id="capture_dump"),
         Binding("r", "capture_trace", "Trace", id="capture_trace"),
+        Binding("m", "capture_memory", "Memory", id="capture_memory"),
         Binding("x", "cancel_capture", "Cancel", id="cancel_capture"),
         Binding("ctrl+c", "interrupt", "Interrupt job", id="interrupt", priority=True),
     ]
@@ -135,6 +138,8 @@ class GputopApp(App):
         "capture_dump": "write every thread's stack now into a capture folder (text and JSON)",
         "capture_trace": "profile 3 steps with torch.profiler in every process that runs "
         "gputop's agent (a chrome trace per rank, for Perfetto or Holistic Trace Analysis)",
+        "capture_memory": "a CUDA memory snapshot over 5 steps in every process that runs "
+        "gputop's agent (what allocated the memory; open it at pytorch.org/memory_viz)",
         "cancel_capture": "stop the running captures, keeping what they recorded",
     }
 
@@ -470,7 +475,7 @@ class GputopApp(App):
             return "no reading yet"
         if action == "dump_stacks" and self.stacks is None:
             return "needs a target (--pid or gputop run)"
-        if action in ("capture_flame", "capture_dump", "capture_trace"):
+        if action in ("capture_flame", "capture_dump", "capture_trace", "capture_memory"):
             return self._capture_unavailable(action.removeprefix("capture_"))
         if action == "cancel_capture" and not any(
             v.status == "running" for v in self.captures.values()
@@ -522,8 +527,8 @@ class GputopApp(App):
 
         if self.target is None:
             return "needs a target (--pid or gputop run)"
-        kind = "torch-trace" if what == "trace" else f"pyspy-{what}"
-        if kind == "torch-trace":
+        kind = AGENT_KINDS.get(what, f"pyspy-{what}")
+        if what in AGENT_KINDS:
             agents = self.agents_latest.agents if self.agents_latest is not None else ()
             if not any(a.state == "connected" for a in agents):
                 return "needs gputop's agent in the job (gputop run, or gputop.agent.init())"
@@ -542,8 +547,11 @@ class GputopApp(App):
     def action_capture_trace(self) -> None:
         self._start_capture("torch-trace")
 
+    def action_capture_memory(self) -> None:
+        self._start_capture("memory-snapshot")
+
     def _start_capture(self, kind: str) -> None:
-        what = "trace" if kind == "torch-trace" else kind.removeprefix("pyspy-")
+        what = {v: k for k, v in AGENT_KINDS.items()}.get(kind, kind.removeprefix("pyspy-"))
         if self.target is None or self._capture_unavailable(what):
             return
         key = max(self.captures, default=0) + 1

@@ -12,7 +12,12 @@ from gputop.ui.gpu_text import Line, StyleFor
 
 SHOWN = 4
 LEVEL = {"running": "value", "ok": "good", "partial": "warn", "cancelled": "warn"}
-NAMES = {"pyspy-flame": "flame graph", "pyspy-dump": "stack dump", "torch-trace": "torch trace"}
+NAMES = {
+    "pyspy-flame": "flame graph",
+    "pyspy-dump": "stack dump",
+    "torch-trace": "torch trace",
+    "memory-snapshot": "memory snapshot",
+}
 
 
 @dataclass(frozen=True)
@@ -35,7 +40,7 @@ def _progress(v: CaptureView) -> str:
     if v.total and v.unit == "s":
         return f"running {v.done:.0f}/{v.total:g} s, {max(0.0, v.total - v.done):.0f} s left"
     if v.total and v.unit == "steps":
-        return f"running: profiling {v.total:g} steps"
+        return f"running: {v.total:g} steps"
     return "running"
 
 

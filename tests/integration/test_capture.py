@@ -179,3 +179,23 @@ def test_a_torch_trace_without_an_agent_says_how_to_get_one(trainer, tmp_path):
     doc, _ = capture("torch-trace", "--pid", str(trainer.pid), root=tmp_path, expect=1)
     assert doc["status"] == "failed"
     assert "no gputop agent in pid" in doc["reason"] and "gputop run" in doc["reason"]
+
+
+def test_a_memory_snapshot_of_a_cpu_only_trainer_fails_in_words_and_training_goes_on(tmp_path):
+    job = subprocess.Popen(
+        [sys.executable, str(REPO / "examples" / "mlp_train.py"), "--steps", "100000",
+         "--seconds", "30", "--threads", "1"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        time.sleep(3)
+        doc, folder = capture("memory-snapshot", "--pid", str(job.pid), root=tmp_path, expect=1)
+        time.sleep(1)
+        assert job.poll() is None  # no crash anywhere
+        # and it still takes requests: a trace right after works
+        trace, _ = capture("torch-trace", "--pid", str(job.pid), root=tmp_path)
+    finally:
+        kill_tree(job)
+    assert doc["status"] == "failed" and doc["reason"] == "no CUDA device in the target"
+    assert doc["files"] == [] and [f.name for f in folder.iterdir()] == ["manifest.json"]
+    assert trace["status"] == "ok"
