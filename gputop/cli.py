@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -146,6 +147,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="no screen: the job's output passes through, a per-rank summary is printed at the end",
     )
     run.add_argument("--log", type=Path, metavar="FILE", help="where the job's output goes")
+    run.add_argument(
+        "--nsys",
+        action="store_true",
+        help="start CMD inside an Nsight Systems session (nsys launch), so that the n key and "
+        "`gputop capture nsys` can record a window of it later",
+    )
     _add_ui_flags(run, under_command=True)
     run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...")
     snap = sub.add_parser(
@@ -171,15 +178,18 @@ def build_parser() -> argparse.ArgumentParser:
         "with a manifest (docs/captures.md): pyspy-flame records S seconds of stacks "
         "(speedscope JSON and an SVG flame graph), pyspy-dump every thread now (text and JSON), "
         "torch-trace N steps of torch.profiler and memory-snapshot the CUDA allocator's history "
-        "over N steps, in every process that runs gputop's agent.",
+        "over N steps, in every process that runs gputop's agent; nsys an Nsight Systems window "
+        "of a job started by `gputop run --nsys`.",
     )
     cap.add_argument(
         "kind",
-        choices=("pyspy-flame", "pyspy-dump", "torch-trace", "memory-snapshot"),
+        choices=("pyspy-flame", "pyspy-dump", "torch-trace", "memory-snapshot", "nsys"),
         help="what to capture",
     )
     cap.add_argument("--pid", type=int, required=True, metavar="PID", help="the target process")
-    cap.add_argument("--seconds", type=float, help="pyspy-flame: how long (default 10, max 120)")
+    cap.add_argument(
+        "--seconds", type=float, help="pyspy-flame (max 120) / nsys (max 60): how long (default 10)"
+    )
     cap.add_argument("--rate", type=int, help="pyspy-flame: samples per second (default 50)")
     cap.add_argument(
         "--steps", type=int, help="torch-trace (default 3) / memory-snapshot (default 5): steps"
@@ -415,8 +425,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     from gputop.sources.nvml_errors import NvmlUnavailable
 
     command = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    env = None
+    if args.nsys and command:
+        from gputop.capture import nsys
+
+        binary = nsys.find_nsys()
+        if binary is None:
+            print(f"gputop: {nsys.NO_NSYS}", file=sys.stderr)
+            return 127
+        session = nsys.session_name(f"{os.getpid()}-{int(time.time())}")
+        command, env = nsys.launch_argv(binary, session, command), {nsys.SESSION_ENV: session}
     try:
-        job = Job(command, log=args.log, passthrough=args.no_tui)
+        job = Job(command, log=args.log, passthrough=args.no_tui, env=env)
     except RunError as e:
         print(f"gputop: {e}", file=sys.stderr)
         return 127

@@ -41,7 +41,13 @@ def child_env(environ: dict[str, str] | None = None) -> dict[str, str]:
 class Job:
     """The launched command: its process group, its log, its exit code."""
 
-    def __init__(self, command: Sequence[str], log: Path | None = None, passthrough: bool = False):
+    def __init__(
+        self,
+        command: Sequence[str],
+        log: Path | None = None,
+        passthrough: bool = False,
+        env: dict[str, str] | None = None,
+    ):
         if not command:
             raise RunError(
                 "nothing to run: give a command after --, e.g. gputop run -- python train.py"
@@ -58,7 +64,7 @@ class Job:
         try:
             self.proc = subprocess.Popen(
                 self.command,
-                env=child_env(),
+                env={**child_env(), **(env or {})},
                 stdout=out,
                 stderr=subprocess.STDOUT if out else None,
                 stdin=subprocess.DEVNULL if out else None,

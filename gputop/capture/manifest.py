@@ -20,6 +20,7 @@ VIEWERS = {
     "any browser for flame.svg",
     "pyspy-dump": "any text viewer: stacks.txt; stacks.json for scripts",
     "memory-snapshot": "https://pytorch.org/memory_viz (drag the .memory.pickle in)",
+    "nsys": "Nsight Systems (nsys-ui) on your own machine: copy the .nsys-rep down",
     "torch-trace": "Perfetto (https://ui.perfetto.dev) opens each .pt.trace.json.gz; Holistic "
     "Trace Analysis takes the folder as its trace_dir",
 }

@@ -10,11 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from gputop.capture import manifest, pyspy, torch_trace
+from gputop.capture import manifest, nsys, pyspy, torch_trace
 from gputop.capture.folder import CaptureError, check_free, new_folder
 from gputop.capture.manifest import Manifest
 
-KINDS = ("pyspy-flame", "pyspy-dump", "torch-trace", "memory-snapshot")
+KINDS = ("pyspy-flame", "pyspy-dump", "torch-trace", "memory-snapshot", "nsys")
 
 _running: set[tuple[str, int]] = set()
 _lock = threading.Lock()
@@ -40,6 +40,12 @@ def checked(kind: str, b: Bounds) -> Bounds:
         if not 1 <= rate <= pyspy.FLAME_RATE_MAX:
             raise CaptureError(f"--rate {rate}: from 1 to {pyspy.FLAME_RATE_MAX} samples/s")
         cap = pyspy.FLAME_MAX_BYTES if b.max_bytes is None else b.max_bytes
+    elif kind == "nsys":
+        seconds = nsys.SECONDS if b.seconds is None else b.seconds
+        if not 1 <= seconds <= nsys.SECONDS_MAX:
+            raise CaptureError(f"--seconds {seconds:g}: from 1 to {nsys.SECONDS_MAX:g}")
+        cap = nsys.MAX_BYTES if b.max_bytes is None else b.max_bytes
+        return _capped(Bounds(seconds, None, cap))
     elif kind in torch_trace.STEPS:
         steps = torch_trace.STEPS[kind] if b.steps is None else b.steps
         if not 1 <= steps <= torch_trace.STEPS_MAX:
@@ -101,6 +107,10 @@ def take(
                     m, folder, pid, b.seconds, b.rate, b.max_bytes, cancel or threading.Event(),
                     progress,
                 )  # fmt: skip
+            elif kind == "nsys":
+                assert b.seconds is not None
+                m = nsys.window(m, folder, pid, b.seconds, b.max_bytes,
+                                cancel or threading.Event(), progress)  # fmt: skip
             elif kind in torch_trace.STEPS:
                 assert b.steps is not None
                 m = torch_trace.trace(m, folder, pid, b.steps, b.max_bytes,

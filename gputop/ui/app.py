@@ -60,6 +60,13 @@ STACKS_INTERVAL_S = 1.0
 """py-spy's rate: about one dump per second per main process (workers take turns)."""
 STACKS_WINDOW_S = 60.0
 AGENT_KINDS = {"trace": "torch-trace", "memory": "memory-snapshot"}
+CAPTURE_ACTIONS = (
+    "capture_flame",
+    "capture_dump",
+    "capture_trace",
+    "capture_memory",
+    "capture_nsys",
+)
 """Capture keys whose work the agent does (they need one connected)."""
 VERDICT_WINDOW_S = 30.0
 """The verdict looks at the last 30 s of GPU and host readings (steps: the last 50)."""
@@ -116,6 +123,7 @@ class GputopApp(App):
         Binding("c", "capture_dump", "Capture", id="capture_dump"),
         Binding("r", "capture_trace", "Trace", id="capture_trace"),
         Binding("m", "capture_memory", "Memory", id="capture_memory"),
+        Binding("n", "capture_nsys", "Nsys", id="capture_nsys"),
         Binding("x", "cancel_capture", "Cancel", id="cancel_capture"),
         Binding("ctrl+c", "interrupt", "Interrupt job", id="interrupt", priority=True),
     ]
@@ -140,6 +148,8 @@ class GputopApp(App):
         "gputop's agent (a chrome trace per rank, for Perfetto or Holistic Trace Analysis)",
         "capture_memory": "a CUDA memory snapshot over 5 steps in every process that runs "
         "gputop's agent (what allocated the memory; open it at pytorch.org/memory_viz)",
+        "capture_nsys": "record an Nsight Systems window of a job started by "
+        "`gputop run --nsys` (nsys cannot attach to other jobs: the reason says how to relaunch)",
         "cancel_capture": "stop the running captures, keeping what they recorded",
     }
 
@@ -475,7 +485,7 @@ class GputopApp(App):
             return "no reading yet"
         if action == "dump_stacks" and self.stacks is None:
             return "needs a target (--pid or gputop run)"
-        if action in ("capture_flame", "capture_dump", "capture_trace", "capture_memory"):
+        if action in CAPTURE_ACTIONS:
             return self._capture_unavailable(action.removeprefix("capture_"))
         if action == "cancel_capture" and not any(
             v.status == "running" for v in self.captures.values()
@@ -527,8 +537,15 @@ class GputopApp(App):
 
         if self.target is None:
             return "needs a target (--pid or gputop run)"
-        kind = AGENT_KINDS.get(what, f"pyspy-{what}")
-        if what in AGENT_KINDS:
+        kind = AGENT_KINDS.get(what, f"pyspy-{what}") if what != "nsys" else "nsys"
+        if what == "nsys":
+            from gputop.capture import nsys
+
+            if nsys.find_nsys() is None:
+                return "nsys is not on PATH (install the Nsight Systems CLI)"
+            if nsys.session_of(self.target.pid) is None:
+                return "not started under nsys: relaunch with gputop run --nsys"
+        elif what in AGENT_KINDS:
             agents = self.agents_latest.agents if self.agents_latest is not None else ()
             if not any(a.state == "connected" for a in agents):
                 return "needs gputop's agent in the job (gputop run, or gputop.agent.init())"
@@ -549,6 +566,9 @@ class GputopApp(App):
 
     def action_capture_memory(self) -> None:
         self._start_capture("memory-snapshot")
+
+    def action_capture_nsys(self) -> None:
+        self._start_capture("nsys")
 
     def _start_capture(self, kind: str) -> None:
         what = {v: k for k, v in AGENT_KINDS.items()}.get(kind, kind.removeprefix("pyspy-"))
@@ -578,7 +598,7 @@ class GputopApp(App):
             view = replace(view, folder=str(folder))
             post(CaptureUpdate(view))
 
-        seconds = self.capture_seconds if kind == "pyspy-flame" else None
+        seconds = self.capture_seconds if kind in ("pyspy-flame", "nsys") else None
         try:
             m, folder = take(kind, pid, capture_root(self.capture_dir), Bounds(seconds),
                              cancel, progress, started)  # fmt: skip

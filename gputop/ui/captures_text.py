@@ -17,6 +17,7 @@ NAMES = {
     "pyspy-dump": "stack dump",
     "torch-trace": "torch trace",
     "memory-snapshot": "memory snapshot",
+    "nsys": "nsys window",
 }
 
 
