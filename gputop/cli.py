@@ -202,6 +202,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="where capture folders go (default $GPUTOP_CAPTURE_DIR or ./gputop-captures)",
     )
+    for flag, what in (("--record-shapes", "input shapes"), ("--with-stack", "Python stacks"),
+                       ("--profile-memory", "allocations")):  # fmt: skip
+        cap.add_argument(flag, action="store_true", help=f"torch-trace: also record {what}")
     cap.add_argument("--json", action="store_true", help="print the manifest as JSON")
     return parser
 
@@ -537,6 +540,13 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     return 0
 
 
+def _capture_dir_from_config() -> str | None:
+    from gputop.config import load_config
+
+    configured = load_config().capture_dir
+    return str(configured) if configured is not None else None
+
+
 def cmd_capture(args: argparse.Namespace) -> int:
     import threading
 
@@ -551,9 +561,14 @@ def cmd_capture(args: argparse.Namespace) -> int:
         m, folder = take(
             args.kind,
             args.pid,
-            capture_root(args.dir),
+            capture_root(args.dir or _capture_dir_from_config()),
             Bounds(args.seconds, args.rate, max_bytes, args.steps),
             cancel,
+            options={
+                k: True
+                for k in ("record_shapes", "with_stack", "profile_memory")
+                if getattr(args, k)
+            },
         )
     except CaptureError as e:
         print(f"gputop: {e}", file=sys.stderr)

@@ -10,6 +10,7 @@ A bad config file never stops gputop: each problem becomes one line in ``Config.
     mouse = true
     low_bandwidth = false
     snapshot_dir = "~/gputop-snapshots"
+    capture_dir = "~/gputop-captures"   # default: $GPUTOP_CAPTURE_DIR or ./gputop-captures
 
     [keys]                  # binding id = "key[,key...]"  (ids are listed by the help screen)
     quit = "q"
@@ -50,6 +51,8 @@ class Config:
     mouse: bool = True
     low_bandwidth: bool = False
     snapshot_dir: Path = field(default_factory=Path.cwd)
+    capture_dir: Path | None = None
+    """Where capture folders go; None: $GPUTOP_CAPTURE_DIR or ./gputop-captures."""
     keys: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     themes_dir: Path = field(default_factory=lambda: default_config_dir() / "themes")
     problems: tuple[str, ...] = ()
@@ -93,7 +96,7 @@ def _check(name: str, value: Any, problems: list[str]) -> Any:
         if isinstance(value, str) and value:
             return value
         problems.append(f"theme must be a theme name, not {value!r}")
-    elif name in ("snapshot_dir", "themes_dir"):
+    elif name in ("snapshot_dir", "themes_dir", "capture_dir"):
         if isinstance(value, str) and value:
             return Path(value).expanduser()
         problems.append(f"{name} must be a path, not {value!r}")

@@ -58,9 +58,13 @@ def checked(kind: str, b: Bounds) -> Bounds:
     return _capped(Bounds(seconds, rate, cap))
 
 
+MAX_BYTES_LIMIT = 64 * 2**30
+"""No byte cap above this: a bigger capture would not be copied down anyway."""
+
+
 def _capped(b: Bounds) -> Bounds:
-    if b.max_bytes is None or b.max_bytes <= 0:
-        raise CaptureError("--max-mb must be above 0")
+    if b.max_bytes is None or not 0 < b.max_bytes <= MAX_BYTES_LIMIT:
+        raise CaptureError(f"--max-mb must be above 0 and at most {MAX_BYTES_LIMIT // 2**20}")
     return b
 
 
@@ -72,6 +76,7 @@ def take(
     cancel: threading.Event | None = None,
     progress: Callable[[object], None] = lambda p: None,
     started: Callable[[Path], None] = lambda folder: None,
+    options: dict[str, bool] | None = None,
 ) -> tuple[Manifest, Path]:
     """Run one capture to its end; raises CaptureError only when it cannot start (then no
     folder is left behind)."""
@@ -97,6 +102,7 @@ def take(
                 "steps": b.steps,
             },
             requested_at=time.time(),
+            options=dict(options or {}),
         )
         manifest.write(folder, m)
         started(folder)
@@ -114,7 +120,8 @@ def take(
             elif kind in torch_trace.STEPS:
                 assert b.steps is not None
                 m = torch_trace.trace(m, folder, pid, b.steps, b.max_bytes,
-                                      cancel or threading.Event(), progress, kind=kind)  # fmt: skip
+                                      cancel or threading.Event(), progress, kind=kind,
+                                      options=m.options)  # fmt: skip
             else:
                 m = pyspy.dump(m, folder, pid, b.max_bytes)
         except CaptureError as e:  # found out once started (no agent): said in the manifest

@@ -50,6 +50,7 @@ def trace(
     link: AgentLink | None = None,
     wait_s: float = WAIT_S,
     kind: str = "torch-trace",
+    options: dict[str, bool] | None = None,
 ) -> Manifest:
     from gputop.capture.pyspy import Progress, start_ticks
 
@@ -66,7 +67,7 @@ def trace(
                                 rank=rank, python=hello.get("python"))  # fmt: skip
             sent = link.send(p, {"type": "capture", "kind": kind, "id": rid[p],
                                  "steps": steps, "dir": str(folder.resolve()),
-                                 "max_bytes": max_bytes, "options": {}})  # fmt: skip
+                                 "max_bytes": max_bytes, "options": options or {}})  # fmt: skip
             if not sent:
                 targets[p] = replace(targets[p], status="failed", note="lost the connection")
         tool = Tool(TOOLS[kind], None, ("gputop agent", kind, f"steps={steps}"))

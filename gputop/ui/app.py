@@ -180,7 +180,9 @@ class GputopApp(App):
         self.captures: dict[int, CaptureView] = {}
         self._capture_cancels: dict[int, threading.Event] = {}
         self.capture_seconds = 10.0
-        self.capture_dir: str | None = None
+        self.capture_dir: str | None = (
+            str(self.config.capture_dir) if self.config.capture_dir is not None else None
+        )
         """None: $GPUTOP_CAPTURE_DIR or ./gputop-captures."""
         self.verdict: Verdict | None = None
         self.verdict_now = 0.0

@@ -56,3 +56,12 @@ def test_low_bandwidth_preset():
     assert (c.interval, c.color, c.mouse) == (5.0, "16", False)
     assert Config(low_bandwidth=True, color="mono").effective().color == "mono"
     assert Config().effective() == Config().effective()
+
+
+def test_the_capture_folder_can_be_configured(tmp_path):
+    f = tmp_path / "c.toml"
+    f.write_text('capture_dir = "~/caps"\n')
+    assert load_config(f).capture_dir == Path("~/caps").expanduser()
+    f.write_text("capture_dir = 5\n")
+    c = load_config(f)
+    assert c.capture_dir is None and c.problems == (f"{f}: capture_dir must be a path, not 5",)
