@@ -553,8 +553,18 @@ class GputopApp(App):
                 return "needs gputop's agent in the job (gputop run, or gputop.agent.init())"
         elif find_py_spy() is None:
             return "py-spy is not installed (pip install py-spy)"
+        elif (denied := self._ptrace_denied()) is not None:
+            return denied
         if any(v.kind == kind and v.status == "running" for v in self.captures.values()):
             return "one is running (x cancels it)"
+        return None
+
+    def _ptrace_denied(self) -> str | None:
+        """The stacks source's own finding that py-spy may not read the target, if it made it."""
+        latest = self.stacks_latest
+        main = next((p for p in latest.processes if p.role == "main"), None) if latest else None
+        if main is not None and main.error and "(ptrace)" in main.error:
+            return main.error
         return None
 
     def action_capture_flame(self) -> None:

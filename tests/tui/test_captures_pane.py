@@ -120,3 +120,17 @@ async def test_r_is_dimmed_without_an_agent_and_says_how(make_app, python_target
     async with app.run_test():
         assert app.check_action("capture_trace", ()) is None
         assert "needs gputop's agent" in app.unavailable_reason("capture_trace")
+
+
+async def test_py_spy_keys_are_dimmed_when_ptrace_is_denied(make_app):
+    from conftest import FixedStacks
+
+    from gputop.model.stacks import ProcessStacks, StacksSample
+
+    denied = "not allowed to read pid 4242's memory (ptrace): run gputop as the same user or root"
+    sample = StacksSample(4242, 1.0, 0.0, (ProcessStacks(4242, "main", (), denied, 0.01),))
+    app = make_app(stacks=FixedStacks([sample]), target=Target(4242, "python train.py"))
+    async with app.run_test():
+        app.ingest_stacks(sample)
+        assert app.check_action("capture_flame", ()) is None
+        assert app.unavailable_reason("capture_dump") == denied
