@@ -55,6 +55,41 @@ def start_ticks(pid: int) -> int | None:
         return None
 
 
+def with_versions(pid: int, targets: tuple[Target, ...]) -> tuple[Target, ...]:
+    """Python and torch versions (and ranks) from the agents in the tree, when there are any:
+    py-spy itself does not say. A quick look, no waiting for agents that are not there."""
+    from gputop.sources.agent_link import AgentLink
+
+    link = AgentLink(pid)
+    try:
+        sample = link.sample()  # connects; hello and fingerprint arrive soon after
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            hellos = dict(link.connected())
+            if all(h.get("python") for h in hellos.values()) and all(
+                a.fingerprint for a in sample.agents
+            ):
+                break
+            time.sleep(0.05)
+            sample = link.sample()
+        hellos = dict(link.connected())
+    except OSError:
+        return targets
+    finally:
+        link.close()
+    torch = {a.pid: a.fingerprint.get("torch") for a in sample.agents}
+    out = []
+    for t in targets:
+        hello = hellos.get(t.pid)
+        if hello is None:
+            out.append(t)
+            continue
+        version = torch.get(t.pid)
+        out.append(replace(t, rank=hello.get("rank"), python=hello.get("python"),
+                           torch=version if isinstance(version, str) else None))  # fmt: skip
+    return tuple(out)
+
+
 def _version(binary: str) -> str | None:
     run = run_tool([binary, "--version"], timeout=5)
     return run.stdout.strip() or None
@@ -84,7 +119,8 @@ def flame(
             "--subprocesses", "--output", str(partial(out))]  # fmt: skip
     tool = Tool("py-spy", _version(binary), tuple(argv))
     tree = StackSource(pid).tree()  # the processes --subprocesses will follow, as they are now
-    m = replace(m, tool=tool, targets=tuple(Target(p, r, start_ticks(p)) for p, r in tree))
+    targets = with_versions(pid, tuple(Target(p, r, start_ticks(p)) for p, r in tree))
+    m = replace(m, tool=tool, targets=targets)
     started = time.monotonic()
     done = threading.Event()
 
@@ -164,6 +200,9 @@ def dump(m: Manifest, folder: Path, pid: int, max_bytes: int) -> Manifest:
             targets.append(Target(p, role, start_ticks(p), status="skipped", note="byte cap"))
             continue
         threads, error = spy.dump(p)
+        if error and "(ptrace)" not in error and _alive(p, None):
+            time.sleep(0.2)  # a worker caught mid-fork, a slow moment: one more try
+            threads, error = spy.dump(p)
         results.append((p, role, threads, error))
         used += len(dump_text([(p, role, threads, error)]))
         capped = used > max_bytes
@@ -187,4 +226,5 @@ def dump(m: Manifest, folder: Path, pid: int, max_bytes: int) -> Manifest:
         status, reason = "partial", f"{len(targets) - len(ok)} of {len(targets)} processes failed"
     else:
         status, reason = "ok", ""
+    targets = list(with_versions(pid, tuple(targets)))
     return m.ended(status, reason, tool=tool, targets=tuple(targets), files=files)

@@ -178,7 +178,15 @@ def parse_hello(msg: dict[str, Any]) -> dict[str, Any] | None:
         "rank": rank("rank"),
         "local_rank": rank("local_rank"),
         "world_size": rank("world_size"),
+        "python": _version(agent.get("python")),
     }
+
+
+def _version(v: Any) -> str | None:
+    """A version string such as 3.11.7: short, printable, nothing else."""
+    if not isinstance(v, str) or not 0 < len(v) <= 32:
+        return None
+    return v if all(c.isalnum() or c in ".+-_" for c in v) else None
 
 
 def parse_fingerprint(msg: dict[str, Any]) -> dict[str, Any] | None:
