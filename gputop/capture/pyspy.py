@@ -67,9 +67,9 @@ def with_versions(pid: int, targets: tuple[Target, ...]) -> tuple[Target, ...]:
         while time.monotonic() < deadline:
             hellos = dict(link.connected())
             if all(h.get("python") for h in hellos.values()) and all(
-                a.fingerprint for a in sample.agents
+                a.fingerprint.get("torch") for a in sample.agents
             ):
-                break
+                break  # (a process without torch keeps us the whole second: fine)
             time.sleep(0.05)
             sample = link.sample()
         hellos = dict(link.connected())
