@@ -27,6 +27,15 @@ VIEWERS = {
 
 
 @dataclass(frozen=True)
+class Progress:
+    """How far a running capture is: ``done`` of ``total`` ``unit`` (s or steps)."""
+
+    done: float
+    total: float
+    unit: str
+
+
+@dataclass(frozen=True)
 class Target:
     pid: int
     role: str

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from gputop.capture.external import run_tool
 from gputop.capture.folder import entry
-from gputop.capture.manifest import Manifest, Target, Tool
-from gputop.sources.procfs import descendants, parse_environ
+from gputop.capture.manifest import Manifest, Progress, Target, Tool
+from gputop.sources.procfs import descendants, parse_environ, start_ticks
 
 SESSION_ENV = "GPUTOP_NSYS_SESSION"
 SECONDS = 10.0
@@ -82,8 +82,6 @@ def window(
     cancel: threading.Event,
     progress: Callable[[object], None] = lambda p: None,
 ) -> Manifest:
-    from gputop.capture.pyspy import Progress, start_ticks
-
     nsys = find_nsys()
     if nsys is None:
         return m.ended("failed", NO_NSYS)

@@ -7,16 +7,16 @@ from __future__ import annotations
 import json
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from gputop.capture.external import run_tool
 from gputop.capture.flamegraph import merge, render
 from gputop.capture.folder import entry, partial, write_partial
-from gputop.capture.manifest import Manifest, Target, Tool
+from gputop.capture.manifest import Manifest, Progress, Target, Tool
 from gputop.render.stacks import dump_text
 from gputop.snapshot import jsonable
-from gputop.sources.procfs import parse_stat
+from gputop.sources.procfs import start_ticks
 from gputop.sources.stacks import NO_PY_SPY, PySpy, StackSource, explain, find_py_spy
 
 FLAME_SECONDS = 10.0
@@ -27,32 +27,6 @@ FLAME_MAX_BYTES = 200 * 2**20
 DUMP_MAX_BYTES = 50 * 2**20
 OVERRUN_S = 10.0
 """py-spy gets this long past the window before it is stopped."""
-
-
-@dataclass(frozen=True)
-class Progress:
-    done: float
-    total: float
-    unit: str
-
-
-def _alive(pid: int, start_ticks: int | None) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            st = parse_stat(f.read().decode(errors="replace"))
-    except (OSError, ValueError, IndexError):
-        return False
-    if st.state in ("Z", "X"):  # exited, not yet reaped by its parent
-        return False
-    return start_ticks is None or st.start_ticks == start_ticks
-
-
-def start_ticks(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return parse_stat(f.read().decode(errors="replace")).start_ticks
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def with_versions(pid: int, targets: tuple[Target, ...]) -> tuple[Target, ...]:
@@ -140,7 +114,7 @@ def flame(
         return m.ended("failed", NO_PY_SPY, tool=tool)
     # py-spy ends a recording early only when the target is gone (it may still be exiting)
     short = took < seconds - 1.5 and not result.cancelled and not result.timed_out
-    exited = short or not _alive(pid, ticks)
+    exited = short or start_ticks(pid) != ticks
     have = partial(out).exists() and partial(out).stat().st_size > 0
     if not have:
         partial(out).unlink(missing_ok=True)
@@ -200,7 +174,7 @@ def dump(m: Manifest, folder: Path, pid: int, max_bytes: int) -> Manifest:
             targets.append(Target(p, role, start_ticks(p), status="skipped", note="byte cap"))
             continue
         threads, error = spy.dump(p)
-        if error and "(ptrace)" not in error and _alive(p, None):
+        if error and "(ptrace)" not in error and start_ticks(p) is not None:
             time.sleep(0.2)  # a worker caught mid-fork, a slow moment: one more try
             threads, error = spy.dump(p)
         results.append((p, role, threads, error))

@@ -13,6 +13,7 @@ from pathlib import Path
 from gputop.capture import manifest, nsys, pyspy, torch_trace
 from gputop.capture.folder import CaptureError, check_free, new_folder
 from gputop.capture.manifest import Manifest
+from gputop.sources.procfs import start_ticks
 
 KINDS = ("pyspy-flame", "pyspy-dump", "torch-trace", "memory-snapshot", "nsys")
 
@@ -82,7 +83,7 @@ def take(
     folder is left behind)."""
     b = checked(kind, bounds)
     assert b.max_bytes is not None
-    if pyspy.start_ticks(pid) is None:
+    if start_ticks(pid) is None:
         raise CaptureError(f"pid {pid} is not running: nothing to capture")
     key = (kind, pid)
     with _lock:

@@ -12,8 +12,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from gputop.capture.folder import CaptureError, entry
-from gputop.capture.manifest import Manifest, Target, Tool
+from gputop.capture.manifest import Manifest, Progress, Target, Tool
 from gputop.sources.agent_link import AgentLink
+from gputop.sources.procfs import start_ticks
 
 STEPS = {"torch-trace": 3, "memory-snapshot": 5}
 STEPS_MAX = 20
@@ -52,8 +53,6 @@ def trace(
     kind: str = "torch-trace",
     options: dict[str, bool] | None = None,
 ) -> Manifest:
-    from gputop.capture.pyspy import Progress, start_ticks
-
     link = link or AgentLink(pid)
     try:
         agents = _connect(pid, link)

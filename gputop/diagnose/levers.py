@@ -78,11 +78,10 @@ def levers_for(bound: str, sig: Signals) -> tuple[str, ...]:
                 f"than compute, so more of them overlap the waits even past the {where}"
             )
         h = sig.host
-        if h and h.mem_limit and h.mem_working_set and h.mem_working_set > 0.9 * h.mem_limit:
+        if h and h.mem_near:
             # every worker adds memory: near the limit the next one ends in an OOM kill
             first += (
-                f" only after freeing memory (working set at "
-                f"{h.mem_working_set / h.mem_limit:.0%} of the limit)"
+                f" only after freeing memory (working set at {h.mem_share or 0:.0%} of the limit)"
             )
         out = []
         if bound == "data-input/cpu-transform" and workers:

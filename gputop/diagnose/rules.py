@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from gputop.diagnose.findings import Evidence, Finding, confidence
 from gputop.diagnose.levers import levers_for
 from gputop.diagnose.signals import (
+    MEM_NEAR,
     WORKERS_COMPUTE,
     GpuSignals,
     HostSignals,
@@ -132,8 +133,6 @@ def hung(sig: Signals) -> Finding:
     return _finding("hung", agree, [], missing, "no progress: the job is stuck", sig, impact=1.0)
 
 
-MEM_NEAR = 0.9
-"""Working set over this share of the cgroup limit: one allocation spike from an OOM kill."""
 MEM_PRESSURE = 10.0
 """PSI memory "some" avg10 (%): time some task stalled on reclaim."""
 DATA_BOUNDS = ("data-input", "data-input/cpu-transform", "data-input/io")
@@ -154,7 +153,7 @@ def host_memory_pressure(sig: Signals) -> Finding:
             "host-memory-pressure", kills, [], [], "the OOM killer ended the job", sig, impact=1.0
         )
     agree = []
-    near = bool(h.mem_limit and h.mem_working_set and h.mem_working_set > MEM_NEAR * h.mem_limit)
+    near = h.mem_near
     if h.oom_kills:
         agree.append(Evidence(f"{h.oom_kills} OOM kill(s) in the cgroup", "host"))
     if near:
@@ -163,12 +162,13 @@ def host_memory_pressure(sig: Signals) -> Finding:
         agree.append(
             Evidence(
                 f"working set {_size(h.mem_working_set)} of {_size(h.mem_limit)} limit "
-                f"({_pct(h.mem_working_set / h.mem_limit)}, > {_pct(MEM_NEAR)}){held}",
+                f"({_pct(h.mem_share or 0)}, > {_pct(MEM_NEAR)}){held}",
                 "host",
             )
         )
-    stalled = near and (h.mem_limit_hits >= 0.5 or h.psi.get("memory", 0) > MEM_PRESSURE)
-    if near and h.mem_limit_hits >= 0.5:
+    reclaiming = near and h.mem_limit_hits >= 0.5
+    stalled = reclaiming or (near and h.psi.get("memory", 0) > MEM_PRESSURE)
+    if reclaiming:
         agree.append(
             Evidence(f"limit hit {h.mem_limit_hits:.0f} times/s: the kernel reclaims", "host")
         )

@@ -150,6 +150,8 @@ def gpu_signals(
     )
 
 
+MEM_NEAR = 0.9
+"""Working set over this share of the cgroup limit: one allocation spike from an OOM kill."""
 WORKERS_COMPUTE = 0.6
 """Mean CPU per DataLoader worker (cores) from which they count as computing, not waiting."""
 WORKERS_WAIT = 0.3
@@ -178,6 +180,17 @@ class HostSignals:
     psi: Mapping[str, float]
     read_bytes_rate: float
     omp: str | None
+
+    @property
+    def mem_share(self) -> float | None:
+        """Working set over the cgroup's memory limit, when there is a limit."""
+        if not self.mem_limit or self.mem_working_set is None:
+            return None
+        return self.mem_working_set / self.mem_limit
+
+    @property
+    def mem_near(self) -> bool:
+        return (self.mem_share or 0) > MEM_NEAR
 
 
 def host_signals(window: Window[HostSample] | None) -> HostSignals | None:

@@ -97,6 +97,16 @@ def _read(path: str) -> str:
         return f.read().decode(errors="replace")
 
 
+def start_ticks(pid: int, proc: str = "/proc") -> int | None:
+    """When ``pid`` started (clock ticks since boot), or None when it is gone or exited (a
+    zombie not yet reaped counts as gone): with the pid, what names one process for good."""
+    try:
+        st = parse_stat(_read(f"{proc}/{pid}/stat"))
+    except (OSError, ValueError, IndexError):
+        return None
+    return None if st.state in ("Z", "X") else st.start_ticks
+
+
 def children_of(pid: int, proc: str = "/proc") -> list[int]:
     """Direct children: ``/proc/P/task/*/children`` (one small read per thread), or one pass
     over every ``/proc/*/stat`` on kernels built without those files."""

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -59,15 +60,17 @@ DETAIL_HISTORY_S = 300.0
 STACKS_INTERVAL_S = 1.0
 """py-spy's rate: about one dump per second per main process (workers take turns)."""
 STACKS_WINDOW_S = 60.0
-AGENT_KINDS = {"trace": "torch-trace", "memory": "memory-snapshot"}
-CAPTURE_ACTIONS = (
-    "capture_flame",
-    "capture_dump",
-    "capture_trace",
-    "capture_memory",
-    "capture_nsys",
-)
+CAPTURE_KINDS = {
+    "flame": "pyspy-flame",
+    "dump": "pyspy-dump",
+    "trace": "torch-trace",
+    "memory": "memory-snapshot",
+    "nsys": "nsys",
+}
+"""The capture behind each action ``capture_<name>``."""
+AGENT_KINDS = frozenset({"trace", "memory"})
 """Capture keys whose work the agent does (they need one connected)."""
+CAPTURE_ACTIONS = tuple(f"capture_{name}" for name in CAPTURE_KINDS)
 VERDICT_WINDOW_S = 30.0
 """The verdict looks at the last 30 s of GPU and host readings (steps: the last 50)."""
 
@@ -534,27 +537,40 @@ class GputopApp(App):
 
     # ---- captures ----
 
-    def _capture_unavailable(self, what: str) -> str | None:
+    @cached_property
+    def _py_spy(self) -> str | None:
+        """Looked up once: the footer asks every tick whether the keys can work."""
         from gputop.sources.stacks import find_py_spy
 
+        return find_py_spy()
+
+    @cached_property
+    def _nsys_missing(self) -> str | None:
+        """Why the nsys key cannot work for this target, found once (a job's environment and
+        PATH do not change under it)."""
+        from gputop.capture import nsys
+
+        if nsys.find_nsys() is None:
+            return "nsys is not on PATH (install the Nsight Systems CLI)"
+        if self.target is None or nsys.session_of(self.target.pid) is None:
+            return "not started under nsys: relaunch with gputop run --nsys"
+        return None
+
+    def _capture_unavailable(self, what: str) -> str | None:
         if self.target is None:
             return "needs a target (--pid or gputop run)"
-        kind = AGENT_KINDS.get(what, f"pyspy-{what}") if what != "nsys" else "nsys"
         if what == "nsys":
-            from gputop.capture import nsys
-
-            if nsys.find_nsys() is None:
-                return "nsys is not on PATH (install the Nsight Systems CLI)"
-            if nsys.session_of(self.target.pid) is None:
-                return "not started under nsys: relaunch with gputop run --nsys"
+            if self._nsys_missing:
+                return self._nsys_missing
         elif what in AGENT_KINDS:
             agents = self.agents_latest.agents if self.agents_latest is not None else ()
             if not any(a.state == "connected" for a in agents):
                 return "needs gputop's agent in the job (gputop run, or gputop.agent.init())"
-        elif find_py_spy() is None:
+        elif self._py_spy is None:
             return "py-spy is not installed (pip install py-spy)"
         elif (denied := self._ptrace_denied()) is not None:
             return denied
+        kind = CAPTURE_KINDS[what]
         if any(v.kind == kind and v.status == "running" for v in self.captures.values()):
             return "one is running (x cancels it)"
         return None
@@ -568,24 +584,24 @@ class GputopApp(App):
         return None
 
     def action_capture_flame(self) -> None:
-        self._start_capture("pyspy-flame")
+        self._start_capture("flame")
 
     def action_capture_dump(self) -> None:
-        self._start_capture("pyspy-dump")
+        self._start_capture("dump")
 
     def action_capture_trace(self) -> None:
-        self._start_capture("torch-trace")
+        self._start_capture("trace")
 
     def action_capture_memory(self) -> None:
-        self._start_capture("memory-snapshot")
+        self._start_capture("memory")
 
     def action_capture_nsys(self) -> None:
         self._start_capture("nsys")
 
-    def _start_capture(self, kind: str) -> None:
-        what = {v: k for k, v in AGENT_KINDS.items()}.get(kind, kind.removeprefix("pyspy-"))
+    def _start_capture(self, what: str) -> None:
         if self.target is None or self._capture_unavailable(what):
             return
+        kind = CAPTURE_KINDS[what]
         key = max(self.captures, default=0) + 1
         cancel = self._capture_cancels[key] = threading.Event()
         self.show_capture(CaptureView(key, kind, self.target.pid))
