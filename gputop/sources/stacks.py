@@ -30,8 +30,11 @@ BACKOFF_MAX_S = 60.0
 def find_py_spy() -> str | None:
     """The py-spy installed with gputop (next to this Python), else one on PATH."""
     here = Path(sys.executable).parent / "py-spy"
-    if here.is_file() and os.access(here, os.X_OK):
-        return str(here)
+    try:
+        if here.is_file() and os.access(here, os.X_OK):
+            return str(here)
+    except OSError:  # the environment's folder is not ours to read (another user's venv)
+        pass
     return shutil.which("py-spy")
 
 

@@ -20,6 +20,7 @@ import pytest
 from tests_support import as_nobody, kill_tree, trainer_with_workers
 
 from gputop.capture.take import take  # imported before as_nobody forks: nobody may not read it
+from gputop.sources.stacks import find_py_spy
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((REPO / "docs" / "capture.schema.json").read_text())
@@ -130,10 +131,16 @@ def test_a_target_py_spy_may_not_read_fails_with_the_fix(tmp_path):
     job = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         time.sleep(0.5)
-        root = Path(tempfile.mkdtemp(prefix="gputop-caps-"))  # pytest's own tmp is root-only
+        # pytest's own tmp is root-only, and so may $TMPDIR be: /tmp is open to every user
+        root = Path(tempfile.mkdtemp(prefix="gputop-caps-", dir="/tmp"))
         os.chmod(root, 0o777)
+        # this environment's py-spy may sit in a folder only root may enter (CI's mktemp venv)
+        spy = root / "bin" / "py-spy"
+        spy.parent.mkdir(mode=0o755)
+        shutil.copy(find_py_spy(), spy)
 
         def attempt() -> str:
+            os.environ["PATH"] = f"{spy.parent}{os.pathsep}{os.environ.get('PATH', '')}"
             m, _ = take("pyspy-dump", job.pid, root / "nobody")
             return f"{m.status}|{m.reason}"
 
