@@ -43,9 +43,12 @@ def _add_sim_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the simulated board's noise")
 
 
-def _add_ui_flags(p: argparse.ArgumentParser, under_command: bool = False) -> None:
+def _add_ui_flags(
+    p: argparse.ArgumentParser, under_command: bool = False, live: bool = True
+) -> None:
     """The monitor's flags; on a subcommand they default to "not given" so that
-    ``gputop --interval 3 demo`` and ``gputop demo --interval 3`` mean the same."""
+    ``gputop --interval 3 demo`` and ``gputop demo --interval 3`` mean the same. Live modes
+    also take a target and the outputs (``live``; replay does not)."""
     from gputop.config import COLOR_MODES
 
     if under_command:
@@ -77,11 +80,30 @@ def _add_ui_flags(p: argparse.ArgumentParser, under_command: bool = False) -> No
         help="for slow ssh links: 16 colours, no animation, no mouse, 5 s refresh, narrow charts",
     )
     p.add_argument("--config", type=Path, metavar="FILE", help="config file to read")
+    if not live:
+        return
+    _add_output_flags(p)
     p.add_argument(
         "--pid",
         type=int,
         metavar="PID",
         help="the training process to attach to (its DataLoader workers and children too)",
+    )
+
+
+def _add_output_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--record",
+        type=Path,
+        metavar="FILE",
+        help="also write the session to FILE (every reading and verdict; `gputop replay FILE`, "
+        "`gputop report FILE`)",
+    )
+    p.add_argument(
+        "--prometheus",
+        metavar="[ADDR:]PORT",
+        help="serve Prometheus metrics on PORT (localhost unless ADDR is given; "
+        "docs/prometheus.md)",
     )
 
 
@@ -133,8 +155,44 @@ def build_parser() -> argparse.ArgumentParser:
     diag.add_argument("--interval", type=float, default=1.0, help="seconds between readings")
     diag.add_argument("--json", action="store_true", help="JSON (schema: docs/diagnose.md)")
     diag.add_argument("--log", type=Path, metavar="FILE", help="where CMD's output goes")
+    _add_output_flags(diag)
     _add_sim_flags(diag)
     diag.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...")
+    rec = sub.add_parser(
+        "record",
+        help="record a training process without a screen (replay or report it later)",
+        description="Read the GPUs, the process tree, its agents and stacks, and write every "
+        "reading and verdict to FILE until the process exits, --duration passes or ctrl+c.",
+    )
+    rec.add_argument("--pid", type=int, required=True, metavar="PID", help="the process to record")
+    rec.add_argument("-o", "--output", type=Path, required=True, metavar="FILE",
+                     help="the recording to write (never overwritten)")  # fmt: skip
+    rec.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
+    rec.add_argument("--interval", type=float, default=2.0, help="seconds between readings")
+    rec.add_argument("--prometheus", metavar="[ADDR:]PORT", help="also serve Prometheus metrics")
+    _add_sim_flags(rec)
+    rep_ = sub.add_parser(
+        "replay",
+        help="the live screen over a recording, with pause, seek and speed keys",
+        description="Play a recording in the live monitor's screen.",
+    )
+    rep_.add_argument("file", type=Path, metavar="FILE", help="a recording (--record FILE)")
+    rep_.add_argument("--speed", type=float, default=1.0, help="playback speed (default 1)")
+    rep_.add_argument(
+        "--check",
+        action="store_true",
+        help="recompute every verdict from the recorded readings, compare, and exit",
+    )
+    _add_ui_flags(rep_, under_command=True, live=False)
+    report = sub.add_parser(
+        "report",
+        help="a summary of a recording to read or paste: verdicts, steps, GPUs, findings",
+        description="Summarise a recording: time per verdict, step times and phases, MFU, "
+        "throttling, ranks, findings with levers, captures, charts.",
+    )
+    report.add_argument("file", type=Path, metavar="FILE", help="a recording (--record FILE)")
+    report.add_argument("--json", action="store_true", help="JSON (schema: docs/report.md)")
+    report.add_argument("--no-charts", action="store_true", help="leave out the charts")
     run = sub.add_parser(
         "run",
         help="start a training command with the agent enabled, and attach to it",
@@ -307,8 +365,37 @@ def _attachments(host):
     return AgentLink(host.pid), StackSource(host.pid)
 
 
+def _sinks(args: argparse.Namespace, mode: str, **meta):
+    """The --record and --prometheus sinks of a live mode (SinkError: one line)."""
+    from gputop.sinks import open_sinks
+
+    record = getattr(args, "record", None) if mode != "record" else args.output
+    sinks = open_sinks(record, getattr(args, "prometheus", None))
+    sinks.meta = {"mode": mode, **meta}
+    return sinks
+
+
+def _close_sinks(sinks) -> None:
+    """Close, then say where the recording is and what went wrong on the way."""
+    if sinks is None:
+        return
+    paths = [s.path for s in sinks.sinks if hasattr(s, "path")]
+    sinks.close()
+    for problem in sinks.problems:
+        print(f"gputop: {problem}", file=sys.stderr)
+    for path in paths:
+        print(f"gputop: recorded to {path} (gputop replay / gputop report)", file=sys.stderr)
+
+
 def _run_tui(
-    source, config, simulated: str | None, host=None, agents=None, job=None, stacks=None
+    source,
+    config,
+    simulated: str | None,
+    host=None,
+    agents=None,
+    job=None,
+    stacks=None,
+    sinks=None,
 ) -> int:
     """Import Textual only now: its colour system must come from the environment first."""
     from gputop.ui.terminal import apply_terminal_env
@@ -331,11 +418,20 @@ def _run_tui(
         job=job,
         stacks=stacks,
         extra_problems=extra,
+        sinks=sinks,
     )
+    if sinks:
+        sinks.start(
+            tuple(source.devices),
+            {**sinks.meta, "simulated": simulated, "interval": app.interval,
+             "pid": target.pid if target else None,
+             "command": target.command if target else None},
+        )  # fmt: skip
     try:
         app.run(mouse=config.mouse)
     finally:
         source.close()
+        _close_sinks(sinks)
     return app.return_code or 0
 
 
@@ -347,6 +443,7 @@ def cmd_monitor(args: argparse.Namespace) -> int:
     config = _ui_config(args)
     host = _open_host(args.pid)
     agents, stacks = _attachments(host)
+    sinks = _sinks(args, "monitor")
     try:
         source = Watchdog("NVML", timeout=10.0).call(NvmlSource.open)
     except (NvmlUnavailable, SourceStalled) as e:
@@ -356,8 +453,11 @@ def cmd_monitor(args: argparse.Namespace) -> int:
             "(no GPU needed).",
             file=sys.stderr,
         )
+        _close_sinks(sinks)
         return 1
-    return _run_tui(source, config, simulated=None, host=host, agents=agents, stacks=stacks)
+    return _run_tui(
+        source, config, simulated=None, host=host, agents=agents, stacks=stacks, sinks=sinks
+    )
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -365,6 +465,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from gputop.sources.nvml import NvmlSource
 
     config = _ui_config(args)
+    sinks = _sinks(args, "demo")
     job = follower = None
     scenario = args.scenario
     pid = getattr(args, "pid", None)
@@ -397,6 +498,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             agents=agents,
             stacks=stacks,
             job=job,
+            sinks=sinks,
         )
     finally:
         if job is not None and job.poll() is None:
@@ -438,9 +540,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             return 127
         session = nsys.session_name(f"{os.getpid()}-{int(time.time())}")
         command, env = nsys.launch_argv(binary, session, command), {nsys.SESSION_ENV: session}
+    sinks = None if args.no_tui else _sinks(args, "run")  # bad flags stop us before the job
     try:
         job = Job(command, log=args.log, passthrough=args.no_tui, env=env)
     except RunError as e:
+        _close_sinks(sinks)
         print(f"gputop: {e}", file=sys.stderr)
         return 127
     link = AgentLink(job.pid)
@@ -466,6 +570,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         agents=link,
         job=job,
         stacks=StackSource(job.pid),
+        sinks=sinks,
     )
     if job.poll() is None:
         print(
@@ -497,6 +602,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     simulated = _install_sim(args, follower)
     if command and args.pid:
         raise SimConfigError("give either --pid or a command after --, not both")
+    sinks = _sinks(args, "diagnose")
     job = None
     if command:
         try:
@@ -513,12 +619,17 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     except NvmlUnavailable as e:
         gpu = NoGpus(e.what)
     stop = (lambda: job.poll() is not None) if job else (lambda: False)
+    if sinks:
+        sinks.start(tuple(gpu.devices), {**sinks.meta, "simulated": simulated, "pid": pid,
+                    "command": command or None, "interval": args.interval})  # fmt: skip
     try:
         d = diagnose(
-            gpu, host, agents, stacks, args.duration, args.interval, stop=stop, follower=follower
-        )
+            gpu, host, agents, stacks, args.duration, args.interval, stop=stop,
+            follower=follower, sinks=sinks,
+        )  # fmt: skip
     finally:
         gpu.close()
+        _close_sinks(sinks)
     stopped = False
     if job is not None:
         if job.poll() is None:  # the duration is over: a diagnosis must not leave jobs behind
@@ -537,6 +648,99 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=2))
     else:
         sys.stdout.write(render(doc))
+    return 0
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    """Headless recording of a running process until it exits, --duration or ctrl+c."""
+    import math
+    import threading
+
+    from gputop.headless import diagnose
+    from gputop.run import NoGpus
+    from gputop.sim.scenarios import PhaseFollower
+    from gputop.sources.nvml import NvmlSource
+    from gputop.sources.nvml_errors import NvmlUnavailable
+
+    follower = PhaseFollower() if args.sim_board and args.sim_scenario == "idle" else None
+    simulated = _install_sim(args, follower)
+    host = _open_host(args.pid)
+    agents, stacks = _attachments(host)
+    sinks = _sinks(args, "record")
+    try:
+        gpu = NvmlSource.open()
+    except NvmlUnavailable as e:
+        gpu = NoGpus(e.what)
+        print(f"gputop: no GPU data: {e.what}; recording the process only", file=sys.stderr)
+    stopping = threading.Event()
+    signals = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.signal(sig, lambda *_: stopping.set()) for sig in signals}
+    sinks.start(tuple(gpu.devices), {**sinks.meta, "simulated": simulated, "pid": args.pid,
+                "command": _command_of(host), "interval": args.interval})  # fmt: skip
+    latest = {}
+
+    def stop() -> bool:
+        return stopping.is_set() or latest.get("exited", False)
+
+    class _Watch:  # the host source, noticing the target's exit
+        pid = host.pid
+
+        def sample(self):
+            h = host.sample()
+            latest["exited"] = h.state == "exited"
+            return h
+
+    print(f"gputop: recording pid {args.pid} to {args.output} (ctrl+c stops)", file=sys.stderr)
+    try:
+        d = diagnose(
+            gpu, _Watch(), agents, stacks, args.duration or math.inf, args.interval,
+            stop=stop, follower=follower, sinks=sinks,
+        )  # fmt: skip
+    finally:
+        gpu.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        _close_sinks(sinks)
+    for problem in d.problems:
+        print(f"gputop: note: {problem}", file=sys.stderr)
+    return 0
+
+
+def _command_of(host) -> str | None:
+    main = host.sample().main if host is not None else None
+    return (main.cmdline or main.name) if main else None
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from gputop.record.reader import open_recording
+    from gputop.record.replay import check
+
+    recording = open_recording(args.file)
+    if args.check:
+        result = check(recording)
+        print(result.text())
+        return 0 if result.ok else 1
+    config = _ui_config(args)
+    from gputop.ui.terminal import apply_terminal_env
+
+    apply_terminal_env(config.color, config.low_bandwidth)
+    from gputop.ui.replay_app import run_replay
+
+    return run_replay(recording, config, speed=args.speed)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from gputop.record.reader import open_recording
+    from gputop.record.report import build_report, render_report
+
+    recording = open_recording(args.file)
+    doc = build_report(recording)
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        sys.stdout.write(render_report(doc, charts=not args.no_charts))
+    if recording.damage:
+        print(f"gputop: {args.file} {recording.damage}", file=sys.stderr)
     return 0
 
 
@@ -600,12 +804,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         "run": cmd_run,
         "diagnose": cmd_diagnose,
         "capture": cmd_capture,
+        "record": cmd_record,
+        "replay": cmd_replay,
+        "report": cmd_report,
         None: cmd_monitor,
     }
+    from gputop.record.fileformat import RecordingError
+    from gputop.sinks import SinkError
+
     try:
         return commands[args.command](args)
     except SimConfigError as e:
         parser.error(str(e))
+    except (SinkError, RecordingError) as e:
+        print(f"gputop: {e}", file=sys.stderr)
+        return 2
     except TargetNotFound as e:
         print(f"gputop: {e}", file=sys.stderr)
         return 1

@@ -10,16 +10,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gputop import __version__
-from gputop.diagnose import State, Verdict, evaluate, signals
+from gputop.diagnose import State, Verdict
 from gputop.diagnose.findings import Finding
+from gputop.diagnose.point import EvalPoint, evaluate_at
 from gputop.diagnose.signals import step_signals
 from gputop.model import Timeline
 from gputop.model.step_stats import Mfu
+from gputop.sinks import Sinks
 from gputop.snapshot import jsonable
 
 SCHEMA_VERSION = 1
-WINDOW_S = 30.0
-STACKS_WINDOW_S = 60.0
 
 
 @dataclass
@@ -44,8 +44,11 @@ def diagnose(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     follower: Any = None,
+    sinks: Sinks | None = None,
 ) -> Diagnosis:
-    """Sample every source each ``interval`` until ``duration`` passes or ``stop()`` is true."""
+    """Sample every source each ``interval`` until ``duration`` passes or ``stop()`` is true.
+    Every reading and evaluation also goes to ``sinks`` (recorder, exporter) in this order."""
+    sinks = sinks if sinks is not None else Sinks()
     tl = Timeline()
     state = State()
     out = Diagnosis(started=clock())
@@ -53,13 +56,20 @@ def diagnose(
     latest_agents = None
     while True:
         now = clock()
-        for s in gpu.sample():
+        samples = gpu.sample()
+        for s in samples:
             tl.append(s.key, s)
+        if sinks:
+            sinks.gpu(samples)
         if host is not None:
             h = host.sample()
             tl.append(h.key, h)
+            if sinks:
+                sinks.host(h)
         if agents is not None:
             latest_agents = agents.sample()
+            if sinks:
+                sinks.agents(latest_agents)
             if follower is not None:
                 steps = step_signals(latest_agents)
                 if steps is not None and steps.shares:
@@ -68,13 +78,22 @@ def diagnose(
             last_stack = now
             st = stacks.sample()
             tl.append(st.key, st)
+            if sinks:
+                sinks.stacks(st)
             if st.problem and st.problem not in out.problems:
                 out.problems.append(st.problem)
-        gpus = [tl.window(("gpu", d.index), now, WINDOW_S) for d in gpu.devices]
-        host_w = tl.window(("host", host.pid), now, WINDOW_S) if host is not None else None
-        stack_w = tl.window(("stacks", stacks.pid), now, STACKS_WINDOW_S) if stacks else None
-        sig = signals(gpus, gpu.devices, host=host_w, agents=latest_agents, stacks=stack_w)
-        verdict, state = evaluate(sig, now, state)
+        point = EvalPoint(
+            now=now,
+            host=(("host", host.pid), now) if host is not None else None,
+            stacks=(("stacks", stacks.pid), now) if stacks is not None else None,
+        )
+        verdict, state, sig = evaluate_at(tl, gpu.devices, point, latest_agents, state)
+        if sinks:
+            sinks.verdict(point, verdict)
+            for problem in sinks.problems:
+                if problem not in out.problems:
+                    out.problems.append(problem)
+            sinks.problems.clear()
         out.mfu = sig.steps.mfu_detail if sig.steps is not None else None
         principal = verdict.principal.bound if verdict.principal else None
         if not out.timeline or out.timeline[-1]["bound"] != principal:

@@ -25,10 +25,12 @@ from textual.widgets import Footer
 
 from gputop.config import INTERVAL_MAX, INTERVAL_MIN, Config, clamp_interval
 from gputop.diagnose import State, Verdict
+from gputop.diagnose.point import STACKS_WINDOW_S
 from gputop.model import DeviceInfo, GpuSample, Timeline
 from gputop.model.host import HostSample
 from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample
+from gputop.sinks import Sinks
 from gputop.ui.captures_text import CaptureView
 from gputop.ui.detail import DetailScreen
 from gputop.ui.gpu_text import short_name
@@ -59,7 +61,6 @@ INTERVAL_STEPS = (0.5, 1.0, 2.0, 3.0, 5.0, 10.0)
 DETAIL_HISTORY_S = 300.0
 STACKS_INTERVAL_S = 1.0
 """py-spy's rate: about one dump per second per main process (workers take turns)."""
-STACKS_WINDOW_S = 60.0
 CAPTURE_KINDS = {
     "flame": "pyspy-flame",
     "dump": "pyspy-dump",
@@ -71,8 +72,6 @@ CAPTURE_KINDS = {
 AGENT_KINDS = frozenset({"trace", "memory"})
 """Capture keys whose work the agent does (they need one connected)."""
 CAPTURE_ACTIONS = tuple(f"capture_{name}" for name in CAPTURE_KINDS)
-VERDICT_WINDOW_S = 30.0
-"""The verdict looks at the last 30 s of GPU and host readings (steps: the last 50)."""
 
 
 class GpuFeed(Protocol):
@@ -169,6 +168,7 @@ class GputopApp(App):
         agents: AgentFeed | None = None,
         job: Any = None,
         stacks: Any = None,
+        sinks: Sinks | None = None,
     ) -> None:
         self.config = (config or Config()).effective()
         super().__init__()
@@ -187,6 +187,8 @@ class GputopApp(App):
             str(self.config.capture_dir) if self.config.capture_dir is not None else None
         )
         """None: $GPUTOP_CAPTURE_DIR or ./gputop-captures."""
+        self.sinks = sinks if sinks is not None else Sinks()
+        """The recorder and the exporter: every reading the app ingests, in order."""
         self.verdict: Verdict | None = None
         self.verdict_now = 0.0
         self._verdict_state = State()
@@ -318,6 +320,8 @@ class GputopApp(App):
         for s in samples:
             self.timeline.append(s.key, s)
             self.latest[s.index] = s
+        if self.sinks:
+            self.sinks.gpu(samples)
         if not self.paused:
             self.refresh_view()
 
@@ -328,6 +332,8 @@ class GputopApp(App):
         """Store a host sample (always) and show it (unless paused)."""
         self.timeline.append(sample.key, sample)
         self.host_latest = sample
+        if self.sinks:
+            self.sinks.host(sample)
         if not self.paused:
             with self.batch_update():
                 self.query_one(HostPane).show(sample)
@@ -341,6 +347,8 @@ class GputopApp(App):
         """Store what the agents reported (always) and show it (unless paused)."""
         self.timeline.append(sample.key, sample)
         self.agents_latest = sample
+        if self.sinks:
+            self.sinks.agents(sample)
         if not self.paused:
             self._show_agents()
 
@@ -359,6 +367,8 @@ class GputopApp(App):
     def ingest_stacks(self, sample: StacksSample) -> None:
         self.timeline.append(sample.key, sample)
         self.stacks_latest = sample
+        if self.sinks:
+            self.sinks.stacks(sample)
         if not self.paused:
             self._show_stacks()
 
@@ -396,6 +406,8 @@ class GputopApp(App):
             self._show_verdict()
             self._update_header()
             self.refresh_detail()
+            if self.sinks.problems:
+                self._update_status()
         self._refresh_bindings_if_changed()
 
     def _refresh_bindings_if_changed(self) -> None:
@@ -407,24 +419,22 @@ class GputopApp(App):
 
     def compute_verdict(self) -> Verdict | None:
         """Every rule over the recent windows; hysteresis state carried between calls."""
-        from gputop.diagnose import evaluate, signals
+        from gputop.diagnose.point import EvalPoint, evaluate_at
 
         if not self.latest:
             return None
-        now = max(s.t for s in self.latest.values())
-        gpus = [self.timeline.window(("gpu", d.index), now, VERDICT_WINDOW_S) for d in self.devices]
-        host = agents = stacks = None
-        if self.host_latest is not None:
-            host = self.timeline.window(self.host_latest.key, self.host_latest.t, VERDICT_WINDOW_S)
-        if self.agents_latest is not None:
-            agents = self.agents_latest
-        if self.stacks_latest is not None:
-            stacks = self.timeline.window(
-                self.stacks_latest.key, self.stacks_latest.t, STACKS_WINDOW_S
-            )
-        sig = signals(gpus, self.devices, host=host, agents=agents, stacks=stacks)
-        self.verdict, self._verdict_state = evaluate(sig, now, self._verdict_state)
-        self.verdict_now = now
+        h, st = self.host_latest, self.stacks_latest
+        point = EvalPoint(
+            now=max(s.t for s in self.latest.values()),
+            host=(h.key, h.t) if h is not None else None,
+            stacks=(st.key, st.t) if st is not None else None,
+        )
+        self.verdict, self._verdict_state, _ = evaluate_at(
+            self.timeline, self.devices, point, self.agents_latest, self._verdict_state
+        )
+        self.verdict_now = point.now
+        if self.sinks:
+            self.sinks.verdict(point, self.verdict)
         return self.verdict
 
     def _show_verdict(self) -> None:
@@ -466,6 +476,9 @@ class GputopApp(App):
         self.query_one(HeaderLine).set_class(self.paused, "-paused")
 
     def _update_status(self) -> None:
+        if self.sinks.problems:  # a sink that stopped (disk full, port taken) says so once
+            self._problems += self.sinks.problems
+            self.sinks.problems.clear()
         lines = [self.trouble] if self.trouble else []
         lines += self._problems
         status = self.query_one(StatusLine)
@@ -645,6 +658,11 @@ class GputopApp(App):
         if old is not None and not view.folder:
             view = replace(view, folder=old.folder)
         self.captures[view.key] = view
+        if self.sinks and (old is None or view.status != "running"):  # start and end, not ticks
+            import time
+
+            data = {f: getattr(view, f) for f in ("kind", "pid", "status", "folder", "reason")}
+            self.sinks.event(time.monotonic(), time.time(), "capture", {"id": view.key, **data})
         if view.status != "running":
             self._capture_cancels.pop(view.key, None)
         self.query_one(CapturesPane).show(list(self.captures.values()))

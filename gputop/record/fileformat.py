@@ -1,0 +1,111 @@
+"""The session file's framing (docs/recording.md): a magic line, then frames.
+
+    file   := MAGIC  frame*
+    frame  := kind:u8  flags:u8  length:u32  t:f64  crc32:u32   payload[length]   (little endian)
+
+- kind 1, the header: JSON (format version, devices, field names of every class, the session).
+- kind 2, data: a piece of one zlib stream of newline-separated JSON records, ended with a sync
+  flush, so every frame decodes as soon as it is on disk: a recorder killed with SIGKILL leaves
+  every frame it wrote readable. Flag ``NEW_STREAM`` starts a new stream (a *segment*: a reader
+  can start there, and damage stays inside one segment).
+- kind 3, a summary of the minute before it (zlib JSON on its own): `gputop report` reads these
+  and skips the data frames, so a day-long recording reports in seconds.
+
+``t`` is the monotonic time of the frame's first record, for seeking without decompressing.
+Append-only: a frame is written with one ``write`` and never changed.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+MAGIC = b"GPUTOP-RECORDING\n"
+FORMAT_VERSION = 1
+HEADER, DATA, SUMMARY = 1, 2, 3
+NEW_STREAM = 1
+FRAME = struct.Struct("<BBIdI")
+MAX_FRAME = 64 * 2**20
+"""No frame is ever this large: a larger length is damage, not a reason to allocate."""
+
+
+class RecordingError(Exception):
+    """The file cannot be read at all: one line saying what and what to do."""
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    kind: int
+    flags: int
+    t: float
+    payload: bytes
+    offset: int
+
+
+def pack(kind: int, flags: int, t: float, payload: bytes) -> bytes:
+    return FRAME.pack(kind, flags, len(payload), t, zlib.crc32(payload)) + payload
+
+
+@dataclass
+class Scan:
+    """Frames read so far, and why reading stopped early (None: the file ended cleanly)."""
+
+    damage: str | None = None
+    end_offset: int = 0
+
+
+def frames(f: BinaryIO, name: str, scan: Scan, skip_data: bool = False) -> Iterator[Frame]:
+    """Every intact frame; stops at the first short or damaged one, saying why in ``scan``.
+    With ``skip_data`` data frames are seeked over (their payload is not read)."""
+    head = f.read(len(MAGIC))
+    if head != MAGIC:
+        if MAGIC.startswith(head):
+            raise RecordingError(f"{name} is empty or was cut off before its first frame")
+        raise RecordingError(f"{name} is not a gputop recording (record one with --record FILE)")
+    offset = len(MAGIC)
+    while True:
+        raw = f.read(FRAME.size)
+        if not raw:
+            scan.end_offset = offset
+            return
+        if len(raw) < FRAME.size:
+            scan.damage = _cut(offset)
+            scan.end_offset = offset
+            return
+        kind, flags, length, t, crc = FRAME.unpack(raw)
+        if kind not in (HEADER, DATA, SUMMARY) or length > MAX_FRAME or t != t:
+            scan.damage = f"damaged at byte {offset:,} (not a frame there)"
+            scan.end_offset = offset
+            return
+        if skip_data and kind == DATA:
+            here = f.tell()
+            end = f.seek(length, 1)
+            if f.seek(0, 2) < end:
+                scan.damage = _cut(offset)
+                scan.end_offset = offset
+                return
+            f.seek(here + length)
+            yield Frame(kind, flags, t, b"", offset)
+            offset += FRAME.size + length
+            continue
+        payload = f.read(length)
+        if len(payload) < length:
+            scan.damage = _cut(offset)
+            scan.end_offset = offset
+            return
+        if zlib.crc32(payload) != crc:
+            scan.damage = f"damaged at byte {offset:,} (checksum mismatch)"
+            scan.end_offset = offset
+            return
+        yield Frame(kind, flags, t, payload, offset)
+        offset += FRAME.size + length
+
+
+def _cut(offset: int) -> str:
+    return (
+        f"ends inside a frame at byte {offset:,}: the recorder stopped mid-write (killed or "
+        "out of disk); everything before it is read"
+    )

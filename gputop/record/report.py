@@ -1,0 +1,320 @@
+"""`gputop report FILE`: a recording summarised for a terminal or a ticket (docs/report.md).
+
+Built from the minute summaries only (reader.summaries), so a day-long recording reports in
+seconds. The JSON document is versioned (``SCHEMA_VERSION``: changes when a field is renamed,
+removed or changes meaning; new fields do not change it).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import shlex
+from typing import Any
+
+from gputop import __version__
+from gputop.model.step_stats import mfu_of
+from gputop.model.steps import StepRecord
+from gputop.record.reader import Recording
+from gputop.record.summary import chart_points, merge, quantile_of
+from gputop.snapshot import jsonable
+
+SCHEMA_VERSION = 1
+
+
+def build_report(recording: Recording) -> dict[str, Any]:
+    parts = recording.summaries()
+    s = merge(parts)
+    t0 = s["t0"] if s["t0"] is not None else recording.t0
+    duration = (s["t1"] - t0) if s["t1"] is not None else 0.0
+    names = [d.name for d in recording.devices if d.name]
+    session = recording.session
+    created = recording.header.get("created_wall")
+    verdict_total = sum(s["verdict_s"].values()) or 1.0
+    return {
+        "schema": "gputop.report",
+        "schema_version": SCHEMA_VERSION,
+        "gputop_version": __version__,
+        "recording": {
+            "path": str(recording.path),
+            "recorded_by": recording.header.get("gputop_version"),
+            "hostname": recording.header.get("hostname"),
+            "started": _iso(created) if isinstance(created, int | float) else None,
+            "duration_s": round(duration, 1),
+            "mode": session.get("mode"),
+            "pid": session.get("pid"),
+            "command": session.get("command"),
+            "simulated": session.get("simulated"),
+            "gpus": names,
+            "damage": recording.damage,
+        },
+        "verdicts": [
+            {"bound": b, "seconds": round(sec, 1), "share": round(sec / verdict_total, 4)}
+            for b, sec in sorted(s["verdict_s"].items(), key=lambda kv: -kv[1])
+        ],
+        "timeline": [
+            {"t_s": round(max(0.0, t - t0), 1), "bound": b, "confidence": c, "note": n}
+            for t, b, c, n in s["changes"]
+        ],
+        "ranks": [_rank(rank, r, names) for rank, r in sorted(s["ranks"].items(), key=_num)],
+        "gpus": [_gpu(k, g) for k, g in sorted(s["gpus"].items(), key=_num)],
+        "throttle": _throttle(s["throttle_s"], duration),
+        "findings": _findings(s),
+        "captures": [
+            {"t_s": round(t - t0, 1), **{k: d.get(k) for k in CAPTURE_FIELDS}}
+            for t, _w, kind, d in s["events"]
+            if kind == "capture" and d.get("status") != "running"
+        ],
+        "exits": [
+            {"t_s": round(t - t0, 1), "pid": d.get("pid"), "exit_code": d.get("exit_code")}
+            for t, _w, kind, d in s["events"]
+            if kind == "target-exit"
+        ],
+        "series": [
+            {"t_s": round(max(0.0, t - t0), 1), "step_s": step, "gpu_pct": act, "verdict": v}
+            for t, step, act, v in chart_points(s["points"])
+        ],
+    }
+
+
+CAPTURE_FIELDS = ("kind", "pid", "status", "folder", "reason")
+
+
+def _throttle(per_reason: dict[str, dict[str, float]], duration: float) -> list[dict[str, Any]]:
+    """Per reason: the most affected GPU's time, its share of the session, the GPUs hit."""
+    out = []
+    for reason, per_gpu in per_reason.items():
+        worst = max(per_gpu.values(), default=0.0)
+        out.append({"reason": reason, "seconds": round(worst, 1),
+                    "share": _share(worst, duration), "gpus": len(per_gpu)})  # fmt: skip
+    return sorted(out, key=lambda r: -r["seconds"])
+
+
+def _share(part: float, whole: float) -> float:
+    return round(part / whole, 4) if whole else 0.0
+
+
+def _num(kv: tuple[str, Any]) -> int:
+    return int(kv[0]) if kv[0].lstrip("-").isdigit() else 0
+
+
+def _iso(wall: float) -> str:
+    return dt.datetime.fromtimestamp(wall, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _rank(rank: str, r: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    seconds = r["seconds"] or 0.0
+    phases = {k: round(v / seconds, 4) for k, v in r["phases"].items()} if seconds else {}
+    fingerprint = r.get("fingerprint") or {}
+    mfu = None
+    if r["flops"] and r["flops_s"]:
+        # the one MFU implementation, over one step standing for all of them
+        whole = StepRecord(0, 0, int(r["flops_s"] * 1e9), {}, flops=r["flops"])
+        mfu = jsonable(mfu_of([whole], names, fingerprint))
+    med, p90 = quantile_of(r["hist"], 0.5), quantile_of(r["hist"], 0.9)
+    return {
+        "rank": int(rank) if rank.lstrip("-").isdigit() else rank,
+        "steps": r["steps"],
+        "step_s_median": round(med, 6) if med is not None else None,
+        "step_s_p90": round(p90, 6) if p90 is not None else None,
+        "steps_per_s": round(r["steps"] / seconds, 3) if seconds else None,
+        "samples_per_s": round(r["samples"] / seconds, 1) if seconds and r["samples"] else None,
+        "tokens_per_s": round(r["tokens"] / seconds, 1) if seconds and r["tokens"] else None,
+        "phases": dict(sorted(phases.items(), key=lambda kv: -kv[1])),
+        "mfu": mfu,
+    }
+
+
+def _gpu(index: str, g: dict[str, Any]) -> dict[str, Any]:
+    n = g["n"] or 1
+    return {
+        "gpu": int(index),
+        "readings": g["n"],
+        "util_pct_mean": round(g["util"] / n, 1),
+        "sm_active_pct_mean": round(g["sm"] / g["n_sm"], 1) if g["n_sm"] else None,
+        "power_w_mean": round(g["power"] / n, 1),
+        "temp_c_max": g["temp_max"],
+    }
+
+
+def _findings(s: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every bound that was the principal, strongest share first, with its latest evidence."""
+    order = {b: -sec for b, sec in s["verdict_s"].items()}
+    out = []
+    for bound, f in sorted(s["findings"].items(), key=lambda kv: order.get(kv[0], 0.0)):
+        out.append(
+            {
+                "bound": bound,
+                "confidence": f.get("confidence"),
+                "summary": f.get("summary"),
+                "evidence": f.get("evidence", []),
+                "levers": f.get("levers", []),
+                "seconds": round(-order.get(bound, 0.0), 1),
+            }
+        )
+    return out
+
+
+# ---- text ----
+
+
+def render_report(doc: dict[str, Any], charts: bool = True, width: int = 100) -> str:
+    r = doc["recording"]
+    lines = [f"gputop report: {r['path']}"]
+    command = r["command"]
+    if isinstance(command, list):
+        command = shlex.join(str(c) for c in command)
+    what = command or (f"pid {r['pid']}" if r["pid"] else "the GPUs")
+    lines.append(
+        f"  {r['mode'] or 'session'} of {what} on {r['hostname'] or '?'}, started "
+        f"{r['started'] or '?'}, {_dur(r['duration_s'])}"
+    )
+    if r["gpus"]:
+        sim = f" (SIMULATED: {r['simulated']})" if r["simulated"] else ""
+        lines.append(f"  GPUs: {len(r['gpus'])} x {r['gpus'][0]}{sim}")
+    if r["damage"]:
+        lines.append(f"  note: the file {r['damage']}")
+    lines += ["", "Time per verdict"]
+    for v in doc["verdicts"]:
+        lines.append(f"  {v['bound']:<22} {_dur(v['seconds']):>10}  {v['share']:6.1%}")
+    if not doc["verdicts"]:
+        lines.append("  no verdict was recorded")
+    if doc["timeline"]:
+        lines += ["", "Verdict changes"]
+        for e in doc["timeline"][:40]:
+            label = e["bound"] or e["note"] or "no bound"
+            lines.append(f"  {e['t_s']:>9.1f} s  {label} ({e['confidence']:.0%})")
+        if len(doc["timeline"]) > 40:
+            lines.append(f"  ... {len(doc['timeline']) - 40} more (--json has them all)")
+    lines += _ranks_text(doc["ranks"])
+    lines += _gpus_text(doc)
+    lines += _findings_text(doc["findings"])
+    if doc["captures"]:
+        lines += ["", "Captures"]
+        for c in doc["captures"]:
+            why = f": {c['reason']}" if c.get("reason") else ""
+            lines.append(f"  {c['t_s']:>9.1f} s  {c['kind']} of pid {c['pid']}: {c['status']}{why}")
+            if c.get("folder"):
+                lines.append(f"               {c['folder']}")
+    for e in doc["exits"]:
+        lines.append(f"\nthe target (pid {e['pid']}) exited at {e['t_s']:.1f} s, "
+                     f"status {e['exit_code']}")  # fmt: skip
+    if charts and doc["series"]:
+        lines += ["", *_charts(doc["series"], width)]
+    return "\n".join(lines) + "\n"
+
+
+def _dur(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _ranks_text(ranks: list[dict[str, Any]]) -> list[str]:
+    if not ranks:
+        return ["", "Steps: no agent reported steps (gputop run, or import gputop.agent)"]
+    out = ["", "Steps per rank", "  rank   steps   median     p90   steps/s  MFU     top phases"]
+    for r in ranks:
+        med = f"{r['step_s_median'] * 1e3:.1f} ms" if r["step_s_median"] is not None else "-"
+        p90 = f"{r['step_s_p90'] * 1e3:.1f} ms" if r["step_s_p90"] is not None else "-"
+        mfu = r["mfu"]
+        mfu_text = f"{mfu['value']:.1%}" if mfu and mfu.get("value") is not None else "-"
+        top = ", ".join(f"{k} {v:.0%}" for k, v in list(r["phases"].items())[:4])
+        rate = f"{r['steps_per_s']:.2f}" if r["steps_per_s"] else "-"
+        out.append(f"  {r['rank']:>4} {r['steps']:>7} {med:>9} {p90:>9} {rate:>8}  "
+                   f"{mfu_text:<7} {top}")  # fmt: skip
+    main = ranks[0]
+    if main["phases"]:
+        out += ["", f"Phase breakdown (rank {main['rank']})"]
+        for k, v in main["phases"].items():
+            out.append(f"  {k:<12} {v:6.1%}  {'#' * round(v * 40)}")
+    m = main["mfu"]
+    if m:
+        if m.get("value") is None:
+            out.append(f"MFU: not computed: {m.get('note')}")
+        else:
+            peak = m.get("peak_flops")
+            against = f"{m.get('board')} {m['precision']}" + (
+                f" {peak / 1e12:g} TFLOP/s" if peak else ""
+            )
+            note = f" ({m['note']})" if m.get("note") else ""
+            out.append(f"MFU {m['value']:.1%} of {against}{note}")
+    return out
+
+
+def _gpus_text(doc: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    if doc["gpus"]:
+        out += ["", "GPUs", "  gpu  util mean  SM active  power mean  temp max"]
+        for g in doc["gpus"]:
+            sm = f"{g['sm_active_pct_mean']:.0f}%" if g["sm_active_pct_mean"] is not None else "n/a"
+            temp = f"{g['temp_c_max']} C" if g["temp_c_max"] is not None else "n/a"
+            out.append(f"  {g['gpu']:>3}  {g['util_pct_mean']:>8.0f}%  {sm:>9}  "
+                       f"{g['power_w_mean']:>8.0f} W  {temp:>8}")  # fmt: skip
+    out += ["", "Clock-event reasons (the most affected GPU's time and share; GPUs hit)"]
+    if not doc["throttle"]:
+        out.append("  none recorded")
+    for t in doc["throttle"]:
+        out.append(f"  {t['reason']:<28} {_dur(t['seconds']):>10}  {t['share']:6.1%}  "
+                   f"{t['gpus']} GPU(s)")  # fmt: skip
+    return out
+
+
+def _findings_text(findings: list[dict[str, Any]]) -> list[str]:
+    if not findings:
+        return []
+    out = ["", "Findings (each bound that led, with its latest evidence and levers)"]
+    for f in findings:
+        out.append(f"  {f['bound']} ({f['confidence']:.0%}, led {_dur(f['seconds'])}): "
+                   f"{f['summary']}")  # fmt: skip
+        for e in f["evidence"]:
+            out.append(f"    {'+' if e.get('supports', True) else '-'} {e['text']} "
+                       f"[{e['source']}]")  # fmt: skip
+        for lever in f["levers"]:
+            out.append(f"    try: {lever}")
+    return out
+
+
+def _charts(series: list[dict[str, Any]], width: int) -> list[str]:
+    import plotext
+
+    span = series[-1]["t_s"]
+    unit, scale_x = ("s", 1.0) if span < 600 else ("min", 60.0) if span < 10800 else ("h", 3600.0)
+    xs = [p["t_s"] / scale_x for p in series]
+    out = []
+    for key, title, scale in (
+        ("step_s", "step time (ms, mean per 10 s, rank 0)", 1e3),
+        ("gpu_pct", "GPU activity (%, SM active or util, mean of the GPUs)", 1.0),
+    ):
+        pts = [(x, p[key] * scale) for x, p in zip(xs, series, strict=True) if p[key] is not None]
+        if len(pts) < 2:
+            continue
+        out.append(_plot(plotext, pts, title, width, unit))
+    bounds = sorted({p["verdict"] for p in series if p["verdict"]})
+    if bounds:
+        pts = [(x, bounds.index(p["verdict"])) for x, p in zip(xs, series, strict=True)
+               if p["verdict"]]  # fmt: skip
+        if len(pts) >= 2:
+            out.append(_plot(plotext, pts, "verdict over time", width, unit, labels=bounds))
+    return out
+
+
+def _plot(plotext: Any, pts: list[tuple[float, float]], title: str, width: int, unit: str,
+          labels: list[str] | None = None) -> str:  # fmt: skip
+    fig = plotext.figure
+    fig.clear()
+    fig.plot_size(width, 12 if labels is None else max(8, 3 * len(labels) + 4))
+    fig.theme("colorless")
+    fig.title(title)
+    xs, ys = zip(*pts, strict=True)
+    signal = fig.signal(list(xs), list(ys))
+    signal.lines()
+    fig.draw(signal)
+    fig.label(f"time ({unit})", "x")
+    if labels is not None:
+        fig.ruler("y").ticks(list(range(len(labels))), labels)
+        fig.ruler("y").lim(-0.5, len(labels) - 0.5)
+    else:
+        fig.ruler("y").lim(0, max(ys) * 1.1 or 1)
+    return fig.build().string(colorless=True)

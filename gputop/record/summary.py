@@ -1,0 +1,282 @@
+"""A minute of a session in a few kilobytes: what `gputop report` needs, so it never decodes
+a day of samples. The recorder feeds an Accumulator with every reading and writes ``take()``
+each minute; a reader of a recording that ended abruptly feeds the same Accumulator with the
+decoded tail (seeded with ``carry`` from the last summary), so both give the same numbers.
+
+Pure: no clock, no I/O. Summaries merge by addition (``merge``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from gputop.diagnose.findings import Verdict
+from gputop.diagnose.point import EvalPoint
+from gputop.model.gpu import GpuSample
+from gputop.model.host import HostSample
+from gputop.model.steps import AgentsSample
+from gputop.snapshot import jsonable
+
+BUCKET = math.log(1.02)
+"""Step times are kept as a histogram of 2 % wide buckets: a day of steps in a few hundred
+numbers, medians within 1 %."""
+
+
+POINT_S = 10.0
+"""Chart resolution: one point per 10 s (8,640 a day), additive so minutes merge."""
+
+
+def _typed(m: Any, kind: type | tuple[type, ...]) -> dict[str, Any]:
+    if not isinstance(m, dict):
+        return {}
+    return {k: v for k, v in m.items() if isinstance(v, kind) and not isinstance(v, bool)}
+
+
+def bucket_of(seconds: float) -> int:
+    return round(math.log(max(seconds, 1e-6)) / BUCKET)
+
+
+def bucket_value(b: int) -> float:
+    return math.exp(b * BUCKET)
+
+
+class Accumulator:
+    def __init__(self, carry: dict[str, Any] | None = None) -> None:
+        carry = carry if isinstance(carry, dict) else {}  # from a file: kept only where it fits
+        self.last_step: dict[str, int] = _typed(carry.get("last_step"), int)
+        """Per agent pid (as text): the newest step counted (readings repeat the last 50)."""
+        self.gpu_t: dict[str, float] = _typed(carry.get("gpu_t"), (int, float))
+        at = carry.get("verdict_at")
+        self.verdict_at: float | None = at if isinstance(at, int | float) else None
+        principal = carry.get("principal")
+        self.principal: str | None = principal if isinstance(principal, str) else None
+        self.exited: bool = carry.get("exited") is True
+        self._reset(None)
+
+    def _reset(self, t: float | None) -> None:
+        self.t0 = t
+        self.t1 = t
+        self.verdict_s: dict[str, float] = {}
+        self.changes: list[list[Any]] = []
+        self.findings: dict[str, Any] = {}
+        self.secondary: list[list[Any]] = []
+        self.ranks: dict[str, dict[str, Any]] = {}
+        self.gpus: dict[str, dict[str, Any]] = {}
+        self.throttle_s: dict[str, dict[str, float]] = {}
+        """Per clock-event reason, per GPU: seconds it was active."""
+        self.events: list[list[Any]] = []
+        self.points: dict[str, list[Any]] = {}
+        """Per 10-s bin: [step seconds, steps, GPU activity sum, readings, {bound: seconds}]."""
+
+    def _point(self, t: float) -> list[Any]:
+        key = str(math.floor(t / POINT_S))
+        p = self.points.get(key)
+        if p is None:
+            p = self.points[key] = [0.0, 0, 0.0, 0, {}]
+        return p
+
+    def _at(self, t: float) -> None:
+        if self.t0 is None:
+            self.t0 = t
+        self.t1 = t if self.t1 is None else max(self.t1, t)
+
+    # ---- readings ----
+
+    def gpu(self, samples: Sequence[GpuSample]) -> None:
+        for s in samples:
+            self._at(s.t)
+            key = str(s.index)
+            prev = self.gpu_t.get(key)
+            self.gpu_t[key] = s.t
+            g = self.gpus.setdefault(key, {"n": 0, "util": 0.0, "sm": 0.0, "power": 0.0,
+                                           "n_sm": 0, "temp_max": None})  # fmt: skip
+            g["n"] += 1
+            g["util"] += s.util_gpu_pct or 0
+            g["power"] += s.power_w or 0.0
+            if s.sm_active_pct is not None:
+                g["sm"] += s.sm_active_pct
+                g["n_sm"] += 1
+            if s.temp_c is not None:
+                g["temp_max"] = max(g["temp_max"] or s.temp_c, s.temp_c)
+            act = s.sm_active_pct if s.sm_active_pct is not None else s.util_gpu_pct
+            if act is not None:
+                p = self._point(s.t)
+                p[2] += act
+                p[3] += 1
+            if prev is not None and 0 < s.t - prev < 60:
+                for reason in s.reasons:
+                    per_gpu = self.throttle_s.setdefault(reason, {})
+                    per_gpu[key] = per_gpu.get(key, 0.0) + (s.t - prev)
+
+    def host(self, sample: HostSample) -> None:
+        self._at(sample.t)
+        if sample.state == "exited" and not self.exited:
+            self.exited = True
+            self.events.append([sample.t, sample.wall, "target-exit",
+                                {"pid": sample.pid, "exit_code": sample.exit_code}])  # fmt: skip
+
+    def agents(self, sample: AgentsSample) -> None:
+        self._at(sample.t)
+        for a in sample.agents:
+            key = str(a.pid)
+            last = self.last_step.get(key, -1)
+            if a.steps and a.steps[-1].step < last:
+                last = -1  # the agent restarted: its steps count from 0 again
+            rank = str(a.rank if a.rank is not None else 0)
+            r = self.ranks.setdefault(rank, {"steps": 0, "seconds": 0.0, "hist": {},
+                                             "phases": {}, "flops": 0.0, "flops_s": 0.0,
+                                             "samples": 0, "tokens": 0})  # fmt: skip
+            if a.fingerprint:
+                r["fingerprint"] = jsonable(a.fingerprint)
+            for s in a.steps:
+                if s.step <= last:
+                    continue
+                last = s.step
+                dur = s.dur_ns / 1e9
+                if rank == "0":
+                    p = self._point(sample.t)
+                    p[0] += dur
+                    p[1] += 1
+                r["steps"] += 1
+                r["seconds"] += dur
+                b = str(bucket_of(dur))
+                r["hist"][b] = r["hist"].get(b, 0) + 1
+                for name, ns in s.phases.items():
+                    r["phases"][name] = r["phases"].get(name, 0.0) + ns / 1e9
+                unmarked = s.unaccounted_ns / 1e9
+                if unmarked:
+                    r["phases"]["unmarked"] = r["phases"].get("unmarked", 0.0) + unmarked
+                if s.flops:
+                    r["flops"] += s.flops
+                    r["flops_s"] += dur
+                r["samples"] += s.samples or 0
+                r["tokens"] += s.tokens or 0
+            self.last_step[key] = last
+
+    def verdict(self, point: EvalPoint, v: Verdict) -> None:
+        self._at(point.now)
+        bound = v.principal.bound if v.principal else None
+        if self.verdict_at is not None and 0 <= point.now - self.verdict_at < 60:
+            name = self.principal or "none"
+            self.verdict_s[name] = self.verdict_s.get(name, 0.0) + point.now - self.verdict_at
+            by = self._point(point.now)[4]
+            by[name] = by.get(name, 0.0) + point.now - self.verdict_at
+        if bound != self.principal or self.verdict_at is None:
+            conf = v.principal.confidence if v.principal else 0.0
+            self.changes.append([point.now, bound, conf, v.note])
+        self.verdict_at, self.principal = point.now, bound
+        if v.principal is not None:
+            self.findings[v.principal.bound] = jsonable(v.principal)
+        self.secondary = [[f.bound, f.confidence, f.summary] for f in v.secondary]
+
+    def event(self, t: float, wall: float, kind: str, data: dict[str, Any]) -> None:
+        self._at(t)
+        self.events.append([t, wall, kind, data])
+
+    # ---- out ----
+
+    def carry(self) -> dict[str, Any]:
+        return {
+            "last_step": dict(self.last_step),
+            "gpu_t": dict(self.gpu_t),
+            "verdict_at": self.verdict_at,
+            "principal": self.principal,
+            "exited": self.exited,
+        }
+
+    def take(self) -> dict[str, Any]:
+        """The summary since the last ``take`` (and what the next one continues from)."""
+        out = {
+            "t0": self.t0,
+            "t1": self.t1,
+            "verdict_s": self.verdict_s,
+            "changes": self.changes,
+            "findings": self.findings,
+            "secondary": self.secondary,
+            "ranks": self.ranks,
+            "gpus": self.gpus,
+            "throttle_s": self.throttle_s,
+            "events": self.events,
+            "points": self.points,
+            "carry": self.carry(),
+        }
+        self._reset(None)
+        return out
+
+
+def merge(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The whole session from its minutes; ``minutes`` keeps each minute's chart points."""
+    out: dict[str, Any] = {"verdict_s": {}, "changes": [], "findings": {}, "secondary": [],
+                           "ranks": {}, "gpus": {}, "throttle_s": {}, "events": [],
+                           "points": {}, "t0": None, "t1": None}  # fmt: skip
+    for p in parts:
+        if p.get("t0") is None:
+            continue
+        out["t0"] = p["t0"] if out["t0"] is None else min(out["t0"], p["t0"])
+        out["t1"] = p["t1"] if out["t1"] is None else max(out["t1"], p["t1"])
+        _add(out["verdict_s"], p["verdict_s"])
+        for reason, per_gpu in p["throttle_s"].items():
+            _add(out["throttle_s"].setdefault(reason, {}), per_gpu)
+        out["changes"] += p["changes"]
+        out["events"] += p["events"]
+        out["findings"].update(p["findings"])
+        if p["secondary"] or p["changes"] or p["verdict_s"]:
+            out["secondary"] = p["secondary"]
+        for rank, r in p["ranks"].items():
+            into = out["ranks"].setdefault(rank, {"steps": 0, "seconds": 0.0, "hist": {},
+                                                  "phases": {}, "flops": 0.0, "flops_s": 0.0,
+                                                  "samples": 0, "tokens": 0})  # fmt: skip
+            for k in ("steps", "seconds", "flops", "flops_s", "samples", "tokens"):
+                into[k] += r[k]
+            _add(into["hist"], r["hist"])
+            _add(into["phases"], r["phases"])
+            if "fingerprint" in r:
+                into["fingerprint"] = r["fingerprint"]
+        for gpu, g in p["gpus"].items():
+            into = out["gpus"].setdefault(gpu, {"n": 0, "util": 0.0, "sm": 0.0, "power": 0.0,
+                                                "n_sm": 0, "temp_max": None})  # fmt: skip
+            for k in ("n", "util", "sm", "power", "n_sm"):
+                into[k] += g[k]
+            if g["temp_max"] is not None:
+                into["temp_max"] = max(into["temp_max"] or g["temp_max"], g["temp_max"])
+        for key, pt in p.get("points", {}).items():
+            into = out["points"].setdefault(key, [0.0, 0, 0.0, 0, {}])
+            for i in range(4):
+                into[i] += pt[i]
+            _add(into[4], pt[4])
+    return out
+
+
+def _add(into: dict[str, Any], more: dict[str, Any]) -> None:
+    for k, v in more.items():
+        into[k] = into.get(k, 0) + v
+
+
+def chart_points(points: dict[str, list[Any]]) -> list[tuple[float, Any, Any, Any]]:
+    """(bin start, mean step s, mean GPU activity %, the verdict held longest) per 10 s."""
+    out = []
+    for key in sorted(points, key=int):
+        step_s, steps, act, n, by = points[key]
+        top = max(by.items(), key=lambda kv: kv[1])[0] if by else None
+        out.append((int(key) * POINT_S, step_s / steps if steps else None,
+                    act / n if n else None, top))  # fmt: skip
+    return out
+
+
+def quantile_of(hist: dict[str, int], q: float) -> float | None:
+    items = sorted((int(b), n) for b, n in hist.items())
+    total = sum(n for _, n in items)
+    if not total:
+        return None
+    seen = 0
+    for b, n in items:
+        seen += n
+        if seen >= q * total:
+            return bucket_value(b)
+    return bucket_value(items[-1][0])
+
+
+def median_of(hist: dict[str, int]) -> float | None:
+    return quantile_of(hist, 0.5)

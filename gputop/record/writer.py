@@ -1,0 +1,197 @@
+"""The recorder: a sink that appends the session to a file (format: fileformat.py, events.py).
+
+Records are buffered and written once a second as one frame (a zlib sync flush: on disk, the
+frame is readable even if gputop is killed the next instant). Each minute the recorder writes
+the minute's summary and starts a new compressed segment. The file is private (0600), never
+overwritten, and a write that fails (disk full) stops the recording with one line saying so;
+the monitor goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import zlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from gputop import __version__
+from gputop.diagnose.findings import Verdict
+from gputop.diagnose.point import EvalPoint
+from gputop.model.gpu import DeviceInfo, GpuSample
+from gputop.model.host import HostSample
+from gputop.model.stacks import StacksSample
+from gputop.model.steps import AgentsSample
+from gputop.record import events as ev
+from gputop.record.codec import Schema
+from gputop.record.fileformat import DATA, FORMAT_VERSION, HEADER, MAGIC, NEW_STREAM, SUMMARY, pack
+from gputop.record.summary import Accumulator
+
+FLUSH_S = 1.0
+SEGMENT_S = 60.0
+_JSON = json.JSONEncoder(separators=(",", ":"), allow_nan=True)
+
+
+class RecordError(Exception):
+    """The recording cannot start (one line: what and what to do)."""
+
+
+def create(path: Path) -> int:
+    """A new private file; an existing one is never overwritten."""
+    try:
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+    except FileExistsError:
+        raise RecordError(
+            f"{path} exists: gputop never overwrites a recording; give another name"
+        ) from None
+    except OSError as e:
+        raise RecordError(f"cannot create {path}: {e.strerror}") from None
+
+
+class Recorder:
+    """Implements gputop.sinks.Sink."""
+
+    def __init__(self, path: Path, clock: Callable[[], float] = time.monotonic) -> None:
+        self.path = Path(path)
+        self.problem: str | None = None
+        self._fd = create(self.path)
+        self._clock = clock
+        self._schema = Schema()
+        self._agents = ev.AgentsEncoder(self._schema)
+        self._acc = Accumulator()
+        self._lines: list[str] = []
+        self._first_t: float | None = None
+        self._flushed_at = clock()
+        self._segment_at: float | None = None
+        self._stream: Any = None
+        self._last_verdict: str | None = None
+        self.bytes_written = 0
+
+    # ---- the sink ----
+
+    def start(self, devices: Sequence[DeviceInfo], meta: dict[str, Any]) -> None:
+        header = {
+            "format": "gputop.recording",
+            "version": FORMAT_VERSION,
+            "gputop_version": __version__,
+            "created_wall": time.time(),
+            "t0": self._clock(),
+            "hostname": socket.gethostname(),
+            "session": meta,
+            "fields": self._schema.header(),
+            "devices": [self._schema.encode(d) for d in devices],
+        }
+        payload = _JSON.encode(header).encode()
+        self._write(MAGIC + pack(HEADER, 0, header["t0"], payload))
+
+    def gpu(self, samples: Sequence[GpuSample]) -> None:
+        if samples:
+            self._acc.gpu(samples)
+            self._add(samples[0].t, ["g", [self._schema.encode(s) for s in samples]])
+
+    def host(self, sample: HostSample) -> None:
+        exited = self._acc.exited
+        self._acc.host(sample)
+        self._add(sample.t, ["h", self._schema.encode(sample)])
+        if self._acc.exited and not exited:
+            data = {"pid": sample.pid, "exit_code": sample.exit_code}
+            self._add(sample.t, ["e", sample.t, sample.wall, "target-exit", data])
+
+    def agents(self, sample: AgentsSample) -> None:
+        self._acc.agents(sample)
+        self._add(sample.t, self._agents.encode(sample))
+
+    def stacks(self, sample: StacksSample) -> None:
+        rec = ["s", self._schema.encode(sample)]
+        frames = self._schema.take_new_frames()
+        if frames:
+            self._add(sample.t, ["F", frames])
+        self._add(sample.t, rec)
+
+    def verdict(self, point: EvalPoint, verdict: Verdict) -> None:
+        self._acc.verdict(point, verdict)
+        body = _JSON.encode(ev.encode_verdict(ev.RecordedVerdict.of(verdict), self._schema))
+        same = body == self._last_verdict
+        self._last_verdict = body
+        self._lines.append(
+            _JSON.encode(["v", ev.encode_point(point), 0]) if same else
+            f'["v",{_JSON.encode(ev.encode_point(point))},{body}]'
+        )  # fmt: skip
+        self._tick(point.now)
+
+    def event(self, t: float, wall: float, kind: str, data: dict[str, Any]) -> None:
+        self._acc.event(t, wall, kind, data)
+        self._add(t, ["e", t, wall, kind, data])
+
+    def close(self) -> None:
+        if self._fd < 0:
+            return
+        try:
+            self._flush(summary=True)
+        finally:
+            os.close(self._fd)
+            self._fd = -1
+
+    # ---- writing ----
+
+    def _add(self, t: float, record: list[Any]) -> None:
+        self._lines.append(_JSON.encode(record))
+        self._tick(t)
+
+    def _tick(self, t: float) -> None:
+        if self._first_t is None:
+            self._first_t = t
+        if self._segment_at is None:
+            self._segment_at = t
+        if t - self._segment_at >= SEGMENT_S:
+            self._flush(summary=True)
+        elif self._clock() - self._flushed_at >= FLUSH_S:
+            self._flush()
+
+    def _flush(self, summary: bool = False) -> None:
+        if self._fd < 0:
+            return
+        self._flushed_at = self._clock()
+        out = b""
+        if self._lines:
+            flags = 0
+            if self._stream is None:
+                self._stream = zlib.compressobj(6)
+                flags = NEW_STREAM
+            data = ("\n".join(self._lines) + "\n").encode()
+            payload = self._stream.compress(data) + self._stream.flush(zlib.Z_SYNC_FLUSH)
+            out += pack(DATA, flags, self._first_t or 0.0, payload)
+            self._lines = []
+            self._first_t = None
+        if summary:
+            part = self._acc.take()
+            if part["t0"] is not None or out:
+                body = zlib.compress(_JSON.encode(part).encode(), 6)
+                out += pack(SUMMARY, 0, part["t0"] or 0.0, body)
+            # the next minute is a new segment: readers can start there
+            self._stream = None
+            self._segment_at = None
+            self._agents.reset()
+            self._schema.forget_frames()
+            self._last_verdict = None
+        if out:
+            self._write(out)
+
+    def _write(self, data: bytes) -> None:
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(self._fd, view)
+                view = view[n:]
+                self.bytes_written += n
+        except OSError as e:
+            os.close(self._fd)
+            self._fd = -1
+            why = "the disk is full" if e.errno == 28 else e.strerror
+            self.problem = (
+                f"recording stopped: {why} writing {self.path}; it is readable up to the "
+                "last second written"
+            )

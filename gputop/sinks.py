@@ -1,0 +1,124 @@
+"""Where a live session's readings go besides the screen: the recorder and the Prometheus
+exporter. The TUI and the headless loop call every sink with the same readings, in the order
+they ingest them, so a recording replays the session exactly and the exporter shows what the
+screen shows.
+
+A sink must not raise into the monitor: one that fails (disk full, port taken) says so once
+through ``problem`` and goes quiet; the monitor keeps running with what it still has.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from gputop.diagnose.findings import Verdict
+from gputop.model.gpu import DeviceInfo, GpuSample
+from gputop.model.host import HostSample
+from gputop.model.stacks import StacksSample
+from gputop.model.steps import AgentsSample
+
+
+class Sink(Protocol):
+    problem: str | None
+    """One line saying why the sink stopped working (None while it works)."""
+
+    def start(self, devices: Sequence[DeviceInfo], meta: dict[str, Any]) -> None:
+        """Once, before any reading: the boards and what the session is (mode, target)."""
+
+    def gpu(self, samples: Sequence[GpuSample]) -> None: ...
+
+    def host(self, sample: HostSample) -> None: ...
+
+    def agents(self, sample: AgentsSample) -> None: ...
+
+    def stacks(self, sample: StacksSample) -> None: ...
+
+    def verdict(self, point: Any, verdict: Verdict) -> None:
+        """Every evaluation (an ``EvalPoint``: the window ends it was computed at)."""
+
+    def event(self, t: float, wall: float, kind: str, data: dict[str, Any]) -> None:
+        """Something that happened once: a capture's update, the target's exit."""
+
+    def close(self) -> None: ...
+
+
+class Sinks:
+    """Fans every reading out to the sinks; a sink that raises is dropped with its reason."""
+
+    def __init__(self, sinks: Sequence[Any] = ()) -> None:
+        self.sinks = list(sinks)
+        self.problems: list[str] = []
+        self.meta: dict[str, Any] = {}
+        """What the session is (mode, target), given to the sinks at ``start``."""
+
+    def __bool__(self) -> bool:
+        return bool(self.sinks)
+
+    def _each(self, method: str, *args: Any) -> None:
+        for sink in list(self.sinks):
+            try:
+                getattr(sink, method)(*args)
+            except Exception as e:  # a sink's bug must not stop the monitor
+                sink.problem = sink.problem or f"{type(sink).__name__} stopped: {e}"
+            if sink.problem:
+                self.problems.append(sink.problem)
+                self.sinks.remove(sink)
+                with contextlib.suppress(Exception):  # already said why it stopped
+                    sink.close()
+
+    def start(self, devices: Sequence[DeviceInfo], meta: dict[str, Any]) -> None:
+        self._each("start", devices, meta)
+
+    def gpu(self, samples: Sequence[GpuSample]) -> None:
+        self._each("gpu", samples)
+
+    def host(self, sample: HostSample) -> None:
+        self._each("host", sample)
+
+    def agents(self, sample: AgentsSample) -> None:
+        self._each("agents", sample)
+
+    def stacks(self, sample: StacksSample) -> None:
+        self._each("stacks", sample)
+
+    def verdict(self, point: Any, verdict: Verdict) -> None:
+        self._each("verdict", point, verdict)
+
+    def event(self, t: float, wall: float, kind: str, data: dict[str, Any]) -> None:
+        self._each("event", t, wall, kind, data)
+
+    def close(self) -> None:
+        for sink in self.sinks:
+            try:
+                sink.close()
+            except Exception as e:
+                self.problems.append(f"{type(sink).__name__} did not close cleanly: {e}")
+        self.sinks = []
+
+
+class SinkError(Exception):
+    """A sink asked for on the command line cannot start: one line, what to do."""
+
+
+def open_sinks(record: Any = None, prometheus: str | None = None) -> Sinks:
+    """The recorder (``--record FILE``) and the exporter (``--prometheus [ADDR:]PORT``)."""
+    sinks: list[Any] = []
+    if record is not None:
+        from gputop.record.writer import Recorder, RecordError
+
+        try:
+            sinks.append(Recorder(record))
+        except RecordError as e:
+            raise SinkError(str(e)) from None
+    if prometheus is not None:
+        from gputop.export.prometheus import ExportError, open_exporter
+
+        try:
+            sinks.append(open_exporter(prometheus))
+        except ExportError as e:
+            for s in sinks:
+                s.close()
+            raise SinkError(str(e)) from None
+    return Sinks(sinks)

@@ -1,0 +1,122 @@
+"""`gputop diagnose --prometheus` end to end: a real trainer, a simulated two-GPU board, and
+/metrics scraped over HTTP while the job runs, parsed with prometheus-client's own parser."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from tests_support import kill_tree
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples"
+
+pytestmark = pytest.mark.slow
+
+
+def free_port() -> int:
+    """A port nothing listens on now (bound to 0 and released: the kernel's choice)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def scrape(port: int) -> dict[str, Any] | None:
+    """Metric families by name, or None while nothing listens yet."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
+            text = r.read().decode()
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return None
+    return {f.name: f for f in text_string_to_metric_families(text)}
+
+
+def steps_of(fams: dict[str, Any] | None) -> dict[str, float]:
+    """rank -> gputop_steps_total ({} before the first step)."""
+    fam = (fams or {}).get("gputop_steps")
+    return {s.labels["rank"]: s.value for s in fam.samples} if fam else {}
+
+
+def wait_for_steps(port: int, job: subprocess.Popen, log: Path, timeout: float = 20) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if job.poll() is not None:
+            pytest.fail(f"gputop diagnose exited with {job.returncode}: {log.read_text()[-2000:]}")
+        fams = scrape(port)
+        if steps_of(fams) and any(v > 0 for v in steps_of(fams).values()):
+            return fams  # type: ignore[return-value]
+        time.sleep(0.25)
+    pytest.fail(f"no steps on /metrics within {timeout} s: {log.read_text()[-2000:]}")
+
+
+@pytest.fixture
+def diagnosed():
+    """`gputop diagnose --prometheus` on the instrumented trainer: (port, process, log)."""
+    pytest.importorskip("torch")
+    port = free_port()
+    log = Path(tempfile.mkstemp(prefix="gputop-prom-", suffix=".log")[1])
+    cmd = [
+        sys.executable, "-m", "gputop", "diagnose", "--sim-board", "h100x2", "--duration", "25",
+        "--interval", "0.5", "--prometheus", f"127.0.0.1:{port}",
+        "--", sys.executable, str(EXAMPLES / "mlp_train.py"), "--steps", "100000",
+        "--seconds", "30", "--threads", "1",
+    ]  # fmt: skip
+    with log.open("wb") as err:
+        job = subprocess.Popen(
+            cmd,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            cwd=REPO,
+            env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        )
+    try:
+        yield port, job, log
+    finally:
+        kill_tree(job)
+        log.unlink(missing_ok=True)
+
+
+def test_a_running_job_is_scraped_with_bounded_well_named_metrics(diagnosed):
+    port, job, log = diagnosed
+    first = wait_for_steps(port, job, log)
+    time.sleep(1.5)  # a few more steps and verdicts
+    second = scrape(port)
+    assert second is not None, log.read_text()[-2000:]
+
+    # both simulated GPUs, labelled as dcgm-exporter labels them
+    for name in ("gputop_gpu_power_watts", "gputop_gpu_sm_clock_hertz"):
+        labels = [s.labels for s in second[name].samples]
+        assert {tuple(sorted(lab)) for lab in labels} == {("UUID", "gpu")}, labels
+        assert sorted(lab["gpu"] for lab in labels) == ["0", "1"]
+        assert all(lab["UUID"] for lab in labels)
+
+    # steps per rank, counted up between two scrapes
+    before, after = steps_of(first), steps_of(second)
+    assert set(after) == {"0"}, after
+    assert after["0"] > before["0"] > 0
+
+    phases = {s.labels["phase"] for s in second["gputop_phase_seconds"].samples}
+    assert "data_wait" in phases, phases
+
+    states = [s for s in second["gputop_verdict"].samples]
+    assert {tuple(s.labels) for s in states} == {("bound",)}
+    assert [s.value for s in states].count(1.0) == 1, states
+    assert all(s.value in (0.0, 1.0) for s in states)
+
+    for fam in second.values():
+        assert fam.name.startswith("gputop_"), fam.name
+        for s in fam.samples:
+            assert s.name.startswith("gputop_"), s.name
+            if fam.type == "counter":
+                assert s.name.endswith("_total"), s.name
+            assert "step" not in s.labels and ("pid" not in s.labels or fam.name.endswith("_info"))
