@@ -540,6 +540,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             return 127
         session = nsys.session_name(f"{os.getpid()}-{int(time.time())}")
         command, env = nsys.launch_argv(binary, session, command), {nsys.SESSION_ENV: session}
+    if args.no_tui and (getattr(args, "record", None) or getattr(args, "prometheus", None)):
+        print(
+            "gputop: --record and --prometheus need the monitor: drop --no-tui, or start the job "
+            "and run `gputop record --pid PID -o FILE` beside it",
+            file=sys.stderr,
+        )
+        return 2
     sinks = None if args.no_tui else _sinks(args, "run")  # bad flags stop us before the job
     try:
         job = Job(command, log=args.log, passthrough=args.no_tui, env=env)

@@ -96,6 +96,24 @@ class Recording:
                         yield rec
         self.damage = scan.damage
 
+    def span(self) -> tuple[float, float]:
+        """(first, last) reading time: the last summary's end, or the last data frame's start
+        (within a second of the end) for a recording that did not end cleanly."""
+        scan = Scan()
+        first = last = None
+        with self.path.open("rb") as f:
+            for fr in frames(f, str(self.path), scan, skip_data=True):
+                if fr.kind == DATA:
+                    first = fr.t if first is None else first
+                    last = fr.t if last is None else max(last, fr.t)
+                elif fr.kind == SUMMARY:
+                    part = _summary(fr.payload)
+                    if part is not None and part.get("t1") is not None:
+                        last = part["t1"] if last is None else max(last, part["t1"])
+        if first is None:
+            return self.t0, self.t0
+        return first, max(first, last if last is not None else first)
+
     def _segment_starts(self) -> list[tuple[float, int]]:
         scan = Scan()
         with self.path.open("rb") as f:

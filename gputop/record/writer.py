@@ -107,8 +107,8 @@ class Recorder:
     def stacks(self, sample: StacksSample) -> None:
         rec = ["s", self._schema.encode(sample)]
         frames = self._schema.take_new_frames()
-        if frames:
-            self._add(sample.t, ["F", frames])
+        if frames:  # no tick in between: a new segment must not split the table from its use
+            self._lines.append(_JSON.encode(["F", frames]))
         self._add(sample.t, rec)
 
     def verdict(self, point: EvalPoint, verdict: Verdict) -> None:
