@@ -1,0 +1,76 @@
+"""Record 60 s of `gputop demo` (with the real example trainer) in a real terminal, then replay
+it: the verdicts seen live are the recorded ones, every recorded verdict recomputes equal from
+the recorded readings, and the replay screen ends on the recorded verdict."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+
+from test_tmux import Tmux, tmux  # noqa: F401  (the fixture)
+
+from gputop.record.reader import open_recording
+from gputop.record.replay import check
+
+RECORD_S = 60.0
+VERDICT = re.compile(r"^\s*verdict\s+([A-Z][A-Z-]+[A-Z])\b", re.MULTILINE)
+
+
+def _shown(screen: str) -> str | None:
+    m = VERDICT.search(screen)
+    return m.group(1).lower() if m else None
+
+
+def _dedup(xs):
+    out = []
+    for x in xs:
+        if x is not None and (not out or out[-1] != x):
+            out.append(x)
+    return out
+
+
+def _is_subsequence(small, big) -> bool:
+    it = iter(big)
+    return all(any(x == y for y in it) for x in small)
+
+
+def test_record_a_demo_then_replay_it(tmux, tmp_path):  # noqa: F811
+    config = tmp_path / "config.toml"
+    config.write_text("# defaults only\n")
+    path = tmp_path / "demo.rec"
+    knobs = "--workers 0 --read-latency-ms 40"
+    tmux.type(
+        f"{sys.executable} -m gputop demo --board h100x2 --trainer '{knobs}' --interval 1 "
+        f"--config {config} --record {path}"
+    )
+    tmux.wait_for("SIMULATED", timeout=30)
+    live = []
+    deadline = time.monotonic() + RECORD_S
+    while time.monotonic() < deadline:
+        live.append(_shown(tmux.screen()))
+        time.sleep(0.5)
+    tmux.keys("q")
+    tmux.wait_for("recorded to", timeout=30)
+
+    out = subprocess.run([sys.executable, "-m", "gputop", "replay", "--check", str(path)],
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "all equal" in out.stdout
+
+    result = check(open_recording(path))
+    recorded = _dedup(bound for _, bound in result.changes)
+    seen = _dedup(live)
+    assert seen, "no verdict was ever shown live"
+    assert _is_subsequence(seen, recorded), (seen, recorded)
+    assert result.evaluations > 50  # the live app evaluated at least once a second
+
+    # the replay screen plays it through and ends on the last recorded verdict
+    tmux.type(f"{sys.executable} -m gputop replay {path} --speed 64 --config {config}")
+    screen = tmux.wait_for("64x end", timeout=60)
+    assert "REPLAY demo.rec" in screen
+    final = recorded[-1] if recorded else None
+    assert _shown(tmux.screen()) == final, tmux.screen()
+    tmux.keys("q")
+    tmux.wait_for("READY$")
