@@ -410,9 +410,17 @@ class GputopApp(App):
                 self._update_status()
         self._refresh_bindings_if_changed()
 
+    def all_bindings(self) -> list[Binding]:
+        """This app's keys and those a subclass (replay) adds: Textual merges them the same way."""
+        out: list[Binding] = []
+        for cls in reversed(type(self).__mro__):
+            if isinstance(cls, type) and issubclass(cls, GputopApp):
+                out += [b for b in cls.__dict__.get("BINDINGS", []) if isinstance(b, Binding)]
+        return out
+
     def _refresh_bindings_if_changed(self) -> None:
         """The footer is redrawn only when a key becomes usable or unusable."""
-        state = tuple(self.unavailable_reason(b.action) for b in self.BINDINGS)
+        state = tuple(self.unavailable_reason(b.action) for b in self.all_bindings())
         if state != getattr(self, "_binding_state", None):
             self._binding_state = state
             self.refresh_bindings()
@@ -771,7 +779,7 @@ class GputopApp(App):
         """(keys, what it does, binding id, why it is unavailable now) for every app binding."""
         keymap = getattr(self, "_keymap", {}) or {}
         rows = []
-        for b in self.BINDINGS:
+        for b in self.all_bindings():
             assert isinstance(b, Binding) and b.id is not None
             keys = keymap.get(b.id, b.key)
             rows.append(
