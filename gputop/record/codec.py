@@ -112,6 +112,16 @@ class Schema:
         names = self.fields[cls.__name__]
         return [_enc(getattr(obj, n), k, self) for n, k in zip(names, kinds, strict=True)]
 
+    def changed_fields(self, old: Any, new: Any) -> dict[str, Any]:
+        """The fields of ``new`` that differ from ``old`` (same class), encoded, by name."""
+        cls = type(new)
+        names, kinds = self.fields[cls.__name__], self._kinds[cls]
+        return {
+            n: _enc(getattr(new, n), k, self)
+            for n, k in zip(names, kinds, strict=True)
+            if getattr(new, n) != getattr(old, n)
+        }
+
     # ---- decode ----
 
     def decoder(self, file_fields: Mapping[str, Any]) -> Decoder:
@@ -160,6 +170,10 @@ class Decoder:
     def __init__(self, schema: Schema, file_fields: Mapping[str, Any]) -> None:
         self._build: dict[type, Callable[[Any], Any]] = {}
         self.names: dict[type, list[str]] = {}
+        self._ours = {
+            cls: dict(zip(schema.fields[cls.__name__], schema._kinds[cls], strict=True))
+            for cls in CLASSES
+        }
         """The file's field order per class."""
         self.frames: list[Frame] = []
         for cls in CLASSES:
@@ -178,6 +192,9 @@ class Decoder:
             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
         ]
         missing = [n for n in required if n not in names]
+        for n in missing:  # None only where the model allows it: a file without t is unusable
+            if ours[n][0] not in ("opt", "any"):
+                raise CodecError(f"the file's {cls.__name__} records have no {n}")
         width = len(names)
 
         def build(raw: Any) -> Any:
@@ -196,15 +213,26 @@ class Decoder:
     def record(self, cls: type, raw: Any) -> Any:
         return self._build[cls](raw)
 
+    def fields(self, cls: type, raw: dict[str, Any]) -> dict[str, Any]:
+        """Some fields of a ``cls`` by name (a partial update); unknown names are skipped."""
+        ours = self._ours[cls]
+        out = {n: self.value(v, ours[n]) for n, v in raw.items() if n in ours}
+        for n, v in out.items():
+            if v is None and ours[n][0] not in ("opt", "any"):
+                raise CodecError(f"a {cls.__name__} update sets {n} to nothing")
+        return out
+
     def define_frames(self, raw: Any) -> None:
         if not isinstance(raw, list):
             raise CodecError("a frame table was expected")
         self.frames.extend(self._build[Frame](f) for f in raw)
 
     def value(self, raw: Any, kind: Kind) -> Any:
-        if raw is None:
-            return None
         tag = kind[0]
+        if raw is None:
+            if tag in ("opt", "any"):
+                return None
+            raise CodecError("null where the model has no None")
         if tag == "rec":
             if kind[1] is Frame:
                 if type(raw) is not int or not 0 <= raw < len(self.frames):

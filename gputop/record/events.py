@@ -64,7 +64,11 @@ def apply_steps(prev: tuple[StepRecord, ...] | None, delta: Any, dec: Decoder) -
             raise CodecError("a steps delta has the wrong shape")
         if not 0 <= item[0] < len(out):
             raise CodecError("a steps delta changes a step that is not there")
-        out[item[0]] = dec.record(StepRecord, item[1])
+        if isinstance(item[1], dict):  # only the fields that changed, by name
+            fields = dec.fields(StepRecord, item[1])
+            out[item[0]] = dataclasses.replace(out[item[0]], **fields)
+        else:
+            out[item[0]] = dec.record(StepRecord, item[1])
     out.extend(_steps(added, dec))
     return tuple(out)
 
@@ -88,10 +92,11 @@ class AgentsEncoder:
     def encode(self, sample: AgentsSample) -> list[Any]:
         agents = []
         for a in sample.agents:
-            delta = steps_delta(self.prev.get(a.pid), a.steps)
+            prev = self.prev.get(a.pid)
+            delta = steps_delta(prev, a.steps)
             self.prev[a.pid] = a.steps
             head = self.schema.encode(dataclasses.replace(a, steps=()))
-            agents.append([head, _enc_steps(delta, self.schema)])
+            agents.append([head, _enc_steps(delta, self.schema, prev)])
         return ["a", sample.t, sample.wall, sample.target, list(sample.problems), agents]
 
 
@@ -129,12 +134,19 @@ def _unruns(raw: list[Any], names: Sequence[str]) -> list[Any]:
     return out
 
 
-def _enc_steps(delta: Any, schema: Schema) -> Any:
+def _enc_steps(delta: Any, schema: Schema, prev: Sequence[StepRecord] | None = None) -> Any:
     if delta[0] == "all":
         return ["all", _runs([schema.encode(s) for s in delta[1]])]
     drop, changed, added = delta
     added_enc = _runs([schema.encode(s) for s in added])
-    return [drop, [[i, schema.encode(s)] for i, s in changed], added_enc]
+    kept = prev[drop:] if prev is not None else None
+    out = []
+    for i, s in changed:
+        if kept is None:
+            out.append([i, schema.encode(s)])
+        else:  # usually GPU times that arrived a step late: those fields only
+            out.append([i, schema.changed_fields(kept[i], s)])
+    return [drop, out, added_enc]
 
 
 class AgentsDecoder:

@@ -57,15 +57,24 @@ class Scan:
     end_offset: int = 0
 
 
-def frames(f: BinaryIO, name: str, scan: Scan, skip_data: bool = False) -> Iterator[Frame]:
+def frames(
+    f: BinaryIO,
+    name: str,
+    scan: Scan,
+    skip_data: bool = False,
+    start_offset: int | None = None,
+) -> Iterator[Frame]:
     """Every intact frame; stops at the first short or damaged one, saying why in ``scan``.
-    With ``skip_data`` data frames are seeked over (their payload is not read)."""
+    With ``skip_data`` data frames are seeked over (their payload is not read); with
+    ``start_offset`` reading begins at that frame (one found by an earlier scan)."""
     head = f.read(len(MAGIC))
     if head != MAGIC:
         if MAGIC.startswith(head):
             raise RecordingError(f"{name} is empty or was cut off before its first frame")
         raise RecordingError(f"{name} is not a gputop recording (record one with --record FILE)")
     offset = len(MAGIC)
+    if start_offset is not None and start_offset > offset:
+        offset = f.seek(start_offset)
     while True:
         raw = f.read(FRAME.size)
         if not raw:
@@ -76,7 +85,8 @@ def frames(f: BinaryIO, name: str, scan: Scan, skip_data: bool = False) -> Itera
             scan.end_offset = offset
             return
         kind, flags, length, t, crc = FRAME.unpack(raw)
-        if kind not in (HEADER, DATA, SUMMARY) or length > MAX_FRAME or t != t:
+        misplaced = (kind == HEADER) != (offset == len(MAGIC))  # the header only, first
+        if kind not in (HEADER, DATA, SUMMARY) or misplaced or length > MAX_FRAME or t != t:
             scan.damage = f"damaged at byte {offset:,} (not a frame there)"
             scan.end_offset = offset
             return

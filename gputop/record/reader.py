@@ -54,32 +54,42 @@ class Recording:
     damage: str | None = None
     """Why reading stopped before the end of the file (None: it did not)."""
     _schema: Schema = field(default_factory=Schema)
+    _starts: list[tuple[float, int]] | None = None
 
     @property
     def session(self) -> dict[str, Any]:
         s = self.header.get("session")
         return s if isinstance(s, dict) else {}
 
-    def records(self, start: float | None = None) -> Iterator[Record]:
-        """Every record in order; with ``start``, from the segment that holds ``start``."""
+    def records(self, start: float | None = None, from_offset: int | None = None
+                ) -> Iterator[Record]:  # fmt: skip
+        """Every record in order; with ``start``, from the segment that holds ``start``; with
+        ``from_offset``, those of the frames from that offset on (decoded from their segment's
+        start, which the stream and the step deltas need)."""
         scan = Scan()
         dec = self._schema.decoder(self.header["fields"])
         agents = ev.AgentsDecoder(dec)
         stream: Any = None
         last_verdict: ev.RecordedVerdict | None = None
-        offsets = self._segment_starts() if start is not None else []
-        begin = max((o for t, o in offsets if t <= start), default=0) if offsets else 0
+        begin = None
+        if start is not None or from_offset is not None:
+            starts = self.segment_starts()
+            if from_offset is not None:
+                begin = max((o for _, o in starts if o <= from_offset), default=None)
+            else:
+                begin = max((o for t, o in starts if t <= start), default=None)
         with self.path.open("rb") as f:
-            for fr in frames(f, str(self.path), scan):
-                if fr.kind != DATA or fr.offset < begin:
+            for fr in frames(f, str(self.path), scan, start_offset=begin):
+                if fr.kind != DATA:
                     continue
                 if fr.flags & NEW_STREAM:
                     stream = zlib.decompressobj()
                     dec.frames.clear()
                     agents.reset()
                     last_verdict = None
-                if stream is None:
-                    continue  # the middle of a segment we did not start: skip to the next
+                if stream is None:  # from ``begin`` on, every segment is read from its start
+                    self.damage = f"damaged at byte {fr.offset:,} (data outside a segment)"
+                    return
                 try:
                     text = stream.decompress(fr.payload)
                     lines = text.decode().splitlines()
@@ -92,7 +102,7 @@ class Recording:
                     except (ValueError, CodecError, TypeError) as e:
                         self.damage = f"damaged at byte {fr.offset:,} ({e})"
                         return
-                    if rec is not None:
+                    if rec is not None and (from_offset is None or fr.offset >= from_offset):
                         yield rec
         self.damage = scan.damage
 
@@ -114,14 +124,18 @@ class Recording:
             return self.t0, self.t0
         return first, max(first, last if last is not None else first)
 
-    def _segment_starts(self) -> list[tuple[float, int]]:
-        scan = Scan()
-        with self.path.open("rb") as f:
-            return [
-                (fr.t, fr.offset)
-                for fr in frames(f, str(self.path), scan, skip_data=True)
-                if fr.kind == DATA and fr.flags & NEW_STREAM
-            ]
+    def segment_starts(self) -> list[tuple[float, int]]:
+        """(time, offset) of every segment start: where a reader can begin. Cached: a
+        recording still being written gains segments, never loses them."""
+        if self._starts is None or not self._starts:
+            scan = Scan()
+            with self.path.open("rb") as f:
+                self._starts = [
+                    (fr.t, fr.offset)
+                    for fr in frames(f, str(self.path), scan, skip_data=True)
+                    if fr.kind == DATA and fr.flags & NEW_STREAM
+                ]
+        return self._starts
 
     def summaries(self) -> list[dict[str, Any]]:
         """Every minute's summary; the minutes after the last one (a recording that did not
@@ -129,8 +143,11 @@ class Recording:
         scan = Scan()
         parts: list[dict[str, Any]] = []
         tail_from = None
+        starts: list[tuple[float, int]] = []
         with self.path.open("rb") as f:
             for fr in frames(f, str(self.path), scan, skip_data=True):
+                if fr.kind == DATA and fr.flags & NEW_STREAM:
+                    starts.append((fr.t, fr.offset))
                 if fr.kind == SUMMARY:
                     part = _summary(fr.payload)
                     if part is None:
@@ -139,13 +156,12 @@ class Recording:
                     parts.append(part)
                     tail_from = None
                 elif fr.kind == DATA and tail_from is None:
-                    tail_from = fr.t
+                    tail_from = fr.offset
         self.damage = scan.damage
-        if tail_from is not None:
+        self._starts = starts
+        if tail_from is not None:  # the minutes after the last summary: from their records
             acc = Accumulator(parts[-1]["carry"] if parts else None)
-            for rec in self.records(start=tail_from):
-                if rec.t < tail_from:
-                    continue
+            for rec in self.records(from_offset=tail_from):
                 _feed(acc, rec)
             part = acc.take()
             if part["t0"] is not None:
@@ -169,6 +185,7 @@ def _summary_shape(p: dict[str, Any]) -> bool:
         return (
             _maybe_num(p.get("t0"))
             and _maybe_num(p.get("t1"))
+            and (p.get("t0") is None) == (p.get("t1") is None)  # merge takes both or neither
             and _map_of(p["verdict_s"], _num)
             and _map_of(p["throttle_s"], lambda g: _map_of(g, _num))
             and _map_of(p["findings"], _finding)
@@ -185,8 +202,9 @@ def _summary_shape(p: dict[str, Any]) -> bool:
         return False
 
 
-def _int_key(k: str) -> bool:
-    return k.lstrip("-").isdigit()
+def _int_key(k: Any) -> bool:
+    """What int() reads back: ASCII digits ("²".isdigit() too), one sign, text at all."""
+    return isinstance(k, str) and k.isascii() and k.removeprefix("-").isdigit()
 
 
 def _finding(f: Any) -> bool:
@@ -354,7 +372,8 @@ def open_recording(path: Path | str) -> Recording:
             f"{version}; this gputop reads format {FORMAT_VERSION}: upgrade gputop to read it"
         )
     t0 = header.get("t0")
-    if not isinstance(t0, int | float) or not isinstance(header.get("fields"), dict):
+    finite = isinstance(t0, int | float) and -1e300 < t0 < 1e300  # float() of 10**400 raises
+    if not finite or not isinstance(header.get("fields"), dict):
         raise RecordingError(f"{path} cannot be read: its header is incomplete")
     schema = Schema()
     try:

@@ -97,8 +97,11 @@ def _num(kv: tuple[str, Any]) -> int:
     return int(kv[0]) if kv[0].lstrip("-").isdigit() else 0
 
 
-def _iso(wall: float) -> str:
-    return dt.datetime.fromtimestamp(wall, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def _iso(wall: float) -> str | None:
+    try:
+        return dt.datetime.fromtimestamp(wall, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (OverflowError, OSError, ValueError):  # a header's clock no calendar has
+        return None
 
 
 def _rank(rank: str, r: dict[str, Any], names: list[str]) -> dict[str, Any]:
@@ -148,7 +151,7 @@ def _findings(s: dict[str, Any]) -> list[dict[str, Any]]:
                 "summary": f.get("summary"),
                 "evidence": f.get("evidence", []),
                 "levers": f.get("levers", []),
-                "seconds": round(-order.get(bound, 0.0), 1),
+                "seconds": round(s["verdict_s"].get(bound, 0.0), 1),  # not -0.0: "-0 s"
             }
         )
     return out

@@ -53,6 +53,7 @@ class Accumulator:
         principal = carry.get("principal")
         self.principal: str | None = principal if isinstance(principal, str) else None
         self.exited: bool = carry.get("exited") is True
+        self._fingerprints: dict[str, Any] = {}
         self._reset(None)
 
     def _reset(self, t: float | None) -> None:
@@ -71,6 +72,8 @@ class Accumulator:
         """Per 10-s bin: [step seconds, steps, GPU activity sum, readings, {bound: seconds}]."""
 
     def _point(self, t: float) -> list[Any]:
+        if not math.isfinite(t):  # a damaged file's time: no bin to put it in
+            return [0.0, 0, 0.0, 0, {}]
         key = str(math.floor(t / POINT_S))
         p = self.points.get(key)
         if p is None:
@@ -128,11 +131,13 @@ class Accumulator:
             r = self.ranks.setdefault(rank, {"steps": 0, "seconds": 0.0, "hist": {},
                                              "phases": {}, "flops": 0.0, "flops_s": 0.0,
                                              "samples": 0, "tokens": 0})  # fmt: skip
-            if a.fingerprint:
+            if a.fingerprint and a.fingerprint is not self._fingerprints.get(key):
+                self._fingerprints[key] = a.fingerprint
                 r["fingerprint"] = jsonable(a.fingerprint)
-            for s in a.steps:
-                if s.step <= last:
-                    continue
+            first_new = len(a.steps)  # readings repeat hundreds of steps: look from the end
+            while first_new > 0 and a.steps[first_new - 1].step > last:
+                first_new -= 1
+            for s in a.steps[first_new:]:
                 last = s.step
                 dur = s.dur_ns / 1e9
                 if rank == "0":

@@ -31,7 +31,10 @@ from gputop.record.fileformat import DATA, FORMAT_VERSION, HEADER, MAGIC, NEW_ST
 from gputop.record.summary import Accumulator
 
 FLUSH_S = 1.0
-SEGMENT_S = 60.0
+SUMMARY_S = 60.0
+SEGMENT_S = 600.0
+"""A new compressed stream (a place a reader can start, with every step history and stack
+frame written again) every 10 minutes; summaries every minute inside it."""
 _JSON = json.JSONEncoder(separators=(",", ":"), allow_nan=True)
 
 
@@ -66,6 +69,7 @@ class Recorder:
         self._first_t: float | None = None
         self._flushed_at = clock()
         self._segment_at: float | None = None
+        self._summary_at: float | None = None
         self._stream: Any = None
         self._last_verdict: str | None = None
         self.bytes_written = 0
@@ -130,7 +134,7 @@ class Recorder:
         if self._fd < 0:
             return
         try:
-            self._flush(summary=True)
+            self._flush(summary=True, segment=True)
         finally:
             os.close(self._fd)
             self._fd = -1
@@ -146,12 +150,16 @@ class Recorder:
             self._first_t = t
         if self._segment_at is None:
             self._segment_at = t
+        if self._summary_at is None:
+            self._summary_at = t
         if t - self._segment_at >= SEGMENT_S:
+            self._flush(summary=True, segment=True)
+        elif t - self._summary_at >= SUMMARY_S:
             self._flush(summary=True)
         elif self._clock() - self._flushed_at >= FLUSH_S:
             self._flush()
 
-    def _flush(self, summary: bool = False) -> None:
+    def _flush(self, summary: bool = False, segment: bool = False) -> None:
         if self._fd < 0:
             return
         self._flushed_at = self._clock()
@@ -171,7 +179,8 @@ class Recorder:
             if part["t0"] is not None or out:
                 body = zlib.compress(_JSON.encode(part).encode(), 6)
                 out += pack(SUMMARY, 0, part["t0"] or 0.0, body)
-            # the next minute is a new segment: readers can start there
+            self._summary_at = None
+        if segment:  # the next record starts a new stream: readers can begin there
             self._stream = None
             self._segment_at = None
             self._agents.reset()

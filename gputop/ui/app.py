@@ -322,6 +322,7 @@ class GputopApp(App):
             self.latest[s.index] = s
         if self.sinks:
             self.sinks.gpu(samples)
+        self.compute_verdict()
         if not self.paused:
             self.refresh_view()
 
@@ -334,6 +335,7 @@ class GputopApp(App):
         self.host_latest = sample
         if self.sinks:
             self.sinks.host(sample)
+        self.compute_verdict()
         if not self.paused:
             with self.batch_update():
                 self.query_one(HostPane).show(sample)
@@ -349,6 +351,7 @@ class GputopApp(App):
         self.agents_latest = sample
         if self.sinks:
             self.sinks.agents(sample)
+        self.compute_verdict()
         if not self.paused:
             self._show_agents()
 
@@ -369,6 +372,7 @@ class GputopApp(App):
         self.stacks_latest = sample
         if self.sinks:
             self.sinks.stacks(sample)
+        self.compute_verdict()
         if not self.paused:
             self._show_stacks()
 
@@ -426,7 +430,9 @@ class GputopApp(App):
             self.refresh_bindings()
 
     def compute_verdict(self) -> Verdict | None:
-        """Every rule over the recent windows; hysteresis state carried between calls."""
+        """Every rule over the recent windows; hysteresis state carried between calls. Once
+        per reading ingested, paused or not (the hysteresis counts evaluations, and the
+        recorder and exporter see every one)."""
         from gputop.diagnose.point import EvalPoint, evaluate_at
 
         if not self.latest:
@@ -446,7 +452,6 @@ class GputopApp(App):
         return self.verdict
 
     def _show_verdict(self) -> None:
-        self.compute_verdict()
         self.query_one(VerdictPane).show(self.verdict, self.verdict_now)
 
     def action_why(self) -> None:
