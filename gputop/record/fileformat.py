@@ -1,7 +1,9 @@
 """The session file's framing (docs/recording.md): a magic line, then frames.
 
     file   := MAGIC  frame*
-    frame  := kind:u8  flags:u8  length:u32  t:f64  crc32:u32   payload[length]   (little endian)
+    frame  := kind:u8 flags:u8 length:u32 t:f64 head_crc:u32 crc32:u32 payload[length]
+              (little endian; head_crc covers the 14 bytes before it, crc32 the payload, so
+              a reader that seeks over payloads still trusts the kinds, lengths and times)
 
 - kind 1, the header: JSON (format version, devices, field names of every class, the session).
 - kind 2, data: a piece of one zlib stream of newline-separated JSON records, ended with a sync
@@ -27,7 +29,8 @@ MAGIC = b"GPUTOP-RECORDING\n"
 FORMAT_VERSION = 1
 HEADER, DATA, SUMMARY = 1, 2, 3
 NEW_STREAM = 1
-FRAME = struct.Struct("<BBIdI")
+HEAD = struct.Struct("<BBId")
+FRAME = struct.Struct("<BBIdII")
 MAX_FRAME = 64 * 2**20
 """No frame is ever this large: a larger length is damage, not a reason to allocate."""
 
@@ -46,7 +49,8 @@ class Frame:
 
 
 def pack(kind: int, flags: int, t: float, payload: bytes) -> bytes:
-    return FRAME.pack(kind, flags, len(payload), t, zlib.crc32(payload)) + payload
+    head = HEAD.pack(kind, flags, len(payload), t)
+    return head + struct.pack("<II", zlib.crc32(head), zlib.crc32(payload)) + payload
 
 
 @dataclass
@@ -84,7 +88,11 @@ def frames(
             scan.damage = _cut(offset)
             scan.end_offset = offset
             return
-        kind, flags, length, t, crc = FRAME.unpack(raw)
+        kind, flags, length, t, head_crc, crc = FRAME.unpack(raw)
+        if zlib.crc32(raw[: HEAD.size]) != head_crc:
+            scan.damage = f"damaged at byte {offset:,} (frame header checksum mismatch)"
+            scan.end_offset = offset
+            return
         misplaced = (kind == HEADER) != (offset == len(MAGIC))  # the header only, first
         if kind not in (HEADER, DATA, SUMMARY) or misplaced or length > MAX_FRAME or t != t:
             scan.damage = f"damaged at byte {offset:,} (not a frame there)"

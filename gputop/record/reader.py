@@ -337,6 +337,8 @@ def _decode(
         if not isinstance(raw[1], int | float) or not isinstance(raw[2], int | float):
             raise CodecError("an event has the wrong shape")
         return Record("event", raw[1], (raw[3], raw[4], raw[2])), last
+    if tag in ("g", "h", "a", "F", "s", "v", "e"):
+        raise CodecError(f"a {tag!r} record has the wrong shape")
     return None, last  # a record type from a newer gputop: skipped
 
 

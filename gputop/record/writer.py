@@ -2,7 +2,8 @@
 
 Records are buffered and written once a second as one frame (a zlib sync flush: on disk, the
 frame is readable even if gputop is killed the next instant). Each minute the recorder writes
-the minute's summary and starts a new compressed segment. The file is private (0600), never
+the minute's summary; every 10 minutes it starts a new compressed segment (where a reader can
+begin: step histories and stack frames are written again). The file is private (0600), never
 overwritten, and a write that fails (disk full) stops the recording with one line saying so;
 the monitor goes on.
 """

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from textual.binding import Binding
+from textual.css.query import NoMatches
 
 from gputop.config import Config
 from gputop.model import Timeline
@@ -123,7 +124,10 @@ class ReplayApp(GputopApp):
     def _tick(self) -> None:
         if not self.playing:
             return
-        self._advance(self.at + TICK_S * self.speed, display=True)
+        try:
+            self._advance(self.at + TICK_S * self.speed, display=True)
+        except NoMatches:  # a last tick while the app closes: its panes are already gone
+            self.playing = False
 
     def _advance(self, to: float, display: bool) -> None:
         """Apply every record up to ``to``; the panes are redrawn once at the end."""

@@ -141,7 +141,7 @@ def _tamper(path: Path) -> None:
     stream = None
     comp = None
     while offset < len(raw):
-        kind, flags, length, t, _ = fileformat.FRAME.unpack_from(raw, offset)
+        kind, flags, length, t, _, _ = fileformat.FRAME.unpack_from(raw, offset)
         payload = raw[offset + fileformat.FRAME.size : offset + fileformat.FRAME.size + length]
         offset += fileformat.FRAME.size + length
         if kind == fileformat.DATA:

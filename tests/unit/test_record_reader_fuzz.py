@@ -1,0 +1,524 @@
+"""The reader is total: whatever a session file became (cut anywhere, bytes overwritten,
+garbage appended, a header from another version or missing parts, not a recording at all),
+``open_recording`` raises RecordingError (one line naming the file) or gives a Recording whose
+records, summaries and report all complete; never a traceback of another type. What was
+intact before the damage reads as it was written, and the damage is said."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from types import MappingProxyType as M
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from gputop.diagnose.findings import Evidence, Finding, Verdict
+from gputop.diagnose.point import EvalPoint
+from gputop.model.gpu import DeviceInfo, GpuSample
+from gputop.model.host import HostSample, ProcSample
+from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack
+from gputop.model.steps import AgentsSample, AgentState, StepRecord
+from gputop.record import writer
+from gputop.record.fileformat import (
+    DATA,
+    FRAME,
+    HEADER,
+    MAGIC,
+    NEW_STREAM,
+    SUMMARY,
+    RecordingError,
+    Scan,
+    frames,
+    pack,
+)
+from gputop.record.reader import Record, Recording, open_recording
+from gputop.record.report import build_report, render_report
+from gputop.record.writer import Recorder
+
+MS = 1_000_000
+PID = 31337
+FUZZ = settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+
+# ---- a small real recording ----
+
+
+def _device(i: int) -> DeviceInfo:
+    return DeviceInfo(
+        i, "NVIDIA H100 80GB HBM3", f"GPU-{i}", None, None, "hopper", 1980, 1980, 2619, 700.0,
+        200.0, 700.0, 80 << 30, 92, 87, 85, 95, 5, 16, 18, True, False,
+    )  # fmt: skip
+
+
+def _finding(bound: str) -> Finding:
+    return Finding(bound, True, 0.7, f"{bound} holds", (Evidence("x 31%", "agent"),), ("try",))
+
+
+def _record(path: Path) -> None:
+    """Three minutes of fake time, a reading every 2 s: three segments (of 70 s), summaries
+    every minute inside them and at their ends."""
+    assert writer.SEGMENT_S == 70.0
+    clock = [500.0]
+    rec = Recorder(path, clock=lambda: clock[0])
+    rec.start((_device(0), _device(1)), {"mode": "record", "pid": PID, "command": "python t.py"})
+    done: list[StepRecord] = []
+    frame = (Frame("forward", "torch/nn/modules/module.py", 1532), Frame("main", "t.py", 9))
+    for i in range(92):
+        now = 500.0 + 2 * i
+        clock[0] = now
+        point = EvalPoint(now, (("host", PID), now), (("stacks", PID), now))
+        bound = "data-loading" if i < 50 else "gpu-compute"
+        principal = _finding(bound) if i > 2 else None
+        rec.verdict(point, Verdict(principal, (), (), now if principal else None, "", ("NVML",)))
+        rec.gpu([
+            GpuSample(g, now + 0.01, 1.7e9 + now, power_w=650.5, util_gpu_pct=90 - g,
+                      sm_active_pct=80.25, temp_c=70 + i % 3,
+                      reasons=("sw_power_cap",) if i % 4 == 0 else (),
+                      na=M({"nvlink_tx_kibps": "not supported"}))
+            for g in (0, 1)
+        ])  # fmt: skip
+        proc = ProcSample(PID, 1, 1, "python", "python t.py", "main", "R", 1.0, 1 << 30, None,
+                          None, 4, 1, 0, (), 0.1, 10.0, 1.0, 0.0, 0.0, 0.0, 9)  # fmt: skip
+        state = "exited" if i == 91 else "running"
+        rec.host(HostSample(PID, now + 0.02, 1.7e9 + now, state, 0 if i == 91 else None, (proc,),
+                            8.0, "affinity", 8, None, M({"OMP_NUM_THREADS": "4"})))  # fmt: skip
+        for _ in range(3):
+            n = len(done)
+            done.append(StepRecord(n, 10**18 + n * 700 * MS, (100 + n % 7) * MS,
+                                   M({"data_wait": 30 * MS, "forward": 50 * MS}),
+                                   samples=64, flops=2e13))  # fmt: skip
+        agent = AgentState(PID, "connected", 0, 0, 1, "h", ("python", "t.py"),
+                           M({"autocast": True, "autocast_dtype": "bfloat16"}), tuple(done[-8:]),
+                           None, None, 0.01, 0.1, 0, 0)  # fmt: skip
+        rec.agents(AgentsSample(PID, now + 0.03, 1.7e9 + now, (agent,)))
+        thread = ThreadStack(PID, "MainThread", True, frame, "forward", frame[0])
+        rec.stacks(StacksSample(PID, now + 0.04, 1.7e9 + now,
+                                (ProcessStacks(PID, "main", (thread,)),)))  # fmt: skip
+        if i == 30:
+            data = {"kind": "pyspy-flame", "pid": PID, "status": "done", "folder": "/tmp/c"}
+            rec.event(now + 0.05, 1.7e9 + now, "capture", data)
+    rec.close()
+
+
+@dataclass(frozen=True)
+class Base:
+    data: bytes
+    records: tuple[Record, ...]
+    boundaries: frozenset[int]
+    """Offsets where a frame ends (a cut there is a clean, shorter file)."""
+    spans: tuple[tuple[int, int, int], ...]
+    """(kind, frame start, payload start) of every frame."""
+    header: dict[str, Any]
+    summaries: tuple[dict[str, Any], ...]
+    lines: tuple[Any, ...]
+    """The first segment's records as JSON values."""
+
+
+@cache
+def base(folder: str) -> Base:
+    path = Path(folder) / "base.gputop"
+    if not path.exists():
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(writer, "SEGMENT_S", 70.0)
+            _record(path)
+    data = path.read_bytes()
+    recording = open_recording(path)
+    records = tuple(recording.records())
+    assert recording.damage is None
+    spans, summaries, lines = [], [], []
+    stream, segments = zlib.decompressobj(), 0
+    with path.open("rb") as f:
+        for fr in frames(f, str(path), Scan()):
+            spans.append((fr.kind, fr.offset, fr.offset + FRAME.size))
+            if fr.kind == SUMMARY:
+                summaries.append(json.loads(zlib.decompress(fr.payload)))
+            segments += fr.kind == DATA and fr.flags & NEW_STREAM
+            if fr.kind == DATA and segments == 1:
+                lines += [json.loads(x) for x in stream.decompress(fr.payload).splitlines()]
+    ends = [start for _, start, _ in spans[1:]] + [len(data)]
+    kinds = [k for k, _, _ in spans]
+    assert kinds.count(SUMMARY) >= 5 and kinds[0] == HEADER
+    first = spans[0]
+    header = json.loads(data[first[2] : ends[0]])
+    return Base(
+        data, records, frozenset(ends), tuple(spans), header, tuple(summaries), tuple(lines)
+    )
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("fuzz")
+
+
+@pytest.fixture(scope="module")
+def original(folder) -> Base:
+    return base(str(folder))
+
+
+def exercise(path: Path) -> tuple[Recording | None, list[Record]]:
+    """Everything `gputop replay --check` and `gputop report` do with a file; a RecordingError
+    must be one line that names the file. The recording's ``damage`` is what reading the
+    records found; ``report_damage`` what the report says."""
+    try:
+        recording = open_recording(path)
+    except RecordingError as e:
+        message = str(e)
+        assert "\n" not in message and str(path) in message, message
+        return None, []
+    got = list(recording.records())
+    damage = recording.damage
+    recording.summaries()
+    doc = build_report(recording)
+    json.dumps(doc)
+    text = render_report(doc, charts=False)
+    assert "Time per verdict" in text
+    assert doc["recording"]["damage"] == recording.damage
+    recording.report_damage = recording.damage  # type: ignore[attr-defined]
+    recording.damage = damage
+    return recording, got
+
+
+def write(folder: Path, data: bytes) -> Path:
+    path = folder / "case.gputop"
+    path.write_bytes(data)
+    return path
+
+
+def prefix(got: list[Record], b: Base) -> bool:
+    return tuple(got) == b.records[: len(got)]
+
+
+# ---- damage to the bytes ----
+
+
+@FUZZ
+@given(st.data())
+def test_a_file_cut_at_any_byte_reads_up_to_the_cut(folder, original, data):
+    b = original
+    header_end = min(e for e in b.boundaries)
+    cut = data.draw(
+        st.one_of(
+            st.integers(0, len(b.data)),
+            st.sampled_from(sorted(b.boundaries)),
+            st.sampled_from(sorted(b.boundaries)).map(lambda x: x - 1),
+        )
+    )
+    recording, got = exercise(write(folder, b.data[:cut]))
+    if cut < header_end:
+        assert recording is None
+        return
+    assert recording is not None
+    assert prefix(got, b)
+    if cut in b.boundaries:
+        assert recording.damage is None
+    else:
+        assert recording.damage is not None and "ends inside a frame" in recording.damage
+    if cut == len(b.data):
+        assert len(got) == len(b.records)
+
+
+def _field_of(b: Base, pos: int) -> tuple[int, str]:
+    """(frame kind, which part of it) of the byte at ``pos``."""
+    if pos < len(MAGIC):
+        return 0, "magic"
+    kind, start, payload = max((s for s in b.spans if s[1] <= pos), key=lambda s: s[1])
+    if pos >= payload:
+        return kind, "payload"
+    return kind, ("kind", "flags", "length", "length", "length", "length", *["t"] * 8,
+                  *["crc"] * 8)[pos - start]  # fmt: skip
+
+
+@FUZZ
+@given(st.data())
+def test_overwritten_bytes_anywhere_stop_the_reading_there_and_say_so(folder, original, data):
+    b = original
+    pos = data.draw(st.integers(0, len(b.data) - 1), label="pos")
+    flip = data.draw(st.booleans(), label="flip")
+    if flip:  # one bit
+        bit = data.draw(st.integers(0, 7), label="bit")
+        new = bytes([b.data[pos] ^ (1 << bit)])
+    else:
+        new = data.draw(st.binary(min_size=1, max_size=6), label="bytes")[: len(b.data) - pos]
+    assume(new != b.data[pos : pos + len(new)])
+    damaged = b.data[:pos] + new + b.data[pos + len(new) :]
+    recording, got = exercise(write(folder, damaged))
+    changed = [p for p in range(pos, pos + len(new)) if damaged[p] != b.data[p]]
+    parts = {_field_of(b, p) for p in changed}
+    if recording is None and any(kind == HEADER or part == "magic" for kind, part in parts):
+        return
+    assert recording is not None, parts
+    if parts <= {(DATA, "t"), (SUMMARY, "t"), (SUMMARY, "flags")}:
+        # only where to seek changed (and flags no reader uses): every record still reads
+        assert tuple(got) == b.records
+        return
+    if any(part in ("payload", "crc", "length") for _, part in parts):
+        assert recording.damage is not None, parts
+    if parts & {(DATA, "kind"), (DATA, "flags")}:
+        return  # a segment's last second may read as a summary; the rest is below
+    assert prefix(got, b), parts
+
+
+@FUZZ
+@given(st.binary(min_size=1, max_size=64))
+def test_garbage_after_the_last_frame_is_damage_after_every_record(folder, original, junk):
+    b = original
+    recording, got = exercise(write(folder, b.data + junk))
+    assert recording is not None
+    assert tuple(got[: len(b.records)]) == b.records
+    if len(junk) < FRAME.size or junk[0] not in (HEADER, DATA, SUMMARY):
+        assert recording.damage is not None
+
+
+def test_flags_and_kinds_that_lie_are_damage_not_silence(folder, original):
+    """The bytes outside the checksum that decide how payloads decode."""
+    b = original
+    data_frames = [s for s in b.spans if s[0] == DATA]
+    starts = [s for s in data_frames if b.data[s[1] + 1] & NEW_STREAM]
+    # frames inside a segment, followed by another one of the same segment
+    middles = [s for s, after in zip(b.spans, b.spans[1:], strict=False)
+               if s[0] == after[0] == DATA and not b.data[after[1] + 1] & NEW_STREAM
+               and not b.data[s[1] + 1] & NEW_STREAM]  # fmt: skip
+    assert len(starts) >= 3 and middles
+    cases = {
+        "the first segment's start loses its flag": (starts[0][1] + 1, 0),
+        "a segment's start loses its flag": (starts[1][1] + 1, b.data[starts[1][1] + 1] & ~1),
+        "a frame mid-segment claims a new stream": (middles[-1][1] + 1, NEW_STREAM),
+        "a data frame claims to be a header": (middles[0][1], HEADER),
+        "a data frame claims to be a summary": (middles[0][1], SUMMARY),
+        "a segment's first frame claims to be a summary": (starts[2][1], SUMMARY),
+    }
+    for why, (pos, value) in cases.items():
+        damaged = b.data[:pos] + bytes([value]) + b.data[pos + 1 :]
+        recording, got = exercise(write(folder, damaged))
+        assert recording is not None, why
+        # a data frame read as a summary is skipped by the records (the stream's next bytes
+        # may then still decode) but is no summary: the report says so
+        assert recording.damage or recording.report_damage, why
+        assert prefix(got, b) and len(got) < len(b.records), why
+
+
+def test_a_report_of_a_damaged_file_draws_its_charts(folder, original):
+    b = original
+    for cut in (len(b.data) // 3, len(b.data) - 5):
+        recording = open_recording(write(folder, b.data[:cut]))
+        text = render_report(build_report(recording), charts=True)
+        assert "note: the file ends inside a frame" in text
+        assert "step time" in text
+
+
+# ---- checksums intact, content not: what only a bug or a hand-made file could hold ----
+
+
+def mutate(data: st.DataObject, v: Any) -> Any:
+    """``v`` with one value somewhere inside replaced, removed or added."""
+    if isinstance(v, dict) and v:
+        k = data.draw(st.sampled_from(sorted(v)))
+        how = data.draw(st.sampled_from(["deeper", "replace", "delete", "new key"]))
+        if how == "deeper":
+            v[k] = mutate(data, v[k])
+        elif how == "replace":
+            v[k] = data.draw(JSON_VALUES)
+        elif how == "delete":
+            del v[k]
+        else:
+            v[data.draw(st.text(max_size=3))] = v[k]
+        return v
+    if isinstance(v, list) and v:
+        i = data.draw(st.integers(0, len(v) - 1))
+        v[i] = mutate(data, v[i]) if data.draw(st.booleans()) else data.draw(JSON_VALUES)
+        return v
+    return data.draw(JSON_VALUES)
+
+
+@FUZZ
+@given(st.data())
+def test_a_checksummed_summary_of_any_shape_is_read_or_damage(folder, original, data):
+    b = original
+    part = json.loads(json.dumps(data.draw(st.sampled_from(b.summaries))))
+    for _ in range(data.draw(st.integers(1, 3))):
+        part = mutate(data, part)
+    extra = pack(SUMMARY, 0, 1e9, zlib.compress(json.dumps(part).encode()))
+    _, got = exercise(write(folder, b.data + extra))
+    assert tuple(got) == b.records
+
+
+@FUZZ
+@given(st.data())
+def test_checksummed_records_of_any_shape_are_read_or_damage(folder, original, data):
+    b = original
+    lines = json.loads(json.dumps(b.lines))
+    for _ in range(data.draw(st.integers(1, 2))):
+        i = data.draw(st.integers(0, len(lines) - 1))
+        lines[i] = mutate(data, lines[i])
+    text = "".join(json.dumps(x) + "\n" for x in lines).encode()
+    extra = pack(DATA, NEW_STREAM, 1e9, zlib.compress(text))
+    _, got = exercise(write(folder, b.data + extra))
+    assert tuple(got[: len(b.records)]) == b.records
+
+
+@pytest.mark.parametrize("t", [float("inf"), float("-inf"), float("nan"), 1e308])
+def test_a_reading_at_a_time_no_clock_gives_is_summarised_without_a_chart_point(
+    folder, original, t
+):
+    b = original
+    lines = json.loads(json.dumps(b.lines))
+    gpu = next(x for x in lines if x[0] == "g")
+    gpu[1][0][1] = t  # GpuSample.t
+    text = "".join(json.dumps(x) + "\n" for x in lines).encode()
+    recording, got = exercise(
+        write(folder, b.data + pack(DATA, NEW_STREAM, 1e9, zlib.compress(text)))
+    )
+    assert recording is not None and recording.damage is None
+    assert len(got) == len(b.records) + len(lines) - sum(x[0] == "F" for x in lines)
+
+
+# ---- headers ----
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner,
+                                                                max_size=3),
+    max_leaves=8,
+)  # fmt: skip
+
+
+def with_header(b: Base, header: Any, magic: bytes = MAGIC) -> bytes:
+    body = json.dumps(header).encode()
+    first_end = min(b.boundaries)
+    return magic + pack(HEADER, 0, 500.0, body) + b.data[first_end:]
+
+
+@FUZZ
+@given(st.data())
+def test_any_header_is_read_or_refused_in_one_line(folder, original, data):
+    b = original
+    header = json.loads(json.dumps(b.header))
+    for _ in range(data.draw(st.integers(1, 3), label="changes")):
+        key = data.draw(st.sampled_from([*sorted(header), "fields.*", "fields.*.*"]), label="key")
+        how = data.draw(st.sampled_from(["delete", "replace"]), label="how")
+        fields = header.get("fields")
+        if key.startswith("fields.") and isinstance(fields, dict) and fields:
+            cls = data.draw(st.sampled_from(sorted(header["fields"])), label="class")
+            names = header["fields"][cls]
+            if key == "fields.*.*" and isinstance(names, list) and names:
+                i = data.draw(st.integers(0, len(names) - 1), label="name")
+                if how == "delete":
+                    del names[i]
+                else:
+                    names[i] = data.draw(JSON_VALUES, label="name value")
+            elif how == "delete":
+                del header["fields"][cls]
+            else:
+                header["fields"][cls] = data.draw(JSON_VALUES, label="fields value")
+        elif key in header:
+            if how == "delete":
+                del header[key]
+            else:
+                header[key] = data.draw(JSON_VALUES, label="value")
+    exercise(write(folder, with_header(b, header)))
+
+
+@pytest.mark.parametrize(
+    ("version", "says"),
+    [
+        (2, "in format 2; this gputop reads format 1: upgrade gputop"),
+        (0, "no valid format version"),
+        ("1", "no valid format version"),
+        (1.0, "no valid format version"),
+        (True, "no valid format version"),
+        (None, "no valid format version"),
+    ],
+)
+def test_a_header_of_another_version_is_refused(folder, original, version, says):
+    header = {**original.header, "version": version}
+    path = write(folder, with_header(original, header))
+    with pytest.raises(RecordingError, match=says) as e:
+        open_recording(path)
+    assert str(path) in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ({"format": "something else"}, "is not a gputop recording"),
+        ({"t0": None}, "header is incomplete"),
+        ({"fields": None}, "header is incomplete"),
+        ({"fields": {}}, "no field list for DeviceInfo"),
+        ({"devices": None}, "no device list"),
+        ({"devices": [[1, 2]]}, "DeviceInfo record has the wrong shape"),
+    ],
+)
+def test_a_header_missing_what_reading_needs_is_refused(folder, original, change, says):
+    path = write(folder, with_header(original, {**original.header, **change}))
+    with pytest.raises(RecordingError, match=says):
+        open_recording(path)
+
+
+@pytest.mark.parametrize("wall", [1e300, -1e20, float("nan"), float("inf"), 10**30])
+def test_a_start_time_no_calendar_has_is_reported_as_unknown(folder, original, wall):
+    header = {**original.header, "created_wall": wall}
+    recording, got = exercise(write(folder, with_header(original, header)))
+    assert recording is not None and tuple(got) == original.records
+    assert build_report(recording)["recording"]["started"] is None
+
+
+@pytest.mark.parametrize("t0", [10**400, float("nan"), float("inf"), "1000", None])
+def test_a_header_clock_that_is_no_number_is_refused(folder, original, t0):
+    path = write(folder, with_header(original, {**original.header, "t0": t0}))
+    with pytest.raises(RecordingError, match="header is incomplete"):
+        open_recording(path)
+
+
+def test_a_header_without_what_only_the_report_shows_still_reads(folder, original):
+    header = {k: v for k, v in original.header.items()
+              if k not in ("session", "hostname", "created_wall", "gputop_version")}  # fmt: skip
+    recording, got = exercise(write(folder, with_header(original, header)))
+    assert recording is not None and tuple(got) == original.records
+    doc = build_report(recording)
+    assert doc["recording"]["started"] is None and doc["recording"]["command"] is None
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        MAGIC[:5],
+        MAGIC,
+        MAGIC + b"\x01\x00",
+        b"GPUTOP-RECORDING\r\n" + b"\x00" * 40,
+        b"\x89PNG\r\n\x1a\n" + b"\x00" * 100,
+        b"#!/bin/sh\necho hello\n",
+        MAGIC + pack(DATA, NEW_STREAM, 1.0, zlib.compress(b"[]")),
+        MAGIC + pack(HEADER, 0, 1.0, b"not json"),
+        MAGIC + pack(HEADER, 0, 1.0, b"[1, 2]"),
+        MAGIC + pack(HEADER, 0, 1.0, b'{"format": "gputop.recording"}'),
+    ],
+)
+def test_what_is_not_a_recording_is_refused_in_one_line(folder, data):
+    path = write(folder, data)
+    with pytest.raises(RecordingError) as e:
+        open_recording(path)
+    assert str(path) in str(e.value) and "\n" not in str(e.value)
+
+
+@FUZZ
+@given(st.binary(max_size=200), st.booleans())
+def test_random_bytes_are_refused_or_read(folder, junk, with_magic):
+    exercise(write(folder, (MAGIC if with_magic else b"") + junk))
+
+
+def test_a_missing_file_and_a_folder_are_refused_in_one_line(folder):
+    for path, says in ((folder / "nope.gputop", "no such file"), (folder, "is a folder")):
+        with pytest.raises(RecordingError, match=says) as e:
+            open_recording(path)
+        assert str(path) in str(e.value)
