@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import time
 import traceback  # imported here: a child that became nobody may not read the stdlib
+import urllib.error
+import urllib.request
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(os.environ.get("GPUTOP_FIXTURES", REPO.parent / "shared" / "fixtures"))
@@ -146,3 +150,32 @@ def trainer_with_workers(*knobs: str, preexec_fn=None):
     while len(psutil.Process(job.pid).children()) < 2 and time.monotonic() < deadline:
         time.sleep(0.2)
     return job
+
+
+# ---- Prometheus: scraping gputop's exporter ----
+
+
+def free_port() -> int:
+    """A port nothing listens on now (bound to 0 and released: the kernel's choice)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def scrape(port: int) -> dict[str, Any] | None:
+    """Metric families by name (prometheus-client's own text parser), or None while nothing
+    listens yet."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
+            text = r.read().decode()
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return None
+    return {f.name: f for f in text_string_to_metric_families(text)}
+
+
+def steps_of(fams: dict[str, Any] | None) -> dict[str, float]:
+    """rank -> gputop_steps_total ({} before the first step)."""
+    fam = (fams or {}).get("gputop_steps")
+    return {s.labels["rank"]: s.value for s in fam.samples} if fam else {}

@@ -4,47 +4,19 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
-from typing import Any
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
-from tests_support import kill_tree
+from tests_support import free_port, kill_tree, scrape, steps_of
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 
 pytestmark = pytest.mark.slow
-
-
-def free_port() -> int:
-    """A port nothing listens on now (bound to 0 and released: the kernel's choice)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def scrape(port: int) -> dict[str, Any] | None:
-    """Metric families by name, or None while nothing listens yet."""
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
-            text = r.read().decode()
-    except (urllib.error.URLError, ConnectionError, TimeoutError):
-        return None
-    return {f.name: f for f in text_string_to_metric_families(text)}
-
-
-def steps_of(fams: dict[str, Any] | None) -> dict[str, float]:
-    """rank -> gputop_steps_total ({} before the first step)."""
-    fam = (fams or {}).get("gputop_steps")
-    return {s.labels["rank"]: s.value for s in fam.samples} if fam else {}
 
 
 def wait_for_steps(port: int, job: subprocess.Popen, log: Path, timeout: float = 20) -> dict:
