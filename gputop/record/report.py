@@ -55,7 +55,9 @@ def build_report(recording: Recording) -> dict[str, Any]:
             {"t_s": round(max(0.0, t - t0), 1), "bound": b, "confidence": c, "note": n}
             for t, b, c, n in s["changes"]
         ],
-        "ranks": [_rank(rank, r, names) for rank, r in sorted(s["ranks"].items(), key=_num)],
+        "ranks": _straggler(
+            [_rank(rank, r, names) for rank, r in sorted(s["ranks"].items(), key=_num)]
+        ),
         "gpus": [_gpu(k, g) for k, g in sorted(s["gpus"].items(), key=_num)],
         "throttle": _throttle(s["throttle_s"], duration),
         "findings": _findings(s),
@@ -114,6 +116,7 @@ def _rank(rank: str, r: dict[str, Any], names: list[str]) -> dict[str, Any]:
         whole = StepRecord(0, 0, int(r["flops_s"] * 1e9), {}, flops=r["flops"])
         mfu = jsonable(mfu_of([whole], names, fingerprint))
     med, p90 = quantile_of(r["hist"], 0.5), quantile_of(r["hist"], 0.9)
+    sync = r["phases"].get("grad_sync", 0.0)
     return {
         "rank": int(rank) if rank.lstrip("-").isdigit() else rank,
         "steps": r["steps"],
@@ -123,8 +126,25 @@ def _rank(rank: str, r: dict[str, Any], names: list[str]) -> dict[str, Any]:
         "samples_per_s": round(r["samples"] / seconds, 1) if seconds and r["samples"] else None,
         "tokens_per_s": round(r["tokens"] / seconds, 1) if seconds and r["tokens"] else None,
         "phases": dict(sorted(phases.items(), key=lambda kv: -kv[1])),
+        "work_s_mean": round((seconds - sync) / r["steps"], 6) if r["steps"] else None,
+        "sync_share": round(sync / seconds, 4) if seconds else None,
+        "work_vs_median": None,
         "mfu": mfu,
     }
+
+
+def _straggler(ranks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each rank's work time (step minus gradient sync: the collectives equalise whole steps)
+    over the ranks' median, as the straggler rule compares them (domain.md)."""
+    works = sorted(r["work_s_mean"] for r in ranks if r["work_s_mean"])
+    if len(works) < 2:
+        return ranks
+    mid = len(works) // 2
+    median = works[mid] if len(works) % 2 else (works[mid - 1] + works[mid]) / 2
+    for r in ranks:
+        if r["work_s_mean"] and median:
+            r["work_vs_median"] = round(r["work_s_mean"] / median, 3)
+    return ranks
 
 
 def _gpu(index: str, g: dict[str, Any]) -> dict[str, Any]:
@@ -217,7 +237,9 @@ def _dur(seconds: float) -> str:
 def _ranks_text(ranks: list[dict[str, Any]]) -> list[str]:
     if not ranks:
         return ["", "Steps: no agent reported steps (gputop run, or import gputop.agent)"]
-    out = ["", "Steps per rank", "  rank   steps   median     p90   steps/s  MFU     top phases"]
+    multi = len(ranks) > 1
+    head = "  rank   steps   median     p90   steps/s  MFU     "
+    out = ["", "Steps per rank", head + ("work  sync  vs median  " if multi else "") + "top phases"]
     for r in ranks:
         med = f"{r['step_s_median'] * 1e3:.1f} ms" if r["step_s_median"] is not None else "-"
         p90 = f"{r['step_s_p90'] * 1e3:.1f} ms" if r["step_s_p90"] is not None else "-"
@@ -225,8 +247,14 @@ def _ranks_text(ranks: list[dict[str, Any]]) -> list[str]:
         mfu_text = f"{mfu['value']:.1%}" if mfu and mfu.get("value") is not None else "-"
         top = ", ".join(f"{k} {v:.0%}" for k, v in list(r["phases"].items())[:4])
         rate = f"{r['steps_per_s']:.2f}" if r["steps_per_s"] else "-"
+        cols = ""
+        if multi:
+            work = f"{r['work_s_mean'] * 1e3:.0f}ms" if r["work_s_mean"] is not None else "-"
+            sync = f"{r['sync_share']:.0%}" if r["sync_share"] is not None else "-"
+            vs = f"{r['work_vs_median']:.2f}x" if r["work_vs_median"] is not None else "-"
+            cols = f"{work:>6} {sync:>5} {vs:>10}  "
         out.append(f"  {r['rank']:>4} {r['steps']:>7} {med:>9} {p90:>9} {rate:>8}  "
-                   f"{mfu_text:<7} {top}")  # fmt: skip
+                   f"{mfu_text:<7} {cols}{top}")  # fmt: skip
     main = ranks[0]
     if main["phases"]:
         out += ["", f"Phase breakdown (rank {main['rank']})"]
