@@ -379,12 +379,13 @@ def _close_sinks(sinks) -> None:
     """Close, then say where the recording is and what went wrong on the way."""
     if sinks is None:
         return
-    paths = [s.path for s in sinks.sinks if hasattr(s, "path")]
+    recorders = [s for s in sinks.sinks if hasattr(s, "bytes_written")]
     sinks.close()
     for problem in sinks.problems:
         print(f"gputop: {problem}", file=sys.stderr)
-    for path in paths:
-        print(f"gputop: recorded to {path} (gputop replay / gputop report)", file=sys.stderr)
+    for r in recorders:
+        if r.bytes_written:  # one that never started removed its empty file
+            print(f"gputop: recorded to {r.path} (gputop replay / gputop report)", file=sys.stderr)
 
 
 def _run_tui(

@@ -10,6 +10,7 @@ the monitor goes on.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -139,6 +140,9 @@ class Recorder:
         finally:
             os.close(self._fd)
             self._fd = -1
+            if self.bytes_written == 0:  # never started (NVML or the job failed first)
+                with contextlib.suppress(OSError):
+                    self.path.unlink()
 
     # ---- writing ----
 

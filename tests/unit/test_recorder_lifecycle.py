@@ -1,0 +1,57 @@
+"""The recorder's edges a user meets: a session that never started leaves no file, a full disk
+stops the recording in one line while the monitor goes on, and what was written stays
+readable."""
+
+from __future__ import annotations
+
+import errno
+import os
+
+from gputop.model.gpu import DeviceInfo, GpuSample
+from gputop.record.reader import open_recording
+from gputop.record.writer import Recorder
+from gputop.sinks import Sinks
+
+
+def device() -> DeviceInfo:
+    return DeviceInfo(0, "NVIDIA H100 80GB HBM3", "GPU-0", None, None, None, 1980, 1980, None,
+                      700.0, None, None, 80 << 30, None, None, None, None, None, None, None,
+                      False, False)  # fmt: skip
+
+
+def test_a_recorder_that_never_started_leaves_no_file(tmp_path):
+    path = tmp_path / "never.rec"
+    Recorder(path).close()
+    assert not path.exists()
+
+
+def test_a_full_disk_stops_the_recording_in_one_line_and_keeps_what_was_written(
+    tmp_path, monkeypatch
+):
+    clock = [100.0]
+    path = tmp_path / "full.rec"
+    rec = Recorder(path, clock=lambda: clock[0])
+    sinks = Sinks([rec])
+    sinks.start((device(),), {"mode": "monitor"})
+    for i in range(5):
+        clock[0] += 1.5  # every reading is flushed: over a second apart
+        sinks.gpu([GpuSample(0, clock[0], 1.7e9 + clock[0], power_w=100.0 + i)])
+    real_write = os.write
+
+    def full(fd, data):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "write", full)
+    clock[0] += 1.5
+    sinks.gpu([GpuSample(0, clock[0], 1.7e9 + clock[0], power_w=200.0)])  # must not raise
+    monkeypatch.setattr(os, "write", real_write)
+    assert sinks.problems == [
+        f"recording stopped: the disk is full writing {path}; it is readable up to the last "
+        "second written"
+    ]
+    assert not sinks.sinks  # dropped: later readings go nowhere, without errors
+    sinks.gpu([GpuSample(0, clock[0] + 2, 1.7e9, power_w=1.0)])
+    recording = open_recording(path)
+    powers = [r.value[0].power_w for r in recording.records() if r.kind == "gpu"]
+    assert powers == [100.0, 101.0, 102.0, 103.0, 104.0]
+    assert recording.damage is None
