@@ -479,7 +479,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
         script = bundled_examples_dir() / "mlp_train.py"
         knobs = shlex.split(args.trainer)  # a list for exec: no shell is involved
-        job = Job([sys.executable, str(script), "--steps", "100000000", *knobs])
+        job = Job([sys.executable, str(script), "--steps", "100000000", *knobs], owned=True)
         job.forward_signals()
         pid = job.pid
         follower = PhaseFollower()
@@ -614,7 +614,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     job = None
     if command:
         try:
-            job = Job(command, log=args.log)
+            job = Job(command, log=args.log, owned=True)
         except RunError as e:
             print(f"gputop: {e}", file=sys.stderr)
             return 127

@@ -38,6 +38,14 @@ def child_env(environ: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the parent exits (Linux PR_SET_PDEATHSIG)."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
+
+
 class Job:
     """The launched command: its process group, its log, its exit code."""
 
@@ -47,7 +55,10 @@ class Job:
         log: Path | None = None,
         passthrough: bool = False,
         env: dict[str, str] | None = None,
+        owned: bool = False,
     ):
+        """``owned``: the job exists only for this gputop (demo, diagnose): it gets SIGTERM
+        when gputop dies, however it dies (a SIGHUP or SIGKILL mid-shutdown included)."""
         if not command:
             raise RunError(
                 "nothing to run: give a command after --, e.g. gputop run -- python train.py"
@@ -69,6 +80,7 @@ class Job:
                 stderr=subprocess.STDOUT if out else None,
                 stdin=subprocess.DEVNULL if out else None,
                 start_new_session=True,
+                preexec_fn=_die_with_parent if owned and sys.platform == "linux" else None,
             )
         except FileNotFoundError:
             raise RunError(f"command not found: {self.command[0]}") from None

@@ -118,3 +118,36 @@ def test_the_monitor_never_loads_torch_or_cuda():
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=OUTSIDE
     )
     assert r.returncode == 0, r.stderr
+
+
+def test_a_job_gputop_started_for_itself_dies_with_it(tmp_path):
+    """`gputop diagnose -- CMD` (and the demo's trainer) must not outlive gputop, even when
+    gputop is killed outright (an ssh drop mid-shutdown, kill -9)."""
+    import os
+    import signal
+    import time
+
+    import psutil
+
+    gputop = subprocess.Popen(
+        [sys.executable, "-m", "gputop", "diagnose", "--sim-board", "h100", "--duration", "60",
+         "--log", str(tmp_path / "job.log"), "--", sys.executable, "-c",
+         "import time; time.sleep(60)"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 20
+        children: list[psutil.Process] = []
+        while not children and time.monotonic() < deadline:
+            children = psutil.Process(gputop.pid).children()
+            time.sleep(0.1)
+        assert children, "the job never started"
+        job = children[0]
+        os.kill(gputop.pid, signal.SIGKILL)
+        gputop.wait(timeout=10)
+        gone, _ = psutil.wait_procs([job], timeout=10)
+        assert gone, "the job outlived gputop"
+    finally:
+        gputop.kill()
+        for p in psutil.Process().children(recursive=True):
+            p.kill()
