@@ -19,6 +19,11 @@ PANES = [
     ),
     ("SIMULATED", "shown whenever the board is simulated (gputop demo): no real GPU is read"),
     (
+        "REPLAY",
+        "gputop replay: the recording's name, the playback position and speed; the panes show "
+        "the recorded readings and the verdict the live screen showed at that moment",
+    ),
+    (
         "GPU row, line 1",
         "SM clock / its max (MHz), power / enforced limit (W), memory used / "
         "total (GiB), temperature / slowdown threshold (C); with a wide terminal, SM activity "
