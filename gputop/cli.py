@@ -685,24 +685,12 @@ def cmd_record(args: argparse.Namespace) -> int:
     previous = {sig: signal.signal(sig, lambda *_: stopping.set()) for sig in signals}
     sinks.start(tuple(gpu.devices), {**sinks.meta, "simulated": simulated, "pid": args.pid,
                 "command": _command_of(host), "interval": args.interval})  # fmt: skip
-    latest = {}
-
-    def stop() -> bool:
-        return stopping.is_set() or latest.get("exited", False)
-
-    class _Watch:  # the host source, noticing the target's exit
-        pid = host.pid
-
-        def sample(self):
-            h = host.sample()
-            latest["exited"] = h.state == "exited"
-            return h
-
+    watched = _NoticingExit(host)
     print(f"gputop: recording pid {args.pid} to {args.output} (ctrl+c stops)", file=sys.stderr)
     try:
         d = diagnose(
-            gpu, _Watch(), agents, stacks, args.duration or math.inf, args.interval,
-            stop=stop, follower=follower, sinks=sinks,
+            gpu, watched, agents, stacks, args.duration or math.inf, args.interval,
+            stop=lambda: stopping.is_set() or watched.exited, follower=follower, sinks=sinks,
         )  # fmt: skip
     finally:
         gpu.close()
@@ -712,6 +700,21 @@ def cmd_record(args: argparse.Namespace) -> int:
     for problem in d.problems:
         print(f"gputop: note: {problem}", file=sys.stderr)
     return 0
+
+
+class _NoticingExit:
+    """The host source, remembering whether the target has exited (a recording stops then,
+    after the reading that says so: its exit code and last cgroup state are in the file)."""
+
+    def __init__(self, host) -> None:
+        self.host = host
+        self.pid = host.pid
+        self.exited = False
+
+    def sample(self):
+        h = self.host.sample()
+        self.exited = h.state == "exited"
+        return h
 
 
 def _command_of(host) -> str | None:

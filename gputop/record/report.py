@@ -219,8 +219,9 @@ def render_report(doc: dict[str, Any], charts: bool = True, width: int = 100) ->
             if c.get("folder"):
                 lines.append(f"               {c['folder']}")
     for e in doc["exits"]:
-        lines.append(f"\nthe target (pid {e['pid']}) exited at {e['t_s']:.1f} s, "
-                     f"status {e['exit_code']}")  # fmt: skip
+        code = e["exit_code"]
+        status = f"status {code}" if code is not None else "status unknown (not started by gputop)"
+        lines.append(f"\nthe target (pid {e['pid']}) exited at {e['t_s']:.1f} s, {status}")
     if charts and doc["series"]:
         lines += ["", *_charts(doc["series"], width)]
     return "\n".join(lines) + "\n"
