@@ -41,7 +41,7 @@ from gputop.diagnose.signals import step_signals
 from gputop.model.gpu import DeviceInfo, GpuSample
 from gputop.model.host import HostSample
 from gputop.model.stacks import StacksSample
-from gputop.model.steps import AgentsSample, AgentState, StepRecord
+from gputop.model.steps import AgentsSample, AgentState, StepRecord, new_steps
 from gputop.sources.nvml_reasons import REASON_BITS
 
 LOCALHOST = "127.0.0.1"
@@ -292,15 +292,11 @@ class _StepState:
         self.straggler = straggler_scores(sample, labels)
 
     def _count(self, rank: str, a: AgentState) -> None:
-        """Count the steps not counted before. A step is new when its number is past the last
-        counted one of that pid, or when it started after it (the agent restarted and numbers
-        from 0 again: the counters keep going up)."""
-        cursor = self.cursors.get(a.pid)
-        for s in a.steps:
-            if cursor is not None and s.step <= cursor[0] and s.t0_ns <= cursor[1]:
-                continue
+        """Count the steps not counted before (``new_steps``: the counters keep going up
+        when an agent restarts and numbers from 0 again)."""
+        fresh, cursor = new_steps(a.steps, self.cursors.get(a.pid))
+        for s in fresh:
             self._add(self.ranks.setdefault(rank, _Rank()), s)
-            cursor = (s.step, s.t0_ns)
         if cursor is not None:
             self.cursors[a.pid] = cursor
 

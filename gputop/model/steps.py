@@ -70,3 +70,23 @@ class AgentsSample:
     @property
     def key(self) -> tuple[str, int]:
         return ("agents", self.target)
+
+
+StepCursor = tuple[int, int]
+"""(step number, t0_ns) of the last step counted from one agent."""
+
+
+def new_steps(
+    steps: tuple[StepRecord, ...], cursor: StepCursor | None
+) -> tuple[tuple[StepRecord, ...], StepCursor | None]:
+    """The steps of a reading not counted before, and the cursor after them. Readings repeat
+    the agent's last hundreds of steps; a step is new when its number is past the cursor's or
+    it started after it (an agent that restarted numbers from 0 again). Looks from the end:
+    only the few new steps are touched."""
+    first = len(steps)
+    while first > 0 and (
+        cursor is None or steps[first - 1].step > cursor[0] or steps[first - 1].t0_ns > cursor[1]
+    ):
+        first -= 1
+    fresh = steps[first:]
+    return fresh, ((fresh[-1].step, fresh[-1].t0_ns) if fresh else cursor)

@@ -16,7 +16,7 @@ from gputop.diagnose.findings import Verdict
 from gputop.diagnose.point import EvalPoint
 from gputop.model.gpu import GpuSample
 from gputop.model.host import HostSample
-from gputop.model.steps import AgentsSample
+from gputop.model.steps import AgentsSample, StepCursor, new_steps
 from gputop.snapshot import jsonable
 
 BUCKET = math.log(1.02)
@@ -26,6 +26,17 @@ numbers, medians within 1 %."""
 
 POINT_S = 10.0
 """Chart resolution: one point per 10 s (8,640 a day), additive so minutes merge."""
+
+
+def _cursors(m: Any) -> dict[str, StepCursor]:
+    """Step cursors from a file's carry: [step, t0_ns] pairs of ints, others dropped."""
+    if not isinstance(m, dict):
+        return {}
+    return {
+        k: (v[0], v[1])
+        for k, v in m.items()
+        if isinstance(v, list | tuple) and len(v) == 2 and all(type(x) is int for x in v)
+    }
 
 
 def _typed(m: Any, kind: type | tuple[type, ...]) -> dict[str, Any]:
@@ -45,8 +56,8 @@ def bucket_value(b: int) -> float:
 class Accumulator:
     def __init__(self, carry: dict[str, Any] | None = None) -> None:
         carry = carry if isinstance(carry, dict) else {}  # from a file: kept only where it fits
-        self.last_step: dict[str, int] = _typed(carry.get("last_step"), int)
-        """Per agent pid (as text): the newest step counted (readings repeat the last 50)."""
+        self.last_step: dict[str, StepCursor] = _cursors(carry.get("last_step"))
+        """Per agent pid (as text): the last step counted (readings repeat hundreds)."""
         self.gpu_t: dict[str, float] = _typed(carry.get("gpu_t"), (int, float))
         at = carry.get("verdict_at")
         self.verdict_at: float | None = at if isinstance(at, int | float) else None
@@ -124,9 +135,7 @@ class Accumulator:
         self._at(sample.t)
         for a in sample.agents:
             key = str(a.pid)
-            last = self.last_step.get(key, -1)
-            if a.steps and a.steps[-1].step < last:
-                last = -1  # the agent restarted: its steps count from 0 again
+            fresh, cursor = new_steps(a.steps, self.last_step.get(key))
             rank = str(a.rank if a.rank is not None else 0)
             r = self.ranks.setdefault(rank, {"steps": 0, "seconds": 0.0, "hist": {},
                                              "phases": {}, "flops": 0.0, "flops_s": 0.0,
@@ -134,11 +143,7 @@ class Accumulator:
             if a.fingerprint and a.fingerprint is not self._fingerprints.get(key):
                 self._fingerprints[key] = a.fingerprint
                 r["fingerprint"] = jsonable(a.fingerprint)
-            first_new = len(a.steps)  # readings repeat hundreds of steps: look from the end
-            while first_new > 0 and a.steps[first_new - 1].step > last:
-                first_new -= 1
-            for s in a.steps[first_new:]:
-                last = s.step
+            for s in fresh:
                 dur = s.dur_ns / 1e9
                 if rank == "0":
                     p = self._point(sample.t)
@@ -158,7 +163,8 @@ class Accumulator:
                     r["flops_s"] += dur
                 r["samples"] += s.samples or 0
                 r["tokens"] += s.tokens or 0
-            self.last_step[key] = last
+            if cursor is not None:
+                self.last_step[key] = cursor
 
     def verdict(self, point: EvalPoint, v: Verdict) -> None:
         self._at(point.now)
