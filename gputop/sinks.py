@@ -95,6 +95,8 @@ class Sinks:
                 sink.close()
             except Exception as e:
                 self.problems.append(f"{type(sink).__name__} did not close cleanly: {e}")
+            if sink.problem:  # the last write failed (disk full at the very end)
+                self.problems.append(sink.problem)
         self.sinks = []
 
 

@@ -11,9 +11,12 @@ the monitor goes on.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import queue
 import socket
+import threading
 import time
 import zlib
 from collections.abc import Callable, Sequence
@@ -63,6 +66,7 @@ class Recorder:
         self.path = Path(path)
         self.problem: str | None = None
         self._fd = create(self.path)
+        self._disk = _Disk(self._fd)
         self._clock = clock
         self._schema = Schema()
         self._agents = ev.AgentsEncoder(self._schema)
@@ -138,11 +142,18 @@ class Recorder:
         try:
             self._flush(summary=True, segment=True)
         finally:
+            self._disk.close()
             os.close(self._fd)
             self._fd = -1
+            self._check_disk()
             if self.bytes_written == 0:  # never started (NVML or the job failed first)
                 with contextlib.suppress(OSError):
                     self.path.unlink()
+
+    def drain(self) -> None:
+        """Wait until every frame handed over so far is on disk (or failed)."""
+        self._disk.drain()
+        self._check_disk()
 
     # ---- writing ----
 
@@ -195,17 +206,69 @@ class Recorder:
             self._write(out)
 
     def _write(self, data: bytes) -> None:
+        """Hand a frame to the disk thread: the monitor's thread never waits on a write."""
+        self._check_disk()
+        if self._fd >= 0:
+            self._disk.put(data)
+
+    def _check_disk(self) -> None:
+        """A write that failed on the disk thread stops the recording, in one line."""
+        self.bytes_written = self._disk.written
+        e = self._disk.error
+        if e is None or self.problem:
+            return
+        if self._fd >= 0:
+            self._disk.close()
+            os.close(self._fd)
+            self._fd = -1
+        why = "the disk is full" if e.errno == errno.ENOSPC else e.strerror
+        self.problem = (
+            f"recording stopped: {why} writing {self.path}; it is readable up to the "
+            "last second written"
+        )
+
+
+class _Disk:
+    """Writes frames in order on its own thread: a slow or network disk (a home directory on
+    NFS) must not stall the screen. Frames are small and once a second; a SIGKILL loses at
+    most the one being written, which a reader sees as a cut last frame."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._queue: queue.Queue[bytes | None] = queue.Queue()
+        self.error: OSError | None = None
+        self.written = 0
+        self._thread = threading.Thread(target=self._run, name="gputop-recorder", daemon=True)
+        self._thread.start()
+
+    def put(self, data: bytes) -> None:
+        self._queue.put(data)
+
+    def drain(self) -> None:
+        self._queue.join()
+
+    def close(self, timeout: float = 10.0) -> None:
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while True:
+            data = self._queue.get()
+            try:
+                if data is None:
+                    return
+                if self.error is None:
+                    self._write_all(data)
+            finally:
+                self._queue.task_done()
+
+    def _write_all(self, data: bytes) -> None:
         try:
             view = memoryview(data)
             while view:
                 n = os.write(self._fd, view)
                 view = view[n:]
-                self.bytes_written += n
+                self.written += n
         except OSError as e:
-            os.close(self._fd)
-            self._fd = -1
-            why = "the disk is full" if e.errno == 28 else e.strerror
-            self.problem = (
-                f"recording stopped: {why} writing {self.path}; it is readable up to the "
-                "last second written"
-            )
+            self.error = e

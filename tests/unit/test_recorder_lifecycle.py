@@ -41,17 +41,45 @@ def test_a_full_disk_stops_the_recording_in_one_line_and_keeps_what_was_written(
     def full(fd, data):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
+    rec.drain()
     monkeypatch.setattr(os, "write", full)
     clock[0] += 1.5
     sinks.gpu([GpuSample(0, clock[0], 1.7e9 + clock[0], power_w=200.0)])  # must not raise
+    rec.drain()  # the disk thread met the full disk
     monkeypatch.setattr(os, "write", real_write)
+    clock[0] += 1.5
+    sinks.gpu([GpuSample(0, clock[0], 1.7e9 + clock[0], power_w=300.0)])  # says it, once
     assert sinks.problems == [
         f"recording stopped: the disk is full writing {path}; it is readable up to the last "
         "second written"
     ]
     assert not sinks.sinks  # dropped: later readings go nowhere, without errors
     sinks.gpu([GpuSample(0, clock[0] + 2, 1.7e9, power_w=1.0)])
+    sinks.close()
     recording = open_recording(path)
     powers = [r.value[0].power_w for r in recording.records() if r.kind == "gpu"]
     assert powers == [100.0, 101.0, 102.0, 103.0, 104.0]
     assert recording.damage is None
+
+
+def test_the_monitor_thread_never_writes_the_file(tmp_path, monkeypatch):
+    """Frames are written by the recorder's own thread: a slow disk cannot stall the screen."""
+    import threading
+
+    writers = set()
+    real_write = os.write
+
+    def spy(fd, data):
+        writers.add(threading.current_thread().name)
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", spy)
+    clock = [100.0]
+    rec = Recorder(tmp_path / "s.rec", clock=lambda: clock[0])
+    rec.start((device(),), {"mode": "monitor"})
+    for i in range(3):
+        clock[0] += 1.5
+        rec.gpu([GpuSample(0, clock[0], 1.7e9 + clock[0], power_w=float(i))])
+    rec.close()
+    assert writers == {"gputop-recorder"}
+    assert len([r for r in open_recording(tmp_path / "s.rec").records() if r.kind == "gpu"]) == 3
