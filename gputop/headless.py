@@ -1,23 +1,22 @@
-"""`gputop diagnose`: the monitor without a screen. Reads every source on a schedule, keeps the
-same Timeline and computes the same verdict as the TUI, and reports the verdict timeline and
-the final findings, as text or versioned JSON (docs/diagnose.md)."""
+"""`gputop diagnose` and `gputop record`: the session without a screen. One thread reads every
+source on the schedule the TUI's samplers keep (``sources.feeds``) into the same ``Session``,
+and reports the verdict timeline and the final findings, as text or versioned JSON
+(docs/diagnose.md)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from gputop import __version__
-from gputop.diagnose import State, Verdict
+from gputop.diagnose import Verdict
 from gputop.diagnose.findings import Finding
-from gputop.diagnose.point import EvalPoint, evaluate_at
-from gputop.diagnose.signals import step_signals
-from gputop.model import Timeline
 from gputop.model.step_stats import Mfu
-from gputop.sinks import Sinks
+from gputop.session import Session, SessionState
 from gputop.snapshot import jsonable
+from gputop.sources.feeds import Feed
 
 SCHEMA_VERSION = 1
 
@@ -34,81 +33,55 @@ class Diagnosis:
 
 
 def diagnose(
-    gpu: Any,
-    host: Any = None,
-    agents: Any = None,
-    stacks: Any = None,
+    session: Session,
+    sources: Sequence[Feed],
     duration: float = 30.0,
-    interval: float = 1.0,
     stop: Callable[[], bool] = lambda: False,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
-    follower: Any = None,
-    sinks: Sinks | None = None,
 ) -> Diagnosis:
-    """Sample every source each ``interval`` until ``duration`` passes or ``stop()`` is true.
-    Every reading and evaluation also goes to ``sinks`` (recorder, exporter) in this order."""
-    sinks = sinks if sinks is not None else Sinks()
-    tl = Timeline()
-    state = State()
+    """Read every source on its schedule (``sources.feeds``) into ``session`` until
+    ``duration`` passes or ``stop()`` is true; the verdict timeline is noted as it changes."""
     out = Diagnosis(started=clock())
-    last_stack = -1e9
-    latest_agents = None
+    due = {f.kind: out.started for f in sources}
     while True:
         now = clock()
-        samples = gpu.sample()
-        for s in samples:
-            tl.append(s.key, s)
-        if sinks:
-            sinks.gpu(samples)
-        if host is not None:
-            h = host.sample()
-            tl.append(h.key, h)
-            if sinks:
-                sinks.host(h)
-        if agents is not None:
-            latest_agents = agents.sample()
-            if sinks:
-                sinks.agents(latest_agents)
-            if follower is not None:
-                steps = step_signals(latest_agents)
-                if steps is not None and steps.shares:
-                    follower.update(steps.shares)
-        if stacks is not None and now - last_stack >= 1.0:
-            last_stack = now
-            st = stacks.sample()
-            tl.append(st.key, st)
-            if sinks:
-                sinks.stacks(st)
-            if st.problem and st.problem not in out.problems:
-                out.problems.append(st.problem)
-        point = EvalPoint(
-            now=now,
-            host=(("host", host.pid), now) if host is not None else None,
-            stacks=(("stacks", stacks.pid), now) if stacks is not None else None,
-        )
-        verdict, state, sig = evaluate_at(tl, gpu.devices, point, latest_agents, state)
-        if sinks:
-            sinks.verdict(point, verdict)
-            for problem in sinks.problems:
-                if problem not in out.problems:
-                    out.problems.append(problem)
-            sinks.problems.clear()
-        out.mfu = sig.steps.mfu_detail if sig.steps is not None else None
-        principal = verdict.principal.bound if verdict.principal else None
-        if not out.timeline or out.timeline[-1]["bound"] != principal:
-            out.timeline.append(
-                {
-                    "t_s": round(now - out.started, 2),
-                    "bound": principal,
-                    "confidence": verdict.principal.confidence if verdict.principal else 0.0,
-                    "note": verdict.note,
-                }
-            )
-        out.verdict = verdict
+        for f in sources:
+            if now >= due[f.kind]:
+                due[f.kind] = max(due[f.kind] + f.period, now)
+                _note(out, session.take(f.kind, f.read()), f.kind)
         if now - out.started >= duration or stop():
-            return out
-        sleep(max(0.0, interval - (clock() - now)))
+            break
+        sleep(max(0.0, min(due.values()) - clock()))
+    for problem in session.state.problems:
+        if problem not in out.problems:
+            out.problems.append(problem)
+    return out
+
+
+def _note(out: Diagnosis, state: SessionState, kind: str) -> None:
+    """The verdict timeline (a line when the principal changes), the main rank's MFU and
+    what the stacks source could not do."""
+    if kind == "stacks" and state.stacks is not None:
+        problem = state.stacks.problem
+        if problem and problem not in out.problems:
+            out.problems.append(problem)
+    verdict = state.verdict
+    if verdict is None or state.point is None:
+        return
+    steps = state.inputs.steps if state.inputs is not None else None
+    out.mfu = steps.mfu_detail if steps is not None else None
+    principal = verdict.principal.bound if verdict.principal else None
+    if not out.timeline or out.timeline[-1]["bound"] != principal:
+        out.timeline.append(
+            {
+                "t_s": round(max(0.0, state.point.now - out.started), 2),
+                "bound": principal,
+                "confidence": verdict.principal.confidence if verdict.principal else 0.0,
+                "note": verdict.note,
+            }
+        )
+    out.verdict = verdict
 
 
 def _finding(f: Finding) -> dict[str, Any]:

@@ -168,22 +168,6 @@ def summary(agents: Sequence, out=sys.stdout) -> None:
         )
 
 
-class NoGpus:
-    """The GPU feed when NVML cannot be used: no devices, and the reason on the status line."""
-
-    devices: tuple = ()
-    capabilities = None
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-
-    def sample(self) -> list:
-        return []
-
-    def close(self) -> None:
-        pass
-
-
 def run_headless(job: Job, link, poll_s: float = 0.5) -> int:
     """--no-tui: the job's output passes through; the agents' account is printed at the end."""
     job.forward_signals()

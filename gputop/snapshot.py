@@ -117,6 +117,30 @@ def write_private_text(path: Path, text: str) -> None:
         raise
 
 
+def save_readings(
+    folder: Path,
+    devices: Sequence[DeviceInfo],
+    capabilities: Capabilities | None,
+    gpus: Sequence[GpuSample],
+    simulated: str | None,
+    host: HostSample | None = None,
+) -> Path:
+    """The monitor's save key: the latest readings as a snapshot document in ``folder``,
+    named by the newest reading's time (0600; OSError says why it could not be written)."""
+    doc = build_document(devices, capabilities, list(gpus), simulated, host=host)
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(max(s.wall for s in gpus)))
+    path = folder / f"gputop-snapshot-{stamp}.json"
+    write_private_json(path, doc)
+    return path
+
+
+def save_stack_dump(folder: Path, text: str) -> Path:
+    """The dump key's file: every thread's stack as text (0600), named by the time now."""
+    path = folder / f"gputop-stacks-{time.strftime('%Y%m%d-%H%M%S')}.txt"
+    write_private_text(path, text)
+    return path
+
+
 def _device(info: DeviceInfo, sample: GpuSample | None) -> dict[str, Any]:
     d = jsonable(info)
     if sample is None:

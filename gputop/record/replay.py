@@ -1,7 +1,7 @@
 """Replaying a recording through the same model and verdict code as the live monitor.
 
-``Player`` rebuilds the live state record by record (Timeline, the latest host, agents and
-stacks readings) and recomputes the verdict at every recorded evaluation point; ``check``
+``Player`` feeds a ``Session`` record by record (the live monitor's one loop) and recomputes
+the verdict at every recorded evaluation point; ``check``
 compares each recomputed verdict with the recorded one (what the screen showed).
 """
 
@@ -10,49 +10,35 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from gputop.diagnose import State, Verdict
-from gputop.diagnose.point import evaluate_at
-from gputop.model import Timeline
-from gputop.model.host import HostSample
-from gputop.model.stacks import StacksSample
-from gputop.model.steps import AgentsSample
+from gputop.diagnose import Verdict
 from gputop.record.events import RecordedVerdict
 from gputop.record.reader import Record, Recording
+from gputop.session import READINGS, Session, SessionState
 
 
 class Player:
-    """The live state at the last record applied (the TUI's replay mode drives one too)."""
+    """Replays a recording into a ``Session``: readings in their recorded order, the verdict
+    recomputed at every recorded evaluation point (the hysteresis counts evaluations, so the
+    points and their order are what make it equal). The replay screen and ``check`` drive one;
+    the state shows the recorded verdict, with the recomputed rules' findings behind it."""
 
     def __init__(self, recording: Recording) -> None:
-        self.devices = recording.devices
-        self.timeline = Timeline()
-        self.host: HostSample | None = None
-        self.agents: AgentsSample | None = None
-        self.stacks: StacksSample | None = None
-        self.state = State()
+        self.session = Session(recording.devices, evaluate_each=False)
         self.recorded: RecordedVerdict | None = None
 
-    def apply(self, rec: Record, recompute: bool = True) -> Verdict | None:
+    def apply(self, rec: Record) -> Verdict | None:
         """Take one record; for an evaluation, the recomputed verdict (None otherwise)."""
-        if rec.kind == "gpu":
-            self.timeline.extend(rec.value)
-        elif rec.kind == "host":
-            self.host = rec.value
-            self.timeline.append(rec.value.key, rec.value)
-        elif rec.kind == "agents":
-            self.agents = rec.value
-            self.timeline.append(rec.value.key, rec.value)
-        elif rec.kind == "stacks":
-            self.stacks = rec.value
-            self.timeline.append(rec.value.key, rec.value)
+        if rec.kind in READINGS:
+            self.session.take(rec.kind, rec.value)
         elif rec.kind == "verdict":
-            point, self.recorded = rec.value
-            if recompute:
-                verdict, self.state, _ = evaluate_at(
-                    self.timeline, self.devices, point, self.agents, self.state
-                )
-                return verdict
+            point, recorded = rec.value
+            self.recorded = recorded
+            return self.session.evaluate(point, lambda v: recorded.as_verdict(v.findings))
         return None
+
+    @property
+    def state(self) -> SessionState:
+        return self.session.state
 
 
 def same(recomputed: Verdict, recorded: RecordedVerdict) -> bool:

@@ -1,8 +1,10 @@
-"""The live monitor: a Textual app fed by injected sources through a sampling thread.
+"""The live monitor: a Textual app that draws a ``Session``'s state.
 
-The app owns the Timeline (the only history). Sources run on the Sampler's thread and post
-messages; the app stores every sample, and unless paused, pushes the new state to the panes in
-one batch. Tests and replays inject samples directly with ``ingest`` and no thread at all.
+Sources run on sampler threads and post each reading as a message; the app hands it to the
+session (history, sinks, verdict: ``gputop/session.py``) and, unless paused, draws the state the
+session returns (memray's live TUI: thread -> message -> snapshot -> thin app). Tests inject
+readings directly with ``ingest*`` and no thread at all; replay feeds the session from a
+recording instead of samplers (``ui/replay_app.py``).
 """
 
 from __future__ import annotations
@@ -10,11 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from functools import cached_property
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -24,25 +24,20 @@ from textual.containers import VerticalScroll
 from textual.widgets import Footer
 
 from gputop.config import INTERVAL_MAX, INTERVAL_MIN, Config, clamp_interval
-from gputop.diagnose import State, Verdict
-from gputop.diagnose.point import STACKS_WINDOW_S
+from gputop.diagnose import Verdict
 from gputop.model import DeviceInfo, GpuSample, Timeline
 from gputop.model.host import HostSample
 from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample
+from gputop.session import Session, SessionState
 from gputop.sinks import Sinks
+from gputop.sources.feeds import Feed, feeds
+from gputop.ui.capture_keys import CAPTURE_ACTIONS, CaptureKeys, event_data
 from gputop.ui.captures_text import CaptureView
 from gputop.ui.detail import DetailScreen
 from gputop.ui.gpu_text import short_name
 from gputop.ui.help import HelpScreen
-from gputop.ui.messages import (
-    AgentsReady,
-    CaptureUpdate,
-    GpuSamplesReady,
-    HostSampleReady,
-    SourceTrouble,
-    StacksReady,
-)
+from gputop.ui.messages import CaptureUpdate, Reading, SourceTrouble
 from gputop.ui.themes import DEFAULT_THEME, GPUTOP_VARIABLES, all_theme_dirs, load_themes
 from gputop.ui.widgets import (
     CapturesPane,
@@ -59,19 +54,8 @@ from gputop.ui.widgets import (
 
 INTERVAL_STEPS = (0.5, 1.0, 2.0, 3.0, 5.0, 10.0)
 DETAIL_HISTORY_S = 300.0
-STACKS_INTERVAL_S = 1.0
-"""py-spy's rate: about one dump per second per main process (workers take turns)."""
-CAPTURE_KINDS = {
-    "flame": "pyspy-flame",
-    "dump": "pyspy-dump",
-    "trace": "torch-trace",
-    "memory": "memory-snapshot",
-    "nsys": "nsys",
-}
-"""The capture behind each action ``capture_<name>``."""
-AGENT_KINDS = frozenset({"trace", "memory"})
-"""Capture keys whose work the agent does (they need one connected)."""
-CAPTURE_ACTIONS = tuple(f"capture_{name}" for name in CAPTURE_KINDS)
+PANES = frozenset({"host", "agents", "stacks"})
+"""Panes shown only with their source (a target's tree, its agents, its stacks)."""
 
 
 class GpuFeed(Protocol):
@@ -83,22 +67,10 @@ class GpuFeed(Protocol):
     def sample(self) -> list[GpuSample]: ...
 
 
-class AgentFeed(Protocol):
-    """What the app needs from the agent link (AgentLink is one)."""
-
-    def sample(self) -> AgentsSample: ...
-
-
-class HostFeed(Protocol):
-    """What the app needs from the host source (HostSource is one)."""
-
-    pid: int
-
-    def sample(self) -> HostSample: ...
-
-
 @dataclass(frozen=True)
 class Target:
+    """The process the screen is attached to, as its header names it."""
+
     pid: int
     command: str
 
@@ -157,54 +129,56 @@ class GputopApp(App):
 
     def __init__(
         self,
-        feed: GpuFeed,
+        feed: GpuFeed | None,
         config: Config | None = None,
         target: Target | None = None,
         simulated: str | None = None,
         capabilities: Any = None,
         start_sampler: bool = True,
         extra_problems: Sequence[str] = (),
-        host: HostFeed | None = None,
-        agents: AgentFeed | None = None,
+        host: Any = None,
+        agents: Any = None,
         job: Any = None,
         stacks: Any = None,
         sinks: Sinks | None = None,
+        session: Session | None = None,
+        panes: frozenset[str] | None = None,
     ) -> None:
         self.config = (config or Config()).effective()
         super().__init__()
-        self.feed = feed
-        self.host = host
-        self.host_latest: HostSample | None = None
-        self.agents = agents
-        self.agents_latest: AgentsSample | None = None
-        self.job = job
-        self.stacks = stacks
-        self.stacks_latest: StacksSample | None = None
-        self.captures: dict[int, CaptureView] = {}
-        self._capture_cancels: dict[int, threading.Event] = {}
-        self.capture_seconds = 10.0
-        self.capture_dir: str | None = (
-            str(self.config.capture_dir) if self.config.capture_dir is not None else None
+        if session is None:
+            session = Session(tuple(feed.devices) if feed is not None else (), sinks)
+        self.session = session
+        """Where every reading goes; the app draws the state it returns."""
+        self.devices = session.devices
+        self.interval = clamp_interval(self.config.interval)
+        self.feeds: list[Feed] = (
+            feeds(feed, host, agents, stacks, self.interval) if feed is not None else []
         )
-        """None: $GPUTOP_CAPTURE_DIR or ./gputop-captures."""
-        self.sinks = sinks if sinks is not None else Sinks()
-        """The recorder and the exporter: every reading the app ingests, in order."""
-        self.verdict: Verdict | None = None
-        self.verdict_now = 0.0
-        self._verdict_state = State()
-        self.devices = tuple(feed.devices)
+        """The sources the sampler threads read (none in replay: its Playback feeds the
+        session)."""
+        self.panes = panes if panes is not None else frozenset(f.kind for f in self.feeds) & PANES
+        """Which of the target's panes to show (replay: those the recording has)."""
+        self.stacks = stacks
+        self.job = job
+        self.shown: SessionState = self.session.state
+        """The state on screen: the session's latest, or older while paused."""
+        self.capture_keys = CaptureKeys(
+            target.pid if target is not None else None,
+            post=lambda view: self.post_message(CaptureUpdate(view)),
+            run_thread=lambda work, group: self.run_worker(work, thread=True, group=group),
+            capture_dir=str(self.config.capture_dir) if self.config.capture_dir else None,
+        )
         self.target = target
         self.simulated = simulated
         self.capabilities = (
             capabilities if capabilities is not None else getattr(feed, "capabilities", None)
         )
-        self.timeline = Timeline()
-        self.latest: dict[int, GpuSample] = {}
         self.selected = 0
         self.paused = False
-        self.interval = clamp_interval(self.config.interval)
         self.trouble = ""
         self._problems = [*self.config.problems, *extra_problems]
+        self._seen_problems = 0
         self._start_sampler = start_sampler
         self._samplers: list[Any] = []
         themes, theme_problems = load_themes(all_theme_dirs(self.config.themes_dir))
@@ -222,6 +196,40 @@ class GputopApp(App):
         if self.config.keys:
             self.set_keymap(dict(self.config.keys))
 
+    # ---- what the session holds now (tests and actions read these) ----
+
+    @property
+    def state(self) -> SessionState:
+        return self.session.state
+
+    @property
+    def timeline(self) -> Timeline:
+        return self.session.timeline
+
+    @property
+    def latest(self) -> dict[int, GpuSample]:
+        return dict(self.state.gpus)
+
+    @property
+    def verdict(self) -> Verdict | None:
+        return self.state.verdict
+
+    @property
+    def host_latest(self) -> HostSample | None:
+        return self.state.host
+
+    @property
+    def agents_latest(self) -> AgentsSample | None:
+        return self.state.agents
+
+    @property
+    def stacks_latest(self) -> StacksSample | None:
+        return self.state.stacks
+
+    @property
+    def captures(self) -> dict[int, CaptureView]:
+        return self.capture_keys.views
+
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return {f"gputop-{k}": v for k, v in GPUTOP_VARIABLES.items()}
 
@@ -232,12 +240,12 @@ class GputopApp(App):
         if self.simulated:
             yield SimBanner(f"SIMULATED {self.simulated} (not a real GPU)", id="sim-banner")
         yield VerdictPane()
-        if self.host is not None:
+        if "host" in self.panes:
             yield HostPane()
-        if self.agents is not None:
+        if "agents" in self.panes:
             yield StepPane()
             yield RanksPane()
-        if self.stacks is not None:
+        if "stacks" in self.panes:
             yield StacksPane()
         yield CapturesPane()
         with VerticalScroll(id="gpus"):
@@ -256,54 +264,28 @@ class GputopApp(App):
             for sig in (signal.SIGHUP, signal.SIGTERM):
                 loop.add_signal_handler(sig, self.exit)
         if self._start_sampler:
-            from gputop.sources.watchdog import Watchdog
-            from gputop.ui.sampler import Sampler
+            self._start_samplers()
 
+    def _start_samplers(self) -> None:
+        """One sampler thread per feed, at the feed's own rate (``sources/feeds.py``)."""
+        from gputop.sources.watchdog import Watchdog
+        from gputop.ui.sampler import Sampler
+
+        for f in self.feeds:
             self._samplers.append(
                 Sampler(
-                    read=self.feed.sample,
-                    deliver=lambda samples: self.post_message(GpuSamplesReady(samples)),
+                    read=f.read,
+                    deliver=lambda value, kind=f.kind: self.post_message(Reading(kind, value)),
                     fail=lambda text: self.post_message(SourceTrouble(text)),
-                    interval=self.interval,
+                    interval=f.period,
+                    watchdog=Watchdog(f.what, timeout=f.timeout),
+                    name=f"gputop-{f.kind}-sampler",
+                    max_interval=f.max_period,
+                    fixed=f.fixed,
                 )
             )
-            if self.host is not None:
-                self._samplers.append(
-                    Sampler(
-                        read=self.host.sample,
-                        deliver=lambda sample: self.post_message(HostSampleReady(sample)),
-                        fail=lambda text: self.post_message(SourceTrouble(text)),
-                        interval=self.interval,
-                        watchdog=Watchdog("the process reader", timeout=5.0),
-                        name="gputop-host-sampler",
-                    )
-                )
-            if self.agents is not None:
-                self._samplers.append(
-                    Sampler(
-                        read=self.agents.sample,
-                        deliver=lambda sample: self.post_message(AgentsReady(sample)),
-                        fail=lambda text: self.post_message(SourceTrouble(text)),
-                        interval=min(self.interval, 1.0),
-                        max_interval=1.0,  # steps are fast: read them at least every second
-                        watchdog=Watchdog("the agent link", timeout=5.0),
-                        name="gputop-agent-sampler",
-                    )
-                )
-            if self.stacks is not None:
-                self._samplers.append(
-                    Sampler(
-                        read=self.stacks.sample,
-                        deliver=lambda sample: self.post_message(StacksReady(sample)),
-                        fail=lambda text: self.post_message(SourceTrouble(text)),
-                        interval=STACKS_INTERVAL_S,
-                        fixed=True,
-                        watchdog=Watchdog("py-spy", timeout=30.0),
-                        name="gputop-stacks-sampler",
-                    )
-                )
-            for sampler in self._samplers:
-                sampler.start()
+        for sampler in self._samplers:
+            sampler.start()
 
     def on_unmount(self) -> None:
         for sampler in self._samplers:
@@ -313,106 +295,68 @@ class GputopApp(App):
             for sig in (signal.SIGHUP, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
 
-    # ---- data in ----
+    # ---- data in: every reading goes to the session; its state is drawn unless paused ----
+
+    def on_reading(self, message: Reading) -> None:
+        self.take(message.kind, message.value)
+
+    def take(self, kind: str, value: Any) -> None:
+        """A reading of any kind, on the UI thread: stored always, drawn unless paused."""
+        state = self.session.take(kind, value)
+        if not self.paused:
+            self.show(state, kind)
 
     def ingest(self, samples: Sequence[GpuSample]) -> None:
-        """Store samples (always) and show them (unless paused). Called on the UI thread."""
-        for s in samples:
-            self.timeline.append(s.key, s)
-            self.latest[s.index] = s
-        if self.sinks:
-            self.sinks.gpu(samples)
-        self.compute_verdict()
-        if not self.paused:
-            self.refresh_view()
-
-    def on_gpu_samples_ready(self, message: GpuSamplesReady) -> None:
-        self.ingest(message.samples)
+        self.take("gpu", samples)
 
     def ingest_host(self, sample: HostSample) -> None:
-        """Store a host sample (always) and show it (unless paused)."""
-        self.timeline.append(sample.key, sample)
-        self.host_latest = sample
-        if self.sinks:
-            self.sinks.host(sample)
-        self.compute_verdict()
-        if not self.paused:
-            with self.batch_update():
-                self.query_one(HostPane).show(sample)
-                self._show_verdict()
-                self._update_header()
-
-    def on_host_sample_ready(self, message: HostSampleReady) -> None:
-        self.ingest_host(message.sample)
+        self.take("host", sample)
 
     def ingest_agents(self, sample: AgentsSample) -> None:
-        """Store what the agents reported (always) and show it (unless paused)."""
-        self.timeline.append(sample.key, sample)
-        self.agents_latest = sample
-        if self.sinks:
-            self.sinks.agents(sample)
-        self.compute_verdict()
-        if not self.paused:
-            self._show_agents()
-
-    def _show_agents(self) -> None:
-        if self.agents_latest is None or self.agents is None:
-            return
-        gpu = self.devices[0].name if self.devices else None
-        with self.batch_update():
-            self.query_one(StepPane).show(self.agents_latest, gpu)
-            self.query_one(RanksPane).show(self.agents_latest)
-            self._show_verdict()
-
-    def on_agents_ready(self, message: AgentsReady) -> None:
-        self.ingest_agents(message.sample)
+        self.take("agents", sample)
 
     def ingest_stacks(self, sample: StacksSample) -> None:
-        self.timeline.append(sample.key, sample)
-        self.stacks_latest = sample
-        if self.sinks:
-            self.sinks.stacks(sample)
-        self.compute_verdict()
-        if not self.paused:
-            self._show_stacks()
-
-    def _show_stacks(self) -> None:
-        if self.stacks_latest is None or self.stacks is None:
-            return
-        window = self.timeline.window(
-            self.stacks_latest.key, self.stacks_latest.t, STACKS_WINDOW_S
-        ).samples
-        self.query_one(StacksPane).show(window)
-        self._show_verdict()
-
-    def on_stacks_ready(self, message: StacksReady) -> None:
-        self.ingest_stacks(message.sample)
+        self.take("stacks", sample)
 
     def on_source_trouble(self, message: SourceTrouble) -> None:
         self.trouble = message.text
         self._update_status()
 
-    def history(self, index: int, seconds: float) -> tuple[GpuSample, ...]:
-        latest = self.latest.get(index)
-        if latest is None:
-            return ()
-        return self.timeline.window(("gpu", index), latest.t, seconds).samples
+    # ---- drawing a state ----
+
+    def show(self, state: SessionState, changed: str | None = None) -> None:
+        """Draw ``state``: the panes of the reading that ``changed`` (all when None), the
+        verdict, the header; the footer only when a key's availability changed."""
+        self.shown = state
+        with self.batch_update():
+            if changed in (None, "gpu"):
+                for row in self.query(GpuRow):
+                    seconds = (row.spark_width + 1) * self.interval
+                    i = row.info.index
+                    row.show(state.gpus.get(i), state.gpu_history(i, seconds))
+                self.refresh_detail()
+            if changed in (None, "host") and state.host is not None and "host" in self.panes:
+                self.query_one(HostPane).show(state.host)
+            if changed in (None, "agents") and state.agents is not None and "agents" in self.panes:
+                gpu = self.devices[0].name if self.devices else None
+                self.query_one(StepPane).show(state.agents, gpu)
+                self.query_one(RanksPane).show(state.agents)
+            if changed in (None, "stacks") and state.stacks is not None and "stacks" in self.panes:
+                self.query_one(StacksPane).show(state.stacks_window())
+            self.query_one(VerdictPane).show(state.verdict, state.verdict_now)
+            if changed in (None, "gpu", "host"):
+                self._update_header()
+            if len(state.problems) > self._seen_problems:
+                self._update_status()
+        if changed in (None, "gpu"):
+            self._refresh_bindings_if_changed()
 
     def refresh_view(self) -> None:
-        with self.batch_update():
-            for row in self.query(GpuRow):
-                seconds = (row.spark_width + 1) * self.interval
-                row.show(self.latest.get(row.info.index), self.history(row.info.index, seconds))
-            if self.host_latest is not None and self.host is not None:
-                self.query_one(HostPane).show(self.host_latest)
-            self._show_agents()
-            self._show_stacks()
-            self._show_verdict()
-            self._update_header()
-            self.refresh_detail()
-            if self.sinks.problems:
-                self._update_status()
-        self._refresh_bindings_if_changed()
+        """Draw the session's latest state in full (after a pause, a seek)."""
+        self.show(self.session.state)
+
+    def history(self, index: int, seconds: float) -> tuple[GpuSample, ...]:
+        return self.shown.gpu_history(index, seconds)
 
     def all_bindings(self) -> list[Binding]:
         """This app's keys and those a subclass (replay) adds: Textual merges them the same way."""
@@ -429,31 +373,6 @@ class GputopApp(App):
             self._binding_state = state
             self.refresh_bindings()
 
-    def compute_verdict(self) -> Verdict | None:
-        """Every rule over the recent windows; hysteresis state carried between calls. Once
-        per reading ingested, paused or not (the hysteresis counts evaluations, and the
-        recorder and exporter see every one)."""
-        from gputop.diagnose.point import EvalPoint, evaluate_at
-
-        if not self.latest:
-            return None
-        h, st = self.host_latest, self.stacks_latest
-        point = EvalPoint(
-            now=max(s.t for s in self.latest.values()),
-            host=(h.key, h.t) if h is not None else None,
-            stacks=(st.key, st.t) if st is not None else None,
-        )
-        self.verdict, self._verdict_state, _ = evaluate_at(
-            self.timeline, self.devices, point, self.agents_latest, self._verdict_state
-        )
-        self.verdict_now = point.now
-        if self.sinks:
-            self.sinks.verdict(point, self.verdict)
-        return self.verdict
-
-    def _show_verdict(self) -> None:
-        self.query_one(VerdictPane).show(self.verdict, self.verdict_now)
-
     def action_why(self) -> None:
         from gputop.ui.dump import DumpScreen
         from gputop.ui.verdict_text import reasoning_text
@@ -466,8 +385,8 @@ class GputopApp(App):
             d = self.devices[screen.index]
             screen.show(
                 d,
-                self.latest.get(d.index),
-                self.history(d.index, DETAIL_HISTORY_S),
+                self.shown.gpus.get(d.index),
+                self.shown.gpu_history(d.index, DETAIL_HISTORY_S),
                 colorless=self.current_theme.name == "gputop-mono" or self.config.color == "mono",
             )
 
@@ -475,23 +394,24 @@ class GputopApp(App):
 
     def _update_header(self) -> None:
         who = f"pid {self.target.pid}: {self.target.command}" if self.target else "no target"
-        if self.host_latest is not None and self.host_latest.state == "exited":
-            code = self.host_latest.exit_code
-            who = f"pid {self.host_latest.pid} EXITED" + (f" ({code})" if code is not None else "")
+        host = self.shown.host
+        if host is not None and host.state == "exited":
+            code = host.exit_code
+            who = f"pid {host.pid} EXITED" + (f" ({code})" if code is not None else "")
         names = {short_name(d.name) for d in self.devices}
         board = f"{len(self.devices)}x {', '.join(sorted(names))}" if self.devices else "no GPU"
         if self.capabilities is not None:
             board += f"  drv {self.capabilities.driver_version}"
-        walls = [s.wall for s in self.latest.values()]
+        walls = self.shown.walls
         when = time.strftime("%H:%M:%S", time.localtime(max(walls))) if walls else "--:--:--"
         state = "PAUSED" if self.paused else f"every {self.interval:g}s"
         self.query_one(HeaderLine).update(f"gputop  {who}  {board}  {when} {state}")
         self.query_one(HeaderLine).set_class(self.paused, "-paused")
 
     def _update_status(self) -> None:
-        if self.sinks.problems:  # a sink that stopped (disk full, port taken) says so once
-            self._problems += self.sinks.problems
-            self.sinks.problems.clear()
+        problems = self.session.state.problems  # outputs that stopped (disk full, port taken)
+        self._problems += problems[self._seen_problems :]
+        self._seen_problems = len(problems)
         lines = [self.trouble] if self.trouble else []
         lines += self._problems
         status = self.query_one(StatusLine)
@@ -512,15 +432,13 @@ class GputopApp(App):
             return f"already the slowest refresh ({INTERVAL_MAX:g} s)"
         if action == "faster" and self.interval <= INTERVAL_MIN:
             return f"already the fastest refresh ({INTERVAL_MIN:g} s)"
-        if action == "save_snapshot" and not self.latest:
+        if action == "save_snapshot" and not self.state.gpus:
             return "no reading yet"
         if action == "dump_stacks" and self.stacks is None:
             return "needs a target (--pid or gputop run)"
         if action in CAPTURE_ACTIONS:
             return self._capture_unavailable(action.removeprefix("capture_"))
-        if action == "cancel_capture" and not any(
-            v.status == "running" for v in self.captures.values()
-        ):
+        if action == "cancel_capture" and not self.capture_keys.running:
             return "no capture running"
         if action == "interrupt" and self.job is None:
             return "only for a job started by `gputop run`"
@@ -540,20 +458,16 @@ class GputopApp(App):
 
     def _full_dump(self) -> None:
         """On a worker thread (py-spy takes tens of ms per process); the screen opens after."""
+        from gputop.snapshot import save_stack_dump
         from gputop.ui.dump import dump_text
 
-        results = self.stacks.dump_all()
-        text = dump_text(results)
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        path = self.config.snapshot_dir / f"gputop-stacks-{stamp}.txt"
+        text = dump_text(self.stacks.dump_all())
         saved = None
         try:
-            from gputop.snapshot import write_private_text
-
-            write_private_text(path, text)
-            saved = path
+            saved = save_stack_dump(self.config.snapshot_dir, text)
         except OSError as e:
-            text = f"(could not save to {path}: {e.strerror or e})\n\n" + text
+            where = e.filename or self.config.snapshot_dir
+            text = f"(could not save to {where}: {e.strerror or e})\n\n" + text
         self.call_from_thread(self._show_dump, text, saved)
 
     def _show_dump(self, text: str, saved: Path | None) -> None:
@@ -561,53 +475,11 @@ class GputopApp(App):
 
         self.push_screen(DumpScreen(text, saved))
 
-    # ---- captures ----
-
-    @cached_property
-    def _py_spy(self) -> str | None:
-        """Looked up once: the footer asks every tick whether the keys can work."""
-        from gputop.sources.stacks import find_py_spy
-
-        return find_py_spy()
-
-    @cached_property
-    def _nsys_missing(self) -> str | None:
-        """Why the nsys key cannot work for this target, found once (a job's environment and
-        PATH do not change under it)."""
-        from gputop.capture import nsys
-
-        if nsys.find_nsys() is None:
-            return "nsys is not on PATH (install the Nsight Systems CLI)"
-        if self.target is None or nsys.session_of(self.target.pid) is None:
-            return "not started under nsys: relaunch with gputop run --nsys"
-        return None
+    # ---- captures (the work is CaptureKeys'; the app forwards keys and draws views) ----
 
     def _capture_unavailable(self, what: str) -> str | None:
-        if self.target is None:
-            return "needs a target (--pid or gputop run)"
-        if what == "nsys":
-            if self._nsys_missing:
-                return self._nsys_missing
-        elif what in AGENT_KINDS:
-            agents = self.agents_latest.agents if self.agents_latest is not None else ()
-            if not any(a.state == "connected" for a in agents):
-                return "needs gputop's agent in the job (gputop run, or gputop.agent.init())"
-        elif self._py_spy is None:
-            return "py-spy is not installed (pip install py-spy)"
-        elif (denied := self._ptrace_denied()) is not None:
-            return denied
-        kind = CAPTURE_KINDS[what]
-        if any(v.kind == kind and v.status == "running" for v in self.captures.values()):
-            return "one is running (x cancels it)"
-        return None
-
-    def _ptrace_denied(self) -> str | None:
-        """The stacks source's own finding that py-spy may not read the target, if it made it."""
-        latest = self.stacks_latest
-        main = next((p for p in latest.processes if p.role == "main"), None) if latest else None
-        if main is not None and main.error and "(ptrace)" in main.error:
-            return main.error
-        return None
+        state = self.session.state
+        return self.capture_keys.unavailable(what, state.agents, state.stacks)
 
     def action_capture_flame(self) -> None:
         self._start_capture("flame")
@@ -625,59 +497,21 @@ class GputopApp(App):
         self._start_capture("nsys")
 
     def _start_capture(self, what: str) -> None:
-        if self.target is None or self._capture_unavailable(what):
+        if self._capture_unavailable(what):
             return
-        kind = CAPTURE_KINDS[what]
-        key = max(self.captures, default=0) + 1
-        cancel = self._capture_cancels[key] = threading.Event()
-        self.show_capture(CaptureView(key, kind, self.target.pid))
-        pid = self.target.pid
-        self.run_worker(
-            lambda: self._capture(key, kind, pid, cancel), thread=True, group=f"capture-{key}"
-        )
-
-    def _capture(self, key: int, kind: str, pid: int, cancel: threading.Event) -> None:
-        """On a worker thread: the capture runs to its end; every change goes out as a message."""
-        from gputop.capture.folder import CaptureError, capture_root
-        from gputop.capture.take import Bounds, take
-
-        view = CaptureView(key, kind, pid)
-        post = self.post_message
-
-        def progress(p) -> None:
-            post(CaptureUpdate(replace(view, done=p.done, total=p.total, unit=p.unit)))
-
-        def started(folder: Path) -> None:
-            nonlocal view
-            view = replace(view, folder=str(folder))
-            post(CaptureUpdate(view))
-
-        seconds = self.capture_seconds if kind in ("pyspy-flame", "nsys") else None
-        try:
-            m, folder = take(kind, pid, capture_root(self.capture_dir), Bounds(seconds),
-                             cancel, progress, started)  # fmt: skip
-            view = replace(view, status=m.status, reason=m.reason, folder=str(folder))
-        except CaptureError as e:
-            view = replace(view, status="failed", reason=str(e))
-        except Exception as e:  # a capture must never take the monitor down
-            view = replace(view, status="failed", reason=f"{type(e).__name__}: {e}")
-        post(CaptureUpdate(view))
+        view = self.capture_keys.start(what)
+        if view is not None:
+            self.show_capture(view)
 
     def show_capture(self, view: CaptureView) -> None:
-        """Record a capture's state and show it (tests and replays call this directly)."""
-        old = self.captures.get(view.key)
-        if old is not None and old.status != "running":
+        """Take a capture's state and show it; its start and end are session events (recorded).
+        Tests and replays call this directly."""
+        taken = self.capture_keys.update(view)
+        if taken is None:
             return  # a late progress message after the end
-        if old is not None and not view.folder:
-            view = replace(view, folder=old.folder)
-        self.captures[view.key] = view
-        if self.sinks and (old is None or view.status != "running"):  # start and end, not ticks
-            import time
-
-            data = {f: getattr(view, f) for f in ("kind", "pid", "status", "folder", "reason")}
-            self.sinks.event(time.monotonic(), time.time(), "capture", {"id": view.key, **data})
-        if view.status != "running":
-            self._capture_cancels.pop(view.key, None)
+        view, news = taken
+        if news:
+            self.session.event("capture", event_data(view))
         self.query_one(CapturesPane).show(list(self.captures.values()))
         self._refresh_bindings_if_changed()
 
@@ -685,8 +519,7 @@ class GputopApp(App):
         self.show_capture(message.view)
 
     def action_cancel_capture(self) -> None:
-        for cancel in self._capture_cancels.values():
-            cancel.set()
+        self.capture_keys.cancel()
 
     def action_interrupt(self) -> None:
         import signal as signals
@@ -752,31 +585,25 @@ class GputopApp(App):
         self._set_interval(sooner[-1] if sooner else INTERVAL_MIN)
 
     def action_save_snapshot(self) -> None:
-        from gputop.snapshot import build_document, write_private_json
+        from gputop.snapshot import save_readings
 
-        if not self.latest:
+        state = self.session.state
+        if not state.gpus:
             self.notify("nothing to save yet: no reading has arrived", severity="warning")
             return
-        doc = build_document(
-            self.devices,
-            self.capabilities,
-            list(self.latest.values()),
-            self.simulated,
-            host=self.host_latest,
-        )
-        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(max(self.latest_walls())))
-        path = self.config.snapshot_dir / f"gputop-snapshot-{stamp}.json"
+        folder = self.config.snapshot_dir
         try:
-            write_private_json(path, doc)
+            gpus = list(state.gpus.values())
+            path = save_readings(
+                folder, self.devices, self.capabilities, gpus, self.simulated, host=state.host
+            )
         except OSError as e:
             self.notify(
-                f"could not save the snapshot to {path}: {e.strerror or e}", severity="error"
+                f"could not save the snapshot to {e.filename or folder}: {e.strerror or e}",
+                severity="error",
             )
             return
         self.notify(f"saved {path}", timeout=4)
-
-    def latest_walls(self) -> list[float]:
-        return [s.wall for s in self.latest.values()]
 
     # ---- help ----
 

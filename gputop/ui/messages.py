@@ -1,19 +1,20 @@
-"""Messages from the sampling thread to the app (posting a message is thread-safe)."""
+"""Messages from worker threads to the app (posting a message is thread-safe)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.message import Message
 
-from gputop.model import GpuSample
-from gputop.model.host import HostSample
-from gputop.model.stacks import StacksSample
-from gputop.model.steps import AgentsSample
 
+class Reading(Message):
+    """A source's reading, from its sampler thread: ``kind`` is the session's name for it
+    (gpu, host, agents, stacks: ``session.READINGS``)."""
 
-class GpuSamplesReady(Message):
-    def __init__(self, samples: list[GpuSample]) -> None:
+    def __init__(self, kind: str, value: Any) -> None:
         super().__init__()
-        self.samples = samples
+        self.kind = kind
+        self.value = value
 
 
 class SourceTrouble(Message):
@@ -22,24 +23,6 @@ class SourceTrouble(Message):
     def __init__(self, text: str) -> None:
         super().__init__()
         self.text = text
-
-
-class HostSampleReady(Message):
-    def __init__(self, sample: HostSample) -> None:
-        super().__init__()
-        self.sample = sample
-
-
-class AgentsReady(Message):
-    def __init__(self, sample: AgentsSample) -> None:
-        super().__init__()
-        self.sample = sample
-
-
-class StacksReady(Message):
-    def __init__(self, sample: StacksSample) -> None:
-        super().__init__()
-        self.sample = sample
 
 
 class CaptureUpdate(Message):

@@ -1,50 +1,29 @@
 """`gputop replay FILE`: the live screen over a recording, with pause, seek and speed keys.
 
-The panes are fed the recorded readings in their recorded order and timing (scaled by the
-speed). The verdict shown is the recorded one (what the live screen showed); a Player
-recomputes it at the same evaluation points from the same readings, gives the why-screen
-its full reasoning, and the status line says so if the two ever differ (a recording made
-by a gputop whose rules have since changed).
+The source and the clock are a ``Playback`` (gputop/record/playback.py): the recording's
+readings go into a Session in their recorded order and timing (scaled by the speed), the
+verdict is recomputed at the recorded points, and this screen draws the session's state, as the
+live screen does. The verdict shown is the recorded one (what the live screen showed); the why
+screen has the recomputed reasoning, and the status line says so if the two ever differ (a
+recording made by a gputop whose rules have since changed).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from textual.binding import Binding
 from textual.css.query import NoMatches
 
 from gputop.config import Config
-from gputop.model import Timeline
-from gputop.record.reader import Record, Recording
-from gputop.record.replay import Player, same
-from gputop.ui.app import GputopApp, Target
+from gputop.record.playback import SPEEDS, Playback
+from gputop.record.reader import Recording
+from gputop.ui.app import PANES, GputopApp, Target
 from gputop.ui.captures_text import CaptureView
 from gputop.ui.widgets import SimBanner
 
 TICK_S = 0.1
-SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 64.0)
-SEEK_S = 10.0
-LEAD_S = 60.0
-"""History replayed before a seek target: the longest window a pane or rule reads."""
 LIVE_ONLY = "not while replaying a recording"
-
-
-class _Recorded:
-    """Stands for a source that was recorded (its pane is shown); never sampled."""
-
-    def __init__(self, pid: int | None) -> None:
-        self.pid = pid
-
-
-class _Feed:
-    def __init__(self, devices: tuple) -> None:
-        self.devices = devices
-        self.capabilities = None
-
-    def sample(self) -> list:
-        return []
 
 
 class ReplayApp(GputopApp):
@@ -75,33 +54,38 @@ class ReplayApp(GputopApp):
                  speed: float = 1.0) -> None:  # fmt: skip
         session = recording.session
         pid = session.get("pid") if isinstance(session.get("pid"), int) else None
-        recorded = _Recorded(pid) if pid is not None else None
         command = session.get("command")
         if isinstance(command, list):
             command = " ".join(str(c) for c in command)
+        self.playback = Playback(recording, speed)
+        self.recording = recording
         super().__init__(
-            _Feed(recording.devices),
+            None,
             config=config,
             target=Target(pid, str(command or "?")) if pid is not None else None,
             simulated=_label(recording),
             start_sampler=False,
-            host=recorded,
-            agents=recorded,
-            stacks=recorded,
+            session=self.playback.session,
+            panes=PANES if pid is not None else frozenset(),
         )
         interval = session.get("interval")
         if isinstance(interval, int | float) and 0.1 <= interval <= 60:
             self.interval = float(interval)
-        self.recording = recording
-        self.speed = min(SPEEDS, key=lambda s: abs(s - speed))
-        self.playing = True
-        self.at = 0.0
-        """Seconds since the recording's first reading (the playback clock)."""
-        self.start_t, self.end_t = recording.span()
-        self.mismatch: str | None = None
-        self._reset(0.0)
+        self._mismatch_said = False
 
     # ---- playback ----
+
+    @property
+    def playing(self) -> bool:
+        return self.playback.playing
+
+    @property
+    def speed(self) -> float:
+        return self.playback.speed
+
+    @property
+    def at(self) -> float:
+        return self.playback.at
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -112,67 +96,28 @@ class ReplayApp(GputopApp):
         self._timer.stop()  # no tick may draw into panes being torn down
         super().on_unmount()
 
-    def _reset(self, lead_from: float) -> None:
-        self.timeline = Timeline()
-        self.latest.clear()
-        self.host_latest = self.agents_latest = self.stacks_latest = None
-        self.verdict = None
-        self.player = Player(self.recording)
-        self._records: Iterator[Record] = self.recording.records(start=self.start_t + lead_from)
-        self._next: Record | None = next(self._records, None)
-
     def _tick(self) -> None:
-        if not self.playing:
+        if not self.playback.playing:
             return
         try:
-            self._advance(self.at + TICK_S * self.speed, display=True)
+            self._played(self.playback.tick(TICK_S))
         except NoMatches:  # a last tick while the app closes: its panes are already gone
-            self.playing = False
+            self.playback.playing = False
 
-    def _advance(self, to: float, display: bool) -> None:
-        """Apply every record up to ``to``; the panes are redrawn once at the end."""
-        held = self.paused
-        self.paused = True  # the ingest methods store without drawing
-        try:
-            while self._next is not None and self._next.t - self.start_t <= to:
-                self._apply(self._next)
-                self._next = next(self._records, None)
-        finally:
-            self.paused = held
-        self.at = min(to, self.end_t - self.start_t)
-        if self._next is None:
-            self.playing = False
-        if display:
-            self.refresh_view()
-            self._show_position()
-
-    def _apply(self, rec: Record) -> None:
-        if rec.kind == "gpu":
-            self.ingest(rec.value)
-        elif rec.kind == "host":
-            self.ingest_host(rec.value)
-        elif rec.kind == "agents":
-            self.ingest_agents(rec.value)
-        elif rec.kind == "stacks":
-            self.ingest_stacks(rec.value)
-        elif rec.kind == "event" and rec.value[0] == "capture":
-            self._show_recorded_capture(rec.value[1])
-        recomputed = self.player.apply(rec)
-        if rec.kind == "verdict" and self.player.recorded is not None:
-            point, recorded = rec.value
-            findings = recomputed.findings if recomputed is not None else ()
-            self.verdict = recorded.as_verdict(findings)
-            self.verdict_now = point.now
-            if recomputed is not None and not same(recomputed, recorded) and not self.mismatch:
-                got = recomputed.principal.bound if recomputed.principal else "none"
-                was = recorded.principal.bound if recorded.principal else "none"
-                self.mismatch = (
-                    f"at {rec.t - self.start_t:.0f} s the verdict recomputed from the readings "
-                    f"({got}) differs from the recorded one ({was}): the rules changed since "
-                    "the recording; the recorded verdict is shown"
-                )
-                self._problems.append(self.mismatch)
-                self._update_status()
+    def _played(self, captures: list[dict[str, Any]], restarted: bool = False) -> None:
+        """Draw what the playback reached: its session (a new one after a seek back), the
+        captures met, the position, and a mismatch once."""
+        if restarted:
+            self.session = self.playback.session
+            self.capture_keys.clear()
+        for data in captures:
+            self._show_recorded_capture(data)
+        self.refresh_view()
+        if self.playback.mismatch and not self._mismatch_said:
+            self._mismatch_said = True
+            self._problems.append(self.playback.mismatch)
+            self._update_status()
+        self._show_position()
 
     def _show_recorded_capture(self, data: dict[str, Any]) -> None:
         key = data.get("id")
@@ -189,39 +134,27 @@ class ReplayApp(GputopApp):
             )
         )
 
-    def compute_verdict(self):  # type: ignore[override]
-        """The recorded verdict (set as its evaluation is replayed), never a new one."""
-        return self.verdict
-
     def seek(self, target: float) -> None:
-        target = max(0.0, min(target, self.end_t - self.start_t))
-        if target < self.at:
-            self._reset(max(0.0, target - LEAD_S))
-            self.captures.clear()
-            self.at = 0.0
-        playing = self.playing
-        self._advance(target, display=True)
-        self.playing = playing and self._next is not None  # a seek keeps play or pause
-        self._show_position()
+        restarted, captures = self.playback.seek(target)
+        self._played(captures, restarted)
 
     # ---- keys ----
 
     def action_pause(self) -> None:
-        self.playing = not self.playing and self._next is not None
+        self.playback.toggle()
         self._show_position()
 
     def action_seek(self, seconds: float) -> None:
-        self.seek(self.at + float(seconds))
+        self.seek(self.playback.at + float(seconds))
 
     def action_seek_to(self, seconds: float) -> None:
         self.seek(float(seconds))
 
     def action_seek_end(self) -> None:
-        self.seek(self.end_t - self.start_t)
+        self.seek(self.playback.total)
 
     def action_speed(self, step: int) -> None:
-        i = SPEEDS.index(self.speed) + int(step)
-        self.speed = SPEEDS[max(0, min(len(SPEEDS) - 1, i))]
+        self.playback.change_speed(int(step))
         self._show_position()
 
     def unavailable_reason(self, action: str) -> str | None:
@@ -239,11 +172,10 @@ class ReplayApp(GputopApp):
         return super().check_action(action, parameters)
 
     def _show_position(self) -> None:
-        total = self.end_t - self.start_t
-        state = "playing" if self.playing else "end" if self._next is None else "paused"
+        p = self.playback
         text = (
-            f"REPLAY {self.recording.path.name}  {_clock(self.at)} / {_clock(total)}  "
-            f"{self.speed:g}x {state}"
+            f"REPLAY {self.recording.path.name}  {_clock(p.at)} / {_clock(p.total)}  "
+            f"{p.speed:g}x {p.status}"
         )
         if self.simulated_label:
             text += f"  (recorded on SIMULATED {self.simulated_label})"

@@ -1,8 +1,8 @@
 """Size of a session recording per hour, and the time `gputop report` takes on a day-long one.
 
-The session is fed to the recorder the way the live TUI feeds it (gputop/ui/app.py): every
-reading is appended to a Timeline and given to the sink, then the verdict is evaluated with
-``evaluate_at`` at the same EvalPoint the app builds and handed to ``Recorder.verdict``. The
+The readings go through gputop's own ``Session`` (gputop/session.py), as the live TUI's do:
+every reading is appended to the Timeline and given to the recorder, then the verdict is
+evaluated at the point the readings define and handed to ``Recorder.verdict``. The
 readings come at the TUI's default rates: GPUs and host every 2 s (Config.interval), agents and
 py-spy stacks every 1 s. A fake monotonic clock (``Recorder(path, clock=...)``) makes an hour
 take seconds.
@@ -57,9 +57,7 @@ from types import MappingProxyType as M
 from typing import Any
 
 from gputop.config import Config
-from gputop.diagnose.point import EvalPoint, evaluate_at
-from gputop.diagnose.verdict import State
-from gputop.model import GpuSample, Timeline
+from gputop.model import GpuSample
 from gputop.model.host import CgroupSample, HostSample, ProcSample, ThreadInfo
 from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
@@ -67,15 +65,18 @@ from gputop.record.fileformat import DATA, FRAME, HEADER, MAGIC, NEW_STREAM, SUM
 from gputop.record.reader import open_recording
 from gputop.record.report import build_report, render_report
 from gputop.record.writer import Recorder
+from gputop.session import Session
 from gputop.sim import SimBoard, SimProcess, installed
+from gputop.sinks import Sinks
 from gputop.sources.agent_link import STEP_HISTORY
+from gputop.sources.feeds import AGENTS_MAX_PERIOD_S, STACKS_PERIOD_S
 from gputop.sources.host import SLOW_TIER_S, THREAD_TIER_S
 from gputop.sources.nvml import NvmlSource
 from gputop.sources.stack_phases import classify
 
 INTERVAL_S = Config().interval  # GPU and host samplers
-AGENT_S = min(INTERVAL_S, 1.0)  # the agent sampler: at least every second
-STACKS_S = 1.0  # STACKS_INTERVAL_S in gputop/ui/app.py
+AGENT_S = min(INTERVAL_S, AGENTS_MAX_PERIOD_S)  # the agent sampler: at least every second
+STACKS_S = STACKS_PERIOD_S
 T0 = 86_400.0 * 3  # the monotonic clock of a machine up for three days
 WALL0 = 1.75e9
 PID = os.getpid()  # the trainer: NVML lists it on every GPU
@@ -502,12 +503,12 @@ class StacksGen:
 # ---- the session ----------------------------------------------------------------------------
 
 
-class Session:
-    """What gputop/ui/app.py does with each reading: Timeline, sinks, then the verdict.
-
-    The verdict is evaluated for real until ``real_s`` fake seconds have passed (None: to the
-    end); after that, or from the start when ``reuse`` is given, recorded verdicts are handed
-    to the recorder again in their order."""
+class BenchSession(Session):
+    """gputop's own Session (gputop/session.py: Timeline, sinks, the verdict at the point the
+    readings define) with the recorder as its sink. Only the evaluation is wrapped: timed while
+    the verdict is evaluated for real, and after ``real_s`` fake seconds (None: never), or from
+    the start when ``reuse`` is given, the recorder is handed recorded verdicts again in their
+    order at the same points."""
 
     def __init__(
         self,
@@ -518,84 +519,41 @@ class Session:
         real_s: float | None = None,
     ) -> None:
         self.clock = clock
-        self.gpus = gpus
         self.rec = Recorder(path, clock=clock)
-        self.rec.start(
-            gpus.devices,
+        super().__init__(gpus.devices, Sinks([self.rec]), clock=clock, wall=clock.wall)
+        self.start(
             {
                 "mode": "demo",
                 "pid": PID,
                 "command": CMDLINE.split(),
                 "simulated": "8x H100 SXM5 80GB, mixed workload",
-            },
+            }
         )
-        self.timeline = Timeline()
-        self.state = State()
         self.reuse = reuse
         self.real_until = clock() + real_s if real_s is not None else float("inf")
         self.verdicts: list[Any] = []
         self.evaluated = 0
         self.eval_s = 0.0
-        self.latest: dict[int, GpuSample] = {}
-        self.host_latest: HostSample | None = None
-        self.agents_latest: AgentsSample | None = None
-        self.stacks_latest: StacksSample | None = None
 
     @property
     def evaluating(self) -> bool:
         return self.reuse is None and self.clock() < self.real_until
 
-    def ingest(self, samples: list[GpuSample]) -> None:
-        if self.evaluating:
-            for s in samples:
-                self.timeline.append(s.key, s)
-        for s in samples:
-            self.latest[s.index] = s
-        self.rec.gpu(samples)
-        self.verdict()
-
-    def ingest_host(self, sample: HostSample) -> None:
-        if self.evaluating:
-            self.timeline.append(sample.key, sample)
-        self.host_latest = sample
-        self.rec.host(sample)
-        self.verdict()
-
-    def ingest_agents(self, sample: AgentsSample) -> None:
-        if self.evaluating:
-            self.timeline.append(sample.key, sample)
-        self.agents_latest = sample
-        self.rec.agents(sample)
-        self.verdict()
-
-    def ingest_stacks(self, sample: StacksSample) -> None:
-        if self.evaluating:
-            self.timeline.append(sample.key, sample)
-        self.stacks_latest = sample
-        self.rec.stacks(sample)
-        self.verdict()
-
-    def verdict(self) -> None:  # App.compute_verdict
-        if not self.latest:
-            return
-        h, st = self.host_latest, self.stacks_latest
-        point = EvalPoint(
-            now=max(s.t for s in self.latest.values()),
-            host=(h.key, h.t) if h is not None else None,
-            stacks=(st.key, st.t) if st is not None else None,
-        )
+    def evaluate(self, point: Any = None, shown: Any = None) -> Any:
+        point = point if point is not None else self.point()
+        if point is None:
+            return None
         if self.evaluating:
             t0 = time.perf_counter()
-            verdict, self.state, _ = evaluate_at(
-                self.timeline, self.gpus.devices, point, self.agents_latest, self.state
-            )
+            verdict = super().evaluate(point)
             self.eval_s += time.perf_counter() - t0
             self.evaluated += 1
         else:
             again = self.reuse if self.reuse is not None else self.verdicts[: self.evaluated]
             verdict = again[(len(self.verdicts) - self.evaluated) % len(again)]
+            self.sinks.verdict(point, verdict)
         self.verdicts.append(verdict)
-        self.rec.verdict(point, verdict)
+        return verdict
 
 
 def record(
@@ -606,18 +564,18 @@ def record(
     gpus: Callable[[Clock], Any],
     reuse: list[Any] | None = None,
     real_s: float | None = None,
-) -> tuple[Session, float]:
+) -> tuple[BenchSession, float]:
     """A session of ``hours`` at the TUI's rates; (session, generation seconds)."""
     rng = random.Random(seed)
     clock = Clock()
     feed = gpus(clock)
     host, agents, stacks = HostGen(rng), AgentGen(steps_per_s, rng), StacksGen(rng)
-    s = Session(path, clock, feed, reuse, real_s)
+    s = BenchSession(path, clock, feed, reuse, real_s)
     every = [  # (offset in the second, period, reader, ingest): the samplers' threads
-        (0.0012, INTERVAL_S, lambda: feed.sample(), s.ingest),
-        (0.25, AGENT_S, lambda: agents.sample(clock(), clock.wall()), s.ingest_agents),
-        (0.5, STACKS_S, lambda: stacks.sample(clock(), clock.wall()), s.ingest_stacks),
-        (0.7, INTERVAL_S, lambda: host.sample(clock(), clock.wall()), s.ingest_host),
+        (0.0012, INTERVAL_S, lambda: feed.sample(), s.gpu),
+        (0.25, AGENT_S, lambda: agents.sample(clock(), clock.wall()), s.agents),
+        (0.5, STACKS_S, lambda: stacks.sample(clock(), clock.wall()), s.stacks),
+        (0.7, INTERVAL_S, lambda: host.sample(clock(), clock.wall()), s.host),
     ]
     started = time.perf_counter()
     try:

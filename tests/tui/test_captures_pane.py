@@ -35,7 +35,7 @@ async def wait_for(pilot, app, done, seconds: float = 30.0):
 
 async def test_f_records_a_flame_graph_and_the_pane_follows_it(make_app, python_target, tmp_path):
     app = make_app(target=Target(python_target.pid, "python -c ..."))
-    app.capture_seconds, app.capture_dir = 1.0, str(tmp_path / "caps")
+    app.capture_keys.seconds, app.capture_keys.capture_dir = 1.0, str(tmp_path / "caps")
     async with app.run_test(size=(160, 48)) as pilot:
         assert not app.query_one(CapturesPane).display  # nothing asked for yet
         await pilot.press("f")
@@ -57,7 +57,7 @@ async def test_f_records_a_flame_graph_and_the_pane_follows_it(make_app, python_
 
 async def test_x_cancels_a_running_capture(make_app, python_target, tmp_path):
     app = make_app(target=Target(python_target.pid, "python -c ..."))
-    app.capture_seconds, app.capture_dir = 30.0, str(tmp_path / "caps")
+    app.capture_keys.seconds, app.capture_keys.capture_dir = 30.0, str(tmp_path / "caps")
     async with app.run_test(size=(160, 48)) as pilot:
         assert app.check_action("cancel_capture", ()) is None  # nothing to cancel yet
         await pilot.press("f")
@@ -74,7 +74,7 @@ async def test_a_capture_that_cannot_work_says_why(make_app, tmp_path):
     sleeper = subprocess.Popen(["sleep", "30"])  # not a Python process
     try:
         app = make_app(target=Target(sleeper.pid, "sleep 30"))
-        app.capture_dir = str(tmp_path / "caps")
+        app.capture_keys.capture_dir = str(tmp_path / "caps")
         async with app.run_test(size=(160, 48)) as pilot:
             await pilot.press("c")
             await wait_for(

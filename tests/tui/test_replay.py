@@ -74,21 +74,23 @@ async def test_replay_plays_the_recorded_verdicts_in_order(recording):
     assert expected.ok and expected.changes, expected.text()
     app = ReplayApp(recording, speed=64.0)
     seen: list[str | None] = []
-    apply = app._apply
+    player = app.playback.player
+    apply = player.apply
 
     def spy(rec):
-        apply(rec)
+        out = apply(rec)
         if rec.kind == "verdict" and (not seen or seen[-1] != shown(app)):
             seen.append(shown(app))
+        return out
 
-    app._apply = spy  # type: ignore[method-assign]
+    player.apply = spy  # type: ignore[method-assign]
     async with app.run_test(size=(120, 40)) as pilot:
         while app.playing:
             await pilot.pause(0.05)
-        assert app.at == pytest.approx(app.end_t - app.start_t)
+        assert app.at == pytest.approx(app.playback.total)
         assert "end" in str(app.query_one("#sim-banner").render())
     assert seen == [bound for _, bound in expected.changes]
-    assert app.mismatch is None
+    assert app.playback.mismatch is None
 
 
 async def test_pause_seek_and_speed_keys(recording):
@@ -104,7 +106,7 @@ async def test_pause_seek_and_speed_keys(recording):
         await pilot.press("left")
         assert app.at == pytest.approx(at + 10, abs=0.2)
         await pilot.press("end")
-        assert app.at == pytest.approx(app.end_t - app.start_t)
+        assert app.at == pytest.approx(app.playback.total)
         await pilot.press("home")
         assert app.at == 0.0
         await pilot.press("right_square_bracket", "right_square_bracket")
@@ -169,7 +171,7 @@ async def test_a_verdict_that_recomputes_differently_is_said(tmp_path):
         while app.playing:
             await pilot.pause(0.05)
         assert shown(app) == "memory-bandwidth"  # the recorded verdict is what is shown
-        assert app.mismatch and "differs from the recorded one" in app.mismatch
+        assert app.playback.mismatch and "differs from the recorded one" in app.playback.mismatch
         assert "differs from the recorded one" in str(app.query_one("#status").render())
 
 

@@ -1,0 +1,32 @@
+"""gputop's subcommands, one module each (memray's ``commands`` layout).
+
+Every module has ``NAME`` (the subcommand; None for the bare monitor), ``HELP`` and
+``DESCRIPTION`` (its --help), ``add_arguments(parser)`` and ``run(args) -> exit code``. A
+module imports only the standard library and ``commands.common`` at its top: what it needs
+(Textual, NVML, torch-free sources) it imports inside ``run``, so `gputop report` never pays
+for the screen and headless commands never import Textual at all.
+
+To add a subcommand: write its module, add it to ``SUBCOMMANDS`` in the order `gputop --help`
+lists it, and test it through ``gputop.cli.main``.
+"""
+
+from __future__ import annotations
+
+from gputop.commands import (
+    capture,
+    demo,
+    diagnose,
+    monitor,
+    record,
+    replay,
+    report,
+    run,
+    snapshot,
+)
+
+MONITOR = monitor
+"""What `gputop` with no subcommand runs; its flags are the top-level parser's."""
+SUBCOMMANDS = (demo, diagnose, record, replay, report, run, snapshot, capture)
+"""In the order `gputop --help` lists them."""
+
+__all__ = ["MONITOR", "SUBCOMMANDS"]

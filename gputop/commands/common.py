@@ -1,0 +1,329 @@
+"""What several subcommands share: flag groups, opening the GPU source (real NVML, a
+simulated board, or none) in one place with one error path, attaching to a target, the
+session's outputs, and starting the screen.
+
+Nothing here imports Textual at module level: the colour system must be chosen (environment
+variables) before Textual is imported, and headless commands never import it at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+class UsageError(Exception):
+    """Flags that contradict each other: argparse's usage message and exit code 2."""
+
+
+# ---- flag groups ----
+
+
+def add_sim_flags(p: argparse.ArgumentParser) -> None:
+    """--sim-board and its companions: a simulated board below pynvml instead of the driver."""
+    from gputop.sim import BOARDS, DRIVERS, SCENARIOS
+
+    boards = ", ".join(sorted(BOARDS))
+    p.add_argument(
+        "--sim-board",
+        metavar="NAME",
+        help=f"read a simulated board instead of the real driver: {boards}; "
+        "a count (h100x8) and -mig (a100-mig) may follow",
+    )
+    p.add_argument(
+        "--sim-driver",
+        metavar="GEN",
+        default=None,
+        help=f"driver generation of the simulated board: {', '.join(DRIVERS)} (default: newest)",
+    )
+    p.add_argument(
+        "--sim-scenario",
+        metavar="NAME",
+        default="idle",
+        help=f"workload on the simulated board: {', '.join(SCENARIOS)} (default: idle)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the simulated board's noise")
+
+
+def add_ui_flags(
+    p: argparse.ArgumentParser, under_command: bool = False, live: bool = True
+) -> None:
+    """The monitor's flags; on a subcommand they default to "not given" so that
+    ``gputop --interval 3 demo`` and ``gputop demo --interval 3`` mean the same. Live modes
+    also take a target and the outputs (``live``; replay does not)."""
+    from gputop.config import COLOR_MODES
+
+    if under_command:
+        p.argument_default = argparse.SUPPRESS
+
+    p.add_argument(
+        "--interval",
+        type=float,
+        metavar="S",
+        help="seconds between screen updates, 0.5..10 (default 2; 5 with --low-bandwidth)",
+    )
+    p.add_argument(
+        "--color",
+        choices=COLOR_MODES,
+        help="colours to use (default auto: from COLORTERM and TERM); mono is black and white",
+    )
+    p.add_argument("--theme", metavar="NAME", help="theme name (default gputop-dark)")
+    p.add_argument(
+        "--no-mouse",
+        dest="mouse",
+        action="store_const",
+        const=False,
+        help="do not capture the mouse (every action has a key)",
+    )
+    p.add_argument(
+        "--low-bandwidth",
+        action="store_const",
+        const=True,
+        help="for slow ssh links: 16 colours, no animation, no mouse, 5 s refresh, narrow charts",
+    )
+    p.add_argument("--config", type=Path, metavar="FILE", help="config file to read")
+    if not live:
+        return
+    add_output_flags(p)
+    p.add_argument(
+        "--pid",
+        type=int,
+        metavar="PID",
+        help="the training process to attach to (its DataLoader workers and children too)",
+    )
+
+
+def add_output_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--record",
+        type=Path,
+        metavar="FILE",
+        help="also write the session to FILE (every reading and verdict; `gputop replay FILE`, "
+        "`gputop report FILE`)",
+    )
+    p.add_argument(
+        "--prometheus",
+        metavar="[ADDR:]PORT",
+        help="serve Prometheus metrics on PORT (localhost unless ADDR is given; "
+        "docs/prometheus.md)",
+    )
+
+
+def command_of(args: argparse.Namespace) -> list[str]:
+    """The command after ``--`` (argparse keeps the separator in a REMAINDER)."""
+    return args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+
+
+def ui_config(args: argparse.Namespace):  # -> Config
+    from gputop.config import load_config, with_flags
+
+    config = with_flags(
+        load_config(args.config),
+        interval=args.interval,
+        color=args.color,
+        theme=args.theme,
+        mouse=args.mouse,
+        low_bandwidth=args.low_bandwidth,
+    )
+    return config.effective()
+
+
+# ---- the GPU source ----
+
+
+@dataclass(frozen=True)
+class Board:
+    """A simulated board to install below pynvml before NVML is opened."""
+
+    spec: str
+    driver: str | None = None
+    scenario: Any = "idle"
+    """A scenario name, or a Scenario (the PhaseFollower's)."""
+    seed: int = 0
+    warmup_s: float = 300.0
+    short_label: bool = False
+    """The demo's banner label (board and workload) instead of the full one."""
+
+
+def board_from_flags(args: argparse.Namespace, follower: Any = None) -> Board | None:
+    """The --sim-* flags as a Board (None without --sim-board); with a ``follower`` the
+    board's activity follows the real process's phases."""
+    from gputop.sim import SimConfigError
+
+    if not args.sim_board:
+        if args.sim_driver or args.sim_scenario != "idle":
+            raise SimConfigError("--sim-driver and --sim-scenario need --sim-board")
+        return None
+    scenario = follower.scenario() if follower is not None else args.sim_scenario
+    return Board(args.sim_board, args.sim_driver, scenario, args.seed)
+
+
+@dataclass(frozen=True)
+class Gpus:
+    """The GPU source a command reads: NVML (over the real driver or a simulated board), or
+    ``NoGpus`` with the reason when NVML cannot be used."""
+
+    source: Any
+    simulated: str | None
+    """The SIMULATED label, or None on a real driver."""
+    watchdog: Any
+    """The deadline NVML was opened under (snapshot reads through it too)."""
+    problem: str | None = None
+    """Why NVML cannot be used, with what to do about it (None: it is open)."""
+
+    @property
+    def missing(self) -> str | None:
+        """Why there are no GPU readings, without the advice (None: NVML is open)."""
+        return self.source.reason if self.problem is not None else None
+
+    def close(self) -> None:
+        if not self.watchdog.stalled:
+            self.watchdog.call(self.source.close)
+
+
+def open_gpus(board: Board | None = None, timeout: float = 10.0) -> Gpus:
+    """The one way gputop opens its GPU source: installs the simulated board when asked, then
+    opens NVML under a deadline (a wedged driver cannot hang gputop). When NVML cannot be used
+    the source is ``NoGpus`` with one line saying why; each command decides whether it can go
+    on without GPUs."""
+    from gputop.sources.feeds import NoGpus
+    from gputop.sources.nvml import NvmlSource
+    from gputop.sources.nvml_errors import NvmlUnavailable
+    from gputop.sources.watchdog import SourceStalled, Watchdog
+
+    simulated = None
+    if board is not None:
+        from gputop.sim import start_simulated_board
+
+        sim = start_simulated_board(
+            board.spec, board.driver, board.scenario, board.seed, board.warmup_s
+        )
+        simulated = (
+            sim.short_label
+            if board.short_label
+            else f"{sim.spec.label}, driver {sim.driver.version}, scenario {sim.scenario.key}"
+        )
+    watchdog = Watchdog("NVML", timeout=timeout)
+    try:
+        return Gpus(watchdog.call(NvmlSource.open), simulated, watchdog)
+    except NvmlUnavailable as e:
+        return Gpus(NoGpus(e.what), simulated, watchdog, str(e))
+    except SourceStalled as e:
+        return Gpus(NoGpus(str(e)), simulated, watchdog, str(e))
+
+
+# ---- the target ----
+
+
+@dataclass(frozen=True)
+class Attached:
+    """The sources of an attached process tree: its processes, its agents and its stacks."""
+
+    host: Any = None
+    agents: Any = None
+    stacks: Any = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.host.pid if self.host is not None else None
+
+    def command(self) -> str | None:
+        """The target's command line, as its header and recordings name it."""
+        main = self.host.sample().main if self.host is not None else None
+        return (main.cmdline or main.name) if main else None
+
+
+def attach(pid: int | None) -> Attached:
+    """The sources for ``pid`` (nothing for None); TargetNotFound propagates (one line)."""
+    if pid is None:
+        return Attached()
+    from gputop.sources.host import HostSource
+
+    return with_tree(HostSource.open(pid), pid)
+
+
+def with_tree(host: Any, pid: int) -> Attached:
+    """The agent link and the stack sampler of ``pid`` beside its host source (which may be
+    None: a job that exited before it could be read still has its agents' last words)."""
+    from gputop.sources.agent_link import AgentLink
+    from gputop.sources.stacks import StackSource
+
+    return Attached(host, AgentLink(pid), StackSource(pid))
+
+
+# ---- the session and its outputs ----
+
+
+def open_outputs(args: argparse.Namespace, mode: str, record: Any = None):  # -> Sinks
+    """The --record and --prometheus sinks of a live mode, opened before anything starts so
+    that a bad flag stops the command at once (SinkError: one line)."""
+    from gputop.sinks import open_sinks
+
+    record = record if record is not None else getattr(args, "record", None)
+    sinks = open_sinks(record, getattr(args, "prometheus", None))
+    sinks.meta = {"mode": mode}
+    return sinks
+
+
+def new_session(gpus: Gpus, sinks: Any = None, follower: Any = None):  # -> Session
+    """The session of a live mode over the GPUs that were opened."""
+    from gputop.session import Session
+
+    return Session(gpus.source.devices, sinks, follower=follower)
+
+
+def close_session(session: Any) -> None:
+    """Close the outputs, then say where the recording is and what went wrong on the way."""
+    if session is None:
+        return
+    recorders = [s for s in session.sinks.sinks if hasattr(s, "bytes_written")]
+    for problem in session.close():
+        print(f"gputop: {problem}", file=sys.stderr)
+    for r in recorders:
+        if r.bytes_written:  # one that never started removed its empty file
+            print(f"gputop: recorded to {r.path} (gputop replay / gputop report)", file=sys.stderr)
+
+
+def run_tui(
+    gpus: Gpus,
+    config: Any,
+    session: Any,
+    attached: Attached = Attached(),
+    job: Any = None,
+) -> int:
+    """The live screen over ``session``. Imports Textual only now: its colour system must come
+    from the environment first."""
+    from gputop.ui.terminal import apply_terminal_env
+
+    apply_terminal_env(config.color, config.low_bandwidth)
+    from gputop.ui.app import GputopApp, Target
+
+    target = None
+    if attached.host is not None:
+        target = Target(pid=attached.host.pid, command=attached.command() or "?")
+    extra = (f"no GPU data: {gpus.missing}",) if gpus.missing else ()
+    app = GputopApp(
+        gpus.source,
+        config=config,
+        simulated=gpus.simulated,
+        host=attached.host,
+        target=target,
+        agents=attached.agents,
+        job=job,
+        stacks=attached.stacks,
+        extra_problems=extra,
+        session=session,
+    )
+    session.start(
+        {"simulated": gpus.simulated, "interval": app.interval,
+         "pid": target.pid if target else None, "command": target.command if target else None}
+    )  # fmt: skip
+    try:
+        app.run(mouse=config.mouse)
+    finally:
+        gpus.close()
+        close_session(session)
+    return app.return_code or 0

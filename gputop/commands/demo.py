@@ -1,0 +1,80 @@
+"""`gputop demo`: the live monitor on a simulated board, optionally attached to the example
+trainer, whose phases the simulated GPUs then follow."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+from gputop.commands.common import (
+    Board,
+    add_ui_flags,
+    attach,
+    new_session,
+    open_gpus,
+    open_outputs,
+    run_tui,
+    ui_config,
+)
+
+NAME = "demo"
+HELP = "the live monitor on a simulated board (no GPU needed)"
+DESCRIPTION = "Run the live monitor against a simulated board with a scripted workload."
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from gputop.sim import BOARDS, SCENARIOS
+
+    p.add_argument(
+        "--board",
+        default="h100x8",
+        help=f"simulated board: {', '.join(sorted(BOARDS))} with an optional count "
+        "and -mig (default h100x8)",
+    )
+    p.add_argument(
+        "--scenario",
+        default="mixed",
+        help=f"workload: {', '.join(SCENARIOS)} (default mixed: a different one per GPU)",
+    )
+    p.add_argument("--driver", default=None, help="simulated driver generation")
+    p.add_argument("--seed", type=int, default=0, help="seed of the simulated board's noise")
+    p.add_argument(
+        "--trainer",
+        metavar="KNOBS",
+        help="also run the example MLP trainer with these knobs (quoted, e.g. "
+        "'--workers 0 --slow-transform-ms 50'; see examples/README.md) and attach to it: the "
+        "simulated GPU then follows its phases",
+    )
+    add_ui_flags(p, under_command=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    config = ui_config(args)
+    sinks = open_outputs(args, "demo")
+    job = follower = None
+    scenario = args.scenario
+    pid = getattr(args, "pid", None)
+    if args.trainer is not None:
+        from gputop.resources import bundled_examples_dir
+        from gputop.run import Job
+        from gputop.sim.scenarios import PhaseFollower
+
+        script = bundled_examples_dir() / "mlp_train.py"
+        knobs = shlex.split(args.trainer)  # a list for exec: no shell is involved
+        job = Job([sys.executable, str(script), "--steps", "100000000", *knobs], owned=True)
+        job.forward_signals()
+        pid = job.pid
+        follower = PhaseFollower()
+        scenario = follower.scenario()
+    try:
+        attached = attach(pid)
+        board = Board(args.board, args.driver, scenario, args.seed, 120.0, short_label=True)
+        gpus = open_gpus(board)
+        return run_tui(gpus, config, new_session(gpus, sinks, follower), attached, job=job)
+    except BaseException:
+        sinks.close()  # nothing was recorded: an unstarted recorder leaves no file
+        raise
+    finally:
+        if job is not None and job.poll() is None:
+            job.stop()

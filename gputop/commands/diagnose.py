@@ -1,0 +1,104 @@
+"""`gputop diagnose [--pid PID | -- CMD]`: the verdict without a screen, as a timeline and the
+final findings with evidence and levers (text or --json)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from gputop.commands.common import (
+    UsageError,
+    add_output_flags,
+    add_sim_flags,
+    attach,
+    board_from_flags,
+    close_session,
+    command_of,
+    new_session,
+    open_gpus,
+    open_outputs,
+)
+
+NAME = "diagnose"
+HELP = "the verdict without a screen: a timeline and the findings (text or --json)"
+DESCRIPTION = (
+    "Watch the GPUs (and a process, with --pid or -- CMD) for --duration seconds and print the "
+    "verdict timeline and the final findings with evidence and levers."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--pid", type=int, metavar="PID", help="the training process to diagnose")
+    p.add_argument("--duration", type=float, default=30.0, help="seconds to watch (default 30)")
+    p.add_argument("--interval", type=float, default=1.0, help="seconds between readings")
+    p.add_argument("--json", action="store_true", help="JSON (schema: docs/diagnose.md)")
+    p.add_argument("--log", type=Path, metavar="FILE", help="where CMD's output goes")
+    add_output_flags(p)
+    add_sim_flags(p)
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...")
+
+
+def run(args: argparse.Namespace) -> int:
+    from gputop.headless import diagnose, document, render
+    from gputop.run import Job, RunError, exit_status
+    from gputop.sources.feeds import feeds
+
+    command = command_of(args)
+    follower = None
+    if args.sim_board and (command or args.pid) and args.sim_scenario == "idle":
+        from gputop.sim.scenarios import PhaseFollower
+
+        follower = PhaseFollower()  # the simulated GPU follows the real process's phases
+    board = board_from_flags(args, follower)
+    if command and args.pid:
+        raise UsageError("give either --pid or a command after --, not both")
+    sinks = open_outputs(args, "diagnose")
+    job = None
+    if command:
+        try:
+            job = Job(command, log=args.log, owned=True)
+        except RunError as e:
+            sinks.close()
+            print(f"gputop: {e}", file=sys.stderr)
+            return 127
+        job.forward_signals()
+    pid = job.pid if job else args.pid
+    try:
+        attached = attach(pid)
+        gpus = open_gpus(board)
+    except BaseException:
+        sinks.close()
+        if job is not None:
+            job.stop()
+        raise
+    session = new_session(gpus, sinks, follower)
+    stop = (lambda: job.poll() is not None) if job else (lambda: False)
+    session.start({"simulated": gpus.simulated, "pid": pid, "command": command or None,
+                   "interval": args.interval})  # fmt: skip
+    try:
+        sources = feeds(gpus.source, attached.host, attached.agents, attached.stacks, args.interval)
+        d = diagnose(session, sources, args.duration, stop=stop)
+    finally:
+        gpus.close()
+        close_session(session)
+    stopped = False
+    if job is not None:
+        if job.poll() is None:  # the duration is over: a diagnosis must not leave jobs behind
+            stopped = True
+            d.exit_code = job.stop()
+        else:
+            d.exit_code = exit_status(job.poll())
+    if gpus.missing:
+        d.problems.insert(0, f"no GPU data: {gpus.missing}")
+    if stopped:
+        d.problems.append(f"the command was still running after {args.duration:g} s: stopped it")
+    source = {"simulated": gpus.simulated, "pid": pid, "command": command or None,
+              "log": str(job.log_path) if job and job.log_path else None}  # fmt: skip
+    doc = document(d, source)
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        sys.stdout.write(render(doc))
+    return 0

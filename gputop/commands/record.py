@@ -1,0 +1,90 @@
+"""`gputop record --pid PID -o FILE`: the session without a screen, written to a recording
+until the process exits, --duration passes or ctrl+c (`gputop replay`, `gputop report`)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from gputop.commands.common import (
+    add_sim_flags,
+    attach,
+    board_from_flags,
+    close_session,
+    new_session,
+    open_gpus,
+    open_outputs,
+)
+
+NAME = "record"
+HELP = "record a training process without a screen (replay or report it later)"
+DESCRIPTION = (
+    "Read the GPUs, the process tree, its agents and stacks, and write every reading and "
+    "verdict to FILE until the process exits, --duration passes or ctrl+c."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--pid", type=int, required=True, metavar="PID", help="the process to record")
+    p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE",
+                   help="the recording to write (never overwritten)")  # fmt: skip
+    p.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
+    p.add_argument("--interval", type=float, default=2.0, help="seconds between readings")
+    p.add_argument("--prometheus", metavar="[ADDR:]PORT", help="also serve Prometheus metrics")
+    add_sim_flags(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    from gputop.headless import diagnose
+    from gputop.sim.scenarios import PhaseFollower
+    from gputop.sources.feeds import feeds
+
+    follower = PhaseFollower() if args.sim_board and args.sim_scenario == "idle" else None
+    board = board_from_flags(args, follower)
+    attached = attach(args.pid)
+    sinks = open_outputs(args, "record", record=args.output)
+    gpus = open_gpus(board)
+    if gpus.missing:
+        print(f"gputop: no GPU data: {gpus.missing}; recording the process only", file=sys.stderr)
+    session = new_session(gpus, sinks, follower)
+    stopping = threading.Event()
+    signals = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.signal(sig, lambda *_: stopping.set()) for sig in signals}
+    session.start({"simulated": gpus.simulated, "pid": args.pid, "command": attached.command(),
+                   "interval": args.interval})  # fmt: skip
+    watched = NoticingExit(attached.host)
+    print(f"gputop: recording pid {args.pid} to {args.output} (ctrl+c stops)", file=sys.stderr)
+    try:
+        sources = feeds(gpus.source, watched, attached.agents, attached.stacks, args.interval)
+        d = diagnose(
+            session, sources, args.duration or math.inf,
+            stop=lambda: stopping.is_set() or watched.exited,
+        )  # fmt: skip
+    finally:
+        gpus.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        close_session(session)
+    for problem in d.problems:
+        print(f"gputop: note: {problem}", file=sys.stderr)
+    return 0
+
+
+class NoticingExit:
+    """The host source, remembering whether the target has exited (a recording stops then,
+    after the reading that says so: its exit code and last cgroup state are in the file)."""
+
+    def __init__(self, host: Any) -> None:
+        self.host = host
+        self.pid = host.pid
+        self.exited = False
+
+    def sample(self) -> Any:
+        h = self.host.sample()
+        self.exited = h.state == "exited"
+        return h

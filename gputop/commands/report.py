@@ -1,0 +1,37 @@
+"""`gputop report FILE`: a recording summarised to read or paste (text with charts, or JSON:
+docs/report.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+NAME = "report"
+HELP = "a summary of a recording to read or paste: verdicts, steps, GPUs, findings"
+DESCRIPTION = (
+    "Summarise a recording: time per verdict, step times and phases, MFU, throttling, ranks, "
+    "findings with levers, captures, charts."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", type=Path, metavar="FILE", help="a recording (--record FILE)")
+    p.add_argument("--json", action="store_true", help="JSON (schema: docs/report.md)")
+    p.add_argument("--no-charts", action="store_true", help="leave out the charts")
+
+
+def run(args: argparse.Namespace) -> int:
+    from gputop.record.reader import open_recording
+    from gputop.record.report import build_report, render_report
+
+    recording = open_recording(args.file)
+    doc = build_report(recording)
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        sys.stdout.write(render_report(doc, charts=not args.no_charts))
+    if recording.damage:
+        print(f"gputop: {args.file} {recording.damage}", file=sys.stderr)
+    return 0

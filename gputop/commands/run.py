@@ -1,0 +1,100 @@
+"""`gputop run -- CMD`: start a training command with the agent in every Python process it
+starts (no code change), and watch it; gputop exits with the job's status."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from gputop.commands.common import (
+    add_ui_flags,
+    command_of,
+    new_session,
+    open_gpus,
+    open_outputs,
+    run_tui,
+    ui_config,
+    with_tree,
+)
+
+NAME = "run"
+HELP = "start a training command with the agent enabled, and attach to it"
+DESCRIPTION = (
+    "Run CMD with gputop's agent in every Python process it starts (no code change), and watch "
+    "it. Signals reach the whole job; gputop exits with its exit code."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--no-tui",
+        action="store_true",
+        help="no screen: the job's output passes through, a per-rank summary is printed at the end",
+    )
+    p.add_argument("--log", type=Path, metavar="FILE", help="where the job's output goes")
+    p.add_argument(
+        "--nsys",
+        action="store_true",
+        help="start CMD inside an Nsight Systems session (nsys launch), so that the n key and "
+        "`gputop capture nsys` can record a window of it later",
+    )
+    add_ui_flags(p, under_command=True)
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...")
+
+
+def run(args: argparse.Namespace) -> int:
+    from gputop.run import Job, RunError, exit_status, run_headless
+    from gputop.sources.agent_link import AgentLink
+    from gputop.sources.host import HostSource
+
+    command = command_of(args)
+    env = None
+    if args.nsys and command:
+        from gputop.capture import nsys
+
+        binary = nsys.find_nsys()
+        if binary is None:
+            print(f"gputop: {nsys.NO_NSYS}", file=sys.stderr)
+            return 127
+        session = nsys.session_name(f"{os.getpid()}-{int(time.time())}")
+        command, env = nsys.launch_argv(binary, session, command), {nsys.SESSION_ENV: session}
+    if args.no_tui and (getattr(args, "record", None) or getattr(args, "prometheus", None)):
+        print(
+            "gputop: --record and --prometheus need the monitor: drop --no-tui, or start the job "
+            "and run `gputop record --pid PID -o FILE` beside it",
+            file=sys.stderr,
+        )
+        return 2
+    sinks = None if args.no_tui else open_outputs(args, "run")  # bad flags stop us before the job
+    try:
+        job = Job(command, log=args.log, passthrough=args.no_tui, env=env)
+    except RunError as e:
+        if sinks is not None:
+            sinks.close()
+        print(f"gputop: {e}", file=sys.stderr)
+        return 127
+    if args.no_tui:
+        return run_headless(job, AgentLink(job.pid))
+    job.forward_signals()
+    config = ui_config(args)
+    try:
+        host = HostSource.open(job.pid, exit_code=job.exit_status)
+    except Exception:
+        host = None  # it already exited: the log says why
+    gpus = open_gpus()
+    run_tui(gpus, config, new_session(gpus, sinks), with_tree(host, job.pid), job=job)
+    if job.poll() is None:
+        print(
+            f"gputop: the job goes on as pid {job.pid}; its output: {job.log_path}",
+            file=sys.stderr,
+        )
+        return 0
+    code = exit_status(job.wait())
+    tail = job.tail()
+    if tail:
+        print(tail)
+    print(f"gputop: the job exited with status {code}; its output: {job.log_path}", file=sys.stderr)
+    return code

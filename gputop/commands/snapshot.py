@@ -1,0 +1,64 @@
+"""`gputop snapshot`: one reading of every GPU (and of a process tree with --pid), printed as
+a table or versioned JSON (docs/snapshot.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from gputop.commands.common import add_sim_flags, attach, board_from_flags, open_gpus
+
+NAME = "snapshot"
+HELP = "print one reading of every GPU (a table, or JSON with --json)"
+DESCRIPTION = "Take one reading of every GPU and print it. Exits 1 when NVML is missing."
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print JSON (schema: docs/snapshot.md)")
+    p.add_argument("--pid", type=int, metavar="PID", help="also read this process tree (host data)")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=5.0,
+        help="seconds to wait for the driver before giving up (default 5)",
+    )
+    add_sim_flags(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    from gputop.render.text import render_snapshot
+    from gputop.snapshot import build_document, sample_pair
+    from gputop.sources.watchdog import SourceStalled
+
+    board = board_from_flags(args)
+    attached = attach(args.pid)
+    gpus = open_gpus(board, timeout=args.timeout)
+    if gpus.problem:
+        print(f"gputop: {gpus.problem}", file=sys.stderr)
+        return 1
+    host, link, stacks = attached.host, attached.agents, attached.stacks
+    try:
+        if host is not None:
+            host.sample()  # rates need two readings; sample_pair spaces them
+            link.sample()  # connect; the backlog of steps arrives meanwhile
+        samples = sample_pair(gpus.source, gpus.watchdog)
+        doc = build_document(
+            gpus.source.devices,
+            gpus.source.capabilities,
+            samples,
+            simulated=gpus.simulated,
+            host=host.sample() if host is not None else None,
+            agents=link.sample() if link is not None else None,
+            stacks=stacks.sample() if stacks is not None else None,
+        )
+    except SourceStalled as e:
+        print(f"gputop: {e}", file=sys.stderr)
+        return 1
+    finally:
+        gpus.close()
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        sys.stdout.write(render_snapshot(doc))
+    return 0

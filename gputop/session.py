@@ -1,0 +1,272 @@
+"""The live session: the one place where readings become history, verdicts and outputs.
+
+Every mode of gputop is a view of a ``Session``. The TUI's sampler threads post readings to
+the UI thread, which hands them to the session and draws the state it returns; `gputop
+diagnose` and `gputop record` drive it from a loop on one thread; replay drives it from a
+recording on a playback clock (readings in their recorded order, verdicts evaluated at the
+recorded points). What the session does with a reading is written once, here:
+
+1. append it to the Timeline and keep it as the latest of its source;
+2. hand it to the sinks (recorder, exporter) in the order taken;
+3. steer the simulated board's PhaseFollower (agents' readings, when there is one);
+4. evaluate the verdict at the point the readings define (``evaluate_each``), carry the
+   hysteresis, and hand the evaluation to the sinks;
+5. publish an immutable ``SessionState`` that every output reads.
+
+No Textual, no threads and no I/O of its own: sinks do their own I/O, and the clock that
+stamps events is injected. Like the Timeline, a Session has one writer.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from gputop.diagnose import State, Verdict
+from gputop.diagnose.point import STACKS_WINDOW_S, EvalPoint, evaluate_at
+from gputop.diagnose.rules import Signals
+from gputop.model import DeviceInfo, GpuSample, Timeline
+from gputop.model.host import HostSample
+from gputop.model.stacks import StacksSample
+from gputop.model.steps import AgentsSample
+from gputop.sinks import Sinks
+
+READINGS = ("gpu", "host", "agents", "stacks")
+"""The kinds of reading a session takes, in the order the sinks and recordings name them."""
+
+
+@dataclass(frozen=True)
+class SessionState:
+    """What every output reads: the latest readings and the verdict at one moment.
+
+    Immutable: the history it answers from ends at its own readings, so readings taken
+    later do not change what it says (the Timeline is shared, and only appended to)."""
+
+    devices: tuple[DeviceInfo, ...]
+    gpus: Mapping[int, GpuSample]
+    """The latest reading of each GPU, by index."""
+    host: HostSample | None
+    agents: AgentsSample | None
+    stacks: StacksSample | None
+    verdict: Verdict | None
+    """The verdict as shown (in replay: the recorded one)."""
+    point: EvalPoint | None
+    """Where the verdict was evaluated (None before the first evaluation)."""
+    inputs: Signals | None
+    """The reduced numbers the rules read at that point (MFU, step statistics)."""
+    evaluations: int
+    problems: tuple[str, ...]
+    """Outputs that stopped on the way (a full disk, a port taken), one line each."""
+    timeline: Timeline = field(repr=False, compare=False)
+
+    @property
+    def verdict_now(self) -> float:
+        """The verdict's clock (monotonic seconds): its age is measured from here."""
+        return self.point.now if self.point is not None else 0.0
+
+    def gpu_history(self, index: int, seconds: float) -> tuple[GpuSample, ...]:
+        """The readings of one GPU over ``seconds`` up to its latest one."""
+        latest = self.gpus.get(index)
+        if latest is None:
+            return ()
+        return self.timeline.window(("gpu", index), latest.t, seconds).samples
+
+    def stacks_window(self, seconds: float = STACKS_WINDOW_S) -> tuple[StacksSample, ...]:
+        """The stack readings the verdict and the stacks pane look at."""
+        if self.stacks is None:
+            return ()
+        return self.timeline.window(self.stacks.key, self.stacks.t, seconds).samples
+
+    @property
+    def walls(self) -> list[float]:
+        """Wall-clock times of the latest GPU readings (the header's clock)."""
+        return [s.wall for s in self.gpus.values()]
+
+
+Shown = Callable[[Verdict], Verdict]
+"""Turns the verdict just computed into the one to show (replay shows the recorded one)."""
+
+
+class Session:
+    """One live session: readings in, history, verdicts and outputs out (module docstring)."""
+
+    def __init__(
+        self,
+        devices: Sequence[DeviceInfo],
+        sinks: Sinks | None = None,
+        follower: Any = None,
+        evaluate_each: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.devices = tuple(devices)
+        self.sinks = sinks if sinks is not None else Sinks()
+        self.follower = follower
+        """The simulated board's PhaseFollower: busy for the compute share the agents report."""
+        self.evaluate_each = evaluate_each
+        """Evaluate after every reading (live); replay evaluates at the recorded points only."""
+        self._clock = clock
+        self._wall = wall
+        self.timeline = Timeline()
+        self._gpus: dict[int, GpuSample] = {}
+        self._host: HostSample | None = None
+        self._agents: AgentsSample | None = None
+        self._stacks: StacksSample | None = None
+        self._hysteresis = State()
+        self._verdict: Verdict | None = None
+        self._point: EvalPoint | None = None
+        self._inputs: Signals | None = None
+        self._evaluations = 0
+        self._problems: list[str] = []
+        self._state: SessionState | None = None
+
+    # ---- lifecycle ----
+
+    def start(self, meta: Mapping[str, Any]) -> None:
+        """Once, before the first reading: tells the sinks what the session is."""
+        if self.sinks:
+            self.sinks.start(self.devices, {**self.sinks.meta, **meta})
+        self._collect_problems()
+
+    def close(self) -> list[str]:
+        """Closes the sinks; the problems met in closing them (a last write that failed), one
+        line each. Those met before are in the state, where the outputs already said them."""
+        self._collect_problems()
+        before = len(self._problems)
+        self.sinks.close()
+        self._collect_problems()
+        return self._problems[before:]
+
+    # ---- readings ----
+
+    def gpu(self, samples: Sequence[GpuSample]) -> SessionState:
+        for s in samples:
+            self.timeline.append(s.key, s)
+            self._gpus[s.index] = s
+        if self.sinks:
+            self.sinks.gpu(samples)
+        return self._after_reading()
+
+    def host(self, sample: HostSample) -> SessionState:
+        self.timeline.append(sample.key, sample)
+        self._host = sample
+        if self.sinks:
+            self.sinks.host(sample)
+        return self._after_reading()
+
+    def agents(self, sample: AgentsSample) -> SessionState:
+        self.timeline.append(sample.key, sample)
+        self._agents = sample
+        if self.sinks:
+            self.sinks.agents(sample)
+        if self.follower is not None:
+            self._steer(sample)
+        return self._after_reading()
+
+    def stacks(self, sample: StacksSample) -> SessionState:
+        self.timeline.append(sample.key, sample)
+        self._stacks = sample
+        if self.sinks:
+            self.sinks.stacks(sample)
+        return self._after_reading()
+
+    def take(self, kind: str, reading: Any) -> SessionState:
+        """A reading of any kind (``READINGS``): what a loop over several sources calls."""
+        if kind not in READINGS:
+            raise ValueError(f"unknown reading kind {kind!r}")
+        return getattr(self, kind)(reading)
+
+    def event(self, kind: str, data: Mapping[str, Any]) -> None:
+        """Something that happened once (a capture started or ended, the target exited)."""
+        if self.sinks:
+            self.sinks.event(self._clock(), self._wall(), kind, dict(data))
+            self._collect_problems()
+
+    # ---- the verdict ----
+
+    def point(self) -> EvalPoint | None:
+        """Where the verdict is evaluated now: the newest GPU reading's time, and the host and
+        stack windows ending at their own latest readings. Without GPUs (no driver) the newest
+        reading of any source sets the clock; with GPUs, nothing is evaluated before their
+        first reading (the GPU windows would be empty)."""
+        h, st = self._host, self._stacks
+        if self._gpus:
+            now = max(s.t for s in self._gpus.values())
+        elif self.devices:
+            return None
+        else:
+            times = [r.t for r in (h, self._agents, st) if r is not None]
+            if not times:
+                return None
+            now = max(times)
+        return EvalPoint(
+            now=now,
+            host=(h.key, h.t) if h is not None else None,
+            stacks=(st.key, st.t) if st is not None else None,
+        )
+
+    def evaluate(
+        self, point: EvalPoint | None = None, shown: Shown | None = None
+    ) -> Verdict | None:
+        """Every rule at ``point`` (default: ``point()``), hysteresis carried on; the sinks get
+        the verdict shown. Returns the verdict computed (None when there is no point yet)."""
+        point = point if point is not None else self.point()
+        if point is None:
+            return None
+        computed, self._hysteresis, self._inputs = evaluate_at(
+            self.timeline, self.devices, point, self._agents, self._hysteresis
+        )
+        self._verdict = shown(computed) if shown is not None else computed
+        self._point = point
+        self._evaluations += 1
+        if self.sinks:
+            self.sinks.verdict(point, self._verdict)
+        self._changed()
+        return computed
+
+    # ---- state ----
+
+    @property
+    def state(self) -> SessionState:
+        """The state after the last reading or evaluation (built once per change)."""
+        if self._state is None:
+            self._collect_problems()
+            self._state = SessionState(
+                devices=self.devices,
+                gpus=MappingProxyType(dict(self._gpus)),
+                host=self._host,
+                agents=self._agents,
+                stacks=self._stacks,
+                verdict=self._verdict,
+                point=self._point,
+                inputs=self._inputs,
+                evaluations=self._evaluations,
+                problems=tuple(self._problems),
+                timeline=self.timeline,
+            )
+        return self._state
+
+    def _after_reading(self) -> SessionState:
+        self._changed()
+        if self.evaluate_each:
+            self.evaluate()
+        return self.state
+
+    def _changed(self) -> None:
+        self._state = None
+
+    def _collect_problems(self) -> None:
+        if self.sinks.problems:
+            self._problems += [p for p in self.sinks.problems if p not in self._problems]
+            self.sinks.problems.clear()
+            self._changed()
+
+    def _steer(self, sample: AgentsSample) -> None:
+        from gputop.diagnose.signals import step_signals
+
+        steps = step_signals(sample)
+        if steps is not None and steps.shares:
+            self.follower.update(steps.shares)

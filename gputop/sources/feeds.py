@@ -1,0 +1,80 @@
+"""The sources a session reads and how often: one table for the TUI's sampler threads and the
+headless loop, so `gputop diagnose`, `gputop record` and the screen read at the same rates.
+
+GPUs and the process tree follow the refresh interval; the agents' steps are read at least
+every second (steps are fast and the link's buffer is bounded); py-spy keeps its own budget of
+one dump a second per main process whatever the screen does (research/capture.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+STACKS_PERIOD_S = 1.0
+"""py-spy's rate: about one dump per second per main process (workers take turns)."""
+AGENTS_MAX_PERIOD_S = 1.0
+"""The agents' steps are read at least this often."""
+
+
+@dataclass(frozen=True)
+class Feed:
+    """One source of a session: what it reads, how often, and how long a read may hang."""
+
+    kind: str
+    """The session's name for its readings: gpu, host, agents or stacks."""
+    read: Callable[[], Any]
+    period: float
+    """Seconds between readings at the current refresh interval."""
+    what: str
+    """The source as a user knows it (the stalled-source message names it)."""
+    timeout: float
+    """Seconds before a read counts as stalled (a wedged driver, a stuck py-spy)."""
+    max_period: float = float("inf")
+    fixed: bool = False
+    """Keeps its own rate when the refresh interval changes."""
+
+    def at(self, interval: float) -> float:
+        """The period at a refresh interval of ``interval`` seconds."""
+        return self.period if self.fixed else min(interval, self.max_period)
+
+
+def feeds(
+    gpu: Any, host: Any = None, agents: Any = None, stacks: Any = None, interval: float = 2.0
+) -> list[Feed]:
+    """The feeds of a session, in the order a loop reads them (anything with ``sample()``)."""
+    out = [Feed("gpu", gpu.sample, interval, "NVML", max(2.0, interval))]
+    if host is not None:
+        out.append(Feed("host", host.sample, interval, "the process reader", 5.0))
+    if agents is not None:
+        out.append(
+            Feed(
+                "agents",
+                agents.sample,
+                min(interval, AGENTS_MAX_PERIOD_S),
+                "the agent link",
+                5.0,
+                max_period=AGENTS_MAX_PERIOD_S,
+            )
+        )
+    if stacks is not None:
+        out.append(Feed("stacks", stacks.sample, STACKS_PERIOD_S, "py-spy", 30.0, fixed=True))
+    return out
+
+
+class NoGpus:
+    """The GPU source when NVML cannot be used (no driver, a recording without GPUs): no
+    devices, no readings, and the reason, which the screen and reports show."""
+
+    devices: tuple = ()
+    capabilities = None
+
+    def __init__(self, reason: str | None = None) -> None:
+        self.reason = reason
+
+    def sample(self) -> list:
+        return []
+
+    def close(self) -> None:
+        pass
