@@ -102,25 +102,3 @@ class Sinks:
 
 class SinkError(Exception):
     """A sink asked for on the command line cannot start: one line, what to do."""
-
-
-def open_sinks(record: Any = None, prometheus: str | None = None) -> Sinks:
-    """The recorder (``--record FILE``) and the exporter (``--prometheus [ADDR:]PORT``)."""
-    sinks: list[Any] = []
-    if record is not None:
-        from gputop.record.writer import Recorder, RecordError
-
-        try:
-            sinks.append(Recorder(record))
-        except RecordError as e:
-            raise SinkError(str(e)) from None
-    if prometheus is not None:
-        from gputop.export.prometheus import ExportError, open_exporter
-
-        try:
-            sinks.append(open_exporter(prometheus))
-        except ExportError as e:
-            for s in sinks:
-                s.close()
-            raise SinkError(str(e)) from None
-    return Sinks(sinks)

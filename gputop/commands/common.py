@@ -260,10 +260,28 @@ def with_tree(host: Any, pid: int) -> Attached:
 def open_outputs(args: argparse.Namespace, mode: str, record: Any = None):  # -> Sinks
     """The --record and --prometheus sinks of a live mode, opened before anything starts so
     that a bad flag stops the command at once (SinkError: one line)."""
-    from gputop.sinks import open_sinks
+    from gputop.sinks import SinkError, Sinks
 
     record = record if record is not None else getattr(args, "record", None)
-    sinks = open_sinks(record, getattr(args, "prometheus", None))
+    prometheus = getattr(args, "prometheus", None)
+    opened: list[Any] = []
+    if record is not None:
+        from gputop.record.writer import Recorder, RecordError
+
+        try:
+            opened.append(Recorder(record))
+        except RecordError as e:
+            raise SinkError(str(e)) from None
+    if prometheus is not None:
+        from gputop.export.prometheus import ExportError, open_exporter
+
+        try:
+            opened.append(open_exporter(prometheus))
+        except ExportError as e:
+            for sink in opened:
+                sink.close()
+            raise SinkError(str(e)) from None
+    sinks = Sinks(opened)
     sinks.meta = {"mode": mode}
     return sinks
 

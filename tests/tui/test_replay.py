@@ -1,7 +1,7 @@
 """`gputop replay`: the live screen over a recording. The recording is made here through the
 real Recorder from deterministic readings (a seeded simulated board on a frozen clock, a
-hand-built host, agents and stacks) with verdicts computed the way the live app computes
-them, so the screen is the same on every run."""
+hand-built host, agents and stacks) fed through the live monitor's Session, so the screen is
+the same on every run."""
 
 from __future__ import annotations
 
@@ -13,13 +13,12 @@ from pathlib import Path
 import pytest
 from conftest import WALL0, agents_sample, host_sample, record, stacks_window
 
-from gputop.diagnose import State
-from gputop.diagnose.point import EvalPoint, evaluate_at
-from gputop.model import Timeline
 from gputop.record import fileformat
 from gputop.record.reader import open_recording
 from gputop.record.replay import check
 from gputop.record.writer import Recorder
+from gputop.session import Session
+from gputop.sinks import Sinks
 from gputop.ui.replay_app import ReplayApp
 
 SIZES = {"compact": (80, 24), "wide": (160, 48)}
@@ -34,28 +33,22 @@ def make_recording(path: Path, ticks: int = 90) -> Path:
     stacks = stacks_window()
     clock = [0.0]
     rec = Recorder(path, clock=lambda: clock[0])
-    meta = {"mode": "monitor", "pid": host.pid, "command": "python train.py", "interval": 1.0}
-    rec.start(gpu.devices, meta)
-    tl, state = Timeline(), State()
+    session = Session(gpu.devices, Sinks([rec]), evaluate_each=False,
+                      clock=lambda: clock[0], wall=lambda: WALL0 + clock[0])  # fmt: skip
+    session.start({"mode": "monitor", "pid": host.pid, "command": "python train.py",
+                   "interval": 1.0})  # fmt: skip
     for i, samples in enumerate(gpu.history):
-        now = samples[0].t
-        clock[0] = now
-        h = dataclasses.replace(host, t=now, wall=WALL0 + now)
-        a = dataclasses.replace(agents, t=now, wall=WALL0 + now)
-        st = dataclasses.replace(stacks[i % len(stacks)], t=now, wall=WALL0 + now)
-        tl.extend(samples)
-        rec.gpu(samples)
-        for sample, feed in ((h, rec.host), (a, rec.agents), (st, rec.stacks)):
-            tl.append(sample.key, sample)
-            feed(sample)
-        point = EvalPoint(now, (h.key, h.t), (st.key, st.t))
-        verdict, state, _ = evaluate_at(tl, gpu.devices, point, a, state)
-        rec.verdict(point, verdict)
+        now = clock[0] = samples[0].t
+        session.gpu(samples)
+        session.host(dataclasses.replace(host, t=now, wall=WALL0 + now))
+        session.agents(dataclasses.replace(agents, t=now, wall=WALL0 + now))
+        session.stacks(dataclasses.replace(stacks[i % len(stacks)], t=now, wall=WALL0 + now))
+        session.evaluate()  # once a tick, at the point the readings define
         if i == 30:
             data = {"id": 1, "kind": "pyspy-flame", "pid": host.pid, "status": "ok",
                     "folder": "/captures/flame", "reason": ""}  # fmt: skip
-            rec.event(now, WALL0 + now, "capture", data)
-    rec.close()
+            session.event("capture", data)
+    session.close()
     return path
 
 

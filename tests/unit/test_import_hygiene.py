@@ -1,0 +1,184 @@
+"""The layering, enforced: every import in the package (module level and inside functions)
+against the contract of its layer. Sources -> pure model -> pure diagnosis -> session ->
+outputs; nothing runs back up, and the agent, which runs inside the user's trainer, brings
+nothing but the standard library (torch only inside functions, once training has it).
+
+A failure names the file, the line and the import, and the rule it breaks.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "gputop"
+STDLIB = frozenset(sys.stdlib_module_names) | {"__future__"}
+HEAVY = frozenset({"textual", "rich", "pynvml", "psutil", "subprocess", "plotext",
+                   "prometheus_client", "torch"})  # fmt: skip
+"""What a pure layer may not import: a screen, a driver, processes, exporters, torch."""
+OUTPUTS = ("gputop.ui", "gputop.record", "gputop.export", "gputop.commands", "gputop.cli",
+           "gputop.headless", "gputop.snapshot", "gputop.render", "gputop.capture")  # fmt: skip
+ABOVE_MODEL = ("gputop.diagnose", "gputop.session", "gputop.sinks", "gputop.sources",
+               "gputop.sim", "gputop.agent", "gputop.run", *OUTPUTS)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Import:
+    module: str
+    line: int
+    lazy: bool
+    """Inside a function: loaded only when that function runs."""
+
+
+def imports(path: Path) -> list[Import]:
+    """Every import of a file, absolute (relative ones resolved against its package)."""
+    tree = ast.parse(path.read_text(), str(path))
+    package = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts[:-1])
+    out: list[Import] = []
+
+    def visit(node: ast.AST, lazy: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = lazy or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
+            if isinstance(child, ast.Import):
+                out.extend(Import(a.name, child.lineno, lazy) for a in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    parts = package.split(".")[: len(package.split(".")) - child.level + 1]
+                    base = ".".join([*parts, base] if base else parts)
+                out.append(Import(base, child.lineno, lazy))
+            visit(child, inner)
+
+    visit(tree, False)
+    return out
+
+
+def files(*where: str) -> list[Path]:
+    found: list[Path] = []
+    for w in where:
+        p = PACKAGE / w
+        found += sorted(p.rglob("*.py")) if p.is_dir() else [p]
+    return found
+
+
+def under(module: str, prefixes: tuple[str, ...] | frozenset[str]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def broken(paths: list[Path], rule) -> list[str]:
+    out = []
+    for path in paths:
+        for imp in imports(path):
+            why = rule(imp)
+            if why:
+                where = path.relative_to(PACKAGE.parent)
+                out.append(f"{where}:{imp.line}: imports {imp.module}: {why}")
+    return out
+
+
+def pure(allowed_gputop: tuple[str, ...]):
+    def rule(imp: Import) -> str | None:
+        top = imp.module.split(".")[0]
+        if top in HEAVY:
+            return "a pure layer imports no screen, driver, process or exporter library"
+        if top == "gputop" and not under(imp.module, allowed_gputop):
+            return f"may import only {', '.join(allowed_gputop)} from gputop"
+        if top not in STDLIB and top != "gputop":
+            return "a pure layer imports only the standard library and the layers below it"
+        return None
+
+    return rule
+
+
+def test_the_vocabulary_is_below_everything():
+    assert not broken(files("vocab"), pure(("gputop.vocab",)))
+
+
+def test_the_model_is_pure_and_imports_nothing_above_it():
+    assert not broken(files("model"), pure(("gputop.model", "gputop.vocab")))
+
+
+def test_the_diagnosis_is_pure_and_reads_only_the_model():
+    rule = pure(("gputop.diagnose", "gputop.model", "gputop.vocab"))
+    assert not broken(files("diagnose"), rule)
+
+
+def test_the_agent_brings_only_the_standard_library_into_the_trainer():
+    def rule(imp: Import) -> str | None:
+        top = imp.module.split(".")[0]
+        if top == "torch":
+            return None if imp.lazy else "torch only inside functions (the trainer has it)"
+        if top == "gputop":
+            ok = under(imp.module, ("gputop.agent", "gputop.vocab")) or imp.module == "gputop"
+            return None if ok else "the agent imports nothing of the monitor"
+        return None if top in STDLIB else "the agent runs in the trainer: standard library only"
+
+    assert not broken(files("agent"), rule)
+
+
+def test_the_session_and_the_headless_paths_import_no_screen():
+    def rule(imp: Import) -> str | None:
+        if imp.module.split(".")[0] in ("textual", "rich") or under(imp.module, ("gputop.ui",)):
+            return "headless code never imports Textual"
+        return None
+
+    paths = files("session.py", "sinks.py", "headless.py", "record", "export", "sources")
+    assert not broken(paths, rule)
+
+
+def test_commands_import_the_screen_only_when_they_draw_one():
+    def rule(imp: Import) -> str | None:
+        screen = imp.module.split(".")[0] in ("textual", "rich") or under(imp.module, ("gputop.ui",))
+        return "at module level: only inside a command's run()" if screen and not imp.lazy else None
+
+    assert not broken(files("cli.py", "commands"), rule)
+
+
+def test_nothing_below_the_outputs_imports_them():
+    def rule(imp: Import) -> str | None:
+        return "an output; nothing below may import it" if under(imp.module, OUTPUTS) else None
+
+    paths = files("session.py", "sinks.py", "diagnose", "model", "sources", "sim", "vocab")
+    assert not broken(paths, rule)
+
+
+@pytest.mark.parametrize("module", sorted({p.stem for p in files("commands")} - {"__init__"}))
+def test_every_command_module_has_the_registry_interface(module):
+    import importlib
+
+    from gputop import commands
+
+    m = importlib.import_module(f"gputop.commands.{module}")
+    if module == "common":
+        return
+    assert m in (commands.MONITOR, *commands.SUBCOMMANDS), f"{module} is not in the registry"
+    for name in ("NAME", "add_arguments", "run"):
+        assert hasattr(m, name), f"gputop/commands/{module}.py has no {name}"
+    if m is not commands.MONITOR:
+        assert m.HELP and m.DESCRIPTION, f"gputop/commands/{module}.py: no HELP or DESCRIPTION"
+
+
+def test_no_two_classes_share_a_name():
+    seen: dict[str, Path] = {}
+    twice = []
+    for path in files("."):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef):
+                if node.name in seen:
+                    twice.append(f"{node.name}: {seen[node.name]} and {path}")
+                seen[node.name] = path
+    assert not twice
+
+
+def test_public_classes_say_why_they_exist():
+    silent = []
+    for path in files("."):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                if not ast.get_docstring(node):
+                    silent.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.name}")
+    assert not silent, "public classes without a docstring:\n" + "\n".join(silent)
