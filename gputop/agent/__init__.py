@@ -25,7 +25,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from gputop.agent.recorder import NO_PHASE, Phase, Recorder
+from gputop.agent.recorder import NO_PHASE, Phase, StepRecorder
 
 __all__ = [
     "BACKWARD",
@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 _DISABLED = os.environ.get("GPUTOP_DISABLE", "") not in ("", "0")
-_rec = Recorder()
+_rec = StepRecorder()
 _rec.on = not _DISABLED
 _server: Any = None
 _owner = os.getpid()

@@ -19,19 +19,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from gputop.vocab.phases import STEP_PHASES
+
 _now = time.perf_counter_ns  # CLOCK_MONOTONIC on Linux: one timebase for every rank on a node
 
-STANDARD_PHASES = (
-    "data_wait",
-    "h2d",
-    "forward",
-    "backward",
-    "grad_sync",
-    "optimizer",
-    "checkpoint",
-    "eval_log",
-    "other",
-)
+STANDARD_PHASES = STEP_PHASES
+"""The phases every recorder knows by index (``gputop.vocab.phases``, shared with the monitor)."""
 MAX_PHASES = 64
 """Custom phase names beyond this many are counted as ``other``."""
 STEP_HISTORY = 512
@@ -48,7 +41,7 @@ class Phase:
 
     __slots__ = ("_ev", "_prev_id", "_prev_t0", "_rec", "_t0", "id", "name")
 
-    def __init__(self, recorder: Recorder, phase_id: int, name: str) -> None:
+    def __init__(self, recorder: StepRecorder, phase_id: int, name: str) -> None:
         self._rec = recorder
         self.id = phase_id
         self.name = name
@@ -101,7 +94,7 @@ class _NoPhase:
 NO_PHASE = _NoPhase()
 
 
-class Recorder:
+class StepRecorder:
     """Per-process state of the agent. ``records`` holds finished steps as tuples:
     (seq, step, t_start_ns, t_end_ns, per-phase host ns, samples, tokens, flops, GC ns, full
     (generation 2) collections); the last two are None until ``watch_gc()``."""

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from gputop.agent.paths import ensure_private_dir, runtime_dir, socket_path
-from gputop.agent.recorder import Recorder
+from gputop.agent.recorder import StepRecorder
 from gputop.agent.wire import MAX_LINE, WIRE_VERSION, encode
 
 TICK_S = 0.1
@@ -76,7 +76,7 @@ class _Client:
 class AgentServer:
     def __init__(
         self,
-        recorder: Recorder,
+        recorder: StepRecorder,
         directory: Path | None = None,
         fingerprint: Any = None,
         tick_hooks: list[Any] | None = None,

@@ -15,13 +15,13 @@ import os
 import sys
 from typing import Any
 
-from gputop.agent.recorder import Recorder
+from gputop.agent.recorder import StepRecorder
 
 _installed: set[str] = set()
 _loader_config: dict[str, Any] = {}
 
 
-def install(rec: Recorder, data: bool = True, optimizer: bool = True, gpu: bool = True) -> None:
+def install(rec: StepRecorder, data: bool = True, optimizer: bool = True, gpu: bool = True) -> None:
     """Install whatever is possible now; safe to call repeatedly (the agent thread does)."""
     if data and "data" not in _installed and "torch.utils.data.dataloader" in sys.modules:
         _wrap_dataloader(rec)
@@ -41,7 +41,7 @@ def install(rec: Recorder, data: bool = True, optimizer: bool = True, gpu: bool 
             pass
 
 
-def _wrap_dataloader(rec: Recorder) -> None:
+def _wrap_dataloader(rec: StepRecorder) -> None:
     from torch.utils.data import dataloader
 
     cls = dataloader._BaseDataLoaderIter
@@ -71,7 +71,7 @@ def _note_loader(it: Any) -> None:
         )
 
 
-def _hook_optimizers(rec: Recorder) -> None:
+def _hook_optimizers(rec: StepRecorder) -> None:
     from torch.optim.optimizer import (
         register_optimizer_step_post_hook,
         register_optimizer_step_pre_hook,
@@ -205,7 +205,7 @@ class FlopProbe:
     """Counts the FLOPs of one whole training step with torch's FlopCounterMode, entered and
     left at step boundaries in the training thread; later steps without ``flops=`` get it."""
 
-    def __init__(self, rec: Recorder, at_step: int) -> None:
+    def __init__(self, rec: StepRecorder, at_step: int) -> None:
         self.rec = rec
         self.at_step = max(1, at_step)  # never the first step: it includes warm-up
         self.mode: Any = None

@@ -36,7 +36,7 @@ class Progress:
 
 
 @dataclass(frozen=True)
-class Target:
+class CaptureTarget:
     pid: int
     role: str
     """main, worker, rank or child."""
@@ -67,7 +67,7 @@ class Manifest:
     reason: str = ""
     """Why it is not "ok", in words."""
     ended_at: float | None = None
-    targets: tuple[Target, ...] = ()
+    targets: tuple[CaptureTarget, ...] = ()
     files: tuple[FileEntry, ...] = ()
     tool: Tool | None = None
     options: dict[str, Any] = field(default_factory=dict)

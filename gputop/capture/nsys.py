@@ -17,7 +17,7 @@ from pathlib import Path
 
 from gputop.capture.external import run_tool
 from gputop.capture.folder import entry
-from gputop.capture.manifest import Manifest, Progress, Target, Tool
+from gputop.capture.manifest import CaptureTarget, Manifest, Progress, Tool
 from gputop.sources.procfs import descendants, parse_environ, start_ticks
 
 SESSION_ENV = "GPUTOP_NSYS_SESSION"
@@ -91,7 +91,7 @@ def window(
     out = folder / "nsys"
     start = [nsys, "start", f"--session={session}", f"--output={out}"]
     stop = [nsys, "stop", f"--session={session}"]
-    m = replace(m, targets=(Target(pid, "main", start_ticks(pid)),),
+    m = replace(m, targets=(CaptureTarget(pid, "main", start_ticks(pid)),),
                 tool=Tool("nsys", _version(nsys), tuple(start)))  # fmt: skip
     began = run_tool(start, START_S, cancel)
     if began.returncode != 0:

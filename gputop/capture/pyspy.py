@@ -13,7 +13,7 @@ from pathlib import Path
 from gputop.capture.external import run_tool
 from gputop.capture.flamegraph import merge, render
 from gputop.capture.folder import entry, partial, write_partial
-from gputop.capture.manifest import Manifest, Progress, Target, Tool
+from gputop.capture.manifest import CaptureTarget, Manifest, Progress, Tool
 from gputop.model.stacks import ThreadStack
 from gputop.render.stacks import dump_text
 from gputop.snapshot import jsonable
@@ -30,7 +30,7 @@ OVERRUN_S = 10.0
 """py-spy gets this long past the window before it is stopped."""
 
 
-def with_versions(pid: int, targets: tuple[Target, ...]) -> tuple[Target, ...]:
+def with_versions(pid: int, targets: tuple[CaptureTarget, ...]) -> tuple[CaptureTarget, ...]:
     """Python and torch versions (and ranks) from the agents in the tree, when there are any:
     py-spy itself does not say. A quick look, no waiting for agents that are not there."""
     from gputop.sources.agent_link import AgentLink
@@ -94,7 +94,7 @@ def flame(
             "--subprocesses", "--output", str(partial(out))]  # fmt: skip
     tool = Tool("py-spy", _version(binary), tuple(argv))
     tree = StackSource(pid).tree()  # the processes --subprocesses will follow, as they are now
-    targets = with_versions(pid, tuple(Target(p, r, start_ticks(p)) for p, r in tree))
+    targets = with_versions(pid, tuple(CaptureTarget(p, r, start_ticks(p)) for p, r in tree))
     m = replace(m, tool=tool, targets=targets)
     started = time.monotonic()
     done = threading.Event()
@@ -187,14 +187,16 @@ def dump(m: Manifest, folder: Path, pid: int, max_bytes: int) -> Manifest:
     results, targets, used, capped = [], [], 0, False
     for p, role in source.tree():
         if capped:
-            targets.append(Target(p, role, start_ticks(p), status="skipped", note="byte cap"))
+            targets.append(
+                CaptureTarget(p, role, start_ticks(p), status="skipped", note="byte cap")
+            )
             continue
         threads, error, note = _dump_one(spy, p)
         results.append((p, role, threads, error))
         used += len(dump_text([(p, role, threads, error)]))
         capped = used > max_bytes
         status = "failed" if error else "ok"
-        targets.append(Target(p, role, start_ticks(p), status=status, note=error or note))
+        targets.append(CaptureTarget(p, role, start_ticks(p), status=status, note=error or note))
     tool = Tool("py-spy", _version(spy.binary), (spy.binary, "dump", "--json", "--nonblocking"))
     text_path, json_path = folder / "stacks.txt", folder / "stacks.json"
     write_partial(text_path, dump_text(results).encode())

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from gputop.capture.folder import CaptureError, entry
-from gputop.capture.manifest import Manifest, Progress, Target, Tool
+from gputop.capture.manifest import CaptureTarget, Manifest, Progress, Tool
 from gputop.sources.agent_link import AgentLink
 from gputop.sources.procfs import start_ticks
 
@@ -59,10 +59,10 @@ def trace(
         if not agents:
             raise CaptureError(NO_AGENT.format(pid=pid))
         rid = {p: f"{folder.name}-{p}"[-64:] for p, _ in agents}
-        targets: dict[int, Target] = {}
+        targets: dict[int, CaptureTarget] = {}
         for p, hello in agents:
             rank = hello.get("rank")
-            targets[p] = Target(p, "rank" if rank is not None else "main", start_ticks(p),
+            targets[p] = CaptureTarget(p, "rank" if rank is not None else "main", start_ticks(p),
                                 rank=rank, python=hello.get("python"))  # fmt: skip
             sent = link.send(p, {"type": "capture", "kind": kind, "id": rid[p],
                                  "steps": steps, "dir": str(folder.resolve()),

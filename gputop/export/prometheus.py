@@ -42,7 +42,7 @@ from gputop.model.gpu import DeviceInfo, GpuSample
 from gputop.model.host import HostSample
 from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample, AgentState, StepRecord, new_steps
-from gputop.sources.nvml_reasons import REASON_BITS
+from gputop.vocab.reasons import REASON_BITS
 
 LOCALHOST = "127.0.0.1"
 """Where the exporter listens unless told otherwise: metrics name the job's processes and

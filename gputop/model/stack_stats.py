@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gputop.model.stacks import Frame, StacksSample, ThreadStack
+from gputop.vocab.phases import IDLE, PARKED_PHASES
 
-PARKED_PHASES = frozenset({"collective wait", "lock wait", "blocked", "host sync", "data wait"})
 """Where a stuck process sits. A main thread may legitimately show the same data-loading or
 transform frames for many dumps in a row, so those are not hang suspects."""
 
@@ -117,7 +117,7 @@ def working_mains(window: Sequence[StacksSample], min_samples: int = 5) -> list[
     out = []
     for pid, stacks in _main_threads(window).items():
         last = stacks[-1]
-        if last.phase in PARKED_PHASES or last.phase == "idle":
+        if last.phase in PARKED_PHASES or last.phase == IDLE:
             continue
         recent = stacks[-min_samples:]
         if last.phase == "user code" and all(s.frames == last.frames for s in recent):

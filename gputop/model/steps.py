@@ -6,13 +6,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from gputop.agent.recorder import STANDARD_PHASES
+from gputop.vocab.phases import STEP_PHASES
 
 _EMPTY: Mapping = MappingProxyType({})
 
-PIPELINE = STANDARD_PHASES
-"""Pipeline order for display: batch wait -> H2D -> forward -> backward -> grad sync ->
-optimizer -> side work (checkpoint, eval/logging) -> anything else. The agent's own list."""
+PIPELINE = STEP_PHASES
+"""Pipeline order for display: the agent's own list (``gputop.vocab.phases``)."""
 
 
 @dataclass(frozen=True, slots=True)

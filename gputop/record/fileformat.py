@@ -40,7 +40,10 @@ class RecordingError(Exception):
 
 
 @dataclass(frozen=True, slots=True)
-class Frame:
+class FileFrame:
+    """One frame of a session file as read back: its kind, flags, time, payload and where it
+    starts (a reader reports damage by offset)."""
+
     kind: int
     flags: int
     t: float
@@ -67,7 +70,7 @@ def frames(
     scan: Scan,
     skip_data: bool = False,
     start_offset: int | None = None,
-) -> Iterator[Frame]:
+) -> Iterator[FileFrame]:
     """Every intact frame; stops at the first short or damaged one, saying why in ``scan``.
     With ``skip_data`` data frames are seeked over (their payload is not read); with
     ``start_offset`` reading begins at that frame (one found by an earlier scan)."""
@@ -106,7 +109,7 @@ def frames(
                 scan.end_offset = offset
                 return
             f.seek(here + length)
-            yield Frame(kind, flags, t, b"", offset)
+            yield FileFrame(kind, flags, t, b"", offset)
             offset += FRAME.size + length
             continue
         payload = f.read(length)
@@ -118,7 +121,7 @@ def frames(
             scan.damage = f"damaged at byte {offset:,} (checksum mismatch)"
             scan.end_offset = offset
             return
-        yield Frame(kind, flags, t, payload, offset)
+        yield FileFrame(kind, flags, t, payload, offset)
         offset += FRAME.size + length
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gputop.sources.nvml_reasons import REASON_TEXT, THROTTLING
+from gputop.vocab.reasons import REASON_TEXT, THROTTLING
 
 GIB = 1024**3
 PCT = "{:.0f}%"

@@ -21,8 +21,8 @@ import pynvml as N
 
 from gputop.model import DeviceInfo, GpuProcess, GpuSample, MigInfo, MigSample
 from gputop.sources.nvml_errors import NvmlUnavailable, field_reason, init_failure
-from gputop.sources.nvml_reasons import decode_reasons
 from gputop.sources.pidns import PidMapper
+from gputop.vocab.reasons import decode_reasons
 
 ARCHITECTURES = {
     2: "Kepler",

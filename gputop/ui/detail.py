@@ -14,9 +14,9 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from gputop.model import DeviceInfo, GpuSample
-from gputop.sources.nvml_reasons import REASON_TEXT
 from gputop.ui.charts import line_chart
 from gputop.ui.gpu_text import short_name
+from gputop.vocab.reasons import REASON_TEXT
 
 GIB = 1024**3
 

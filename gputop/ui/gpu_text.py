@@ -14,7 +14,7 @@ from rich.style import Style
 from rich.text import Text
 
 from gputop.model import DeviceInfo, GpuSample
-from gputop.sources.nvml_reasons import THROTTLING
+from gputop.vocab.reasons import THROTTLING
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 GIB = 1024**3

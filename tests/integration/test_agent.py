@@ -19,7 +19,7 @@ torch = pytest.importorskip("torch")
 from tests_support import as_nobody  # noqa: E402
 
 from gputop.agent.paths import socket_path  # noqa: E402
-from gputop.agent.recorder import Recorder  # noqa: E402
+from gputop.agent.recorder import StepRecorder  # noqa: E402
 from gputop.agent.server import AgentServer  # noqa: E402
 from gputop.sources.agent_link import READ_BUDGET, AgentLink  # noqa: E402
 
@@ -153,7 +153,7 @@ def server():
 
     base = Path(tempfile.mkdtemp(prefix="gputop-test-"))
     os.chmod(base, 0o711)  # traversable by others, so only the agent's own checks protect it
-    rec = Recorder()
+    rec = StepRecorder()
     srv = AgentServer(rec, directory=base / "agents")
     assert srv.start()
     for _ in range(3):

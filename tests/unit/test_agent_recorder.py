@@ -6,11 +6,11 @@ import time
 
 import pytest
 
-from gputop.agent.recorder import MAX_PHASES, NO_PHASE, Recorder
+from gputop.agent.recorder import MAX_PHASES, NO_PHASE, StepRecorder
 
 
 def test_phases_accumulate_into_one_step_record():
-    r = Recorder()
+    r = StepRecorder()
     for _ in range(3):
         with r.phases["data_wait"]:
             time.sleep(0.002)
@@ -31,7 +31,7 @@ def test_phases_accumulate_into_one_step_record():
 
 
 def test_nested_phases_restore_the_open_phase():
-    r = Recorder()
+    r = StepRecorder()
     with r.phases["forward"]:
         assert r.open_phase[0] == "forward"
         with r.phases["h2d"]:
@@ -41,7 +41,7 @@ def test_nested_phases_restore_the_open_phase():
 
 
 def test_user_exceptions_pass_through_untouched():
-    r = Recorder()
+    r = StepRecorder()
     with pytest.raises(KeyError, match="mine"), r.phases["forward"]:
         raise KeyError("mine")
     assert r.open_phase[0] is None
@@ -49,7 +49,7 @@ def test_user_exceptions_pass_through_untouched():
 
 
 def test_internal_errors_are_counted_not_raised():
-    r = Recorder()
+    r = StepRecorder()
     r.acc = None  # break the recorder on purpose
     with r.phases["forward"]:
         pass
@@ -58,7 +58,7 @@ def test_internal_errors_are_counted_not_raised():
 
 
 def test_custom_names_are_registered_once_and_capped():
-    r = Recorder()
+    r = StepRecorder()
     assert r.phase("tokenize") is r.phase("tokenize")
     for i in range(MAX_PHASES * 2):
         r.phase(f"p{i}")
@@ -67,7 +67,7 @@ def test_custom_names_are_registered_once_and_capped():
 
 
 def test_disabled_recorder_records_nothing():
-    r = Recorder()
+    r = StepRecorder()
     r.disable()
     with r.phases["forward"]:
         pass
@@ -78,7 +78,7 @@ def test_disabled_recorder_records_nothing():
 
 
 def test_history_is_bounded():
-    r = Recorder(history=10)
+    r = StepRecorder(history=10)
     for _ in range(100):
         r.step()
     assert len(r.records) == 10 and r.records[-1][1] == 99
@@ -106,7 +106,7 @@ class FakeEvent:
 
 def test_gpu_time_is_resolved_later_without_waiting():
     FakeEvent.gpu_clock, FakeEvent.done_up_to = 0, 0
-    r = Recorder()
+    r = StepRecorder()
     r.cuda_events = FakeEvent
     with r.phases["forward"]:
         pass

@@ -18,7 +18,7 @@ from gputop.capture import folder as fold
 from gputop.capture.external import run_tool
 from gputop.capture.flamegraph import merge, render
 from gputop.capture.folder import CaptureError, FileEntry
-from gputop.capture.manifest import Manifest, Target, Tool, document, write
+from gputop.capture.manifest import CaptureTarget, Manifest, Tool, document, write
 from gputop.capture.take import Bounds, checked
 
 REPO = Path(__file__).resolve().parents[2]
@@ -112,7 +112,7 @@ def test_the_manifest_matches_its_schema_while_running_and_after(tmp_path):
     jsonschema.validate(document(m), SCHEMA)
     done = m.ended(
         "partial", "pid 1 exited during the capture",
-        targets=(Target(1, "main", 5, steps=(3, 9), status="partial"),),
+        targets=(CaptureTarget(1, "main", 5, steps=(3, 9), status="partial"),),
         files=(FileEntry("flame.svg", 3, "0" * 64),),
         tool=Tool("py-spy", "py-spy 0.4.3", ("py-spy", "record"), "tail"),
     )  # fmt: skip

@@ -10,7 +10,7 @@ import threading
 import time
 from types import MappingProxyType as M
 
-from gputop.agent.recorder import Recorder
+from gputop.agent.recorder import StepRecorder
 from gputop.agent.server import AgentServer
 from gputop.diagnose import evaluate, signals
 from gputop.diagnose.rules import Signals, side_work
@@ -24,7 +24,7 @@ from gputop.sources import agent_decode as dec
 
 def test_a_full_collection_inside_a_step_is_timed_in_that_step():
     heap = [[] for _ in range(200_000)]  # something for a full collection to traverse
-    r = Recorder()
+    r = StepRecorder()
     r.watch_gc()
     try:
         r.step()  # a clean boundary
@@ -45,7 +45,7 @@ def test_a_full_collection_inside_a_step_is_timed_in_that_step():
 
 
 def test_young_collections_count_time_but_not_as_full():
-    r = Recorder()
+    r = StepRecorder()
     r.watch_gc()
     try:
         r.step()
@@ -58,7 +58,7 @@ def test_young_collections_count_time_but_not_as_full():
 
 
 def test_a_collection_in_another_thread_stalls_the_step_too():
-    r = Recorder()
+    r = StepRecorder()
     r.watch_gc()
     try:
         r.step()
@@ -72,7 +72,7 @@ def test_a_collection_in_another_thread_stalls_the_step_too():
 
 
 def test_gc_is_unknown_until_watched_and_the_callback_goes_with_the_agent():
-    r = Recorder()
+    r = StepRecorder()
     r.step()
     assert r.records[0][-2:] == (None, None)  # not timed is not "no GC"
     r.watch_gc()
@@ -113,7 +113,7 @@ def test_gputop_gc_0_leaves_gc_callbacks_alone():
 
 
 def test_the_callback_never_raises_into_the_collector():
-    r = Recorder()
+    r = StepRecorder()
     r._on_gc("start", {})
     r._on_gc("stop", {})  # no "generation": counted, not raised
     assert r.errors == 1
@@ -132,7 +132,7 @@ def _one(**fields):
 
 
 def test_the_agent_sends_gc_and_the_monitor_reads_it():
-    r = Recorder()
+    r = StepRecorder()
     r.watch_gc()
     try:
         r.step()

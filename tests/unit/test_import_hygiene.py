@@ -132,8 +132,10 @@ def test_the_session_and_the_headless_paths_import_no_screen():
 
 def test_commands_import_the_screen_only_when_they_draw_one():
     def rule(imp: Import) -> str | None:
-        screen = imp.module.split(".")[0] in ("textual", "rich") or under(imp.module, ("gputop.ui",))
-        return "at module level: only inside a command's run()" if screen and not imp.lazy else None
+        screen = imp.module.split(".")[0] in ("textual", "rich")
+        if (screen or under(imp.module, ("gputop.ui",))) and not imp.lazy:
+            return "at module level: only inside a command's run()"
+        return None
 
     assert not broken(files("cli.py", "commands"), rule)
 
@@ -178,7 +180,7 @@ def test_public_classes_say_why_they_exist():
     silent = []
     for path in files("."):
         for node in ast.parse(path.read_text()).body:
-            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
-                if not ast.get_docstring(node):
-                    silent.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.name}")
+            public = isinstance(node, ast.ClassDef) and not node.name.startswith("_")
+            if public and not ast.get_docstring(node):
+                silent.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.name}")
     assert not silent, "public classes without a docstring:\n" + "\n".join(silent)

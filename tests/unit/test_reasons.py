@@ -1,4 +1,4 @@
-from gputop.sources.nvml_reasons import REASON_TEXT, THROTTLING, decode_reasons
+from gputop.vocab.reasons import REASON_TEXT, THROTTLING, decode_reasons
 
 
 def test_known_bits_decode_in_order():

@@ -120,3 +120,11 @@ def test_the_caller_outside_the_stdlib_is_the_users_frame():
     assert outside_stdlib(frames) == Frame("read_shard", "train.py", 27)
     assert outside_stdlib(frames[:2]) is None
     assert outside_stdlib((Frame("get", "multiprocessing/queues.py", 1),)) is None
+
+
+def test_every_phase_the_table_gives_is_in_the_shared_vocabulary():
+    from gputop.sources.stack_phases import RULES
+    from gputop.vocab.phases import STACK_PHASES
+
+    unknown = {phase for phase, _, _ in RULES} - set(STACK_PHASES)
+    assert not unknown, f"add {sorted(unknown)} to gputop/vocab/phases.py STACK_PHASES"

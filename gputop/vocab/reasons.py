@@ -1,4 +1,5 @@
-"""Clock-event (formerly "throttle") reason bits, decoded to names a person can read.
+"""NVML's clock-event (formerly "throttle") reason bits, decoded to names a person can read:
+the names the GPU samples carry, the rules group and the panes, report and exporter show.
 
 The bit values are the same in NVML's ClocksEventReason and ClocksThrottleReason families.
 Bits this table does not know (pynvml's BoardLimit 0x200 and Reliability 0x400 are not in
@@ -23,6 +24,10 @@ THROTTLING = frozenset(
     {"sw_power_cap", "hw_slowdown", "sw_thermal", "hw_thermal", "hw_power_brake", "sync_boost"}
 )
 """Reasons that mean the GPU runs slower than it could while busy (gpu_idle does not)."""
+POWER_REASONS = frozenset({"sw_power_cap", "hw_power_brake"})
+"""Reasons that say the power limit (or the supply) holds the clock down."""
+THERMAL_REASONS = frozenset({"sw_thermal", "hw_thermal", "hw_slowdown"})
+"""Reasons that say heat holds the clock down."""
 
 
 def decode_reasons(mask: int) -> tuple[str, ...]:
