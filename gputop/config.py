@@ -45,6 +45,9 @@ def default_config_dir() -> Path:
 
 @dataclass(frozen=True)
 class Config:
+    """Every setting, checked: a bad value from the file or the flags is its default here, with a
+    line in ``problems``."""
+
     interval: float = 2.0
     theme: str = "gputop-dark"
     color: str = "auto"

@@ -23,6 +23,8 @@ SCHEMA_VERSION = 1
 
 @dataclass
 class Diagnosis:
+    """What a run without a screen found: the bound over time and the last verdict, to report."""
+
     started: float
     timeline: list[dict[str, Any]] = field(default_factory=list)
     verdict: Verdict | None = None

@@ -26,7 +26,7 @@ FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signa
 
 
 class RunError(RuntimeError):
-    pass
+    """The command cannot be started (none given, not found, not allowed): one line for the user."""
 
 
 def child_env(environ: dict[str, str] | None = None) -> dict[str, str]:

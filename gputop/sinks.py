@@ -21,6 +21,9 @@ from gputop.model.steps import AgentsSample
 
 
 class Sink(Protocol):
+    """An output besides the screen (the recorder, the exporter): it takes every reading in ingest
+    order and must not raise."""
+
     problem: str | None
     """One line saying why the sink stopped working (None while it works)."""
 

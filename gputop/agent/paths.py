@@ -18,7 +18,7 @@ SOCKET_SUFFIX = ".sock"
 
 
 class UnsafeDirectory(RuntimeError):
-    pass
+    """The socket directory is not ours alone: another user could squat it or read the sockets."""
 
 
 def runtime_dir(environ: Mapping[str, str] = os.environ, uid: int | None = None) -> Path:

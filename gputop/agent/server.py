@@ -74,6 +74,8 @@ class _Client:
 
 
 class AgentServer:
+    """Serves finished steps to monitors from its own thread, so training never waits on one."""
+
     def __init__(
         self,
         recorder: StepRecorder,

@@ -38,6 +38,8 @@ MEMORY_MIN_BYTES = 1024
 
 @dataclass
 class Request:
+    """A monitor's capture request, checked: what the socket thread hands the training thread."""
+
     id: str
     kind: str
     steps: int
@@ -50,6 +52,8 @@ class Request:
 
 @dataclass
 class Running:
+    """The capture on the training thread: files written so far and any error, for its result."""
+
     req: Request
     prof: Any
     first_step: int

@@ -18,6 +18,8 @@ TAIL = 2000
 
 @dataclass(frozen=True)
 class ToolRun:
+    """How an external tool's run ended, as a value: callers explain a failure, nothing raises."""
+
     returncode: int | None
     stdout: str
     stderr_tail: str

@@ -19,6 +19,8 @@ MIN_WIDTH_PX = 0.3
 
 @dataclass
 class Node:
+    """A frame of the merged tree; ``weight`` is the samples at or under it, and so its width."""
+
     name: str
     weight: float = 0.0
     children: dict[str, Node] = field(default_factory=dict)

@@ -22,6 +22,8 @@ class CaptureError(Exception):
 
 @dataclass(frozen=True)
 class FileEntry:
+    """One file of a capture, as its manifest lists it: size and hash let a copy be checked."""
+
     path: str
     """Relative to the capture folder."""
     bytes: int

@@ -37,6 +37,8 @@ class Progress:
 
 @dataclass(frozen=True)
 class CaptureTarget:
+    """One process of a capture, with its own status: one can fail while the others are captured."""
+
     pid: int
     role: str
     """main, worker, rank or child."""
@@ -51,6 +53,9 @@ class CaptureTarget:
 
 @dataclass(frozen=True)
 class Tool:
+    """The external tool behind a capture: its exact command line and the end of its stderr, to
+    explain a failure."""
+
     name: str
     version: str | None = None
     argv: tuple[str, ...] = ()
@@ -59,6 +64,9 @@ class Tool:
 
 @dataclass(frozen=True)
 class Manifest:
+    """What a capture folder says about itself (``manifest.json``): "running" until ``ended`` says
+    how it went."""
+
     id: str
     kind: str
     bounds: dict[str, Any]

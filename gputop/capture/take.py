@@ -23,6 +23,8 @@ _lock = threading.Lock()
 
 @dataclass(frozen=True)
 class Bounds:
+    """How long, how fast, how big or how many steps a capture may run; None: the kind's default."""
+
     seconds: float | None = None
     rate: int | None = None
     max_bytes: int | None = None

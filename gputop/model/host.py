@@ -18,6 +18,8 @@ PIN_MEMORY_THREAD = "pt_data_pin"
 
 @dataclass(frozen=True, slots=True)
 class ThreadInfo:
+    """One thread as /proc shows it; a process's running and disk-wait counts come from these."""
+
     tid: int
     name: str
     state: str
@@ -27,6 +29,8 @@ class ThreadInfo:
 
 @dataclass(frozen=True, slots=True)
 class ProcSample:
+    """One process of the attached tree, so a DataLoader worker is seen apart from the target."""
+
     pid: int
     start_ticks: int
     ppid: int
@@ -57,6 +61,8 @@ class ProcSample:
 
 @dataclass(frozen=True, slots=True)
 class CgroupSample:
+    """What the target's cgroup allows it, and its use: often far less than the machine has."""
+
     version: str
     cpu_quota_cpus: float | None
     cpu_quota_path: str | None
@@ -82,6 +88,8 @@ class CgroupSample:
 
 @dataclass(frozen=True, slots=True)
 class HostSample:
+    """One reading of what the host gives the attached tree: the host's side of the evidence."""
+
     pid: int
     t: float
     wall: float

@@ -17,6 +17,8 @@ transform frames for many dumps in a row, so those are not hang suspects."""
 
 @dataclass(frozen=True)
 class ThreadShares:
+    """One thread's phases over a window: where it spends its time, which one dump cannot show."""
+
     pid: int
     tid: int
     name: str
@@ -59,6 +61,8 @@ def hottest_frames(window: Sequence[StacksSample], n: int = 5) -> list[tuple[Fra
 
 @dataclass(frozen=True)
 class Unchanged:
+    """A main thread that has waited in one stack for several samples: evidence for a hang."""
+
     pid: int
     samples: int
     """How many consecutive latest samples had the same main-thread stack."""

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class Frame:
+    """One stack frame as py-spy names it; frozen, so frames can be counted across samples."""
+
     name: str
     file: str
     """py-spy's short_filename: package-relative (torch/utils/data/dataloader.py)."""
@@ -18,6 +20,8 @@ class Frame:
 
 @dataclass(frozen=True, slots=True)
 class ThreadStack:
+    """One thread in one dump, classified into a phase; ``deciding`` keeps the evidence for it."""
+
     tid: int
     name: str
     active: bool
@@ -31,6 +35,9 @@ class ThreadStack:
 
 @dataclass(frozen=True, slots=True)
 class ProcessStacks:
+    """One process's threads in one dump; a process that could not be read says why instead of
+    vanishing."""
+
     pid: int
     role: str
     threads: tuple[ThreadStack, ...]
@@ -41,6 +48,8 @@ class ProcessStacks:
 
 @dataclass(frozen=True, slots=True)
 class StacksSample:
+    """The stacks source's reading: one dump of every process of the target, a Timeline series."""
+
     target: int
     t: float
     wall: float

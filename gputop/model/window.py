@@ -14,6 +14,8 @@ from typing import Any, Generic, Protocol, TypeVar
 
 
 class Timed(Protocol):
+    """All a Window needs of a reading: its monotonic time ``t``, so any source can be windowed."""
+
     @property
     def t(self) -> float: ...
 

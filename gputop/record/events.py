@@ -150,6 +150,9 @@ def _enc_steps(delta: Any, schema: Schema, prev: Sequence[StepRecord] | None = N
 
 
 class AgentsDecoder:
+    """The reading side of AgentsEncoder: each agent's previous steps, per segment, for the deltas
+    to apply to."""
+
     def __init__(self, dec: Decoder) -> None:
         self.dec = dec
         self.prev: dict[int, tuple[StepRecord, ...]] = {}

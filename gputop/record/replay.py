@@ -47,6 +47,8 @@ def same(recomputed: Verdict, recorded: RecordedVerdict) -> bool:
 
 @dataclass
 class Check:
+    """What ``check`` found: whether verdicts recomputed from readings equal the recorded ones."""
+
     evaluations: int = 0
     mismatches: list[str] = field(default_factory=list)
     changes: list[tuple[float, str | None]] = field(default_factory=list)

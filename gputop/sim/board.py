@@ -67,6 +67,8 @@ class Fault:
 
 @dataclass
 class MigInstance:
+    """One instance a simulated device is split into, as the fake NVML's MIG calls report it."""
+
     name: str
     mem_total: int
     gpu_instance_id: int
@@ -75,6 +77,8 @@ class MigInstance:
 
 @dataclass
 class SimDevice:
+    """One simulated GPU: its physical state, and the identity and processes NVML reports for it."""
+
     state: DeviceState
     uuid: str
     pci_bus_id: str

@@ -17,6 +17,9 @@ MIB = 1024 * 1024
 
 @dataclass(frozen=True)
 class BoardProfile:
+    """A GPU model for the simulator: static facts from real captures, busy behaviour from modelling
+    choices."""
+
     key: str
     name: str
     architecture: str
@@ -256,6 +259,8 @@ _SPEC = re.compile(r"^(?P<key>[a-z0-9]+?)(?:x(?P<count>\d+))?(?P<mig>-mig)?$")
 
 @dataclass(frozen=True)
 class BoardSpec:
+    """A board as the user names it (``h100x8``, ``a100-mig``): profile, count, MIG or not."""
+
     profile: BoardProfile
     count: int
     mig: bool
@@ -270,7 +275,7 @@ class SimConfigError(ValueError):
 
 
 class UnknownBoard(SimConfigError):
-    pass
+    """A board that cannot be simulated: an unknown name, a count outside 1..64, or MIG it lacks."""
 
 
 def parse_board(spec: str) -> BoardSpec:

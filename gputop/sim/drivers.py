@@ -71,6 +71,8 @@ R565_SYMBOLS = frozenset({"nvmlDeviceGetTemperatureV"})
 
 @dataclass(frozen=True)
 class DriverGeneration:
+    """A driver release as its NVML symbols, so the fake library lacks what that driver lacks."""
+
     key: str
     version: str
     cuda_version: int
@@ -116,7 +118,7 @@ CURRENT_DRIVER = "r580"
 
 
 class UnknownDriver(SimConfigError):
-    pass
+    """The driver generation asked for is not simulated; the message lists those that are."""
 
 
 def get_driver(key: str) -> DriverGeneration:

@@ -15,6 +15,8 @@ from gputop.sim.boards import SimConfigError
 
 @dataclass(frozen=True)
 class Scenario:
+    """A scripted workload and the board settings it needs: a bound to show without a real job."""
+
     key: str
     summary: str
     activity: ActivityFn
@@ -131,7 +133,7 @@ SCENARIOS["mixed"] = Scenario(
 
 
 class UnknownScenario(SimConfigError):
-    pass
+    """The scenario asked for does not exist; the message lists those that do."""
 
 
 def get_scenario(key: str) -> Scenario:

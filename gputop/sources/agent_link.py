@@ -53,6 +53,8 @@ class _Agent:
 
 
 class AgentLink:
+    """The agents source: every agent in the target's tree, kept connected, read as untrusted."""
+
     def __init__(
         self,
         target: int,

@@ -21,6 +21,9 @@ V1_NO_LIMIT = 2**62
 
 @dataclass(frozen=True)
 class Mount:
+    """A cgroup hierarchy as mounted here; ``root`` (the part it shows) turns a cgroup path into a
+    directory."""
+
     root: str
     point: Path
     fstype: str
@@ -259,6 +262,8 @@ def cpu_stat(paths: CgroupPaths, where: Path | None) -> CpuStat | None:
 
 @dataclass(frozen=True)
 class MemoryStat:
+    """Memory readings alike for cgroup v1 and v2; ``working_set`` is what an OOM kill counts."""
+
     current: int | None
     working_set: int | None
     events: dict[str, int]

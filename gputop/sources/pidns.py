@@ -20,6 +20,9 @@ NOT_VISIBLE = (
 
 @dataclass(frozen=True)
 class PidMapping:
+    """A PID NVML reported, as gputop can use it: the PID here (None: not visible), in its
+    container, and a note for the screen."""
+
     pid: int
     local_pid: int | None
     container_pid: int | None

@@ -16,6 +16,8 @@ PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 @dataclass(frozen=True, slots=True)
 class Stat:
+    """The fields of ``/proc/P/stat`` the host source uses: CPU time, state and process identity."""
+
     pid: int
     comm: str
     state: str

@@ -29,6 +29,8 @@ class SourceStalled(RuntimeError):
 
 
 class Watchdog:
+    """A deadline on a source's calls: a hung call costs its caller ``timeout``, not the monitor."""
+
     def __init__(self, name: str, timeout: float = 2.0) -> None:
         self.name = name
         self.timeout = timeout

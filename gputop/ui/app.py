@@ -76,6 +76,9 @@ class Target:
 
 
 class GputopApp(App):
+    """The live monitor: readings from the sampler threads go into the session, and the panes draw
+    its state."""
+
     CSS_PATH = "gputop.tcss"
     TITLE = "gputop"
     ENABLE_COMMAND_PALETTE = False

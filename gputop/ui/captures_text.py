@@ -23,6 +23,8 @@ NAMES = {
 
 @dataclass(frozen=True)
 class CaptureView:
+    """What the captures pane shows of one capture, as plain values: the same live and in replay."""
+
     key: int
     """Order of the request: newer captures have larger keys."""
     kind: str

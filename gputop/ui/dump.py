@@ -17,6 +17,8 @@ __all__ = ["DumpScreen", "dump_text"]
 
 
 class DumpScreen(ModalScreen):
+    """A scrolling text over the panes: the stack dump (key d), the verdict's reasoning (key v)."""
+
     BINDINGS = [Binding("escape,q,d,v", "app.pop_screen", "Close", id="dump.close")]
 
     def __init__(self, text: str, saved: Path | None, title: str = "Stacks now") -> None:

@@ -51,6 +51,8 @@ PANES = [
 
 
 class HelpScreen(ModalScreen):
+    """Every key as mapped now (config.toml may change them) and what each pane means."""
+
     BINDINGS = [
         Binding("escape,q,question_mark,f1", "app.pop_screen", "Close", id="help.close"),
     ]

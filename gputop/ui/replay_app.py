@@ -27,6 +27,8 @@ LIVE_ONLY = "not while replaying a recording"
 
 
 class ReplayApp(GputopApp):
+    """The live screen over a recording: a Playback, not samplers, feeds the session; keys seek."""
+
     BINDINGS = [
         Binding("left", "seek(-10)", "-10s", id="seek_back", priority=True),
         Binding("right", "seek(10)", "+10s", id="seek_forward", priority=True),

@@ -16,6 +16,8 @@ from gputop.sources.watchdog import SourceStalled, Watchdog
 
 
 class Sampler:
+    """A source's own thread, reading through a Watchdog: a wedged read never freezes the screen."""
+
     def __init__(
         self,
         read: Callable[[], Any],

@@ -48,7 +48,7 @@ COLOR_FIELDS = {
 
 
 class ThemeError(ValueError):
-    pass
+    """A theme file that cannot be used; the theme is skipped and the message shown as a problem."""
 
 
 def _color(value: object, where: str) -> str:
