@@ -42,6 +42,7 @@ from gputop.model.gpu import DeviceInfo, GpuSample
 from gputop.model.host import HostSample
 from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample, AgentState, StepRecord, new_steps
+from gputop.model.throttle import ThrottleClock
 from gputop.sources.nvml_reasons import REASON_BITS
 
 LOCALHOST = "127.0.0.1"
@@ -228,8 +229,8 @@ def _gpu_labels(devices: dict[int, DeviceInfo], index: int) -> list[str]:
     return [str(index), (d.uuid or "") if d else ""]
 
 
-def _reason_labels(s: GpuSample) -> set[str]:
-    return {r if r in REASONS else "other" for r in s.reasons}
+def _reason_labels(reasons: Sequence[str]) -> set[str]:
+    return {r if r in REASONS else "other" for r in reasons}
 
 
 @dataclass
@@ -239,17 +240,15 @@ class _GpuState:
     devices: dict[int, DeviceInfo] = field(default_factory=dict)
     latest: dict[int, GpuSample] = field(default_factory=dict)
     throttle_s: dict[tuple[int, str], float] = field(default_factory=dict)
+    clock: ThrottleClock = field(default_factory=ThrottleClock)
 
     def add(self, s: GpuSample) -> None:
-        """Sample-and-hold: the reasons a reading shows are taken to hold until the next
-        reading of that GPU, so that interval counts for each of them."""
-        prev = self.latest.get(s.index)
-        if prev is not None and prev.lost is None and prev.reasons_mask is not None:
-            dt = s.t - prev.t
-            if dt > 0:
-                for r in _reason_labels(prev):
-                    key = (s.index, r)
-                    self.throttle_s[key] = self.throttle_s.get(key, 0.0) + dt
+        """Throttle time by the model's rule (``ThrottleClock``: a reading's reasons hold
+        until the next reading of that GPU, gaps of a minute or more count for none)."""
+        dt, reasons = self.clock.charge(s)
+        for r in _reason_labels(reasons):
+            key = (s.index, r)
+            self.throttle_s[key] = self.throttle_s.get(key, 0.0) + dt
         self.latest[s.index] = s
 
 
@@ -472,7 +471,7 @@ def _gpu_metrics(g: _GpuState) -> list[Metric]:
     )
     for s in live:
         if s.reasons_mask is not None:
-            active = _reason_labels(s)
+            active = _reason_labels(s.reasons)
             for r in REASONS:
                 now.add_metric([*_gpu_labels(g.devices, s.index), r], float(r in active))
     for (index, r), seconds in sorted(g.throttle_s.items()):

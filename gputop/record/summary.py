@@ -17,6 +17,7 @@ from gputop.diagnose.point import EvalPoint
 from gputop.model.gpu import GpuSample
 from gputop.model.host import HostSample
 from gputop.model.steps import AgentsSample, StepCursor, new_steps
+from gputop.model.throttle import ThrottleClock
 from gputop.snapshot import jsonable
 
 BUCKET = math.log(1.02)
@@ -39,6 +40,20 @@ def _cursors(m: Any) -> dict[str, StepCursor]:
     }
 
 
+def _held(t: Any, reasons: Any) -> dict[int, tuple[float, tuple[str, ...]]]:
+    """The throttle clock's last reading per GPU from a file's carry: ``gpu_t`` (GPU as text
+    -> time) and ``gpu_reasons`` (GPU as text -> the reasons it showed). A file older than
+    ``gpu_reasons`` holds no reasons over its first interval."""
+    times, reasons = _typed(t, (int, float)), reasons if isinstance(reasons, dict) else {}
+    out = {}
+    for k, v in times.items():
+        if k.isascii() and k.removeprefix("-").isdigit():
+            r = reasons.get(k)
+            ok = isinstance(r, list) and all(isinstance(x, str) for x in r)
+            out[int(k)] = (float(v), tuple(r) if ok else ())
+    return out
+
+
 def _typed(m: Any, kind: type | tuple[type, ...]) -> dict[str, Any]:
     if not isinstance(m, dict):
         return {}
@@ -58,7 +73,7 @@ class Accumulator:
         carry = carry if isinstance(carry, dict) else {}  # from a file: kept only where it fits
         self.last_step: dict[str, StepCursor] = _cursors(carry.get("last_step"))
         """Per agent pid (as text): the last step counted (readings repeat hundreds)."""
-        self.gpu_t: dict[str, float] = _typed(carry.get("gpu_t"), (int, float))
+        self.throttle = ThrottleClock(_held(carry.get("gpu_t"), carry.get("gpu_reasons")))
         at = carry.get("verdict_at")
         self.verdict_at: float | None = at if isinstance(at, int | float) else None
         principal = carry.get("principal")
@@ -102,8 +117,6 @@ class Accumulator:
         for s in samples:
             self._at(s.t)
             key = str(s.index)
-            prev = self.gpu_t.get(key)
-            self.gpu_t[key] = s.t
             g = self.gpus.setdefault(key, {"n": 0, "util": 0.0, "sm": 0.0, "power": 0.0,
                                            "n_sm": 0, "temp_max": None})  # fmt: skip
             g["n"] += 1
@@ -119,10 +132,10 @@ class Accumulator:
                 p = self._point(s.t)
                 p[2] += act
                 p[3] += 1
-            if prev is not None and 0 < s.t - prev < 60:
-                for reason in s.reasons:
-                    per_gpu = self.throttle_s.setdefault(reason, {})
-                    per_gpu[key] = per_gpu.get(key, 0.0) + (s.t - prev)
+            dt, reasons = self.throttle.charge(s)  # the model's rule, as /metrics counts
+            for reason in reasons:
+                per_gpu = self.throttle_s.setdefault(reason, {})
+                per_gpu[key] = per_gpu.get(key, 0.0) + dt
 
     def host(self, sample: HostSample) -> None:
         self._at(sample.t)
@@ -189,9 +202,11 @@ class Accumulator:
     # ---- out ----
 
     def carry(self) -> dict[str, Any]:
+        last = self.throttle.last
         return {
             "last_step": dict(self.last_step),
-            "gpu_t": dict(self.gpu_t),
+            "gpu_t": {str(i): t for i, (t, _) in last.items()},
+            "gpu_reasons": {str(i): list(reasons) for i, (_, reasons) in last.items()},
             "verdict_at": self.verdict_at,
             "principal": self.principal,
             "exited": self.exited,
