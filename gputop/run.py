@@ -195,5 +195,7 @@ def run_headless(job: Job, link, poll_s: float = 0.5) -> int:
         agents = link.sample().agents or agents
         time.sleep(0.1)
     link.close()
-    summary([a for a in agents if a.rank is not None or len(a.steps) > 1])
+    from gputop.model.ranks import ranked
+
+    summary(ranked(agents))
     return exit_status(job.wait())

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from gputop.model import DeviceInfo, GpuSample, Window
 from gputop.model.host import HostSample
+from gputop.model.ranks import main_agent, ranked
 from gputop.model.stack_stats import thread_shares, unchanged_stacks, working_mains
 from gputop.model.stacks import Frame, StacksSample
 from gputop.model.step_stats import Mfu, gc_share, mfu_of, phase_shares, usable, work_ns
@@ -311,14 +312,14 @@ def _spikes(steps: Sequence[StepRecord], median_ns: float) -> tuple[tuple[int, f
 def step_signals(agents: AgentsSample | None, gpu_names: Sequence[str] = ()) -> StepSignals | None:
     if agents is None:
         return None
-    ranked = [a for a in agents.agents if a.rank is not None or len(a.steps) > 1]
-    if not ranked:
+    ranked_agents = ranked(agents)
+    main = main_agent(ranked_agents)
+    if main is None:
         return None
-    main = next((a for a in ranked if a.rank in (0, None)), ranked[0])
     steps = usable(main.steps)
     if len(steps) < 3:
         return StepSignals(
-            len(ranked),
+            len(ranked_agents),
             len(steps),
             0,
             0,
@@ -332,14 +333,14 @@ def step_signals(agents: AgentsSample | None, gpu_names: Sequence[str] = ()) -> 
             main.since_step_s,
             main.fingerprint,
             None,
-            tuple(ranked),
+            tuple(ranked_agents),
         )
     durs = sorted(s.dur_ns for s in steps)
     med = statistics.median(durs)
     mean = statistics.fmean(durs)
     cv = statistics.pstdev(durs) / mean if mean else 0.0
     work, sync = {}, {}
-    for a in ranked:
+    for a in ranked_agents:
         st = usable(a.steps)
         if st:
             key = a.rank if a.rank is not None else a.pid
@@ -348,7 +349,7 @@ def step_signals(agents: AgentsSample | None, gpu_names: Sequence[str] = ()) -> 
     mfu = mfu_of(steps, gpu_names, main.fingerprint)
     gc, gc_full = gc_share(steps)
     return StepSignals(
-        ranks=len(ranked),
+        ranks=len(ranked_agents),
         steps=len(steps),
         median_ms=med / 1e6,
         p90_ms=durs[int(0.9 * (len(durs) - 1))] / 1e6,
@@ -363,7 +364,7 @@ def step_signals(agents: AgentsSample | None, gpu_names: Sequence[str] = ()) -> 
         fingerprint=main.fingerprint,
         mfu=mfu.value,
         mfu_detail=mfu,
-        agents=tuple(ranked),
+        agents=tuple(ranked_agents),
         gc_share=gc,
         gc_full=gc_full,
     )
