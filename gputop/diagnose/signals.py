@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 
 from gputop.model import DeviceInfo, GpuSample, Window
 from gputop.model.host import HostSample
-from gputop.model.ranks import main_agent, ranked
+from gputop.model.ranks import RankWork, main_agent, rank_work, ranked
 from gputop.model.stack_stats import thread_shares, unchanged_stacks, working_mains
 from gputop.model.stacks import Frame, StacksSample
-from gputop.model.step_stats import Mfu, gc_share, mfu_of, phase_shares, usable, work_ns
+from gputop.model.step_stats import Mfu, gc_share, mfu_of, phase_shares, usable
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
 
 POWER_REASONS = frozenset({"sw_power_cap", "hw_power_brake"})
@@ -272,6 +272,8 @@ class StepSignals:
     """Share of step time in Python garbage collection (None: the agent did not time it)."""
     gc_full: int = 0
     """Full (generation 2) collections in those steps."""
+    rank_work: RankWork | None = None
+    """Per-rank work and sync wait and the slowest rank: the straggler definition (model)."""
 
 
 SPIKE = 1.5
@@ -339,13 +341,9 @@ def step_signals(agents: AgentsSample | None, gpu_names: Sequence[str] = ()) -> 
     med = statistics.median(durs)
     mean = statistics.fmean(durs)
     cv = statistics.pstdev(durs) / mean if mean else 0.0
-    work, sync = {}, {}
-    for a in ranked_agents:
-        st = usable(a.steps)
-        if st:
-            key = a.rank if a.rank is not None else a.pid
-            work[key] = statistics.median(work_ns(s) for s in st) / 1e6
-            sync[key] = statistics.median(s.phases.get("grad_sync", 0) for s in st) / 1e6
+    per_rank = rank_work(ranked_agents)
+    work = {r.name: r.work_ms for r in per_rank.rows}
+    sync = {r.name: r.sync_ms for r in per_rank.rows}
     mfu = mfu_of(steps, gpu_names, main.fingerprint)
     gc, gc_full = gc_share(steps)
     return StepSignals(
@@ -367,6 +365,7 @@ def step_signals(agents: AgentsSample | None, gpu_names: Sequence[str] = ()) -> 
         agents=tuple(ranked_agents),
         gc_share=gc,
         gc_full=gc_full,
+        rank_work=per_rank,
     )
 
 

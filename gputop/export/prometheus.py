@@ -17,7 +17,6 @@ import bisect
 import errno
 import functools
 import socket
-import statistics
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -37,10 +36,9 @@ from prometheus_client.utils import floatToGoString
 from gputop import __version__
 from gputop.agent.recorder import STANDARD_PHASES
 from gputop.diagnose.findings import Verdict
-from gputop.diagnose.signals import step_signals
 from gputop.model.gpu import DeviceInfo, GpuSample
 from gputop.model.host import HostSample
-from gputop.model.ranks import RankTotals, StepCounter, rank_labels
+from gputop.model.ranks import RankTotals, StepCounter, rank_labels, rank_work
 from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
 from gputop.model.throttle import ThrottleClock
@@ -190,21 +188,14 @@ def phase_ns(s: StepRecord) -> dict[str, int]:
 
 
 def straggler_scores(sample: AgentsSample, labels: dict[int, str]) -> dict[str, float]:
-    """rank label -> the rank's median work time (step minus grad_sync wait, over the steps
-    the verdict uses) over the median of all ranks' work times, as the straggler rule sees it:
-    1.0 is typical, 1.3 is 30% more work per step than the median rank."""
-    sig = step_signals(sample)
-    if sig is None or not sig.work_ms:
-        return {}
-    median = statistics.median(sig.work_ms.values())
-    if median <= 0:
-        return {}
-    out = {}
-    for a in sig.agents:
-        key = a.rank if a.rank is not None else a.pid
-        if key in sig.work_ms and a.pid in labels:
-            out[labels[a.pid]] = sig.work_ms[key] / median
-    return out
+    """rank label -> the rank's score in the straggler definition (``model.ranks``): its
+    median work time (step minus grad_sync wait) over the median rank's; 1.0 is typical, 1.3
+    is 30% more work per step than the median rank."""
+    return {
+        labels[r.pid]: r.score
+        for r in rank_work(sample).rows
+        if r.score is not None and r.pid in labels
+    }
 
 
 def _gpu_labels(devices: dict[int, DeviceInfo], index: int) -> list[str]:

@@ -1,14 +1,32 @@
-"""Ranks: which agents are ranks, what each is called, and its steps counted once. One
-implementation of each, read by the verdict, the panes, /metrics and the report (they used to
-compute these their own ways and could disagree). Pure.
+"""Ranks: which agents are ranks, what each is called, its steps counted once, and the
+straggler. One implementation of each, read by the verdict, the panes, /metrics and the
+report (they used to compute these their own ways and could disagree). Pure.
+
+The straggler (domain.md): a rank's *work* time (step minus the time it waited in gradient
+sync) exceeds the median rank's by at least ``STRAGGLER_EXCESS`` of the median step, for most
+of the recent steps. Each rank's work is the median over its recent steps (``usable``); a
+median over ranks of those is the baseline. "For most of the steps" is what the median says:
+a rank's median work is over a bar exactly when at least half of its steps are. The rank
+named is the one with the most work: in synchronous data parallelism the collectives make
+every rank's step equally long, so it is also the rank that waits least in sync (it arrives
+last), domain.md's culprit.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+import statistics
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
+from gputop.model.step_stats import usable, work_ns
 from gputop.model.steps import AgentsSample, AgentState, StepCursor, StepRecord, new_steps
+
+STRAGGLER_EXCESS = 0.1
+"""The slowest rank's work over the median rank's, as a share of the median step, from which
+it is the straggler (domain.md: ">= 10% of the median step")."""
+
+MIN_STEPS = 3
+"""Usable steps the main rank needs before ranks are compared (its median step is the bar)."""
 
 MAIN_RANK = "0"
 """The rank label of a job without ranks (a plain script): its main process."""
@@ -117,3 +135,110 @@ class StepCounter:
             if label is not None:
                 out.append((label, a, fresh))
         return out
+
+
+# ---- the straggler ----
+
+
+@dataclass(frozen=True, slots=True)
+class RankRow:
+    """One rank reduced to what the straggler definition compares (a row of the ranks pane)."""
+
+    rank: int | None
+    pid: int | None
+    """None where only a summary is left (the report)."""
+    steps: int
+    step_ms: float
+    work_ms: float
+    """Step minus gradient-sync wait: what the rank itself had to do."""
+    sync_ms: float
+    score: float | None = None
+    """work_ms over the median rank's (1.0 typical, 1.3: 30% more work); None without a bar."""
+
+    @property
+    def name(self) -> int:
+        """What a person calls it: its rank, or the pid of an agent that gave none."""
+        return self.rank if self.rank is not None else (self.pid or 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Slowest:
+    """The rank with the most work against the median rank, and whether that is a straggler."""
+
+    row: RankRow
+    median_work_ms: float
+    step_ms: float
+    """The bar's unit: the main rank's median step."""
+
+    @property
+    def excess_ms(self) -> float:
+        return self.row.work_ms - self.median_work_ms
+
+    @property
+    def excess_of_step(self) -> float:
+        """The excess as a share of the median step (0 without a step time)."""
+        return self.excess_ms / self.step_ms if self.step_ms else 0
+
+    @property
+    def straggler(self) -> bool:
+        return self.excess_ms >= STRAGGLER_EXCESS * self.step_ms
+
+
+@dataclass(frozen=True, slots=True)
+class RankWork:
+    """Every rank's work and sync wait, with scores and the slowest rank: the one straggler
+    definition the rule, the ranks pane, /metrics and the report read."""
+
+    rows: tuple[RankRow, ...]
+    slowest: Slowest | None
+    """None with fewer than two ranks to compare or no bar yet."""
+
+    @property
+    def straggler(self) -> Slowest | None:
+        """The slowest rank when it is a straggler by the definition."""
+        return self.slowest if self.slowest is not None and self.slowest.straggler else None
+
+    def row(self, pid: int) -> RankRow | None:
+        return next((r for r in self.rows if r.pid == pid), None)
+
+
+def compare_ranks(rows: Sequence[RankRow], step_ms: float | None) -> RankWork:
+    """Scores and the slowest rank from per-rank work times and the median step (None: no bar
+    yet, nothing compared). Rows with the same name (an agent that restarted under its rank)
+    count once in the median, the last one."""
+    if step_ms is None or not rows:
+        return RankWork(tuple(rows), None)
+    by_name = {r.name: r for r in rows}
+    median = statistics.median(r.work_ms for r in by_name.values())
+    scored = tuple(replace(r, score=r.work_ms / median if median > 0 else None) for r in rows)
+    compared = {r.name: r for r in scored}
+    slowest = None
+    if len(compared) >= 2:
+        slowest = Slowest(max(compared.values(), key=lambda r: r.work_ms), median, step_ms)
+    return RankWork(scored, slowest)
+
+
+def rank_work(agents: AgentsSample | Iterable[AgentState] | None) -> RankWork:
+    """The straggler definition over the agents' recent steps: per rank the medians of step,
+    work and sync wait over ``usable`` steps; the bar from the main rank's median step."""
+    ranks = ranked(agents)
+    rows = []
+    for a in ranks:
+        st = usable(a.steps)
+        if st:
+            rows.append(
+                RankRow(
+                    a.rank,
+                    a.pid,
+                    len(st),
+                    statistics.median(s.dur_ns for s in st) / 1e6,
+                    statistics.median(work_ns(s) for s in st) / 1e6,
+                    statistics.median(s.phases.get("grad_sync", 0) for s in st) / 1e6,
+                )
+            )
+    main = main_agent(ranks)
+    main_steps = usable(main.steps) if main is not None else []
+    step_ms = None
+    if len(main_steps) >= MIN_STEPS:
+        step_ms = statistics.median(s.dur_ns for s in main_steps) / 1e6
+    return compare_ranks(rows, step_ms)

@@ -17,6 +17,7 @@ from gputop.diagnose.point import EvalPoint
 from gputop.model.gpu import GpuSample
 from gputop.model.host import HostSample
 from gputop.model.ranks import MAIN_RANK, RankTotals, StepCounter
+from gputop.model.step_stats import work_ns
 from gputop.model.steps import AgentsSample, StepCursor, StepRecord
 from gputop.model.throttle import ThrottleClock
 from gputop.snapshot import jsonable
@@ -71,18 +72,22 @@ def bucket_value(b: int) -> float:
 
 
 class _RankMinute:
-    """One rank's steps in a minute: the model's totals plus the histogram the report's
+    """One rank's steps in a minute: the model's totals plus the histograms the report's
     medians come from."""
 
     def __init__(self) -> None:
         self.totals = RankTotals()
         self.hist: dict[str, int] = {}
+        self.work_hist: dict[str, int] = {}
+        """Work time (step minus grad_sync wait) per step, same buckets: the report compares
+        ranks by median work, as the straggler definition (model/ranks.py) does."""
         self.fingerprint: Any = None
 
     def add(self, s: StepRecord) -> None:
         self.totals.add(s)
-        b = str(bucket_of(s.dur_ns / 1e9))
-        self.hist[b] = self.hist.get(b, 0) + 1
+        for hist, seconds in ((self.hist, s.dur_ns / 1e9), (self.work_hist, work_ns(s) / 1e9)):
+            b = str(bucket_of(seconds))
+            hist[b] = hist.get(b, 0) + 1
 
     def summary(self) -> dict[str, Any]:
         t = self.totals
@@ -90,6 +95,7 @@ class _RankMinute:
             "steps": t.steps,
             "seconds": t.seconds,
             "hist": self.hist,
+            "work_hist": self.work_hist,
             "phases": t.phases,
             "flops": t.flops,
             "flops_s": t.flops_s,
@@ -264,12 +270,17 @@ def merge(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
             out["secondary"] = p["secondary"]
         for rank, r in p["ranks"].items():
             into = out["ranks"].setdefault(rank, {"steps": 0, "seconds": 0.0, "hist": {},
-                                                  "phases": {}, "flops": 0.0, "flops_s": 0.0,
-                                                  "samples": 0, "tokens": 0})  # fmt: skip
+                                                  "work_hist": {}, "phases": {}, "flops": 0.0,
+                                                  "flops_s": 0.0, "samples": 0,
+                                                  "tokens": 0})  # fmt: skip
             for k in ("steps", "seconds", "flops", "flops_s", "samples", "tokens"):
                 into[k] += r[k]
             _add(into["hist"], r["hist"])
             _add(into["phases"], r["phases"])
+            if isinstance(into["work_hist"], dict) and isinstance(r.get("work_hist"), dict):
+                _add(into["work_hist"], r["work_hist"])
+            elif r["steps"]:  # a minute written before work_hist: no median of work
+                into["work_hist"] = None
             if "fingerprint" in r:
                 into["fingerprint"] = r["fingerprint"]
         for gpu, g in p["gpus"].items():
