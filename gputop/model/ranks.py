@@ -231,14 +231,11 @@ def rank_work(agents: AgentsSample | Iterable[AgentState] | None) -> RankWork:
                     a.rank,
                     a.pid,
                     len(st),
-                    statistics.median(s.dur_ns for s in st) / 1e6,
-                    statistics.median(work_ns(s) for s in st) / 1e6,
-                    statistics.median(s.phases.get("grad_sync", 0) for s in st) / 1e6,
+                    statistics.median([s.dur_ns for s in st]) / 1e6,
+                    statistics.median([work_ns(s) for s in st]) / 1e6,
+                    statistics.median([s.phases.get("grad_sync", 0) for s in st]) / 1e6,
                 )
             )
     main = main_agent(ranks)
-    main_steps = usable(main.steps) if main is not None else []
-    step_ms = None
-    if len(main_steps) >= MIN_STEPS:
-        step_ms = statistics.median(s.dur_ns for s in main_steps) / 1e6
-    return compare_ranks(rows, step_ms)
+    bar = next((r for r in rows if main is not None and r.pid == main.pid), None)
+    return compare_ranks(rows, bar.step_ms if bar and bar.steps >= MIN_STEPS else None)
