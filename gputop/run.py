@@ -146,24 +146,23 @@ def exit_status(code: int) -> int:
 
 def summary(agents: Sequence, out=sys.stdout) -> None:
     """A plain-text account of the steps the agents reported (for --no-tui and logs)."""
-    from gputop.model.step_stats import median_ms, phase_shares, usable, work_ns
+    from gputop.model.ranks import rank_work
+    from gputop.model.step_stats import phase_shares, usable
 
+    ranks = rank_work(agents)  # the ranks pane's numbers
     for a in agents:
-        steps = usable(a.steps)  # the first step includes start-up
         who = f"rank {a.rank}" if a.rank is not None else f"pid {a.pid}"
-        if not steps:
+        r = ranks.row(a.pid)
+        if r is None:  # no usable steps: the first step includes start-up
             print(f"gputop: {who}: no steps reported", file=out)
             continue
-        median = median_ms([s.dur_ns for s in steps])
-        work = median_ms([work_ns(s) for s in steps])
-        sync = median_ms([s.phases.get("grad_sync", 0) for s in steps])
         shares = ", ".join(
             f"{name} {share:.0%}" if share >= 0.01 else f"{name} {share:.1%}"
-            for name, share in phase_shares(steps)
+            for name, share in phase_shares(usable(a.steps))
         )
         print(
-            f"gputop: {who}: {len(steps)} steps, median {median:.1f} ms"
-            f" (work {work:.1f} ms, sync wait {sync:.1f} ms); {shares}",
+            f"gputop: {who}: {r.steps} steps, median {r.step_ms:.1f} ms"
+            f" (work {r.work_ms:.1f} ms, sync wait {r.sync_ms:.1f} ms); {shares}",
             file=out,
         )
 
@@ -179,5 +178,7 @@ def run_headless(job: Job, link, poll_s: float = 0.5) -> int:
         agents = link.sample().agents or agents
         time.sleep(0.1)
     link.close()
-    summary([a for a in agents if a.rank is not None or len(a.steps) > 1])
+    from gputop.model.ranks import ranked
+
+    summary(ranked(agents))
     return exit_status(job.wait())

@@ -21,6 +21,7 @@ from gputop.diagnose.signals import (
     StackSignals,
     StepSignals,
 )
+from gputop.model.ranks import STRAGGLER_EXCESS
 
 DATA_WAIT_WARN = 0.05
 DATA_WAIT_STRONG = 0.20
@@ -247,19 +248,19 @@ def throttled_power(sig: Signals) -> Finding:
 
 
 def straggler(sig: Signals) -> Finding:
+    """One rank works longer than the median rank: the definition and its numbers are the
+    model's (``model.ranks``, as the ranks pane, /metrics and the report read them)."""
     st = sig.steps
-    if st is None or st.ranks < 2 or len(st.work_ms) < 2:
+    slow = st.rank_work.slowest if st is not None and st.rank_work is not None else None
+    if slow is None:
         return _finding("straggler", [], [], [] if st else ["agent"], "one rank slower", sig)
-    works = sorted(st.work_ms.values())
-    n = len(works)
-    median = works[n // 2] if n % 2 else (works[n // 2 - 1] + works[n // 2]) / 2
-    slow_rank, slow = max(st.work_ms.items(), key=lambda kv: kv[1])
     agree = []
-    if slow - median >= 0.1 * st.median_ms:
+    if slow.straggler:
         agree.append(
             Evidence(
-                f"rank {slow_rank} works {slow:.0f} ms per step vs median "
-                f"{median:.0f} ms (>= 10% of the {st.median_ms:.0f} ms step)",
+                f"rank {slow.row.name} works {slow.row.work_ms:.0f} ms per step vs median "
+                f"{slow.median_work_ms:.0f} ms (>= {STRAGGLER_EXCESS:.0%} of the "
+                f"{slow.step_ms:.0f} ms step)",
                 "agent",
             )
         )
@@ -268,9 +269,9 @@ def straggler(sig: Signals) -> Finding:
         agree,
         [],
         [],
-        f"rank {slow_rank} is slower; the others wait",
+        f"rank {slow.row.name} is slower; the others wait",
         sig,
-        impact=(slow - median) / st.median_ms if st.median_ms else 0,
+        impact=slow.excess_of_step,
     )
 
 

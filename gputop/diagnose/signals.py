@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 
 from gputop.model import DeviceInfo, GpuSample, Window
 from gputop.model.host import HostSample
+from gputop.model.ranks import RankWork, main_agent, rank_work, ranked
 from gputop.model.stack_stats import thread_shares, unchanged_stacks, working_mains
 from gputop.model.stacks import Frame, StacksSample
-from gputop.model.step_stats import Mfu, gc_share, mfu_of, phase_shares, usable, work_ns
+from gputop.model.step_stats import Mfu, gc_share, mfu_of, phase_shares, usable
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
 
 POWER_REASONS = frozenset({"sw_power_cap", "hw_power_brake"})
@@ -271,6 +272,8 @@ class StepSignals:
     """Share of step time in Python garbage collection (None: the agent did not time it)."""
     gc_full: int = 0
     """Full (generation 2) collections in those steps."""
+    rank_work: RankWork | None = None
+    """Per-rank work and sync wait and the slowest rank: the straggler definition (model)."""
 
 
 SPIKE = 1.5
@@ -311,14 +314,14 @@ def _spikes(steps: Sequence[StepRecord], median_ns: float) -> tuple[tuple[int, f
 def step_signals(agents: AgentsSample | None, gpu_names: Sequence[str] = ()) -> StepSignals | None:
     if agents is None:
         return None
-    ranked = [a for a in agents.agents if a.rank is not None or len(a.steps) > 1]
-    if not ranked:
+    ranked_agents = ranked(agents)
+    main = main_agent(ranked_agents)
+    if main is None:
         return None
-    main = next((a for a in ranked if a.rank in (0, None)), ranked[0])
     steps = usable(main.steps)
     if len(steps) < 3:
         return StepSignals(
-            len(ranked),
+            len(ranked_agents),
             len(steps),
             0,
             0,
@@ -332,23 +335,19 @@ def step_signals(agents: AgentsSample | None, gpu_names: Sequence[str] = ()) -> 
             main.since_step_s,
             main.fingerprint,
             None,
-            tuple(ranked),
+            tuple(ranked_agents),
         )
     durs = sorted(s.dur_ns for s in steps)
     med = statistics.median(durs)
     mean = statistics.fmean(durs)
     cv = statistics.pstdev(durs) / mean if mean else 0.0
-    work, sync = {}, {}
-    for a in ranked:
-        st = usable(a.steps)
-        if st:
-            key = a.rank if a.rank is not None else a.pid
-            work[key] = statistics.median(work_ns(s) for s in st) / 1e6
-            sync[key] = statistics.median(s.phases.get("grad_sync", 0) for s in st) / 1e6
+    per_rank = rank_work(ranked_agents)
+    work = {r.name: r.work_ms for r in per_rank.rows}
+    sync = {r.name: r.sync_ms for r in per_rank.rows}
     mfu = mfu_of(steps, gpu_names, main.fingerprint)
     gc, gc_full = gc_share(steps)
     return StepSignals(
-        ranks=len(ranked),
+        ranks=len(ranked_agents),
         steps=len(steps),
         median_ms=med / 1e6,
         p90_ms=durs[int(0.9 * (len(durs) - 1))] / 1e6,
@@ -363,9 +362,10 @@ def step_signals(agents: AgentsSample | None, gpu_names: Sequence[str] = ()) -> 
         fingerprint=main.fingerprint,
         mfu=mfu.value,
         mfu_detail=mfu,
-        agents=tuple(ranked),
+        agents=tuple(ranked_agents),
         gc_share=gc,
         gc_full=gc_full,
+        rank_work=per_rank,
     )
 
 

@@ -17,7 +17,6 @@ import bisect
 import errno
 import functools
 import socket
-import statistics
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -35,13 +34,14 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from prometheus_client.utils import floatToGoString
 
 from gputop import __version__
-from gputop.agent.recorder import STANDARD_PHASES
 from gputop.diagnose.findings import Verdict
-from gputop.diagnose.signals import step_signals
 from gputop.model.gpu import DeviceInfo, GpuSample
 from gputop.model.host import HostSample
+from gputop.model.ranks import RankTotals, StepCounter, rank_labels, rank_work
 from gputop.model.stacks import StacksSample
-from gputop.model.steps import AgentsSample, AgentState, StepRecord, new_steps
+from gputop.model.steps import AgentsSample, AgentState, StepRecord
+from gputop.model.throttle import ThrottleClock
+from gputop.vocab.phases import STEP_PHASES as STANDARD_PHASES
 from gputop.vocab.reasons import REASON_BITS
 
 LOCALHOST = "127.0.0.1"
@@ -85,9 +85,6 @@ BUCKETS: tuple[float, ...] = (
 """Histogram upper bounds in seconds, 1 ms to 60 s: from a tiny phase to a checkpoint."""
 
 LE: tuple[str, ...] = (*(floatToGoString(b) for b in BUCKETS), "+Inf")
-
-MAIN_RANK = "0"
-"""The rank label of a job without ranks (a plain script): its main process."""
 
 
 class ExportError(Exception):
@@ -190,37 +187,15 @@ def phase_ns(s: StepRecord) -> dict[str, int]:
     return out
 
 
-def rank_labels(sample: AgentsSample) -> dict[int, str]:
-    """pid -> rank label. Ranked agents by their rank; one process without a rank (a plain
-    script: the target itself, or else the first such agent with steps) is rank "0" when no
-    agent claims rank 0. Other rank-less processes are not exported (a pid is no label)."""
-    out = {a.pid: str(a.rank) for a in sample.agents if a.rank is not None}
-    if MAIN_RANK in out.values():
-        return out
-    rankless = [a for a in sample.agents if a.rank is None]
-    main = next((a for a in rankless if a.pid == sample.target), None)
-    main = main or next((a for a in rankless if a.steps), None)
-    if main is not None:
-        out[main.pid] = MAIN_RANK
-    return out
-
-
 def straggler_scores(sample: AgentsSample, labels: dict[int, str]) -> dict[str, float]:
-    """rank label -> the rank's median work time (step minus grad_sync wait, over the steps
-    the verdict uses) over the median of all ranks' work times, as the straggler rule sees it:
-    1.0 is typical, 1.3 is 30% more work per step than the median rank."""
-    sig = step_signals(sample)
-    if sig is None or not sig.work_ms:
-        return {}
-    median = statistics.median(sig.work_ms.values())
-    if median <= 0:
-        return {}
-    out = {}
-    for a in sig.agents:
-        key = a.rank if a.rank is not None else a.pid
-        if key in sig.work_ms and a.pid in labels:
-            out[labels[a.pid]] = sig.work_ms[key] / median
-    return out
+    """rank label -> the rank's score in the straggler definition (``model.ranks``): its
+    median work time (step minus grad_sync wait) over the median rank's; 1.0 is typical, 1.3
+    is 30% more work per step than the median rank."""
+    return {
+        labels[r.pid]: r.score
+        for r in rank_work(sample).rows
+        if r.score is not None and r.pid in labels
+    }
 
 
 def _gpu_labels(devices: dict[int, DeviceInfo], index: int) -> list[str]:
@@ -228,8 +203,8 @@ def _gpu_labels(devices: dict[int, DeviceInfo], index: int) -> list[str]:
     return [str(index), (d.uuid or "") if d else ""]
 
 
-def _reason_labels(s: GpuSample) -> set[str]:
-    return {r if r in REASONS else "other" for r in s.reasons}
+def _reason_labels(reasons: Sequence[str]) -> set[str]:
+    return {r if r in REASONS else "other" for r in reasons}
 
 
 @dataclass
@@ -239,38 +214,24 @@ class _GpuState:
     devices: dict[int, DeviceInfo] = field(default_factory=dict)
     latest: dict[int, GpuSample] = field(default_factory=dict)
     throttle_s: dict[tuple[int, str], float] = field(default_factory=dict)
+    clock: ThrottleClock = field(default_factory=ThrottleClock)
 
     def add(self, s: GpuSample) -> None:
-        """Sample-and-hold: the reasons a reading shows are taken to hold until the next
-        reading of that GPU, so that interval counts for each of them."""
-        prev = self.latest.get(s.index)
-        if prev is not None and prev.lost is None and prev.reasons_mask is not None:
-            dt = s.t - prev.t
-            if dt > 0:
-                for r in _reason_labels(prev):
-                    key = (s.index, r)
-                    self.throttle_s[key] = self.throttle_s.get(key, 0.0) + dt
+        """Throttle time by the model's rule (``ThrottleClock``: a reading's reasons hold
+        until the next reading of that GPU, gaps of a minute or more count for none)."""
+        dt, reasons = self.clock.charge(s)
+        for r in _reason_labels(reasons):
+            key = (s.index, r)
+            self.throttle_s[key] = self.throttle_s.get(key, 0.0) + dt
         self.latest[s.index] = s
-
-
-@dataclass
-class _Rank:
-    """Monotonic counters of one rank label."""
-
-    steps: int = 0
-    step_s: float = 0.0
-    phase_s: dict[str, float] = field(default_factory=dict)
-    samples: int | None = None
-    tokens: int | None = None
 
 
 @dataclass
 class _StepState:
     """Every agent step counted exactly once, and the latest per-rank gauges."""
 
-    ranks: dict[str, _Rank] = field(default_factory=dict)
-    cursors: dict[int, tuple[int, int]] = field(default_factory=dict)
-    """pid -> (step number, t0_ns) of the last step counted from that agent."""
+    ranks: dict[str, RankTotals] = field(default_factory=dict)
+    counter: StepCounter = field(default_factory=StepCounter)
     step_hist: _Histogram = field(default_factory=_Histogram)
     phase_hist: dict[str, _Histogram] = field(default_factory=dict)
     open_phases: dict[tuple[str, str], float] = field(default_factory=dict)
@@ -279,9 +240,9 @@ class _StepState:
 
     def add(self, sample: AgentsSample) -> None:
         labels = rank_labels(sample)
-        for a in sample.agents:
-            if a.pid in labels:
-                self._count(labels[a.pid], a)
+        for rank, _, fresh in self.counter.new(sample, labels):
+            for s in fresh:
+                self._add(self.ranks.setdefault(rank, RankTotals()), s)
         live = [(labels[a.pid], a) for a in sample.agents if a.pid in labels]
         self.agents = [(r, a) for r, a in live if a.state != "exited"]
         self.open_phases = {
@@ -291,27 +252,13 @@ class _StepState:
         }
         self.straggler = straggler_scores(sample, labels)
 
-    def _count(self, rank: str, a: AgentState) -> None:
-        """Count the steps not counted before (``new_steps``: the counters keep going up
-        when an agent restarts and numbers from 0 again)."""
-        fresh, cursor = new_steps(a.steps, self.cursors.get(a.pid))
-        for s in fresh:
-            self._add(self.ranks.setdefault(rank, _Rank()), s)
-        if cursor is not None:
-            self.cursors[a.pid] = cursor
-
-    def _add(self, r: _Rank, s: StepRecord) -> None:
-        seconds = s.dur_ns / 1e9
-        r.steps += 1
-        r.step_s += seconds
-        self.step_hist.observe(seconds)
+    def _add(self, r: RankTotals, s: StepRecord) -> None:
+        """One step newly counted (``StepCounter``: each once, counters keep going up when an
+        agent restarts and numbers from 0 again) into its rank's totals and the histograms."""
+        r.add(s, phase_label)
+        self.step_hist.observe(s.dur_ns / 1e9)
         for phase, ns in phase_ns(s).items():
-            r.phase_s[phase] = r.phase_s.get(phase, 0.0) + ns / 1e9
             self.phase_hist.setdefault(phase, _Histogram()).observe(ns / 1e9)
-        if s.samples is not None:
-            r.samples = (r.samples or 0) + s.samples
-        if s.tokens is not None:
-            r.tokens = (r.tokens or 0) + s.tokens
 
 
 @dataclass
@@ -472,7 +419,7 @@ def _gpu_metrics(g: _GpuState) -> list[Metric]:
     )
     for s in live:
         if s.reasons_mask is not None:
-            active = _reason_labels(s)
+            active = _reason_labels(s.reasons)
             for r in REASONS:
                 now.add_metric([*_gpu_labels(g.devices, s.index), r], float(r in active))
     for (index, r), seconds in sorted(g.throttle_s.items()):
@@ -491,10 +438,10 @@ def _step_metrics(st: _StepState) -> list[Metric]:
     tokens = CounterMetricFamily("gputop_tokens", "Tokens the steps reported", labels=rank)
     for name, r in sorted(st.ranks.items()):
         steps.add_metric([name], r.steps)
-        step_s.add_metric([name], r.step_s)
+        step_s.add_metric([name], r.seconds)
         for phase in PHASES:
-            if phase in r.phase_s:
-                phase_s.add_metric([name, phase], r.phase_s[phase])
+            if phase in r.phases:
+                phase_s.add_metric([name, phase], r.phases[phase])
         if r.samples is not None:
             samples.add_metric([name], r.samples)
         if r.tokens is not None:

@@ -268,6 +268,13 @@ def _rank(r: Any) -> bool:
         and all(_num(r.get(k)) for k in numbers)
         and _map_of(r.get("hist"), lambda n: type(n) is int)
         and all(_int_key(k) for k in r["hist"])
+        and (  # absent from files written before it
+            r.get("work_hist") is None
+            or (
+                _map_of(r["work_hist"], lambda n: type(n) is int)
+                and all(_int_key(k) for k in r["work_hist"])
+            )
+        )
         and _map_of(r.get("phases"), _num)
         and isinstance(r.get("fingerprint", {}), dict)
     )

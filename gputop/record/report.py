@@ -12,6 +12,7 @@ import shlex
 from typing import Any
 
 from gputop import __version__
+from gputop.model.ranks import MAIN_RANK, MIN_STEPS, RankRow, compare_ranks
 from gputop.model.step_stats import mfu_of
 from gputop.model.steps import StepRecord
 from gputop.record.reader import Recording
@@ -30,6 +31,8 @@ def build_report(recording: Recording) -> dict[str, Any]:
     session = recording.session
     created = recording.header.get("created_wall")
     verdict_total = sum(s["verdict_s"].values()) or 1.0
+    ranks = sorted(s["ranks"].items(), key=_num)
+    rows, straggler = _straggler(ranks, [_rank(rank, r, names) for rank, r in ranks])
     return {
         "schema": "gputop.report",
         "schema_version": SCHEMA_VERSION,
@@ -55,9 +58,8 @@ def build_report(recording: Recording) -> dict[str, Any]:
             {"t_s": round(max(0.0, t - t0), 1), "bound": b, "confidence": c, "note": n}
             for t, b, c, n in s["changes"]
         ],
-        "ranks": _straggler(
-            [_rank(rank, r, names) for rank, r in sorted(s["ranks"].items(), key=_num)]
-        ),
+        "ranks": rows,
+        "straggler": straggler,
         "gpus": [_gpu(k, g) for k, g in sorted(s["gpus"].items(), key=_num)],
         "throttle": _throttle(s["throttle_s"], duration),
         "findings": _findings(s),
@@ -116,6 +118,7 @@ def _rank(rank: str, r: dict[str, Any], names: list[str]) -> dict[str, Any]:
         whole = StepRecord(0, 0, int(r["flops_s"] * 1e9), {}, flops=r["flops"])
         mfu = jsonable(mfu_of([whole], names, fingerprint))
     med, p90 = quantile_of(r["hist"], 0.5), quantile_of(r["hist"], 0.9)
+    work = quantile_of(r["work_hist"], 0.5) if r.get("work_hist") else None
     sync = r["phases"].get("grad_sync", 0.0)
     return {
         "rank": int(rank) if rank.lstrip("-").isdigit() else rank,
@@ -126,6 +129,7 @@ def _rank(rank: str, r: dict[str, Any], names: list[str]) -> dict[str, Any]:
         "samples_per_s": round(r["samples"] / seconds, 1) if seconds and r["samples"] else None,
         "tokens_per_s": round(r["tokens"] / seconds, 1) if seconds and r["tokens"] else None,
         "phases": dict(sorted(phases.items(), key=lambda kv: -kv[1])),
+        "work_s_median": round(work, 6) if work is not None else None,
         "work_s_mean": round((seconds - sync) / r["steps"], 6) if r["steps"] else None,
         "sync_share": round(sync / seconds, 4) if seconds else None,
         "work_vs_median": None,
@@ -133,18 +137,40 @@ def _rank(rank: str, r: dict[str, Any], names: list[str]) -> dict[str, Any]:
     }
 
 
-def _straggler(ranks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each rank's work time (step minus gradient sync: the collectives equalise whole steps)
-    over the ranks' median, as the straggler rule compares them (domain.md)."""
-    works = sorted(r["work_s_mean"] for r in ranks if r["work_s_mean"])
-    if len(works) < 2:
-        return ranks
-    mid = len(works) // 2
-    median = works[mid] if len(works) % 2 else (works[mid - 1] + works[mid]) / 2
+def _straggler(
+    summaries: list[tuple[str, dict[str, Any]]], ranks: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """The straggler definition (``model.ranks.compare_ranks``, as the verdict, the ranks pane
+    and /metrics apply it) over the whole recording: each rank's ``work_vs_median`` and the
+    straggler, if any.
+
+    The summaries keep no step lists, so the medians it compares come from histograms of 2 %
+    buckets (within 1 % of the exact ones): each rank's median work from ``work_hist``, the
+    bar from the main rank's median step. A file written before summaries kept ``work_hist``
+    has mean work only: then every rank is compared by its mean."""
+    medians = all(r["work_s_median"] is not None for r in ranks if r["steps"])
+    rows = []
+    for (_, raw), r in zip(summaries, ranks, strict=True):
+        work = r["work_s_median"] if medians else r["work_s_mean"]
+        if r["steps"] and work is not None and r["step_s_median"] is not None:
+            sync = raw["phases"].get("grad_sync", 0.0) / r["steps"]
+            rows.append(RankRow(r["rank"], None, r["steps"], r["step_s_median"] * 1e3,
+                                work * 1e3, sync * 1e3))  # fmt: skip
+    main = next((row for row in rows if str(row.rank) == MAIN_RANK), rows[0] if rows else None)
+    step_ms = main.step_ms if main is not None and main.steps >= MIN_STEPS else None
+    compared = compare_ranks(rows, step_ms)
+    scores = {row.rank: row.score for row in compared.rows}
     for r in ranks:
-        if r["work_s_mean"] and median:
-            r["work_vs_median"] = round(r["work_s_mean"] / median, 3)
-    return ranks
+        score = scores.get(r["rank"])
+        r["work_vs_median"] = round(score, 3) if score is not None and len(rows) > 1 else None
+    s = compared.straggler
+    if s is None:
+        return ranks, None
+    return ranks, {
+        "rank": s.row.rank,
+        "work_vs_median": round(s.row.score or 0.0, 3),
+        "excess_of_step": round(s.excess_of_step, 4),
+    }
 
 
 def _gpu(index: str, g: dict[str, Any]) -> dict[str, Any]:
@@ -208,7 +234,7 @@ def render_report(doc: dict[str, Any], charts: bool = True, width: int = 100) ->
             lines.append(f"  {e['t_s']:>9.1f} s  {label} ({e['confidence']:.0%})")
         if len(doc["timeline"]) > 40:
             lines.append(f"  ... {len(doc['timeline']) - 40} more (--json has them all)")
-    lines += _ranks_text(doc["ranks"])
+    lines += _ranks_text(doc["ranks"], doc["straggler"])
     lines += _gpus_text(doc)
     lines += _findings_text(doc["findings"])
     if doc["captures"]:
@@ -235,7 +261,7 @@ def _dur(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def _ranks_text(ranks: list[dict[str, Any]]) -> list[str]:
+def _ranks_text(ranks: list[dict[str, Any]], straggler: dict[str, Any] | None) -> list[str]:
     if not ranks:
         return ["", "Steps: no agent reported steps (gputop run, or import gputop.agent)"]
     multi = len(ranks) > 1
@@ -250,12 +276,17 @@ def _ranks_text(ranks: list[dict[str, Any]]) -> list[str]:
         rate = f"{r['steps_per_s']:.2f}" if r["steps_per_s"] else "-"
         cols = ""
         if multi:
-            work = f"{r['work_s_mean'] * 1e3:.0f}ms" if r["work_s_mean"] is not None else "-"
+            w = r["work_s_median"] if r["work_s_median"] is not None else r["work_s_mean"]
+            work = f"{w * 1e3:.0f}ms" if w is not None else "-"
             sync = f"{r['sync_share']:.0%}" if r["sync_share"] is not None else "-"
             vs = f"{r['work_vs_median']:.2f}x" if r["work_vs_median"] is not None else "-"
             cols = f"{work:>6} {sync:>5} {vs:>10}  "
         out.append(f"  {r['rank']:>4} {r['steps']:>7} {med:>9} {p90:>9} {rate:>8}  "
                    f"{mfu_text:<7} {cols}{top}")  # fmt: skip
+    if straggler is not None:
+        out.append(f"Straggler: rank {straggler['rank']} works {straggler['work_vs_median']:.2f}x "
+                   f"the median rank (+{straggler['excess_of_step']:.0%} of the median step); "
+                   "the others wait for it")  # fmt: skip
     main = ranks[0]
     if main["phases"]:
         out += ["", f"Phase breakdown (rank {main['rank']})"]

@@ -16,7 +16,10 @@ from gputop.diagnose.findings import Verdict
 from gputop.diagnose.point import EvalPoint
 from gputop.model.gpu import GpuSample
 from gputop.model.host import HostSample
-from gputop.model.steps import AgentsSample, StepCursor, new_steps
+from gputop.model.ranks import MAIN_RANK, RankTotals, StepCounter
+from gputop.model.step_stats import work_ns
+from gputop.model.steps import AgentsSample, StepCursor, StepRecord
+from gputop.model.throttle import ThrottleClock
 from gputop.snapshot import jsonable
 
 BUCKET = math.log(1.02)
@@ -28,15 +31,30 @@ POINT_S = 10.0
 """Chart resolution: one point per 10 s (8,640 a day), additive so minutes merge."""
 
 
-def _cursors(m: Any) -> dict[str, StepCursor]:
-    """Step cursors from a file's carry: [step, t0_ns] pairs of ints, others dropped."""
+def _cursors(m: Any) -> dict[int, StepCursor]:
+    """Step cursors from a file's carry (pid as text -> [step, t0_ns]), others dropped."""
     if not isinstance(m, dict):
         return {}
     return {
-        k: (v[0], v[1])
+        int(k): (v[0], v[1])
         for k, v in m.items()
-        if isinstance(v, list | tuple) and len(v) == 2 and all(type(x) is int for x in v)
-    }
+        if isinstance(k, str) and k.isascii() and k.isdigit()
+        and isinstance(v, list | tuple) and len(v) == 2 and all(type(x) is int for x in v)
+    }  # fmt: skip
+
+
+def _held(t: Any, reasons: Any) -> dict[int, tuple[float, tuple[str, ...]]]:
+    """The throttle clock's last reading per GPU from a file's carry: ``gpu_t`` (GPU as text
+    -> time) and ``gpu_reasons`` (GPU as text -> the reasons it showed). A file older than
+    ``gpu_reasons`` holds no reasons over its first interval."""
+    times, reasons = _typed(t, (int, float)), reasons if isinstance(reasons, dict) else {}
+    out = {}
+    for k, v in times.items():
+        if k.isascii() and k.removeprefix("-").isdigit():
+            r = reasons.get(k)
+            ok = isinstance(r, list) and all(isinstance(x, str) for x in r)
+            out[int(k)] = (float(v), tuple(r) if ok else ())
+    return out
 
 
 def _typed(m: Any, kind: type | tuple[type, ...]) -> dict[str, Any]:
@@ -53,12 +71,48 @@ def bucket_value(b: int) -> float:
     return math.exp(b * BUCKET)
 
 
+class _RankMinute:
+    """One rank's steps in a minute: the model's totals plus the histograms the report's
+    medians come from."""
+
+    def __init__(self) -> None:
+        self.totals = RankTotals()
+        self.hist: dict[str, int] = {}
+        self.work_hist: dict[str, int] = {}
+        """Work time (step minus grad_sync wait) per step, same buckets: the report compares
+        ranks by median work, as the straggler definition (model/ranks.py) does."""
+        self.fingerprint: Any = None
+
+    def add(self, s: StepRecord) -> None:
+        self.totals.add(s)
+        for hist, seconds in ((self.hist, s.dur_ns / 1e9), (self.work_hist, work_ns(s) / 1e9)):
+            b = str(bucket_of(seconds))
+            hist[b] = hist.get(b, 0) + 1
+
+    def summary(self) -> dict[str, Any]:
+        t = self.totals
+        out = {
+            "steps": t.steps,
+            "seconds": t.seconds,
+            "hist": self.hist,
+            "work_hist": self.work_hist,
+            "phases": t.phases,
+            "flops": t.flops,
+            "flops_s": t.flops_s,
+            "samples": t.samples or 0,
+            "tokens": t.tokens or 0,
+        }
+        if self.fingerprint is not None:
+            out["fingerprint"] = self.fingerprint
+        return out
+
+
 class Accumulator:
     def __init__(self, carry: dict[str, Any] | None = None) -> None:
         carry = carry if isinstance(carry, dict) else {}  # from a file: kept only where it fits
-        self.last_step: dict[str, StepCursor] = _cursors(carry.get("last_step"))
-        """Per agent pid (as text): the last step counted (readings repeat hundreds)."""
-        self.gpu_t: dict[str, float] = _typed(carry.get("gpu_t"), (int, float))
+        self.counter = StepCounter(_cursors(carry.get("last_step")))
+        """Each step once, under its rank label (readings repeat hundreds)."""
+        self.throttle = ThrottleClock(_held(carry.get("gpu_t"), carry.get("gpu_reasons")))
         at = carry.get("verdict_at")
         self.verdict_at: float | None = at if isinstance(at, int | float) else None
         principal = carry.get("principal")
@@ -74,7 +128,7 @@ class Accumulator:
         self.changes: list[list[Any]] = []
         self.findings: dict[str, Any] = {}
         self.secondary: list[list[Any]] = []
-        self.ranks: dict[str, dict[str, Any]] = {}
+        self.ranks: dict[str, _RankMinute] = {}
         self.gpus: dict[str, dict[str, Any]] = {}
         self.throttle_s: dict[str, dict[str, float]] = {}
         """Per clock-event reason, per GPU: seconds it was active."""
@@ -102,8 +156,6 @@ class Accumulator:
         for s in samples:
             self._at(s.t)
             key = str(s.index)
-            prev = self.gpu_t.get(key)
-            self.gpu_t[key] = s.t
             g = self.gpus.setdefault(key, {"n": 0, "util": 0.0, "sm": 0.0, "power": 0.0,
                                            "n_sm": 0, "temp_max": None})  # fmt: skip
             g["n"] += 1
@@ -119,10 +171,10 @@ class Accumulator:
                 p = self._point(s.t)
                 p[2] += act
                 p[3] += 1
-            if prev is not None and 0 < s.t - prev < 60:
-                for reason in s.reasons:
-                    per_gpu = self.throttle_s.setdefault(reason, {})
-                    per_gpu[key] = per_gpu.get(key, 0.0) + (s.t - prev)
+            dt, reasons = self.throttle.charge(s)  # the model's rule, as /metrics counts
+            for reason in reasons:
+                per_gpu = self.throttle_s.setdefault(reason, {})
+                per_gpu[key] = per_gpu.get(key, 0.0) + dt
 
     def host(self, sample: HostSample) -> None:
         self._at(sample.t)
@@ -133,38 +185,17 @@ class Accumulator:
 
     def agents(self, sample: AgentsSample) -> None:
         self._at(sample.t)
-        for a in sample.agents:
-            key = str(a.pid)
-            fresh, cursor = new_steps(a.steps, self.last_step.get(key))
-            rank = str(a.rank if a.rank is not None else 0)
-            r = self.ranks.setdefault(rank, {"steps": 0, "seconds": 0.0, "hist": {},
-                                             "phases": {}, "flops": 0.0, "flops_s": 0.0,
-                                             "samples": 0, "tokens": 0})  # fmt: skip
-            if a.fingerprint and a.fingerprint is not self._fingerprints.get(key):
-                self._fingerprints[key] = a.fingerprint
-                r["fingerprint"] = jsonable(a.fingerprint)
+        for rank, a, fresh in self.counter.new(sample):  # the exporter's counting and labels
+            r = self.ranks.setdefault(rank, _RankMinute())
+            if a.fingerprint and a.fingerprint is not self._fingerprints.get(a.pid):
+                self._fingerprints[a.pid] = a.fingerprint
+                r.fingerprint = jsonable(a.fingerprint)
             for s in fresh:
-                dur = s.dur_ns / 1e9
-                if rank == "0":
+                r.add(s)
+                if rank == MAIN_RANK:
                     p = self._point(sample.t)
-                    p[0] += dur
+                    p[0] += s.dur_ns / 1e9
                     p[1] += 1
-                r["steps"] += 1
-                r["seconds"] += dur
-                b = str(bucket_of(dur))
-                r["hist"][b] = r["hist"].get(b, 0) + 1
-                for name, ns in s.phases.items():
-                    r["phases"][name] = r["phases"].get(name, 0.0) + ns / 1e9
-                unmarked = s.unaccounted_ns / 1e9
-                if unmarked:
-                    r["phases"]["unmarked"] = r["phases"].get("unmarked", 0.0) + unmarked
-                if s.flops:
-                    r["flops"] += s.flops
-                    r["flops_s"] += dur
-                r["samples"] += s.samples or 0
-                r["tokens"] += s.tokens or 0
-            if cursor is not None:
-                self.last_step[key] = cursor
 
     def verdict(self, point: EvalPoint, v: Verdict) -> None:
         self._at(point.now)
@@ -189,9 +220,11 @@ class Accumulator:
     # ---- out ----
 
     def carry(self) -> dict[str, Any]:
+        last = self.throttle.last
         return {
-            "last_step": dict(self.last_step),
-            "gpu_t": dict(self.gpu_t),
+            "last_step": {str(pid): list(c) for pid, c in self.counter.cursors.items()},
+            "gpu_t": {str(i): t for i, (t, _) in last.items()},
+            "gpu_reasons": {str(i): list(reasons) for i, (_, reasons) in last.items()},
             "verdict_at": self.verdict_at,
             "principal": self.principal,
             "exited": self.exited,
@@ -206,7 +239,7 @@ class Accumulator:
             "changes": self.changes,
             "findings": self.findings,
             "secondary": self.secondary,
-            "ranks": self.ranks,
+            "ranks": {rank: r.summary() for rank, r in self.ranks.items()},
             "gpus": self.gpus,
             "throttle_s": self.throttle_s,
             "events": self.events,
@@ -237,12 +270,17 @@ def merge(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
             out["secondary"] = p["secondary"]
         for rank, r in p["ranks"].items():
             into = out["ranks"].setdefault(rank, {"steps": 0, "seconds": 0.0, "hist": {},
-                                                  "phases": {}, "flops": 0.0, "flops_s": 0.0,
-                                                  "samples": 0, "tokens": 0})  # fmt: skip
+                                                  "work_hist": {}, "phases": {}, "flops": 0.0,
+                                                  "flops_s": 0.0, "samples": 0,
+                                                  "tokens": 0})  # fmt: skip
             for k in ("steps", "seconds", "flops", "flops_s", "samples", "tokens"):
                 into[k] += r[k]
             _add(into["hist"], r["hist"])
             _add(into["phases"], r["phases"])
+            if isinstance(into["work_hist"], dict) and isinstance(r.get("work_hist"), dict):
+                _add(into["work_hist"], r["work_hist"])
+            elif r["steps"]:  # a minute written before work_hist: no median of work
+                into["work_hist"] = None
             if "fingerprint" in r:
                 into["fingerprint"] = r["fingerprint"]
         for gpu, g in p["gpus"].items():

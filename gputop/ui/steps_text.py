@@ -11,7 +11,8 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
-from gputop.model.step_stats import gc_share, median_ms, mfu_of, phase_shares, usable, work_ns
+from gputop.model.ranks import rank_work
+from gputop.model.step_stats import gc_share, median_ms, mfu_of, phase_shares, usable
 from gputop.model.steps import AgentState, StepRecord
 from gputop.model.window import percentile
 from gputop.ui.gpu_text import Line, StyleFor, spark
@@ -130,38 +131,24 @@ def _phase_level(name: str, share: float) -> str:
 
 
 def rank_lines(agents: Sequence[AgentState], style: StyleFor, width: int) -> list[Text]:
-    """One line per rank: step, work (step minus sync wait) and sync wait, medians."""
+    """One line per rank: step, work (step minus sync wait) and sync wait, medians; the
+    straggler (``model.ranks``: the one the verdict names) marked."""
+    ranks = rank_work(agents)
+    straggler = ranks.straggler
     rows = []
-    stats = []
     for a in agents:
-        steps = usable(a.steps)
-        stats.append(
-            (
-                a,
-                median_ms([s.dur_ns for s in steps]),
-                median_ms([work_ns(s) for s in steps]),
-                median_ms([s.phases.get("grad_sync", 0) for s in steps]),
-            )
-        )
-    steps_med = sorted(st for _, st, _, _ in stats if st is not None)
-    works = sorted(w for _, _, w, _ in stats if w is not None)
-    mid_step = percentile(steps_med, 50) if steps_med else None
-    mid_work = percentile(works, 50) if works else None
-    for a, step, work, sync in stats:
         line = Line(style).label(f" rank {a.rank if a.rank is not None else '?':>3} ")
         line.label(f"pid {a.pid:<7} ")
-        if step is None:
+        r = ranks.row(a.pid)
+        if r is None:
             line.add("no steps yet", "dim")
             rows.append(line.text)
             continue
-        straggler = (
-            mid_step is not None and mid_work is not None and work is not None
-            and work - mid_work >= 0.1 * mid_step
-        )  # fmt: skip
-        line.label("step ").add(f"{step:6.1f} ms")
-        line.label("  work ").add(f"{work:6.1f} ms", "bad" if straggler else "value")
-        line.label("  sync wait ").add(f"{sync:6.1f} ms")
-        if straggler:
+        slowest = straggler is not None and straggler.row.pid == a.pid
+        line.label("step ").add(f"{r.step_ms:6.1f} ms")
+        line.label("  work ").add(f"{r.work_ms:6.1f} ms", "bad" if slowest else "value")
+        line.label("  sync wait ").add(f"{r.sync_ms:6.1f} ms")
+        if slowest:
             line.add("  slowest: the others wait for it", "bad")
         if a.state != "connected":
             line.add(f"  {a.state}", "dim")

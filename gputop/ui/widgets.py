@@ -13,8 +13,9 @@ from textual.widgets import Static
 from gputop.diagnose.findings import Verdict
 from gputop.model import DeviceInfo, GpuSample
 from gputop.model.host import HostSample
+from gputop.model.ranks import main_agent, ranked
 from gputop.model.stacks import StacksSample
-from gputop.model.steps import AgentsSample, AgentState
+from gputop.model.steps import AgentsSample
 from gputop.ui.captures_text import CaptureView, capture_lines
 from gputop.ui.gpu_text import gpu_lines
 from gputop.ui.host_text import host_lines
@@ -149,20 +150,6 @@ class RanksPane(LinePane):
 
     def build_lines(self, width: int) -> list[Text]:
         return rank_lines(ranked(self.agents), self.style_for, width)
-
-
-def ranked(agents: AgentsSample | None) -> list[AgentState]:
-    """Agents that are training ranks or report steps (not a torchrun launcher)."""
-    if agents is None:
-        return []
-    return [a for a in agents.agents if a.rank is not None or len(a.steps) > 1]
-
-
-def main_agent(agents: AgentsSample | None) -> AgentState | None:
-    candidates = ranked(agents)
-    return next(
-        (a for a in candidates if a.rank in (0, None)), candidates[0] if candidates else None
-    )
 
 
 class VerdictPane(LinePane):

@@ -12,42 +12,20 @@ from types import MappingProxyType as M
 from typing import Any
 
 import pytest
+from builders import device, gpu_sample
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from gputop.agent.recorder import STANDARD_PHASES
 from gputop.diagnose.findings import Finding, Verdict
 from gputop.diagnose.point import EvalPoint
 from gputop.export import ExportError, PrometheusSink, open_exporter, parse_listen
 from gputop.export.prometheus import BOUNDS, BUCKETS, PHASES, REASONS
-from gputop.model.gpu import DeviceInfo, GpuSample
+from gputop.model.gpu import GpuSample
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
+from gputop.vocab.phases import STEP_PHASES as STANDARD_PHASES
 
 REPO = Path(__file__).resolve().parents[2]
 MS = 1_000_000
-
-
-def device(index: int) -> DeviceInfo:
-    return DeviceInfo(
-        index, "NVIDIA H100 80GB HBM3", f"GPU-{index:08d}", None, None, "hopper", 1980, 1980,
-        2619, 700.0, 200.0, 700.0, 80 << 30, 92, 87, 85, 95, 5, 16, 18, True, False,
-    )  # fmt: skip
-
-
-def gpu_sample(index: int, t: float, reasons: tuple[str, ...] = (), **kw: Any) -> GpuSample:
-    fields: dict[str, Any] = {
-        "sm_clock_mhz": 1980,
-        "power_w": 650.0,
-        "power_limit_w": 700.0,
-        "temp_c": 70,
-        "util_gpu_pct": 90,
-        "mem_used_bytes": 40 << 30,
-        "reasons_mask": 0x4 if reasons else 0,
-        "reasons": reasons,
-        "sm_active_pct": 80.0,
-        "dram_bw_pct": 50.0,
-    }
-    return GpuSample(index, t, t + 1.7e9, **{**fields, **kw})
 
 
 def step(n: int, t0_s: float, phases_ms: dict[str, float], dur_ms: float | None = None,

@@ -258,8 +258,10 @@ def test_overwritten_bytes_anywhere_stop_the_reading_there_and_say_so(folder, or
         return
     assert recording is not None, parts
     if parts <= {(DATA, "t"), (SUMMARY, "t"), (SUMMARY, "flags")}:
-        # only where to seek changed (and flags no reader uses): every record still reads
-        assert tuple(got) == b.records
+        # only where to seek changed (and flags no reader uses), but the frame header has its
+        # own checksum over them: reading stops there, and says so
+        assert recording.damage is not None and "header checksum" in recording.damage
+        assert prefix(got, b)
         return
     if any(part in ("payload", "crc", "length") for _, part in parts):
         assert recording.damage is not None, parts

@@ -1,0 +1,57 @@
+"""Readings built by hand for tests: a device, a GPU reading, a step, an agent, in one place
+(test modules import them: ``from builders import device, ...``)."""
+
+from __future__ import annotations
+
+from types import MappingProxyType as M
+from typing import Any
+
+from gputop.model.gpu import DeviceInfo, GpuSample
+from gputop.model.steps import AgentState, StepRecord
+
+MS = 1_000_000
+
+
+def device(index: int, name: str = "NVIDIA H100 80GB HBM3") -> DeviceInfo:
+    """An H100 SXM: 1980 MHz max SM clock, 700 W default limit, GPM supported."""
+    return DeviceInfo(
+        index, name, f"GPU-{index:08d}", None, None, "hopper", 1980, 1980, 2619, 700.0, 200.0,
+        700.0, 80 << 30, 92, 87, 85, 95, 5, 16, 18, True, False,
+    )  # fmt: skip
+
+
+def gpu_sample(index: int, t: float, reasons: tuple[str, ...] = (), **kw: Any) -> GpuSample:
+    """A busy GPU's reading at ``t`` (wall clock ``t`` + 1.7e9) showing ``reasons``."""
+    fields: dict[str, Any] = {
+        "sm_clock_mhz": 1980,
+        "power_w": 650.0,
+        "power_limit_w": 700.0,
+        "temp_c": 70,
+        "util_gpu_pct": 90,
+        "mem_used_bytes": 40 << 30,
+        "reasons_mask": 0x4 if reasons else 0,
+        "reasons": reasons,
+        "sm_active_pct": 80.0,
+        "dram_bw_pct": 50.0,
+    }
+    return GpuSample(index, t, t + 1.7e9, **{**fields, **kw})
+
+
+def step(n: int, t0_ns: int, phases_ms: dict[str, float], dur_ms: float | None = None,
+         **kw: Any) -> StepRecord:  # fmt: skip
+    """Step ``n`` from ``t0_ns``, its phases in milliseconds; it lasts their sum unless told."""
+    total = dur_ms if dur_ms is not None else sum(phases_ms.values())
+    ns = M({k: round(v * MS) for k, v in phases_ms.items()})
+    return StepRecord(n, t0_ns, round(total * MS), ns, **kw)
+
+
+def agent(pid: int, steps: tuple[StepRecord, ...], rank: int | None = None,
+          **kw: Any) -> AgentState:  # fmt: skip
+    """A connected agent (local rank = rank) with these recent steps, in forward."""
+    fields: dict[str, Any] = {
+        "state": "connected", "local_rank": rank, "world_size": None, "hostname": "node",
+        "argv": ("python", "train.py"), "fingerprint": M({}), "open_phase": "forward",
+        "open_age_s": 0.01, "since_step_s": 0.05, "heartbeat_age_s": 0.1, "agent_errors": 0,
+        "dropped": 0,
+    }  # fmt: skip
+    return AgentState(pid=pid, rank=rank, steps=steps, **{**fields, **kw})
