@@ -51,7 +51,7 @@ def agent(pid: int, steps: tuple[StepRecord, ...], rank: int | None = None,
     fields: dict[str, Any] = {
         "state": "connected", "local_rank": rank, "world_size": None, "hostname": "node",
         "argv": ("python", "train.py"), "fingerprint": M({}), "open_phase": "forward",
-        "open_age_s": 0.01, "since_step_s": 0.05, "heartbeat_age_s": 0.1, "agent_errors": 0,
+        "open_age_s": 0.25, "since_step_s": 0.05, "heartbeat_age_s": 0.1, "agent_errors": 0,
         "dropped": 0,
     }  # fmt: skip
     return AgentState(pid=pid, rank=rank, steps=steps, **{**fields, **kw})

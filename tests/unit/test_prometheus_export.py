@@ -12,7 +12,7 @@ from types import MappingProxyType as M
 from typing import Any
 
 import pytest
-from builders import device, gpu_sample
+from builders import agent, device, gpu_sample, step
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -26,23 +26,6 @@ from gputop.vocab.phases import STEP_PHASES as STANDARD_PHASES
 
 REPO = Path(__file__).resolve().parents[2]
 MS = 1_000_000
-
-
-def step(n: int, t0_s: float, phases_ms: dict[str, float], dur_ms: float | None = None,
-         samples: int | None = 32) -> StepRecord:  # fmt: skip
-    total = dur_ms if dur_ms is not None else sum(phases_ms.values())
-    ns = M({k: int(v * MS) for k, v in phases_ms.items()})
-    return StepRecord(n, int(t0_s * 1e9), int(total * MS), ns, samples=samples)
-
-
-def agent(pid: int, steps: tuple[StepRecord, ...], rank: int | None = None,
-          local_rank: int | None = None, open_phase: str | None = "forward",
-          state: str = "connected") -> AgentState:  # fmt: skip
-    return AgentState(
-        pid=pid, state=state, rank=rank, local_rank=local_rank, world_size=None, hostname="h",
-        argv=(), fingerprint=M({}), steps=steps, open_phase=open_phase, open_age_s=0.25,
-        since_step_s=0.1, heartbeat_age_s=0.1, agent_errors=0, dropped=0,
-    )  # fmt: skip
 
 
 def reading(*agents: AgentState, target: int = 100) -> AgentsSample:
@@ -80,7 +63,10 @@ PHASES_MS = {"data_wait": 5, "forward": 20, "backward": 40, "optimizer": 10}
 
 
 def steps_of(first: int, last: int, t0_s: float = 0.0) -> tuple[StepRecord, ...]:
-    return tuple(step(n, t0_s + n * 0.1, PHASES_MS, 80) for n in range(first, last + 1))
+    return tuple(
+        step(n, round((t0_s + n * 0.1) * 1e9), PHASES_MS, 80, samples=32)
+        for n in range(first, last + 1)
+    )
 
 
 def test_every_family_has_its_type_labels_and_a_gputop_name():
@@ -171,7 +157,11 @@ def test_an_agent_that_restarts_from_step_zero_keeps_the_counters_going_up():
 
 def test_custom_phases_map_to_other_and_uncovered_time_is_unmarked():
     phases = {"data_wait": 10, "forward": 20, "my_fancy_phase": 5, "checkpointing!": 3}
-    sink = fed(reading(agent(100, (step(1, 0.0, phases, 50), step(2, 0.1, phases, 50)))))
+    sink = fed(
+        reading(
+            agent(100, (step(1, 0, phases, 50, samples=32), step(2, 10**8, phases, 50, samples=32)))
+        )
+    )
     fams = scrape(sink)
     seconds = {
         dict(k)["phase"]: v for k, v in values(fams["gputop_phase_seconds"], "_total").items()
@@ -271,7 +261,7 @@ def test_straggler_score_is_work_time_over_the_median_rank():
         out = []
         for n in range(1, 21):
             ph = {"forward": 50 + extra_ms, "grad_sync": 30 - extra_ms}
-            out.append(step(n, n * 0.1, ph, 80))
+            out.append(step(n, n * 10**8, ph, 80, samples=32))
         return tuple(out)
 
     ranks = [agent(100 + r, rank_steps(r, 20 if r == 2 else 0), rank=r, local_rank=r)

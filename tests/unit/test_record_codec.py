@@ -47,10 +47,10 @@ class Clock:
         return self.t
 
 
-# ---- realistic readings ----
+# ---- realistic readings: every field set, varying with i (the round trips check them all) ----
 
 
-def device(index: int) -> DeviceInfo:
+def full_device(index: int) -> DeviceInfo:
     mig = ()
     if index == 1:
         mig = (MigInfo(1, 0, "MIG 1g.10gb", "MIG-abc", 7, 0, 10 << 30, M({"name": "n/a"})),)
@@ -62,7 +62,7 @@ def device(index: int) -> DeviceInfo:
     )  # fmt: skip
 
 
-def gpu_sample(index: int, t: float, i: int) -> GpuSample:
+def full_gpu_sample(index: int, t: float, i: int) -> GpuSample:
     if index == 1 and i == 7:
         return GpuSample(index, t, WALL0 + t, lost="the GPU fell off the bus (Xid 79)")
     throttled = i % 5 == 0
@@ -126,7 +126,7 @@ def host_sample(t: float, i: int, exited: bool = False) -> HostSample:
     )  # fmt: skip
 
 
-def step(n: int, t0_ns: int, gpu: bool = True, flops: float | None = 3.5e12) -> StepRecord:
+def full_step(n: int, t0_ns: int, gpu: bool = True, flops: float | None = 3.5e12) -> StepRecord:
     phases = M({"data_wait": 2 * MS + n, "h2d": MS // 2, "forward": 40 * MS + 7 * n,
                 "backward": 80 * MS, "optimizer": 9 * MS})  # fmt: skip
     gpu_ns = M({"forward": 38 * MS + n, "backward": 79 * MS}) if gpu else M({})
@@ -136,7 +136,9 @@ def step(n: int, t0_ns: int, gpu: bool = True, flops: float | None = 3.5e12) -> 
     )  # fmt: skip
 
 
-def agent(pid: int, rank: int, steps: tuple[StepRecord, ...], i: int, state: str = "connected"):
+def full_agent(
+    pid: int, rank: int, steps: tuple[StepRecord, ...], i: int, state: str = "connected"
+):
     fingerprint = M({"autocast": False, "param_dtype": "float32",
                      "float32_matmul_precision": "high", "torch": "2.3.1",
                      "dataloader": {"num_workers": 2, "pin_memory": True},
@@ -160,9 +162,9 @@ class Steps:
     def advance(self, n: int) -> tuple[StepRecord, ...]:
         if self.done:  # the previous newest step's GPU times have resolved
             last = self.done[-1]
-            self.done[-1] = step(last.step, last.t0_ns)
+            self.done[-1] = full_step(last.step, last.t0_ns)
         for _ in range(n):
-            s = step(len(self.done), self.next_t0, gpu=False)
+            s = full_step(len(self.done), self.next_t0, gpu=False)
             self.next_t0 += s.dur_ns + 17
             self.done.append(s)
         return tuple(self.done[-self.keep :])
@@ -214,7 +216,7 @@ def record_session(path: Path, seconds: int = 150, clock: Clock | None = None) -
     """A realistic session through the Recorder; the records it must read back, in order."""
     clock = clock or Clock()
     rec = writer.Recorder(path, clock=clock)
-    devices = (device(0), device(1))
+    devices = (full_device(0), full_device(1))
     rec.start(devices, {"mode": "diagnose", "pid": PID, "command": ["python", "train.py"]})
     expected: list[Record] = []
     ranks = {100: Steps(10**18), 101: Steps(10**18 + 5 * MS)}
@@ -222,7 +224,7 @@ def record_session(path: Path, seconds: int = 150, clock: Clock | None = None) -
     for i in range(seconds):
         now = t0 + i
         clock.t = now
-        gpus = [gpu_sample(g, now + 0.001, i) for g in (0, 1)]
+        gpus = [full_gpu_sample(g, now + 0.001, i) for g in (0, 1)]
         rec.gpu(gpus)
         expected.append(Record("gpu", gpus[0].t, gpus))
         exited = i == seconds - 1
@@ -238,7 +240,7 @@ def record_session(path: Path, seconds: int = 150, clock: Clock | None = None) -
         for pid, steps in ranks.items():
             window = steps.advance(0 if i < 2 else 1 + i % 3)
             state = "reconnecting" if pid == 101 and i == RESTART - 1 else "connected"
-            agents.append(agent(pid, pid - 100, window, i, state))
+            agents.append(full_agent(pid, pid - 100, window, i, state))
         problems = ("rank 1: 3 malformed lines",) if i == 9 else ()
         a = AgentsSample(PID, now + 0.003, WALL0 + now, tuple(agents), problems)
         rec.agents(a)
@@ -297,7 +299,7 @@ def test_every_record_decodes_equal_to_what_was_recorded_in_order(session):
     for g, e in zip(got, expected, strict=True):
         assert g.t == e.t, e.kind
         assert g.value == e.value, (e.kind, e.t)
-    assert recording.devices == (device(0), device(1))
+    assert recording.devices == (full_device(0), full_device(1))
     assert recording.session["command"] == ["python", "train.py"]
     assert recording.header["version"] == FORMAT_VERSION
 
@@ -366,7 +368,7 @@ def test_stack_frames_are_redefined_in_each_segment_even_mid_sample(tmp_path, mo
     monkeypatch.setattr(writer, "SEGMENT_S", 2.5)
     clock = Clock()
     rec = writer.Recorder(tmp_path / "f", clock=clock)
-    rec.start([device(0)], {})
+    rec.start([full_device(0)], {})
     expected = []
     for i in range(30):
         clock.t = 1000 + i * 0.75
@@ -457,7 +459,7 @@ def _hand_written_file(path: Path, fields: dict[str, list[str]], records: list[R
     lines.append(["x-newer-record", 1, 2, 3])  # a record type this gputop does not know
     header = {"format": "gputop.recording", "version": FORMAT_VERSION, "gputop_version": "9.9",
               "t0": 1000.0, "session": {}, "fields": fields,
-              "devices": [enc(device(0))], "something_new": [1, 2]}  # fmt: skip
+              "devices": [enc(full_device(0))], "something_new": [1, 2]}  # fmt: skip
     z = zlib.compressobj()
     text = "".join(json.dumps(line) + "\n" for line in lines).encode()
     body = z.compress(text) + z.flush(zlib.Z_SYNC_FLUSH)
@@ -491,7 +493,7 @@ def test_a_header_with_reordered_and_extra_fields_decodes_by_name(tmp_path):
     got = list(recording.records())
     assert recording.damage is None
     assert got == records
-    assert recording.devices == (device(0),)
+    assert recording.devices == (full_device(0),)
 
 
 def test_a_header_without_newer_fields_gives_their_defaults(tmp_path):
@@ -582,7 +584,7 @@ def test_a_required_field_that_may_be_none_is_none_when_the_file_lacks_it(tmp_pa
 
 
 def _steps(numbers: range, gpu: bool = True) -> tuple[StepRecord, ...]:
-    return tuple(step(n, 10**18 + n * 200 * MS, gpu=gpu) for n in numbers)
+    return tuple(full_step(n, 10**18 + n * 200 * MS, gpu=gpu) for n in numbers)
 
 
 @pytest.mark.parametrize(
@@ -681,6 +683,6 @@ def test_agents_readings_round_trip_through_deltas(moves):
         window = steps.advance(n) if resolve or not steps.done else tuple(steps.done[-keep:])
         if keep == 0:
             window = ()
-        sample = AgentsSample(PID, float(i), WALL0 + i, (agent(100, 0, window, i),))
+        sample = AgentsSample(PID, float(i), WALL0 + i, (full_agent(100, 0, window, i),))
         raw = json.loads(json.dumps(enc.encode(sample)))
         assert dec.decode(raw) == sample

@@ -15,12 +15,13 @@ from types import MappingProxyType as M
 from typing import Any
 
 import pytest
+from builders import device
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from gputop.diagnose.findings import Evidence, Finding, Verdict
 from gputop.diagnose.point import EvalPoint
-from gputop.model.gpu import DeviceInfo, GpuSample
+from gputop.model.gpu import GpuSample
 from gputop.model.host import HostSample, ProcSample
 from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
@@ -53,13 +54,6 @@ FUZZ = settings(
 # ---- a small real recording ----
 
 
-def _device(i: int) -> DeviceInfo:
-    return DeviceInfo(
-        i, "NVIDIA H100 80GB HBM3", f"GPU-{i}", None, None, "hopper", 1980, 1980, 2619, 700.0,
-        200.0, 700.0, 80 << 30, 92, 87, 85, 95, 5, 16, 18, True, False,
-    )  # fmt: skip
-
-
 def _finding(bound: str) -> Finding:
     return Finding(bound, True, 0.7, f"{bound} holds", (Evidence("x 31%", "agent"),), ("try",))
 
@@ -70,7 +64,7 @@ def _record(path: Path) -> None:
     assert writer.SEGMENT_S == 70.0
     clock = [500.0]
     rec = Recorder(path, clock=lambda: clock[0])
-    rec.start((_device(0), _device(1)), {"mode": "record", "pid": PID, "command": "python t.py"})
+    rec.start((device(0), device(1)), {"mode": "record", "pid": PID, "command": "python t.py"})
     done: list[StepRecord] = []
     frame = (Frame("forward", "torch/nn/modules/module.py", 1532), Frame("main", "t.py", 9))
     for i in range(92):

@@ -7,16 +7,12 @@ from __future__ import annotations
 import errno
 import os
 
-from gputop.model.gpu import DeviceInfo, GpuSample
+from builders import device
+
+from gputop.model.gpu import GpuSample
 from gputop.record.reader import open_recording
 from gputop.record.writer import Recorder
 from gputop.sinks import Sinks
-
-
-def device() -> DeviceInfo:
-    return DeviceInfo(0, "NVIDIA H100 80GB HBM3", "GPU-0", None, None, None, 1980, 1980, None,
-                      700.0, None, None, 80 << 30, None, None, None, None, None, None, None,
-                      False, False)  # fmt: skip
 
 
 def test_a_recorder_that_never_started_leaves_no_file(tmp_path):
@@ -32,7 +28,7 @@ def test_a_full_disk_stops_the_recording_in_one_line_and_keeps_what_was_written(
     path = tmp_path / "full.rec"
     rec = Recorder(path, clock=lambda: clock[0])
     sinks = Sinks([rec])
-    sinks.start((device(),), {"mode": "monitor"})
+    sinks.start((device(0),), {"mode": "monitor"})
     for i in range(5):
         clock[0] += 1.5  # every reading is flushed: over a second apart
         sinks.gpu([GpuSample(0, clock[0], 1.7e9 + clock[0], power_w=100.0 + i)])
@@ -76,7 +72,7 @@ def test_the_monitor_thread_never_writes_the_file(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "write", spy)
     clock = [100.0]
     rec = Recorder(tmp_path / "s.rec", clock=lambda: clock[0])
-    rec.start((device(),), {"mode": "monitor"})
+    rec.start((device(0),), {"mode": "monitor"})
     for i in range(3):
         clock[0] += 1.5
         rec.gpu([GpuSample(0, clock[0], 1.7e9 + clock[0], power_w=float(i))])

@@ -15,10 +15,11 @@ from typing import Any
 
 import jsonschema
 import pytest
+from builders import agent, device
 
 from gputop.diagnose.findings import Evidence, Finding, Verdict
 from gputop.diagnose.point import EvalPoint
-from gputop.model.gpu import DeviceInfo, GpuSample
+from gputop.model.gpu import GpuSample
 from gputop.model.host import HostSample
 from gputop.model.step_stats import PEAK_DENSE
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
@@ -42,13 +43,6 @@ RANK0_PHASES = {"data_wait": 0.2, "forward": 0.3, "backward": 0.4, "optimizer": 
 CAPPED = range(31, 91)
 """The readings at which GPU 0 reports sw_power_cap: 60 s of it (each counts the second
 since the reading before)."""
-
-
-def device(i: int) -> DeviceInfo:
-    return DeviceInfo(
-        i, "NVIDIA H100 80GB HBM3", f"GPU-{i}", None, None, "hopper", 1980, 1980, 2619, 700.0,
-        200.0, 700.0, 80 << 30, 92, 87, 85, 95, 5, 16, 18, True, False,
-    )  # fmt: skip
 
 
 def finding(bound: str, conf: float) -> Finding:
@@ -80,9 +74,10 @@ def rank1_step(n: int, t0_ns: int) -> StepRecord:
                       tokens=4096)  # fmt: skip
 
 
-def agent(pid: int, rank: int, steps: tuple[StepRecord, ...], fingerprint: dict) -> AgentState:
-    return AgentState(pid, "connected", rank, rank, 2, "node", ("python", "train.py"),
-                      M(fingerprint), steps, None, None, 0.01, 0.1, 0, 0)  # fmt: skip
+def rank_agent(pid: int, rank: int, steps: tuple[StepRecord, ...], fingerprint: dict) -> AgentState:
+    """One of the two ranks, between steps."""
+    return agent(pid, steps, rank, world_size=2, fingerprint=M(fingerprint), open_phase=None,
+                 open_age_s=None, since_step_s=0.01)  # fmt: skip
 
 
 def record(path: Path) -> None:
@@ -109,7 +104,9 @@ def record(path: Path) -> None:
                 next_ns[rank] += s.dur_ns
                 done[rank].append(s)
         fingerprints = ({"autocast": True, "autocast_dtype": "bfloat16"}, {})
-        agents = tuple(agent(100 + r, r, tuple(done[r][-25:]), fingerprints[r]) for r in (0, 1))
+        agents = tuple(
+            rank_agent(100 + r, r, tuple(done[r][-25:]), fingerprints[r]) for r in (0, 1)
+        )
         rec.agents(AgentsSample(PID, now, 1.7e9 + now, agents))
         if k == 100:
             rec.event(now, 1.7e9 + now, "capture",

@@ -7,10 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from builders import device, gpu_sample
 
 from gputop.diagnose.findings import Verdict
 from gputop.headless import diagnose
-from gputop.model.gpu import DeviceInfo, GpuSample
+from gputop.model.gpu import GpuSample
 from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample
 from gputop.session import Session
@@ -18,15 +19,8 @@ from gputop.sinks import Sinks
 from gputop.sources.feeds import NoGpus, feeds
 
 
-def device(index: int = 0) -> DeviceInfo:
-    return DeviceInfo(index, "NVIDIA H100 80GB HBM3", f"GPU-{index}", None, None, None, 1980,
-                      1980, None, 700.0, None, None, 80 << 30, None, None, None, None, None,
-                      None, None, False, False)  # fmt: skip
-
-
 def gpu(t: float, index: int = 0, util: float = 97.0) -> GpuSample:
-    return GpuSample(index, t, 1.7e9 + t, util_gpu_pct=util, sm_clock_mhz=1980, power_w=650.0,
-                     power_limit_w=700.0, reasons=())  # fmt: skip
+    return gpu_sample(index, t, util_gpu_pct=util)
 
 
 def stacks(t: float) -> StacksSample:
@@ -78,7 +72,7 @@ class Log:
 
 def test_every_reading_goes_to_the_sinks_in_order_then_its_evaluation():
     log = Log()
-    s = Session((device(),), Sinks([log]), clock=lambda: 99.0, wall=lambda: 1.7e9)
+    s = Session((device(0),), Sinks([log]), clock=lambda: 99.0, wall=lambda: 1.7e9)
     s.start({"mode": "test"})
     s.gpu([gpu(1.0)])
     s.agents(agents(1.5))
@@ -120,7 +114,7 @@ def test_without_gpus_the_other_sources_set_the_clock():
 
 
 def test_a_state_does_not_change_when_later_readings_arrive():
-    s = Session((device(),))
+    s = Session((device(0),))
     for t in range(1, 6):
         s.gpu([gpu(float(t))])
     old = s.state
@@ -136,7 +130,7 @@ def test_a_state_does_not_change_when_later_readings_arrive():
 
 def test_replay_evaluates_only_where_told_and_shows_what_it_is_given():
     log = Log()
-    s = Session((device(),), Sinks([log]), evaluate_each=False)
+    s = Session((device(0),), Sinks([log]), evaluate_each=False)
     for t in range(1, 5):
         s.gpu([gpu(float(t))])
     assert s.state.verdict is None and s.state.evaluations == 0
@@ -172,14 +166,14 @@ def test_the_simulated_board_follows_the_agents_phases():
                    open_age_s=None, since_step_s=0.1, heartbeat_age_s=0.1, agent_errors=0,
                    dropped=0)  # fmt: skip
     follower = Follower()
-    s = Session((device(),), follower=follower)
+    s = Session((device(0),), follower=follower)
     s.agents(AgentsSample(target=4242, t=1.0, wall=1.7e9, agents=(a,)))
     assert follower.shares and follower.shares[-1]["data_wait"] == pytest.approx(0.6, abs=0.01)
 
 
 def test_an_output_that_fails_is_said_once_and_the_session_goes_on():
     broken, fine = Log(fail_on="gpu"), Log()
-    s = Session((device(),), Sinks([broken, fine]))
+    s = Session((device(0),), Sinks([broken, fine]))
     s.gpu([gpu(1.0)])
     s.gpu([gpu(2.0)])
     assert s.state.problems == ("Log stopped: disk full",)
@@ -192,7 +186,7 @@ class Counting:
 
     def __init__(self, clock: list[float], make) -> None:
         self.clock, self.make, self.reads = clock, make, 0
-        self.devices = (device(),)
+        self.devices = (device(0),)
         self.pid = 4242
 
     def sample(self) -> Any:
