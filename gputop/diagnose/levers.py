@@ -3,20 +3,17 @@ agent reported them and sized against the effective CPUs when the host source kn
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from gputop.diagnose.signals import WORKERS_WAIT
-
-if TYPE_CHECKING:
-    from gputop.diagnose.rules import Signals
+from gputop.diagnose.signals import WORKERS_WAIT, RuleInputs
 
 
-def _loader(sig: Signals) -> dict[str, Any]:
+def _loader(sig: RuleInputs) -> dict[str, Any]:
     fp = sig.steps.fingerprint if sig.steps else {}
     return dict(fp.get("dataloader") or {})
 
 
-def _cpus(sig: Signals) -> tuple[float | None, str]:
+def _cpus(sig: RuleInputs) -> tuple[float | None, str]:
     h = sig.host
     if h and h.effective_cpus:
         return (
@@ -38,26 +35,26 @@ GC_LEVERS = (
 )
 
 
-def _side_work_levers(sig: Signals) -> tuple[str, ...]:
+def _side_work_levers(sig: RuleInputs) -> tuple[str, ...]:
     """Garbage collection's levers first when measured GC pauses outweigh the other side work
     (the excess of the spikes attributed to it, or its share against checkpoint/logging)."""
     st = sig.steps
     if st is None:
         return (CHECKPOINT_LEVER, LOG_LEVER)
-    gc_ms = sum(ms - st.median_ms for _, ms, p in st.spikes if p.startswith("gc"))
-    other_ms = sum(ms - st.median_ms for _, ms, p in st.spikes if not p.startswith("gc"))
+    gc_ms = sum(s.ms - st.median_ms for s in st.spikes if s.grew.startswith("gc"))
+    other_ms = sum(s.ms - st.median_ms for s in st.spikes if not s.grew.startswith("gc"))
     side = st.shares.get("checkpoint", 0.0) + st.shares.get("eval_log", 0.0)
     gc_share = st.gc_share or 0.0
     if (gc_ms and gc_ms >= other_ms) or (gc_share > 0.1 and gc_share >= side):
         out = list(GC_LEVERS)
-        grown = {p for _, _, p in st.spikes}
+        grown = {s.grew for s in st.spikes}
         if side > 0.05 or grown & {"checkpoint", "eval_log"}:
             out.append(CHECKPOINT_LEVER)
         return tuple(out)
     return (CHECKPOINT_LEVER, LOG_LEVER)
 
 
-def levers_for(bound: str, sig: Signals) -> tuple[str, ...]:
+def levers_for(bound: str, sig: RuleInputs) -> tuple[str, ...]:
     loader = _loader(sig)
     cpus, where = _cpus(sig)
     fp = sig.steps.fingerprint if sig.steps else {}
@@ -146,7 +143,7 @@ def levers_for(bound: str, sig: Signals) -> tuple[str, ...]:
             "bind each rank to its GPU's NUMA node",
         )
     if bound == "hung":
-        waits = {u[2] for u in sig.stacks.unchanged} if sig.stacks else set()
+        waits = {u.phase for u in sig.stacks.unchanged} if sig.stacks else set()
         if "data wait" in waits:  # the main thread waits for a batch no worker will send
             return (
                 "`gputop` key d (or py-spy dump) on the DataLoader workers: where they block",

@@ -9,17 +9,16 @@ the numbers so a user can disagree.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from gputop.diagnose.findings import Evidence, Finding, confidence
 from gputop.diagnose.levers import levers_for
 from gputop.diagnose.signals import (
     MEM_NEAR,
     WORKERS_COMPUTE,
-    GpuSignals,
     HostSignals,
-    StackSignals,
-    StepSignals,
+    ParkedStack,
+    RuleInputs,
 )
 
 DATA_WAIT_WARN = 0.05
@@ -30,21 +29,13 @@ SIDE_SHARE = 0.10
 STACK_SHARE = 0.30
 
 
-@dataclass(frozen=True)
-class Signals:
-    gpu: GpuSignals | None
-    host: HostSignals | None
-    steps: StepSignals | None
-    stacks: StackSignals | None
-
-
 def _finding(
     bound: str,
     agree: list[Evidence],
     against: list[Evidence],
     missing: list[str],
     summary: str,
-    sig: Signals,
+    sig: RuleInputs,
     impact: float = 0.0,
     need: int = 1,
 ) -> Finding:
@@ -71,24 +62,25 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
-def _not_in_the_collective(unchanged) -> list[Evidence]:
+def _not_in_the_collective(unchanged: tuple[ParkedStack, ...]) -> list[Evidence]:
     """When some ranks sit in a collective, a stuck process parked anywhere else is the one
     they wait for: the place to look first."""
-    if not any(u[2] == "collective wait" for u in unchanged):
+    if not any(u.phase == "collective wait" for u in unchanged):
         return []
     out = []
-    for pid, n, phase, parked, caller in unchanged:
-        if phase == "collective wait" or n < 10:
+    for u in unchanged:
+        if u.phase == "collective wait" or u.dumps < 10:
             continue
+        parked, caller = u.parked, u.caller
         where = f" in {parked}" if parked else ""
         if caller and not (parked and caller.startswith(f"{parked} (")):
             where += f" from {caller}"
-        text = f"pid {pid} is not in the collective: {phase}{where} for {n} dumps"
+        text = f"pid {u.pid} is not in the collective: {u.phase}{where} for {u.dumps} dumps"
         out.append(Evidence(text + " (the others wait for it)", "stacks"))
     return out
 
 
-def hung(sig: Signals) -> Finding:
+def hung(sig: RuleInputs) -> Finding:
     agree, missing = [], []
     st = sig.steps
     if st is None:
@@ -119,15 +111,14 @@ def hung(sig: Signals) -> Finding:
         # a main thread waiting for a batch is a hang only once the loader has delivered
         # before (a first batch may take long) and nothing moves for the agent's limit
         loader_stuck = st is not None and st.steps >= 3
-        for pid, n, phase, parked, _ in sig.stacks.unchanged:
-            if n >= 10 and (
-                phase in ("collective wait", "lock wait", "host sync")
-                or (phase == "data wait" and loader_stuck)
+        for u in sig.stacks.unchanged:
+            if u.dumps >= 10 and (
+                u.phase in ("collective wait", "lock wait", "host sync")
+                or (u.phase == "data wait" and loader_stuck)
             ):
-                where = f" in {parked}" if parked else ""
-                agree.append(
-                    Evidence(f"pid {pid}: same stack for {n} dumps, {phase}{where}", "stacks")
-                )
+                where = f" in {u.parked}" if u.parked else ""
+                text = f"pid {u.pid}: same stack for {u.dumps} dumps, {u.phase}{where}"
+                agree.append(Evidence(text, "stacks"))
         if any(e.source == "stacks" for e in agree):
             agree.extend(_not_in_the_collective(sig.stacks.unchanged))
     return _finding("hung", agree, [], missing, "no progress: the job is stuck", sig, impact=1.0)
@@ -138,7 +129,7 @@ MEM_PRESSURE = 10.0
 DATA_BOUNDS = ("data-input", "data-input/cpu-transform", "data-input/io")
 
 
-def host_memory_pressure(sig: Signals) -> Finding:
+def host_memory_pressure(sig: RuleInputs) -> Finding:
     """Memory near the cgroup limit. It explains a slow loader when the loader is what fills
     it (DataLoader workers, each with its own copy of the dataset) or when reclaim stalls the
     job: there the data-input levers (more workers, more prefetch) would add memory and end in
@@ -195,7 +186,7 @@ def host_memory_pressure(sig: Signals) -> Finding:
     return f
 
 
-def throttled_thermal(sig: Signals) -> Finding:
+def throttled_thermal(sig: RuleInputs) -> Finding:
     g = sig.gpu
     if g is None:
         return _finding("throttled-thermal", [], [], ["NVML"], "clocks cut by heat", sig)
@@ -220,7 +211,7 @@ def throttled_thermal(sig: Signals) -> Finding:
     )
 
 
-def throttled_power(sig: Signals) -> Finding:
+def throttled_power(sig: RuleInputs) -> Finding:
     g = sig.gpu
     if g is None:
         return _finding("throttled-power", [], [], ["NVML"], "clocks cut by the power limit", sig)
@@ -246,7 +237,7 @@ def throttled_power(sig: Signals) -> Finding:
     )
 
 
-def straggler(sig: Signals) -> Finding:
+def straggler(sig: RuleInputs) -> Finding:
     st = sig.steps
     if st is None or st.ranks < 2 or len(st.work_ms) < 2:
         return _finding("straggler", [], [], [] if st else ["agent"], "one rank slower", sig)
@@ -274,7 +265,7 @@ def straggler(sig: Signals) -> Finding:
     )
 
 
-def comms(sig: Signals) -> Finding:
+def comms(sig: RuleInputs) -> Finding:
     agree, missing = [], []
     share = None
     if sig.steps is not None and sig.steps.shares:
@@ -327,7 +318,7 @@ def _io_evidence(h: HostSignals) -> Evidence | None:
     return Evidence(", ".join(parts), "host")
 
 
-def data_input(sig: Signals) -> Finding:
+def data_input(sig: RuleInputs) -> Finding:
     agree, against, missing = [], [], []
     share = None
     if sig.steps is not None and sig.steps.shares:
@@ -401,7 +392,7 @@ H2D_RX_GBPS = 1.0
 H2D_SM_IDLE = 30.0
 
 
-def h2d_copy(sig: Signals) -> Finding:
+def h2d_copy(sig: RuleInputs) -> Finding:
     agree, missing = [], []
     share = 0.0
     if sig.steps is not None and sig.steps.shares:
@@ -435,7 +426,7 @@ def h2d_copy(sig: Signals) -> Finding:
     )
 
 
-def cpu_oversubscribed(sig: Signals) -> Finding:
+def cpu_oversubscribed(sig: RuleInputs) -> Finding:
     h = sig.host
     if h is None or h.exited or not h.effective_cpus:
         return _finding(
@@ -475,7 +466,7 @@ def cpu_oversubscribed(sig: Signals) -> Finding:
     return replace(f, explains=DATA_BOUNDS[:2]) if f.fired else f
 
 
-def side_work(sig: Signals) -> Finding:
+def side_work(sig: RuleInputs) -> Finding:
     st = sig.steps
     if st is None or not st.shares:
         return _finding(
@@ -485,15 +476,15 @@ def side_work(sig: Signals) -> Finding:
     side = st.shares.get("checkpoint", 0.0) + st.shares.get("eval_log", 0.0)
     if side > SIDE_SHARE:
         agree.append(Evidence(f"checkpoint / logging {_pct(side)} of step time (> 10%)", "agent"))
-    total = st.median_ms * st.steps + sum(ms - st.median_ms for _, ms, _ in st.spikes)
+    total = st.median_ms * st.steps + sum(s.ms - st.median_ms for s in st.spikes)
     spikes = st.spikes
     if len(spikes) > max(2, st.steps // 3):
         # slow steps are the norm (a noisy machine): only measured GC pauses still stand out
-        spikes = tuple(s for s in spikes if s[2].startswith("gc"))
-    excess = sum(ms - st.median_ms for _, ms, _ in spikes)
+        spikes = tuple(s for s in spikes if s.grew.startswith("gc"))
+    excess = sum(s.ms - st.median_ms for s in spikes)
     gc_spikes = False
     if spikes and len(spikes) <= max(2, st.steps // 3) and total and excess / total > 0.05:
-        phases = sorted({p for _, _, p in spikes})
+        phases = sorted({s.grew for s in spikes})
         gc_spikes = any(p.startswith("gc") for p in phases)
         agree.append(
             Evidence(
@@ -527,7 +518,7 @@ def side_work(sig: Signals) -> Finding:
     return _finding("side-work", agree, [], [], summary, sig, impact=side)
 
 
-def host_overhead(sig: Signals) -> Finding:
+def host_overhead(sig: RuleInputs) -> Finding:
     g = sig.gpu
     if g is None:
         return _finding(
@@ -560,7 +551,7 @@ def host_overhead(sig: Signals) -> Finding:
     )
 
 
-def memory_bandwidth(sig: Signals) -> Finding:
+def memory_bandwidth(sig: RuleInputs) -> Finding:
     g = sig.gpu
     if g is None:
         return _finding("memory-bandwidth", [], [], ["NVML"], "DRAM bandwidth is the limit", sig)
@@ -587,7 +578,7 @@ def memory_bandwidth(sig: Signals) -> Finding:
     )
 
 
-def gpu_compute(sig: Signals) -> Finding:
+def gpu_compute(sig: RuleInputs) -> Finding:
     g = sig.gpu
     if g is None:
         return _finding("gpu-compute", [], [], ["NVML"], "the GPU computes all the time", sig)
@@ -630,7 +621,7 @@ def gpu_compute(sig: Signals) -> Finding:
     )
 
 
-def idle(sig: Signals) -> Finding:
+def idle(sig: RuleInputs) -> Finding:
     agree = []
     if sig.gpu is not None and sig.gpu.util < 5 and (sig.steps is None or sig.steps.steps == 0):
         agree.append(Evidence(f"GPU busy {sig.gpu.util:.0f}% and no training steps seen", "NVML"))
@@ -639,7 +630,7 @@ def idle(sig: Signals) -> Finding:
     return _finding("idle", agree, [], [], "nothing is training", sig)
 
 
-RULES: tuple[Callable[[Signals], Finding], ...] = (
+RULES: tuple[Callable[[RuleInputs], Finding], ...] = (
     hung,
     host_memory_pressure,
     throttled_thermal,

@@ -10,12 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gputop.diagnose.findings import Finding, Verdict
-from gputop.diagnose.rules import RULES, Signals
-from gputop.diagnose.signals import gpu_signals, host_signals, stack_signals, step_signals
-from gputop.model import DeviceInfo, GpuSample, Window
-from gputop.model.host import HostSample
-from gputop.model.stacks import StacksSample
-from gputop.model.steps import AgentsSample
+from gputop.diagnose.rules import RULES
+from gputop.diagnose.signals import RuleInputs
 
 SWITCH_AFTER = 3
 """Evaluations a new principal must lead in a row before it replaces the current one."""
@@ -27,22 +23,6 @@ class State:
     since: float | None = None
     challenger: str | None = None
     streak: int = 0
-
-
-def signals(
-    gpus: Sequence[Window[GpuSample]],
-    devices: Sequence[DeviceInfo],
-    host: Window[HostSample] | None = None,
-    agents: AgentsSample | None = None,
-    stacks: Window[StacksSample] | None = None,
-) -> Signals:
-    names = [d.name for d in devices if d.name]
-    return Signals(
-        gpu=gpu_signals(gpus, devices),
-        host=host_signals(host),
-        steps=step_signals(agents, names),
-        stacks=stack_signals(stacks),
-    )
 
 
 OVERRIDES = frozenset({"hung"})
@@ -74,7 +54,7 @@ def rank(findings: Sequence[Finding]) -> list[Finding]:
     return sorted(fired, key=key)
 
 
-def evaluate(sig: Signals, now: float, state: State = State()) -> tuple[Verdict, State]:
+def evaluate(sig: RuleInputs, now: float, state: State = State()) -> tuple[Verdict, State]:
     findings = tuple(rule(sig) for rule in RULES)
     ranked = rank(findings)
     inputs = tuple(
