@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gputop.diagnose.signals import WORKERS_WAIT, RuleInputs
+from gputop.diagnose.signals import MEM_NEAR, WORKERS_WAIT, RuleInputs
 
 
 def _loader(sig: RuleInputs) -> dict[str, Any]:
@@ -166,7 +166,7 @@ def levers_for(bound: str, sig: RuleInputs) -> tuple[str, ...]:
             copies = "each may hold its own copy of the dataset"
             out.insert(0, f"DataLoader num_workers={workers}: fewer ({copies})")
             out.append(f"a smaller prefetch_factor (now {loader.get('prefetch_factor', '?')})")
-        out.append("do not add workers or prefetch until the working set is below 90%")
+        out.append(f"do not add workers or prefetch until the working set is below {MEM_NEAR:.0%}")
         return tuple(out)
     if bound == "memory-bandwidth":
         return (

@@ -15,6 +15,8 @@ from gputop.diagnose.findings import Evidence, Finding, confidence
 from gputop.diagnose.levers import levers_for
 from gputop.diagnose.signals import (
     MEM_NEAR,
+    SPIKE,
+    WORKER_PEGGED,
     WORKERS_COMPUTE,
     HostSignals,
     ParkedStack,
@@ -22,11 +24,17 @@ from gputop.diagnose.signals import (
 )
 
 DATA_WAIT_WARN = 0.05
-DATA_WAIT_STRONG = 0.20
+"""Batch wait over this share of the step starves the GPU (domain.md: target < 5%)."""
 COMMS_SHARE = 0.20
+"""Gradient sync over this share of the step is comms-bound (domain.md)."""
 H2D_SHARE = 0.10
+"""Host-to-device copies over this share of the step are on the critical path."""
 SIDE_SHARE = 0.10
+"""Checkpoint, logging or garbage collection over this share of step time."""
 STACK_SHARE = 0.30
+"""Main threads in one kind of wait in over this share of stack samples."""
+GPU_BUSY = 90.0
+"""Mean GPU utilisation (%) from which the GPU counts as busy all the time."""
 
 
 def _finding(
@@ -62,6 +70,19 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
+STEPS_SEEN = 3
+"""Steps the agent must have seen before a missing step counts (a first batch may take long)."""
+HANG_FLOOR_S = 60.0
+HANG_STEPS = 10
+"""No step for max(HANG_FLOOR_S, HANG_STEPS median steps) is a hang; a step within
+max(PROGRESS_FLOOR_S, HANG_STEPS median steps) is progress."""
+PROGRESS_FLOOR_S = 10.0
+"""The stack evidence's own span (PARKED_DUMPS dumps at one a second), so a slow step is never
+mistaken for a parked stack."""
+PARKED_DUMPS = 10
+"""Dumps a main thread must show the same stack for to count as parked."""
+
+
 def _not_in_the_collective(unchanged: tuple[ParkedStack, ...]) -> list[Evidence]:
     """When some ranks sit in a collective, a stuck process parked anywhere else is the one
     they wait for: the place to look first."""
@@ -69,7 +90,7 @@ def _not_in_the_collective(unchanged: tuple[ParkedStack, ...]) -> list[Evidence]
         return []
     out = []
     for u in unchanged:
-        if u.phase == "collective wait" or u.dumps < 10:
+        if u.phase == "collective wait" or u.dumps < PARKED_DUMPS:
             continue
         parked, caller = u.parked, u.caller
         where = f" in {parked}" if parked else ""
@@ -85,23 +106,22 @@ def hung(sig: RuleInputs) -> Finding:
     st = sig.steps
     if st is None:
         missing.append("agent")
-    elif st.steps >= 3 and st.since_step_s is not None:
-        limit = max(60.0, 10 * st.median_ms / 1000)
+    elif st.steps >= STEPS_SEEN and st.since_step_s is not None:
+        limit = max(HANG_FLOOR_S, HANG_STEPS * st.median_ms / 1000)
         if st.since_step_s > limit:
             where = f" in {st.open_phase}" if st.open_phase else ""
             agree.append(
                 Evidence(
                     f"no step for {st.since_step_s:.0f} s{where} (limit "
-                    f"max(60 s, 10x median step {st.median_ms:.0f} ms))",
+                    f"max({HANG_FLOOR_S:g} s, {HANG_STEPS}x median step {st.median_ms:.0f} ms))",
                     "agent",
                 )
             )
-    # steps finishing within ~10 median steps mean progress; the 10-s floor is the stack evidence's
-    # own span (10 dumps at 1/s), so a slow step is never mistaken for a parked stack
+    # steps finishing within ~HANG_STEPS median steps mean progress
     progressing = (
         st is not None
-        and st.steps >= 3
-        and (st.since_step_s or 0) < max(10.0, 10 * st.median_ms / 1000)
+        and st.steps >= STEPS_SEEN
+        and (st.since_step_s or 0) < max(PROGRESS_FLOOR_S, HANG_STEPS * st.median_ms / 1000)
     )
     if sig.stacks is None:
         missing.append("stacks")
@@ -110,9 +130,9 @@ def hung(sig: RuleInputs) -> Finding:
         # is just a wait on it
         # a main thread waiting for a batch is a hang only once the loader has delivered
         # before (a first batch may take long) and nothing moves for the agent's limit
-        loader_stuck = st is not None and st.steps >= 3
+        loader_stuck = st is not None and st.steps >= STEPS_SEEN
         for u in sig.stacks.unchanged:
-            if u.dumps >= 10 and (
+            if u.dumps >= PARKED_DUMPS and (
                 u.phase in ("collective wait", "lock wait", "host sync")
                 or (u.phase == "data wait" and loader_stuck)
             ):
@@ -126,6 +146,8 @@ def hung(sig: RuleInputs) -> Finding:
 
 MEM_PRESSURE = 10.0
 """PSI memory "some" avg10 (%): time some task stalled on reclaim."""
+LIMIT_HITS = 0.5
+"""Times per second the cgroup hits its memory limit from which the kernel is reclaiming."""
 DATA_BOUNDS = ("data-input", "data-input/cpu-transform", "data-input/io")
 
 
@@ -157,7 +179,7 @@ def host_memory_pressure(sig: RuleInputs) -> Finding:
                 "host",
             )
         )
-    reclaiming = near and h.mem_limit_hits >= 0.5
+    reclaiming = near and h.mem_limit_hits >= LIMIT_HITS
     stalled = reclaiming or (near and h.psi.get("memory", 0) > MEM_PRESSURE)
     if reclaiming:
         agree.append(
@@ -186,20 +208,27 @@ def host_memory_pressure(sig: RuleInputs) -> Finding:
     return f
 
 
+THERMAL_SHARE = 0.3
+"""Share of busy time with a thermal clock-event reason from which heat is cutting clocks."""
+THERMAL_CLOCK = 0.95
+"""SM clock over its max below which the thermal reasons are cutting it."""
+SLOWDOWN_MARGIN_C = 2
+"""Degrees under the board's slowdown temperature that count as at it."""
+
+
 def throttled_thermal(sig: RuleInputs) -> Finding:
     g = sig.gpu
     if g is None:
         return _finding("throttled-thermal", [], [], ["NVML"], "clocks cut by heat", sig)
     agree = []
-    if g.thermal_throttled >= 0.3:
-        agree.append(
-            Evidence(
-                f"thermal clock reasons {_pct(g.thermal_throttled)} of busy time (>= 30%)", "NVML"
-            )
-        )
-    if g.hottest is not None and g.slowdown is not None and g.hottest >= g.slowdown - 2:
+    if g.thermal_throttled >= THERMAL_SHARE:
+        share = _pct(g.thermal_throttled)
+        text = f"thermal clock reasons {share} of busy time (>= {_pct(THERMAL_SHARE)})"
+        agree.append(Evidence(text, "NVML"))
+    temps = g.hottest is not None and g.slowdown is not None
+    if temps and g.hottest >= g.slowdown - SLOWDOWN_MARGIN_C:
         agree.append(Evidence(f"{g.hottest:.0f} C, slowdown at {g.slowdown} C", "NVML"))
-    fired_clock = g.clock_ratio is not None and g.clock_ratio < 0.95
+    fired_clock = g.clock_ratio is not None and g.clock_ratio < THERMAL_CLOCK
     return _finding(
         "throttled-thermal",
         agree if fired_clock or len(agree) > 1 else [],
@@ -211,16 +240,26 @@ def throttled_thermal(sig: RuleInputs) -> Finding:
     )
 
 
+POWER_SHARE = 0.5
+"""Share of busy time with a power-cap reason from which the cap is cutting clocks."""
+POWER_CLOCK = 0.9
+"""SM clock over its max below which the power cap costs real speed."""
+
+
 def throttled_power(sig: RuleInputs) -> Finding:
     g = sig.gpu
     if g is None:
         return _finding("throttled-power", [], [], ["NVML"], "clocks cut by the power limit", sig)
     agree = []
-    if g.power_throttled >= 0.5 and g.clock_ratio is not None and g.clock_ratio < 0.9:
+    if (
+        g.power_throttled >= POWER_SHARE
+        and g.clock_ratio is not None
+        and g.clock_ratio < POWER_CLOCK
+    ):
         agree.append(
             Evidence(
                 f"power-cap reason {_pct(g.power_throttled)} of busy time, SM clock "
-                f"{_pct(g.clock_ratio)} of max (< 90%)",
+                f"{_pct(g.clock_ratio)} of max (< {_pct(POWER_CLOCK)})",
                 "NVML",
             )
         )
@@ -237,6 +276,11 @@ def throttled_power(sig: RuleInputs) -> Finding:
     )
 
 
+STRAGGLER_SHARE = 0.1
+"""A rank whose work time exceeds the median rank's by this share of the median step is a
+straggler (domain.md)."""
+
+
 def straggler(sig: RuleInputs) -> Finding:
     st = sig.steps
     if st is None or st.ranks < 2 or len(st.work_ms) < 2:
@@ -246,11 +290,11 @@ def straggler(sig: RuleInputs) -> Finding:
     median = works[n // 2] if n % 2 else (works[n // 2 - 1] + works[n // 2]) / 2
     slow_rank, slow = max(st.work_ms.items(), key=lambda kv: kv[1])
     agree = []
-    if slow - median >= 0.1 * st.median_ms:
+    if slow - median >= STRAGGLER_SHARE * st.median_ms:
         agree.append(
             Evidence(
                 f"rank {slow_rank} works {slow:.0f} ms per step vs median "
-                f"{median:.0f} ms (>= 10% of the {st.median_ms:.0f} ms step)",
+                f"{median:.0f} ms (>= {_pct(STRAGGLER_SHARE)} of the {st.median_ms:.0f} ms step)",
                 "agent",
             )
         )
@@ -272,7 +316,11 @@ def comms(sig: RuleInputs) -> Finding:
         share = sig.steps.shares.get("grad_sync", 0.0)
         if share > COMMS_SHARE:
             agree.append(
-                Evidence(f"grad sync {_pct(share)} of the step (> 20%; healthy < 10-15%)", "agent")
+                Evidence(
+                    f"grad sync {_pct(share)} of the step "
+                    f"(> {_pct(COMMS_SHARE)}; healthy < 10-15%)",
+                    "agent",
+                )
             )
     else:
         missing.append("agent")
@@ -299,6 +347,8 @@ IO_PRESSURE = 10.0
 """PSI io "some" avg10 (%): time some task waited on storage."""
 JOB_READS = 1e6
 """Bytes/s the job must read itself before the machine's I/O pressure is blamed on it."""
+DISK_WAITERS = 1.0
+"""Threads of the job in disk wait (D state) on average from which storage holds it up."""
 
 
 def _io_evidence(h: HostSignals) -> Evidence | None:
@@ -307,7 +357,7 @@ def _io_evidence(h: HostSignals) -> Evidence | None:
     when the job itself reads."""
     reading = h.read_bytes_rate >= JOB_READS
     parts = []
-    if h.disk_wait >= 1:
+    if h.disk_wait >= DISK_WAITERS:
         parts.append(f"{h.disk_wait:.1f} threads in disk wait (D state) on average")
     if reading and h.psi.get("io", 0) > IO_PRESSURE:
         parts.append(f"I/O pressure {h.psi['io']:.0f}% (> {IO_PRESSURE:.0f}%)")
@@ -318,13 +368,20 @@ def _io_evidence(h: HostSignals) -> Evidence | None:
     return Evidence(", ".join(parts), "host")
 
 
+GPU_STARVED = 50.0
+"""Mean GPU utilisation (%) below which a slow loader shows on the GPU too."""
+MAIN_COMPUTING = 0.5
+"""CPU (cores) of the main process from which it computes its batches rather than waits."""
+
+
 def data_input(sig: RuleInputs) -> Finding:
     agree, against, missing = [], [], []
     share = None
     if sig.steps is not None and sig.steps.shares:
         share = sig.steps.shares.get("data_wait", 0.0)
         if share > DATA_WAIT_WARN:
-            agree.append(Evidence(f"batch wait {_pct(share)} of the step (target < 5%)", "agent"))
+            text = f"batch wait {_pct(share)} of the step (target < {_pct(DATA_WAIT_WARN)})"
+            agree.append(Evidence(text, "agent"))
     else:
         missing.append("agent")
     if sig.stacks is not None:
@@ -340,9 +397,9 @@ def data_input(sig: RuleInputs) -> Finding:
     else:
         missing.append("stacks")
     if sig.gpu is not None:
-        if sig.gpu.util < 50 and agree:
+        if sig.gpu.util < GPU_STARVED and agree:
             agree.append(Evidence(f"GPU busy only {sig.gpu.util:.0f}% of the time", "NVML"))
-        elif sig.gpu.util >= 90:
+        elif sig.gpu.util >= GPU_BUSY:
             against.append(Evidence(f"GPU busy {sig.gpu.util:.0f}% of the time", "NVML", False))
     fired = bool(agree) and (share is None or share > DATA_WAIT_WARN)
     bound = "data-input"
@@ -356,7 +413,8 @@ def data_input(sig: RuleInputs) -> Finding:
             bound, summary = "data-input/cpu-transform", "DataLoader workers are CPU-bound"
             agree.append(
                 Evidence(
-                    f"{h.workers_pegged} of {h.workers} workers at >= 85% of a core, "
+                    f"{h.workers_pegged} of {h.workers} workers at "
+                    f">= {_pct(WORKER_PEGGED)} of a core, "
                     f"{_pct(h.workers_busy or 0)} of a core each on average",
                     "host",
                 )
@@ -367,8 +425,8 @@ def data_input(sig: RuleInputs) -> Finding:
         elif (
             not h.workers
             and sig.stacks
-            and sig.stacks.main_shares.get("fetch/transform", 0) > 0.3
-            and (h.cpu_cores or 0) >= 0.5  # computing the batch, not asleep on a remote read
+            and sig.stacks.main_shares.get("fetch/transform", 0) > STACK_SHARE
+            and (h.cpu_cores or 0) >= MAIN_COMPUTING  # computing, not asleep on a remote read
         ):
             bound, summary = (
                 "data-input/cpu-transform",
@@ -398,7 +456,8 @@ def h2d_copy(sig: RuleInputs) -> Finding:
     if sig.steps is not None and sig.steps.shares:
         share = sig.steps.shares.get("h2d", 0.0)
         if share > H2D_SHARE:
-            agree.append(Evidence(f"H2D copy {_pct(share)} of the step (> 10%)", "agent"))
+            text = f"H2D copy {_pct(share)} of the step (> {_pct(H2D_SHARE)})"
+            agree.append(Evidence(text, "agent"))
     else:
         missing.append("agent")
     g = sig.gpu
@@ -426,6 +485,14 @@ def h2d_copy(sig: RuleInputs) -> Finding:
     )
 
 
+RUNNABLE_PER_CPU = 1.5
+"""Threads ready to run per effective CPU from which they fight over the CPUs..."""
+RUNQ_PER_CPU = 0.5
+"""... together with this much run-queue wait (seconds per second) per effective CPU."""
+CPU_THROTTLED = 0.2
+"""Share of CFS periods throttled from which the cgroup's CPU quota holds the job back."""
+
+
 def cpu_oversubscribed(sig: RuleInputs) -> Finding:
     h = sig.host
     if h is None or h.exited or not h.effective_cpus:
@@ -437,8 +504,8 @@ def cpu_oversubscribed(sig: RuleInputs) -> Finding:
     if (
         h.threads_running is not None
         and h.runq is not None
-        and h.threads_running > 1.5 * e
-        and h.runq / e > 0.5
+        and h.threads_running > RUNNABLE_PER_CPU * e
+        and h.runq / e > RUNQ_PER_CPU
     ):
         agree.append(
             Evidence(
@@ -448,10 +515,10 @@ def cpu_oversubscribed(sig: RuleInputs) -> Finding:
                 "host",
             )
         )
-    if h.throttled_ratio is not None and h.throttled_ratio > 0.2:
-        agree.append(
-            Evidence(f"cgroup throttled in {_pct(h.throttled_ratio)} of periods (> 20%)", "host")
-        )
+    if h.throttled_ratio is not None and h.throttled_ratio > CPU_THROTTLED:
+        share = _pct(h.throttled_ratio)
+        text = f"cgroup throttled in {share} of periods (> {_pct(CPU_THROTTLED)})"
+        agree.append(Evidence(text, "host"))
     f = _finding(
         "cpu-oversubscribed",
         agree,
@@ -466,6 +533,16 @@ def cpu_oversubscribed(sig: RuleInputs) -> Finding:
     return replace(f, explains=DATA_BOUNDS[:2]) if f.fired else f
 
 
+PERIODIC_MIN = 2
+PERIODIC_OF = 3
+"""Spikes count as periodic side work while there are at most max(PERIODIC_MIN, steps //
+PERIODIC_OF) of them; more and slow steps are the norm (a noisy machine)."""
+SPIKE_TIME = 0.05
+"""Share of the time the spikes' excess must take to count."""
+SAVE_SHARE = 0.05
+"""Share of stack samples in torch.save that counts as checkpointing."""
+
+
 def side_work(sig: RuleInputs) -> Finding:
     st = sig.steps
     if st is None or not st.shares:
@@ -475,20 +552,22 @@ def side_work(sig: RuleInputs) -> Finding:
     agree = []
     side = st.shares.get("checkpoint", 0.0) + st.shares.get("eval_log", 0.0)
     if side > SIDE_SHARE:
-        agree.append(Evidence(f"checkpoint / logging {_pct(side)} of step time (> 10%)", "agent"))
+        text = f"checkpoint / logging {_pct(side)} of step time (> {_pct(SIDE_SHARE)})"
+        agree.append(Evidence(text, "agent"))
     total = st.median_ms * st.steps + sum(s.ms - st.median_ms for s in st.spikes)
     spikes = st.spikes
-    if len(spikes) > max(2, st.steps // 3):
+    periodic = max(PERIODIC_MIN, st.steps // PERIODIC_OF)
+    if len(spikes) > periodic:
         # slow steps are the norm (a noisy machine): only measured GC pauses still stand out
         spikes = tuple(s for s in spikes if s.grew.startswith("gc"))
     excess = sum(s.ms - st.median_ms for s in spikes)
     gc_spikes = False
-    if spikes and len(spikes) <= max(2, st.steps // 3) and total and excess / total > 0.05:
+    if spikes and len(spikes) <= periodic and total and excess / total > SPIKE_TIME:
         phases = sorted({s.grew for s in spikes})
         gc_spikes = any(p.startswith("gc") for p in phases)
         agree.append(
             Evidence(
-                f"{len(spikes)} of {st.steps} steps over 1.5x the median "
+                f"{len(spikes)} of {st.steps} steps over {SPIKE:g}x the median "
                 f"({st.median_ms:.0f} ms), {excess / total:.0%} of the time, "
                 f"growing in {', '.join(phases)}",
                 "agent",
@@ -496,7 +575,7 @@ def side_work(sig: RuleInputs) -> Finding:
         )
         side = max(side, excess / total)
     if st.gc_share is not None and (gc_spikes or st.gc_share > SIDE_SHARE):
-        over = " (> 10%)" if st.gc_share > SIDE_SHARE else ""
+        over = f" (> {_pct(SIDE_SHARE)})" if st.gc_share > SIDE_SHARE else ""
         agree.append(
             Evidence(
                 f"Python garbage collection {_pct(st.gc_share)} of step time{over}, "
@@ -506,7 +585,7 @@ def side_work(sig: RuleInputs) -> Finding:
         )
         side = max(side, st.gc_share)
     saving = sig.stacks.main_shares.get("checkpoint save", 0) if sig.stacks else 0
-    if saving > 0.05:
+    if saving > SAVE_SHARE:
         agree.append(
             Evidence(f"main thread in torch.save in {saving:.0%} of stack samples", "stacks")
         )
@@ -518,6 +597,16 @@ def side_work(sig: RuleInputs) -> Finding:
     return _finding("side-work", agree, [], [], summary, sig, impact=side)
 
 
+LAUNCH_UTIL = 80.0
+"""GPU utilisation (%) from which a GPU that does little is being fed tiny kernels..."""
+TINY_KERNELS = 0.5
+"""... when its SMs are busy under this share of its utilisation..."""
+LOW_POWER = 0.4
+"""... or, without GPM, it draws under this share of its power limit."""
+SYNC_SHARE = 0.1
+"""Share of stack samples of the main threads in explicit syncs that counts."""
+
+
 def host_overhead(sig: RuleInputs) -> Finding:
     g = sig.gpu
     if g is None:
@@ -526,7 +615,7 @@ def host_overhead(sig: RuleInputs) -> Finding:
         )
     agree, missing = [], []
     if g.sm_active is not None:
-        if g.util >= 80 and g.sm_active < 0.5 * g.util:
+        if g.util >= LAUNCH_UTIL and g.sm_active < TINY_KERNELS * g.util:
             agree.append(
                 Evidence(
                     f"util {g.util:.0f}% but SMs busy {g.sm_active:.0f}%: many tiny kernels", "NVML"
@@ -534,11 +623,11 @@ def host_overhead(sig: RuleInputs) -> Finding:
             )
     else:
         missing.append("GPM")
-        if g.util >= 80 and g.power_ratio is not None and g.power_ratio < 0.4:
+        if g.util >= LAUNCH_UTIL and g.power_ratio is not None and g.power_ratio < LOW_POWER:
             agree.append(
                 Evidence(f"util {g.util:.0f}% at {_pct(g.power_ratio)} of the power limit", "NVML")
             )
-    if sig.stacks and sig.stacks.main_shares.get("host sync", 0) > 0.1:
+    if sig.stacks and sig.stacks.main_shares.get("host sync", 0) > SYNC_SHARE:
         agree.append(Evidence("main thread in explicit syncs", "stacks"))
     return _finding(
         "host-overhead",
@@ -551,16 +640,22 @@ def host_overhead(sig: RuleInputs) -> Finding:
     )
 
 
+DRAM_BUSY = 80.0
+"""DRAM bandwidth (% of peak) from which memory is the limit (domain.md: > ~80%)..."""
+TENSOR_LOW = 30.0
+"""... while the tensor cores are busy under this (%)."""
+
+
 def memory_bandwidth(sig: RuleInputs) -> Finding:
     g = sig.gpu
     if g is None:
         return _finding("memory-bandwidth", [], [], ["NVML"], "DRAM bandwidth is the limit", sig)
     agree, missing = [], []
     if g.dram is not None:
-        if g.dram >= 80 and (g.tensor or 0) < 30:
+        if g.dram >= DRAM_BUSY and (g.tensor or 0) < TENSOR_LOW:
             agree.append(
                 Evidence(
-                    f"DRAM bandwidth {g.dram:.0f}% of peak (>= 80%), tensor cores "
+                    f"DRAM bandwidth {g.dram:.0f}% of peak (>= {DRAM_BUSY:.0f}%), tensor cores "
                     f"{g.tensor or 0:.0f}%",
                     "NVML",
                 )
@@ -578,17 +673,25 @@ def memory_bandwidth(sig: RuleInputs) -> Finding:
     )
 
 
+COMPUTE_CLOCK = 0.9
+"""SM clock over its max from which a busy GPU computes at full speed."""
+COMPUTE_SM = 80.0
+"""SMs busy (%, GPM) from which the utilisation is real work, not a trickle of kernels."""
+COMPUTE_SHARE = 0.8
+"""Share of the step in forward, backward and optimizer from which the step is computing."""
+
+
 def gpu_compute(sig: RuleInputs) -> Finding:
     g = sig.gpu
     if g is None:
         return _finding("gpu-compute", [], [], ["NVML"], "the GPU computes all the time", sig)
     agree, against = [], []
     if (
-        g.util >= 90
-        and (g.clock_ratio or 0) >= 0.9
-        and g.power_throttled < 0.5
-        and g.thermal_throttled < 0.3
-    ) and (g.sm_active is None or g.sm_active >= 80):
+        g.util >= GPU_BUSY
+        and (g.clock_ratio or 0) >= COMPUTE_CLOCK
+        and g.power_throttled < POWER_SHARE
+        and g.thermal_throttled < THERMAL_SHARE
+    ) and (g.sm_active is None or g.sm_active >= COMPUTE_SM):
         agree.append(
             Evidence(
                 f"GPU busy {g.util:.0f}%, SM clock {_pct(g.clock_ratio or 0)} of max"
@@ -598,7 +701,7 @@ def gpu_compute(sig: RuleInputs) -> Finding:
         )
     if sig.steps and sig.steps.shares:
         compute = sum(sig.steps.shares.get(p, 0) for p in ("forward", "backward", "optimizer"))
-        if compute >= 0.8:
+        if compute >= COMPUTE_SHARE:
             agree.append(
                 Evidence(f"forward + backward + optimizer {_pct(compute)} of the step", "agent")
             )
@@ -621,9 +724,17 @@ def gpu_compute(sig: RuleInputs) -> Finding:
     )
 
 
+IDLE_UTIL = 5.0
+"""Mean GPU utilisation (%) under which, with no steps, nothing is training."""
+
+
 def idle(sig: RuleInputs) -> Finding:
     agree = []
-    if sig.gpu is not None and sig.gpu.util < 5 and (sig.steps is None or sig.steps.steps == 0):
+    if (
+        sig.gpu is not None
+        and sig.gpu.util < IDLE_UTIL
+        and (sig.steps is None or sig.steps.steps == 0)
+    ):
         agree.append(Evidence(f"GPU busy {sig.gpu.util:.0f}% and no training steps seen", "NVML"))
     if sig.host is not None and sig.host.exited:
         agree.append(Evidence("the target process has exited", "host"))

@@ -158,6 +158,8 @@ WORKERS_COMPUTE = 0.6
 """Mean CPU per DataLoader worker (cores) from which they count as computing, not waiting."""
 WORKERS_WAIT = 0.3
 """... and below which they count as waiting (remote reads, an API): more of them help."""
+WORKER_PEGGED = 0.85
+"""CPU (cores) from which one DataLoader worker counts as pegged."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -234,7 +236,7 @@ def host_signals(window: Window[HostSample] | None) -> HostSignals | None:
     last = running[-1]
     recent = running[-10:]
     workers = last.workers
-    pegged = sum(1 for w in workers if (w.cpu_cores or 0) >= 0.85)
+    pegged = sum(1 for w in workers if (w.cpu_cores or 0) >= WORKER_PEGGED)
     c = last.cgroup
     span = recent[-1].t - recent[0].t
     hits = (
