@@ -1,18 +1,17 @@
 """One small rule per bound class of domain.md. Each takes the reduced signals and returns a
-Finding: fired or not, with the numbers and thresholds behind it, where they came from, a
-confidence from how many independent sources agree, and levers cheapest first.
+Finding: fired or not, with the numbers and thresholds behind it, where they came from, and a
+confidence from how many independent sources agree. Its entry in ``bounds.py`` places it in
+the verdict's order and adds the bound's levers when it fires.
 
-Thresholds are the documented rules of thumb (domain.md, research/): they are shown next to
-the numbers so a user can disagree.
+Thresholds are the documented rules of thumb (domain.md, research/), module constants that the
+evidence text is formatted from: shown next to the numbers so a user can disagree.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 
 from gputop.diagnose.findings import Evidence, Finding, confidence
-from gputop.diagnose.levers import levers_for
 from gputop.diagnose.signals import (
     MEM_NEAR,
     SPIKE,
@@ -43,7 +42,6 @@ def _finding(
     against: list[Evidence],
     missing: list[str],
     summary: str,
-    sig: RuleInputs,
     impact: float = 0.0,
     need: int = 1,
 ) -> Finding:
@@ -55,7 +53,6 @@ def _finding(
         confidence=confidence(len(sources), len(missing)) if fired else 0.0,
         summary=summary,
         evidence=tuple(agree + against),
-        levers=levers_for(bound, sig) if fired else (),
         missing=tuple(missing),
         impact=impact,
     )
@@ -141,7 +138,7 @@ def hung(sig: RuleInputs) -> Finding:
                 agree.append(Evidence(text, "stacks"))
         if any(e.source == "stacks" for e in agree):
             agree.extend(_not_in_the_collective(sig.stacks.unchanged))
-    return _finding("hung", agree, [], missing, "no progress: the job is stuck", sig, impact=1.0)
+    return _finding("hung", agree, [], missing, "no progress: the job is stuck", impact=1.0)
 
 
 MEM_PRESSURE = 10.0
@@ -158,12 +155,12 @@ def host_memory_pressure(sig: RuleInputs) -> Finding:
     an OOM kill."""
     h = sig.host
     if h is None:
-        return _finding("host-memory-pressure", [], [], ["host"], "memory near the limit", sig)
+        return _finding("host-memory-pressure", [], [], ["host"], "memory near the limit")
     if h.exited:  # the kills are why it is gone: say so rather than "nothing is training"
         kills = [Evidence(f"{h.oom_kills} OOM kill(s) in the cgroup, then the target exited",
                           "host")] if h.oom_kills else []  # fmt: skip
         return _finding(
-            "host-memory-pressure", kills, [], [], "the OOM killer ended the job", sig, impact=1.0
+            "host-memory-pressure", kills, [], [], "the OOM killer ended the job", impact=1.0
         )
     agree = []
     near = h.mem_near
@@ -200,7 +197,6 @@ def host_memory_pressure(sig: RuleInputs) -> Finding:
         against,
         [],
         "memory near the cgroup limit",
-        sig,
         impact=0.5 if agree else 0.0,
     )
     if f.fired and (h.oom_kills or (near and (h.workers or stalled))):
@@ -219,7 +215,7 @@ SLOWDOWN_MARGIN_C = 2
 def throttled_thermal(sig: RuleInputs) -> Finding:
     g = sig.gpu
     if g is None:
-        return _finding("throttled-thermal", [], [], ["NVML"], "clocks cut by heat", sig)
+        return _finding("throttled-thermal", [], [], ["NVML"], "clocks cut by heat")
     agree = []
     if g.thermal_throttled >= THERMAL_SHARE:
         share = _pct(g.thermal_throttled)
@@ -235,7 +231,6 @@ def throttled_thermal(sig: RuleInputs) -> Finding:
         [],
         [],
         "clocks cut to keep the GPU cool",
-        sig,
         impact=1 - (g.clock_ratio or 1),
     )
 
@@ -249,7 +244,7 @@ POWER_CLOCK = 0.9
 def throttled_power(sig: RuleInputs) -> Finding:
     g = sig.gpu
     if g is None:
-        return _finding("throttled-power", [], [], ["NVML"], "clocks cut by the power limit", sig)
+        return _finding("throttled-power", [], [], ["NVML"], "clocks cut by the power limit")
     agree = []
     if (
         g.power_throttled >= POWER_SHARE
@@ -271,7 +266,6 @@ def throttled_power(sig: RuleInputs) -> Finding:
         [],
         [],
         "clocks cut to stay under the power limit",
-        sig,
         impact=1 - (g.clock_ratio or 1),
     )
 
@@ -284,7 +278,7 @@ straggler (domain.md)."""
 def straggler(sig: RuleInputs) -> Finding:
     st = sig.steps
     if st is None or st.ranks < 2 or len(st.work_ms) < 2:
-        return _finding("straggler", [], [], [] if st else ["agent"], "one rank slower", sig)
+        return _finding("straggler", [], [], [] if st else ["agent"], "one rank slower")
     works = sorted(st.work_ms.values())
     n = len(works)
     median = works[n // 2] if n % 2 else (works[n // 2 - 1] + works[n // 2]) / 2
@@ -304,7 +298,6 @@ def straggler(sig: RuleInputs) -> Finding:
         [],
         [],
         f"rank {slow_rank} is slower; the others wait",
-        sig,
         impact=(slow - median) / st.median_ms if st.median_ms else 0,
     )
 
@@ -338,7 +331,6 @@ def comms(sig: RuleInputs) -> Finding:
         [],
         missing,
         "time waiting for gradient communication",
-        sig,
         impact=share or 0.0,
     )
 
@@ -438,7 +430,6 @@ def data_input(sig: RuleInputs) -> Finding:
         against,
         missing,
         summary,
-        sig,
         impact=share if share is not None else 0.3,
     )
     return f
@@ -480,7 +471,6 @@ def h2d_copy(sig: RuleInputs) -> Finding:
         [],
         missing,
         "host-to-device copies on the critical path",
-        sig,
         impact=share or (0.3 if agree else 0.0),
     )
 
@@ -496,9 +486,7 @@ CPU_THROTTLED = 0.2
 def cpu_oversubscribed(sig: RuleInputs) -> Finding:
     h = sig.host
     if h is None or h.exited or not h.effective_cpus:
-        return _finding(
-            "cpu-oversubscribed", [], [], ["host"], "too many threads for the CPUs", sig
-        )
+        return _finding("cpu-oversubscribed", [], [], ["host"], "too many threads for the CPUs")
     agree = []
     e = h.effective_cpus
     if (
@@ -525,7 +513,6 @@ def cpu_oversubscribed(sig: RuleInputs) -> Finding:
         [],
         [],
         "threads fight over too few CPUs",
-        sig,
         impact=0.4 if agree else 0.0,
     )
     # a loader starved of CPU is a symptom, and its lever (more workers) would add threads to
@@ -546,9 +533,7 @@ SAVE_SHARE = 0.05
 def side_work(sig: RuleInputs) -> Finding:
     st = sig.steps
     if st is None or not st.shares:
-        return _finding(
-            "side-work", [], [], ["agent"], "checkpoints, logging or eval stall steps", sig
-        )
+        return _finding("side-work", [], [], ["agent"], "checkpoints, logging or eval stall steps")
     agree = []
     side = st.shares.get("checkpoint", 0.0) + st.shares.get("eval_log", 0.0)
     if side > SIDE_SHARE:
@@ -594,7 +579,7 @@ def side_work(sig: RuleInputs) -> Finding:
         if gc_spikes
         else "periodic side work stalls training"
     )
-    return _finding("side-work", agree, [], [], summary, sig, impact=side)
+    return _finding("side-work", agree, [], [], summary, impact=side)
 
 
 LAUNCH_UTIL = 80.0
@@ -611,7 +596,7 @@ def host_overhead(sig: RuleInputs) -> Finding:
     g = sig.gpu
     if g is None:
         return _finding(
-            "host-overhead", [], [], ["NVML"], "the GPU waits for the CPU to launch work", sig
+            "host-overhead", [], [], ["NVML"], "the GPU waits for the CPU to launch work"
         )
     agree, missing = [], []
     if g.sm_active is not None:
@@ -635,7 +620,6 @@ def host_overhead(sig: RuleInputs) -> Finding:
         [],
         missing,
         "the GPU waits for the CPU to launch work",
-        sig,
         impact=0.3 if agree else 0.0,
     )
 
@@ -649,7 +633,7 @@ TENSOR_LOW = 30.0
 def memory_bandwidth(sig: RuleInputs) -> Finding:
     g = sig.gpu
     if g is None:
-        return _finding("memory-bandwidth", [], [], ["NVML"], "DRAM bandwidth is the limit", sig)
+        return _finding("memory-bandwidth", [], [], ["NVML"], "DRAM bandwidth is the limit")
     agree, missing = [], []
     if g.dram is not None:
         if g.dram >= DRAM_BUSY and (g.tensor or 0) < TENSOR_LOW:
@@ -668,7 +652,6 @@ def memory_bandwidth(sig: RuleInputs) -> Finding:
         [],
         missing,
         "DRAM bandwidth is the limit",
-        sig,
         impact=0.2 if agree else 0.0,
     )
 
@@ -684,7 +667,7 @@ COMPUTE_SHARE = 0.8
 def gpu_compute(sig: RuleInputs) -> Finding:
     g = sig.gpu
     if g is None:
-        return _finding("gpu-compute", [], [], ["NVML"], "the GPU computes all the time", sig)
+        return _finding("gpu-compute", [], [], ["NVML"], "the GPU computes all the time")
     agree, against = [], []
     if (
         g.util >= GPU_BUSY
@@ -720,7 +703,6 @@ def gpu_compute(sig: RuleInputs) -> Finding:
         against,
         [],
         "the GPU computes all the time (the good case)",
-        sig,
     )
 
 
@@ -738,25 +720,4 @@ def idle(sig: RuleInputs) -> Finding:
         agree.append(Evidence(f"GPU busy {sig.gpu.util:.0f}% and no training steps seen", "NVML"))
     if sig.host is not None and sig.host.exited:
         agree.append(Evidence("the target process has exited", "host"))
-    return _finding("idle", agree, [], [], "nothing is training", sig)
-
-
-RULES: tuple[Callable[[RuleInputs], Finding], ...] = (
-    hung,
-    host_memory_pressure,
-    throttled_thermal,
-    throttled_power,
-    straggler,
-    cpu_oversubscribed,
-    data_input,
-    comms,
-    h2d_copy,
-    side_work,
-    host_overhead,
-    memory_bandwidth,
-    gpu_compute,
-    idle,
-)
-"""In priority order: when two fire with equal confidence, the earlier is the principal
-(a hang explains everything; heat and power caps slow every phase; a straggler explains the
-others' communication wait; an oversubscribed CPU explains a slow loader)."""
+    return _finding("idle", agree, [], [], "nothing is training")

@@ -13,6 +13,7 @@ from types import MappingProxyType as M
 from gputop.agent.recorder import Recorder
 from gputop.agent.server import AgentServer
 from gputop.diagnose import evaluate, reduce_windows
+from gputop.diagnose.bounds import judge
 from gputop.diagnose.rules import side_work
 from gputop.diagnose.signals import RuleInputs, step_signals
 from gputop.model.step_stats import gc_share
@@ -203,7 +204,7 @@ def test_spikes_that_are_mostly_gc_are_attributed_to_gc():
     assert st is not None and st.spikes
     assert {s.grew for s in st.spikes} == {"gc (full collections)"}
     assert 0.3 < st.gc_share < 0.6 and st.gc_full == 4
-    f = side_work(RuleInputs(None, None, st, None))
+    f = judge(side_work, RuleInputs(None, None, st, None))
     assert f.fired and f.summary == "garbage collection pauses stall training"
     texts = " ".join(e.text for e in f.evidence)
     assert "growing in gc (full collections)" in texts
@@ -221,7 +222,7 @@ def test_young_collections_are_gc_without_full():
 def test_a_checkpoint_with_a_little_gc_is_still_the_checkpoint():
     st = step_signals(_agents(_steps(extra_ms=400, gc_ms=50, where="checkpoint")))
     assert {s.grew for s in st.spikes} == {"checkpoint"}
-    f = side_work(RuleInputs(None, None, st, None))
+    f = judge(side_work, RuleInputs(None, None, st, None))
     texts = " ".join(e.text for e in f.evidence)
     assert f.fired and "growing in checkpoint" in texts and "garbage" not in texts
     assert f.levers[0].startswith("checkpoint less often")
@@ -231,7 +232,7 @@ def test_without_gc_timing_the_phase_that_grew_is_named():
     steps = [StepRecord(s.step, s.t0_ns, s.dur_ns, s.phases) for s in _steps()]
     st = step_signals(_agents(steps))
     assert st.gc_share is None and {s.grew for s in st.spikes} == {"forward"}
-    assert side_work(RuleInputs(None, None, st, None)).levers[0].startswith("checkpoint")
+    assert judge(side_work, RuleInputs(None, None, st, None)).levers[0].startswith("checkpoint")
 
 
 def test_measured_gc_pauses_stand_out_on_a_noisy_machine():
@@ -240,7 +241,7 @@ def test_measured_gc_pauses_stand_out_on_a_noisy_machine():
     noise = {1, 3, 5, 7, 11, 13, 15, 17, 21, 23, 25, 27}
     st = step_signals(_agents(_steps(noise=noise)))
     assert len(st.spikes) > st.steps // 3
-    f = side_work(RuleInputs(None, None, st, None))
+    f = judge(side_work, RuleInputs(None, None, st, None))
     assert f.fired and "4 of 39 steps over 1.5x the median" in f.evidence[0].text
     assert "growing in gc (full collections)" in f.evidence[0].text
 
