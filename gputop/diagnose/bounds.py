@@ -49,8 +49,7 @@ class Style(enum.Enum):
 
 @dataclass(frozen=True)
 class Bound:
-    """One bound class and everything gputop does with it, so adding one is one entry (plus its
-    rule, levers and tests) rather than edits in six files."""
+    """One bound class declared once: adding a bound is an entry, its rule, levers and tests."""
 
     name: str
     rule: Rule | None

@@ -277,8 +277,7 @@ def host_signals(window: Window[HostSample] | None) -> HostSignals | None:
 
 @dataclass(frozen=True, slots=True)
 class Spike:
-    """A step over SPIKE x the median step, and what made it long: the side-work rule and its
-    levers read these by name."""
+    """A step over SPIKE x the median step and what made it long, read by name by side-work."""
 
     step: int
     ms: float
@@ -404,8 +403,7 @@ def step_signals(agents: AgentsSample | None, gpu_names: Sequence[str] = ()) -> 
 
 @dataclass(frozen=True, slots=True)
 class ParkedStack:
-    """A main thread whose stack has not changed for many dumps (model/stack_stats.Unchanged
-    with its frames as the text the hang evidence prints): a hang, or a very long phase."""
+    """A main thread's unchanged stack (stack_stats.Unchanged, frames as the hang text prints)."""
 
     pid: int
     dumps: int
@@ -473,8 +471,7 @@ def stack_signals(window: Window[StacksSample] | None) -> StackSignals | None:
 
 @dataclass(frozen=True)
 class RuleInputs:
-    """Everything a rule (and a bound's levers) may read: one reduction per source, None when
-    that source gave nothing."""
+    """Everything a rule and a bound's levers may read: one reduction per source (None: none)."""
 
     gpu: GpuSignals | None
     host: HostSignals | None
