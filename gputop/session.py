@@ -27,7 +27,7 @@ from typing import Any
 
 from gputop.diagnose import State, Verdict
 from gputop.diagnose.point import STACKS_WINDOW_S, EvalPoint, evaluate_at
-from gputop.diagnose.rules import Signals
+from gputop.diagnose.signals import RuleInputs
 from gputop.model import DeviceInfo, GpuSample, Timeline
 from gputop.model.host import HostSample
 from gputop.model.stacks import StacksSample
@@ -55,7 +55,7 @@ class SessionState:
     """The verdict as shown (in replay: the recorded one)."""
     point: EvalPoint | None
     """Where the verdict was evaluated (None before the first evaluation)."""
-    inputs: Signals | None
+    inputs: RuleInputs | None
     """The reduced numbers the rules read at that point (MFU, step statistics)."""
     evaluations: int
     problems: tuple[str, ...]
@@ -118,7 +118,7 @@ class Session:
         self._hysteresis = State()
         self._verdict: Verdict | None = None
         self._point: EvalPoint | None = None
-        self._inputs: Signals | None = None
+        self._inputs: RuleInputs | None = None
         self._evaluations = 0
         self._problems: list[str] = []
         self._state: SessionState | None = None

@@ -1,6 +1,7 @@
 """The bound verdict: pure rules over windows of samples -> findings -> one principal bound."""
 
 from gputop.diagnose.findings import Evidence, Finding, Verdict
-from gputop.diagnose.verdict import State, evaluate, signals
+from gputop.diagnose.signals import RuleInputs, reduce_windows
+from gputop.diagnose.verdict import State, evaluate
 
-__all__ = ["Evidence", "Finding", "State", "Verdict", "evaluate", "signals"]
+__all__ = ["Evidence", "Finding", "RuleInputs", "State", "Verdict", "evaluate", "reduce_windows"]

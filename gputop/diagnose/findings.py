@@ -18,6 +18,8 @@ class Evidence:
 
 @dataclass(frozen=True)
 class Finding:
+    """One rule's conclusion about its bound, fired or not, with what it rests on."""
+
     bound: str
     fired: bool
     confidence: float
@@ -36,6 +38,8 @@ class Finding:
 
 @dataclass(frozen=True)
 class Verdict:
+    """Every rule's finding ranked into one principal bound and the secondary ones."""
+
     principal: Finding | None
     secondary: tuple[Finding, ...]
     findings: tuple[Finding, ...]

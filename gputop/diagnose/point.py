@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gputop.diagnose.findings import Verdict
-from gputop.diagnose.rules import Signals
-from gputop.diagnose.verdict import State, evaluate, signals
+from gputop.diagnose.signals import RuleInputs, reduce_windows
+from gputop.diagnose.verdict import State, evaluate
 from gputop.model import DeviceInfo, SeriesKey, Timeline
 from gputop.model.steps import AgentsSample
 
@@ -22,6 +22,9 @@ STACKS_WINDOW_S = 60.0
 
 @dataclass(frozen=True, slots=True)
 class EvalPoint:
+    """Where a verdict was evaluated: the window ends it read, kept so that a recording
+    recomputes the same verdict."""
+
     now: float
     """The verdict's clock and the GPU windows' end (monotonic seconds)."""
     host: tuple[SeriesKey, float] | None = None
@@ -36,7 +39,7 @@ def evaluate_at(
     point: EvalPoint,
     agents: AgentsSample | None,
     state: State,
-) -> tuple[Verdict, State, Signals]:
+) -> tuple[Verdict, State, RuleInputs]:
     """The verdict at ``point`` from the timeline and the agents' latest reading."""
     gpus = [timeline.window(("gpu", d.index), point.now, WINDOW_S) for d in devices]
     host = stacks = None
@@ -45,6 +48,6 @@ def evaluate_at(
     if point.stacks is not None:
         key, end = point.stacks
         stacks = timeline.window(key, end, STACKS_WINDOW_S)
-    sig = signals(gpus, devices, host=host, agents=agents, stacks=stacks)
+    sig = reduce_windows(gpus, devices, host=host, agents=agents, stacks=stacks)
     verdict, state = evaluate(sig, point.now, state)
     return verdict, state, sig

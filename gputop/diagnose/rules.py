@@ -1,42 +1,40 @@
 """One small rule per bound class of domain.md. Each takes the reduced signals and returns a
-Finding: fired or not, with the numbers and thresholds behind it, where they came from, a
-confidence from how many independent sources agree, and levers cheapest first.
+Finding: fired or not, with the numbers and thresholds behind it, where they came from, and a
+confidence from how many independent sources agree. Its entry in ``bounds.py`` places it in
+the verdict's order and adds the bound's levers when it fires.
 
-Thresholds are the documented rules of thumb (domain.md, research/): they are shown next to
-the numbers so a user can disagree.
+Thresholds are the documented rules of thumb (domain.md, research/), module constants that the
+evidence text is formatted from: shown next to the numbers so a user can disagree.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from gputop.diagnose.findings import Evidence, Finding, confidence
-from gputop.diagnose.levers import levers_for
 from gputop.diagnose.signals import (
     MEM_NEAR,
+    SPIKE,
+    WORKER_PEGGED,
     WORKERS_COMPUTE,
-    GpuSignals,
     HostSignals,
-    StackSignals,
-    StepSignals,
+    ParkedStack,
+    RuleInputs,
 )
 from gputop.model.ranks import STRAGGLER_EXCESS
 
 DATA_WAIT_WARN = 0.05
-DATA_WAIT_STRONG = 0.20
+"""Batch wait over this share of the step starves the GPU (domain.md: target < 5%)."""
 COMMS_SHARE = 0.20
+"""Gradient sync over this share of the step is comms-bound (domain.md)."""
 H2D_SHARE = 0.10
+"""Host-to-device copies over this share of the step are on the critical path."""
 SIDE_SHARE = 0.10
+"""Checkpoint, logging or garbage collection over this share of step time."""
 STACK_SHARE = 0.30
-
-
-@dataclass(frozen=True)
-class Signals:
-    gpu: GpuSignals | None
-    host: HostSignals | None
-    steps: StepSignals | None
-    stacks: StackSignals | None
+"""Main threads in one kind of wait in over this share of stack samples."""
+GPU_BUSY = 90.0
+"""Mean GPU utilisation (%) from which the GPU counts as busy all the time."""
 
 
 def _finding(
@@ -45,7 +43,6 @@ def _finding(
     against: list[Evidence],
     missing: list[str],
     summary: str,
-    sig: Signals,
     impact: float = 0.0,
     need: int = 1,
 ) -> Finding:
@@ -57,7 +54,6 @@ def _finding(
         confidence=confidence(len(sources), len(missing)) if fired else 0.0,
         summary=summary,
         evidence=tuple(agree + against),
-        levers=levers_for(bound, sig) if fired else (),
         missing=tuple(missing),
         impact=impact,
     )
@@ -72,45 +68,58 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
-def _not_in_the_collective(unchanged) -> list[Evidence]:
+STEPS_SEEN = 3
+"""Steps the agent must have seen before a missing step counts (a first batch may take long)."""
+HANG_FLOOR_S = 60.0
+HANG_STEPS = 10
+"""No step for max(HANG_FLOOR_S, HANG_STEPS median steps) is a hang; a step within
+max(PROGRESS_FLOOR_S, HANG_STEPS median steps) is progress."""
+PROGRESS_FLOOR_S = 10.0
+"""The stack evidence's own span (PARKED_DUMPS dumps at one a second), so a slow step is never
+mistaken for a parked stack."""
+PARKED_DUMPS = 10
+"""Dumps a main thread must show the same stack for to count as parked."""
+
+
+def _not_in_the_collective(unchanged: tuple[ParkedStack, ...]) -> list[Evidence]:
     """When some ranks sit in a collective, a stuck process parked anywhere else is the one
     they wait for: the place to look first."""
-    if not any(u[2] == "collective wait" for u in unchanged):
+    if not any(u.phase == "collective wait" for u in unchanged):
         return []
     out = []
-    for pid, n, phase, parked, caller in unchanged:
-        if phase == "collective wait" or n < 10:
+    for u in unchanged:
+        if u.phase == "collective wait" or u.dumps < PARKED_DUMPS:
             continue
+        parked, caller = u.parked, u.caller
         where = f" in {parked}" if parked else ""
         if caller and not (parked and caller.startswith(f"{parked} (")):
             where += f" from {caller}"
-        text = f"pid {pid} is not in the collective: {phase}{where} for {n} dumps"
+        text = f"pid {u.pid} is not in the collective: {u.phase}{where} for {u.dumps} dumps"
         out.append(Evidence(text + " (the others wait for it)", "stacks"))
     return out
 
 
-def hung(sig: Signals) -> Finding:
+def hung(sig: RuleInputs) -> Finding:
     agree, missing = [], []
     st = sig.steps
     if st is None:
         missing.append("agent")
-    elif st.steps >= 3 and st.since_step_s is not None:
-        limit = max(60.0, 10 * st.median_ms / 1000)
+    elif st.steps >= STEPS_SEEN and st.since_step_s is not None:
+        limit = max(HANG_FLOOR_S, HANG_STEPS * st.median_ms / 1000)
         if st.since_step_s > limit:
             where = f" in {st.open_phase}" if st.open_phase else ""
             agree.append(
                 Evidence(
                     f"no step for {st.since_step_s:.0f} s{where} (limit "
-                    f"max(60 s, 10x median step {st.median_ms:.0f} ms))",
+                    f"max({HANG_FLOOR_S:g} s, {HANG_STEPS}x median step {st.median_ms:.0f} ms))",
                     "agent",
                 )
             )
-    # steps finishing within ~10 median steps mean progress; the 10-s floor is the stack evidence's
-    # own span (10 dumps at 1/s), so a slow step is never mistaken for a parked stack
+    # steps finishing within ~HANG_STEPS median steps mean progress
     progressing = (
         st is not None
-        and st.steps >= 3
-        and (st.since_step_s or 0) < max(10.0, 10 * st.median_ms / 1000)
+        and st.steps >= STEPS_SEEN
+        and (st.since_step_s or 0) < max(PROGRESS_FLOOR_S, HANG_STEPS * st.median_ms / 1000)
     )
     if sig.stacks is None:
         missing.append("stacks")
@@ -119,39 +128,40 @@ def hung(sig: Signals) -> Finding:
         # is just a wait on it
         # a main thread waiting for a batch is a hang only once the loader has delivered
         # before (a first batch may take long) and nothing moves for the agent's limit
-        loader_stuck = st is not None and st.steps >= 3
-        for pid, n, phase, parked, _ in sig.stacks.unchanged:
-            if n >= 10 and (
-                phase in ("collective wait", "lock wait", "host sync")
-                or (phase == "data wait" and loader_stuck)
+        loader_stuck = st is not None and st.steps >= STEPS_SEEN
+        for u in sig.stacks.unchanged:
+            if u.dumps >= PARKED_DUMPS and (
+                u.phase in ("collective wait", "lock wait", "host sync")
+                or (u.phase == "data wait" and loader_stuck)
             ):
-                where = f" in {parked}" if parked else ""
-                agree.append(
-                    Evidence(f"pid {pid}: same stack for {n} dumps, {phase}{where}", "stacks")
-                )
+                where = f" in {u.parked}" if u.parked else ""
+                text = f"pid {u.pid}: same stack for {u.dumps} dumps, {u.phase}{where}"
+                agree.append(Evidence(text, "stacks"))
         if any(e.source == "stacks" for e in agree):
             agree.extend(_not_in_the_collective(sig.stacks.unchanged))
-    return _finding("hung", agree, [], missing, "no progress: the job is stuck", sig, impact=1.0)
+    return _finding("hung", agree, [], missing, "no progress: the job is stuck", impact=1.0)
 
 
 MEM_PRESSURE = 10.0
 """PSI memory "some" avg10 (%): time some task stalled on reclaim."""
+LIMIT_HITS = 0.5
+"""Times per second the cgroup hits its memory limit from which the kernel is reclaiming."""
 DATA_BOUNDS = ("data-input", "data-input/cpu-transform", "data-input/io")
 
 
-def host_memory_pressure(sig: Signals) -> Finding:
+def host_memory_pressure(sig: RuleInputs) -> Finding:
     """Memory near the cgroup limit. It explains a slow loader when the loader is what fills
     it (DataLoader workers, each with its own copy of the dataset) or when reclaim stalls the
     job: there the data-input levers (more workers, more prefetch) would add memory and end in
     an OOM kill."""
     h = sig.host
     if h is None:
-        return _finding("host-memory-pressure", [], [], ["host"], "memory near the limit", sig)
+        return _finding("host-memory-pressure", [], [], ["host"], "memory near the limit")
     if h.exited:  # the kills are why it is gone: say so rather than "nothing is training"
         kills = [Evidence(f"{h.oom_kills} OOM kill(s) in the cgroup, then the target exited",
                           "host")] if h.oom_kills else []  # fmt: skip
         return _finding(
-            "host-memory-pressure", kills, [], [], "the OOM killer ended the job", sig, impact=1.0
+            "host-memory-pressure", kills, [], [], "the OOM killer ended the job", impact=1.0
         )
     agree = []
     near = h.mem_near
@@ -167,7 +177,7 @@ def host_memory_pressure(sig: Signals) -> Finding:
                 "host",
             )
         )
-    reclaiming = near and h.mem_limit_hits >= 0.5
+    reclaiming = near and h.mem_limit_hits >= LIMIT_HITS
     stalled = reclaiming or (near and h.psi.get("memory", 0) > MEM_PRESSURE)
     if reclaiming:
         agree.append(
@@ -188,7 +198,6 @@ def host_memory_pressure(sig: Signals) -> Finding:
         against,
         [],
         "memory near the cgroup limit",
-        sig,
         impact=0.5 if agree else 0.0,
     )
     if f.fired and (h.oom_kills or (near and (h.workers or stalled))):
@@ -196,41 +205,57 @@ def host_memory_pressure(sig: Signals) -> Finding:
     return f
 
 
-def throttled_thermal(sig: Signals) -> Finding:
+THERMAL_SHARE = 0.3
+"""Share of busy time with a thermal clock-event reason from which heat is cutting clocks."""
+THERMAL_CLOCK = 0.95
+"""SM clock over its max below which the thermal reasons are cutting it."""
+SLOWDOWN_MARGIN_C = 2
+"""Degrees under the board's slowdown temperature that count as at it."""
+
+
+def throttled_thermal(sig: RuleInputs) -> Finding:
     g = sig.gpu
     if g is None:
-        return _finding("throttled-thermal", [], [], ["NVML"], "clocks cut by heat", sig)
+        return _finding("throttled-thermal", [], [], ["NVML"], "clocks cut by heat")
     agree = []
-    if g.thermal_throttled >= 0.3:
-        agree.append(
-            Evidence(
-                f"thermal clock reasons {_pct(g.thermal_throttled)} of busy time (>= 30%)", "NVML"
-            )
-        )
-    if g.hottest is not None and g.slowdown is not None and g.hottest >= g.slowdown - 2:
+    if g.thermal_throttled >= THERMAL_SHARE:
+        share = _pct(g.thermal_throttled)
+        text = f"thermal clock reasons {share} of busy time (>= {_pct(THERMAL_SHARE)})"
+        agree.append(Evidence(text, "NVML"))
+    temps = g.hottest is not None and g.slowdown is not None
+    if temps and g.hottest >= g.slowdown - SLOWDOWN_MARGIN_C:
         agree.append(Evidence(f"{g.hottest:.0f} C, slowdown at {g.slowdown} C", "NVML"))
-    fired_clock = g.clock_ratio is not None and g.clock_ratio < 0.95
+    fired_clock = g.clock_ratio is not None and g.clock_ratio < THERMAL_CLOCK
     return _finding(
         "throttled-thermal",
         agree if fired_clock or len(agree) > 1 else [],
         [],
         [],
         "clocks cut to keep the GPU cool",
-        sig,
         impact=1 - (g.clock_ratio or 1),
     )
 
 
-def throttled_power(sig: Signals) -> Finding:
+POWER_SHARE = 0.5
+"""Share of busy time with a power-cap reason from which the cap is cutting clocks."""
+POWER_CLOCK = 0.9
+"""SM clock over its max below which the power cap costs real speed."""
+
+
+def throttled_power(sig: RuleInputs) -> Finding:
     g = sig.gpu
     if g is None:
-        return _finding("throttled-power", [], [], ["NVML"], "clocks cut by the power limit", sig)
+        return _finding("throttled-power", [], [], ["NVML"], "clocks cut by the power limit")
     agree = []
-    if g.power_throttled >= 0.5 and g.clock_ratio is not None and g.clock_ratio < 0.9:
+    if (
+        g.power_throttled >= POWER_SHARE
+        and g.clock_ratio is not None
+        and g.clock_ratio < POWER_CLOCK
+    ):
         agree.append(
             Evidence(
                 f"power-cap reason {_pct(g.power_throttled)} of busy time, SM clock "
-                f"{_pct(g.clock_ratio)} of max (< 90%)",
+                f"{_pct(g.clock_ratio)} of max (< {_pct(POWER_CLOCK)})",
                 "NVML",
             )
         )
@@ -242,24 +267,23 @@ def throttled_power(sig: Signals) -> Finding:
         [],
         [],
         "clocks cut to stay under the power limit",
-        sig,
         impact=1 - (g.clock_ratio or 1),
     )
 
 
-def straggler(sig: Signals) -> Finding:
+def straggler(sig: RuleInputs) -> Finding:
     """One rank works longer than the median rank: the definition and its numbers are the
     model's (``model.ranks``, as the ranks pane, /metrics and the report read them)."""
     st = sig.steps
     slow = st.rank_work.slowest if st is not None and st.rank_work is not None else None
     if slow is None:
-        return _finding("straggler", [], [], [] if st else ["agent"], "one rank slower", sig)
+        return _finding("straggler", [], [], [] if st else ["agent"], "one rank slower")
     agree = []
     if slow.straggler:
         agree.append(
             Evidence(
                 f"rank {slow.row.name} works {slow.row.work_ms:.0f} ms per step vs median "
-                f"{slow.median_work_ms:.0f} ms (>= {STRAGGLER_EXCESS:.0%} of the "
+                f"{slow.median_work_ms:.0f} ms (>= {_pct(STRAGGLER_EXCESS)} of the "
                 f"{slow.step_ms:.0f} ms step)",
                 "agent",
             )
@@ -270,19 +294,22 @@ def straggler(sig: Signals) -> Finding:
         [],
         [],
         f"rank {slow.row.name} is slower; the others wait",
-        sig,
         impact=slow.excess_of_step,
     )
 
 
-def comms(sig: Signals) -> Finding:
+def comms(sig: RuleInputs) -> Finding:
     agree, missing = [], []
     share = None
     if sig.steps is not None and sig.steps.shares:
         share = sig.steps.shares.get("grad_sync", 0.0)
         if share > COMMS_SHARE:
             agree.append(
-                Evidence(f"grad sync {_pct(share)} of the step (> 20%; healthy < 10-15%)", "agent")
+                Evidence(
+                    f"grad sync {_pct(share)} of the step "
+                    f"(> {_pct(COMMS_SHARE)}; healthy < 10-15%)",
+                    "agent",
+                )
             )
     else:
         missing.append("agent")
@@ -300,7 +327,6 @@ def comms(sig: Signals) -> Finding:
         [],
         missing,
         "time waiting for gradient communication",
-        sig,
         impact=share or 0.0,
     )
 
@@ -309,6 +335,8 @@ IO_PRESSURE = 10.0
 """PSI io "some" avg10 (%): time some task waited on storage."""
 JOB_READS = 1e6
 """Bytes/s the job must read itself before the machine's I/O pressure is blamed on it."""
+DISK_WAITERS = 1.0
+"""Threads of the job in disk wait (D state) on average from which storage holds it up."""
 
 
 def _io_evidence(h: HostSignals) -> Evidence | None:
@@ -317,7 +345,7 @@ def _io_evidence(h: HostSignals) -> Evidence | None:
     when the job itself reads."""
     reading = h.read_bytes_rate >= JOB_READS
     parts = []
-    if h.disk_wait >= 1:
+    if h.disk_wait >= DISK_WAITERS:
         parts.append(f"{h.disk_wait:.1f} threads in disk wait (D state) on average")
     if reading and h.psi.get("io", 0) > IO_PRESSURE:
         parts.append(f"I/O pressure {h.psi['io']:.0f}% (> {IO_PRESSURE:.0f}%)")
@@ -328,13 +356,20 @@ def _io_evidence(h: HostSignals) -> Evidence | None:
     return Evidence(", ".join(parts), "host")
 
 
-def data_input(sig: Signals) -> Finding:
+GPU_STARVED = 50.0
+"""Mean GPU utilisation (%) below which a slow loader shows on the GPU too."""
+MAIN_COMPUTING = 0.5
+"""CPU (cores) of the main process from which it computes its batches rather than waits."""
+
+
+def data_input(sig: RuleInputs) -> Finding:
     agree, against, missing = [], [], []
     share = None
     if sig.steps is not None and sig.steps.shares:
         share = sig.steps.shares.get("data_wait", 0.0)
         if share > DATA_WAIT_WARN:
-            agree.append(Evidence(f"batch wait {_pct(share)} of the step (target < 5%)", "agent"))
+            text = f"batch wait {_pct(share)} of the step (target < {_pct(DATA_WAIT_WARN)})"
+            agree.append(Evidence(text, "agent"))
     else:
         missing.append("agent")
     if sig.stacks is not None:
@@ -350,9 +385,9 @@ def data_input(sig: Signals) -> Finding:
     else:
         missing.append("stacks")
     if sig.gpu is not None:
-        if sig.gpu.util < 50 and agree:
+        if sig.gpu.util < GPU_STARVED and agree:
             agree.append(Evidence(f"GPU busy only {sig.gpu.util:.0f}% of the time", "NVML"))
-        elif sig.gpu.util >= 90:
+        elif sig.gpu.util >= GPU_BUSY:
             against.append(Evidence(f"GPU busy {sig.gpu.util:.0f}% of the time", "NVML", False))
     fired = bool(agree) and (share is None or share > DATA_WAIT_WARN)
     bound = "data-input"
@@ -366,7 +401,8 @@ def data_input(sig: Signals) -> Finding:
             bound, summary = "data-input/cpu-transform", "DataLoader workers are CPU-bound"
             agree.append(
                 Evidence(
-                    f"{h.workers_pegged} of {h.workers} workers at >= 85% of a core, "
+                    f"{h.workers_pegged} of {h.workers} workers at "
+                    f">= {_pct(WORKER_PEGGED)} of a core, "
                     f"{_pct(h.workers_busy or 0)} of a core each on average",
                     "host",
                 )
@@ -377,8 +413,8 @@ def data_input(sig: Signals) -> Finding:
         elif (
             not h.workers
             and sig.stacks
-            and sig.stacks.main_shares.get("fetch/transform", 0) > 0.3
-            and (h.cpu_cores or 0) >= 0.5  # computing the batch, not asleep on a remote read
+            and sig.stacks.main_shares.get("fetch/transform", 0) > STACK_SHARE
+            and (h.cpu_cores or 0) >= MAIN_COMPUTING  # computing, not asleep on a remote read
         ):
             bound, summary = (
                 "data-input/cpu-transform",
@@ -390,7 +426,6 @@ def data_input(sig: Signals) -> Finding:
         against,
         missing,
         summary,
-        sig,
         impact=share if share is not None else 0.3,
     )
     return f
@@ -402,13 +437,14 @@ H2D_RX_GBPS = 1.0
 H2D_SM_IDLE = 30.0
 
 
-def h2d_copy(sig: Signals) -> Finding:
+def h2d_copy(sig: RuleInputs) -> Finding:
     agree, missing = [], []
     share = 0.0
     if sig.steps is not None and sig.steps.shares:
         share = sig.steps.shares.get("h2d", 0.0)
         if share > H2D_SHARE:
-            agree.append(Evidence(f"H2D copy {_pct(share)} of the step (> 10%)", "agent"))
+            text = f"H2D copy {_pct(share)} of the step (> {_pct(H2D_SHARE)})"
+            agree.append(Evidence(text, "agent"))
     else:
         missing.append("agent")
     g = sig.gpu
@@ -431,24 +467,29 @@ def h2d_copy(sig: Signals) -> Finding:
         [],
         missing,
         "host-to-device copies on the critical path",
-        sig,
         impact=share or (0.3 if agree else 0.0),
     )
 
 
-def cpu_oversubscribed(sig: Signals) -> Finding:
+RUNNABLE_PER_CPU = 1.5
+"""Threads ready to run per effective CPU from which they fight over the CPUs..."""
+RUNQ_PER_CPU = 0.5
+"""... together with this much run-queue wait (seconds per second) per effective CPU."""
+CPU_THROTTLED = 0.2
+"""Share of CFS periods throttled from which the cgroup's CPU quota holds the job back."""
+
+
+def cpu_oversubscribed(sig: RuleInputs) -> Finding:
     h = sig.host
     if h is None or h.exited or not h.effective_cpus:
-        return _finding(
-            "cpu-oversubscribed", [], [], ["host"], "too many threads for the CPUs", sig
-        )
+        return _finding("cpu-oversubscribed", [], [], ["host"], "too many threads for the CPUs")
     agree = []
     e = h.effective_cpus
     if (
         h.threads_running is not None
         and h.runq is not None
-        and h.threads_running > 1.5 * e
-        and h.runq / e > 0.5
+        and h.threads_running > RUNNABLE_PER_CPU * e
+        and h.runq / e > RUNQ_PER_CPU
     ):
         agree.append(
             Evidence(
@@ -458,17 +499,16 @@ def cpu_oversubscribed(sig: Signals) -> Finding:
                 "host",
             )
         )
-    if h.throttled_ratio is not None and h.throttled_ratio > 0.2:
-        agree.append(
-            Evidence(f"cgroup throttled in {_pct(h.throttled_ratio)} of periods (> 20%)", "host")
-        )
+    if h.throttled_ratio is not None and h.throttled_ratio > CPU_THROTTLED:
+        share = _pct(h.throttled_ratio)
+        text = f"cgroup throttled in {share} of periods (> {_pct(CPU_THROTTLED)})"
+        agree.append(Evidence(text, "host"))
     f = _finding(
         "cpu-oversubscribed",
         agree,
         [],
         [],
         "threads fight over too few CPUs",
-        sig,
         impact=0.4 if agree else 0.0,
     )
     # a loader starved of CPU is a symptom, and its lever (more workers) would add threads to
@@ -476,29 +516,39 @@ def cpu_oversubscribed(sig: Signals) -> Finding:
     return replace(f, explains=DATA_BOUNDS[:2]) if f.fired else f
 
 
-def side_work(sig: Signals) -> Finding:
+PERIODIC_MIN = 2
+PERIODIC_OF = 3
+"""Spikes count as periodic side work while there are at most max(PERIODIC_MIN, steps //
+PERIODIC_OF) of them; more and slow steps are the norm (a noisy machine)."""
+SPIKE_TIME = 0.05
+"""Share of the time the spikes' excess must take to count."""
+SAVE_SHARE = 0.05
+"""Share of stack samples in torch.save that counts as checkpointing."""
+
+
+def side_work(sig: RuleInputs) -> Finding:
     st = sig.steps
     if st is None or not st.shares:
-        return _finding(
-            "side-work", [], [], ["agent"], "checkpoints, logging or eval stall steps", sig
-        )
+        return _finding("side-work", [], [], ["agent"], "checkpoints, logging or eval stall steps")
     agree = []
     side = st.shares.get("checkpoint", 0.0) + st.shares.get("eval_log", 0.0)
     if side > SIDE_SHARE:
-        agree.append(Evidence(f"checkpoint / logging {_pct(side)} of step time (> 10%)", "agent"))
-    total = st.median_ms * st.steps + sum(ms - st.median_ms for _, ms, _ in st.spikes)
+        text = f"checkpoint / logging {_pct(side)} of step time (> {_pct(SIDE_SHARE)})"
+        agree.append(Evidence(text, "agent"))
+    total = st.median_ms * st.steps + sum(s.ms - st.median_ms for s in st.spikes)
     spikes = st.spikes
-    if len(spikes) > max(2, st.steps // 3):
+    periodic = max(PERIODIC_MIN, st.steps // PERIODIC_OF)
+    if len(spikes) > periodic:
         # slow steps are the norm (a noisy machine): only measured GC pauses still stand out
-        spikes = tuple(s for s in spikes if s[2].startswith("gc"))
-    excess = sum(ms - st.median_ms for _, ms, _ in spikes)
+        spikes = tuple(s for s in spikes if s.grew.startswith("gc"))
+    excess = sum(s.ms - st.median_ms for s in spikes)
     gc_spikes = False
-    if spikes and len(spikes) <= max(2, st.steps // 3) and total and excess / total > 0.05:
-        phases = sorted({p for _, _, p in spikes})
+    if spikes and len(spikes) <= periodic and total and excess / total > SPIKE_TIME:
+        phases = sorted({s.grew for s in spikes})
         gc_spikes = any(p.startswith("gc") for p in phases)
         agree.append(
             Evidence(
-                f"{len(spikes)} of {st.steps} steps over 1.5x the median "
+                f"{len(spikes)} of {st.steps} steps over {SPIKE:g}x the median "
                 f"({st.median_ms:.0f} ms), {excess / total:.0%} of the time, "
                 f"growing in {', '.join(phases)}",
                 "agent",
@@ -506,7 +556,7 @@ def side_work(sig: Signals) -> Finding:
         )
         side = max(side, excess / total)
     if st.gc_share is not None and (gc_spikes or st.gc_share > SIDE_SHARE):
-        over = " (> 10%)" if st.gc_share > SIDE_SHARE else ""
+        over = f" (> {_pct(SIDE_SHARE)})" if st.gc_share > SIDE_SHARE else ""
         agree.append(
             Evidence(
                 f"Python garbage collection {_pct(st.gc_share)} of step time{over}, "
@@ -516,7 +566,7 @@ def side_work(sig: Signals) -> Finding:
         )
         side = max(side, st.gc_share)
     saving = sig.stacks.main_shares.get("checkpoint save", 0) if sig.stacks else 0
-    if saving > 0.05:
+    if saving > SAVE_SHARE:
         agree.append(
             Evidence(f"main thread in torch.save in {saving:.0%} of stack samples", "stacks")
         )
@@ -525,18 +575,28 @@ def side_work(sig: Signals) -> Finding:
         if gc_spikes
         else "periodic side work stalls training"
     )
-    return _finding("side-work", agree, [], [], summary, sig, impact=side)
+    return _finding("side-work", agree, [], [], summary, impact=side)
 
 
-def host_overhead(sig: Signals) -> Finding:
+LAUNCH_UTIL = 80.0
+"""GPU utilisation (%) from which a GPU that does little is being fed tiny kernels..."""
+TINY_KERNELS = 0.5
+"""... when its SMs are busy under this share of its utilisation..."""
+LOW_POWER = 0.4
+"""... or, without GPM, it draws under this share of its power limit."""
+SYNC_SHARE = 0.1
+"""Share of stack samples of the main threads in explicit syncs that counts."""
+
+
+def host_overhead(sig: RuleInputs) -> Finding:
     g = sig.gpu
     if g is None:
         return _finding(
-            "host-overhead", [], [], ["NVML"], "the GPU waits for the CPU to launch work", sig
+            "host-overhead", [], [], ["NVML"], "the GPU waits for the CPU to launch work"
         )
     agree, missing = [], []
     if g.sm_active is not None:
-        if g.util >= 80 and g.sm_active < 0.5 * g.util:
+        if g.util >= LAUNCH_UTIL and g.sm_active < TINY_KERNELS * g.util:
             agree.append(
                 Evidence(
                     f"util {g.util:.0f}% but SMs busy {g.sm_active:.0f}%: many tiny kernels", "NVML"
@@ -544,11 +604,11 @@ def host_overhead(sig: Signals) -> Finding:
             )
     else:
         missing.append("GPM")
-        if g.util >= 80 and g.power_ratio is not None and g.power_ratio < 0.4:
+        if g.util >= LAUNCH_UTIL and g.power_ratio is not None and g.power_ratio < LOW_POWER:
             agree.append(
                 Evidence(f"util {g.util:.0f}% at {_pct(g.power_ratio)} of the power limit", "NVML")
             )
-    if sig.stacks and sig.stacks.main_shares.get("host sync", 0) > 0.1:
+    if sig.stacks and sig.stacks.main_shares.get("host sync", 0) > SYNC_SHARE:
         agree.append(Evidence("main thread in explicit syncs", "stacks"))
     return _finding(
         "host-overhead",
@@ -556,21 +616,26 @@ def host_overhead(sig: Signals) -> Finding:
         [],
         missing,
         "the GPU waits for the CPU to launch work",
-        sig,
         impact=0.3 if agree else 0.0,
     )
 
 
-def memory_bandwidth(sig: Signals) -> Finding:
+DRAM_BUSY = 80.0
+"""DRAM bandwidth (% of peak) from which memory is the limit (domain.md: > ~80%)..."""
+TENSOR_LOW = 30.0
+"""... while the tensor cores are busy under this (%)."""
+
+
+def memory_bandwidth(sig: RuleInputs) -> Finding:
     g = sig.gpu
     if g is None:
-        return _finding("memory-bandwidth", [], [], ["NVML"], "DRAM bandwidth is the limit", sig)
+        return _finding("memory-bandwidth", [], [], ["NVML"], "DRAM bandwidth is the limit")
     agree, missing = [], []
     if g.dram is not None:
-        if g.dram >= 80 and (g.tensor or 0) < 30:
+        if g.dram >= DRAM_BUSY and (g.tensor or 0) < TENSOR_LOW:
             agree.append(
                 Evidence(
-                    f"DRAM bandwidth {g.dram:.0f}% of peak (>= 80%), tensor cores "
+                    f"DRAM bandwidth {g.dram:.0f}% of peak (>= {DRAM_BUSY:.0f}%), tensor cores "
                     f"{g.tensor or 0:.0f}%",
                     "NVML",
                 )
@@ -583,22 +648,29 @@ def memory_bandwidth(sig: Signals) -> Finding:
         [],
         missing,
         "DRAM bandwidth is the limit",
-        sig,
         impact=0.2 if agree else 0.0,
     )
 
 
-def gpu_compute(sig: Signals) -> Finding:
+COMPUTE_CLOCK = 0.9
+"""SM clock over its max from which a busy GPU computes at full speed."""
+COMPUTE_SM = 80.0
+"""SMs busy (%, GPM) from which the utilisation is real work, not a trickle of kernels."""
+COMPUTE_SHARE = 0.8
+"""Share of the step in forward, backward and optimizer from which the step is computing."""
+
+
+def gpu_compute(sig: RuleInputs) -> Finding:
     g = sig.gpu
     if g is None:
-        return _finding("gpu-compute", [], [], ["NVML"], "the GPU computes all the time", sig)
+        return _finding("gpu-compute", [], [], ["NVML"], "the GPU computes all the time")
     agree, against = [], []
     if (
-        g.util >= 90
-        and (g.clock_ratio or 0) >= 0.9
-        and g.power_throttled < 0.5
-        and g.thermal_throttled < 0.3
-    ) and (g.sm_active is None or g.sm_active >= 80):
+        g.util >= GPU_BUSY
+        and (g.clock_ratio or 0) >= COMPUTE_CLOCK
+        and g.power_throttled < POWER_SHARE
+        and g.thermal_throttled < THERMAL_SHARE
+    ) and (g.sm_active is None or g.sm_active >= COMPUTE_SM):
         agree.append(
             Evidence(
                 f"GPU busy {g.util:.0f}%, SM clock {_pct(g.clock_ratio or 0)} of max"
@@ -608,7 +680,7 @@ def gpu_compute(sig: Signals) -> Finding:
         )
     if sig.steps and sig.steps.shares:
         compute = sum(sig.steps.shares.get(p, 0) for p in ("forward", "backward", "optimizer"))
-        if compute >= 0.8:
+        if compute >= COMPUTE_SHARE:
             agree.append(
                 Evidence(f"forward + backward + optimizer {_pct(compute)} of the step", "agent")
             )
@@ -627,35 +699,21 @@ def gpu_compute(sig: Signals) -> Finding:
         against,
         [],
         "the GPU computes all the time (the good case)",
-        sig,
     )
 
 
-def idle(sig: Signals) -> Finding:
+IDLE_UTIL = 5.0
+"""Mean GPU utilisation (%) under which, with no steps, nothing is training."""
+
+
+def idle(sig: RuleInputs) -> Finding:
     agree = []
-    if sig.gpu is not None and sig.gpu.util < 5 and (sig.steps is None or sig.steps.steps == 0):
+    if (
+        sig.gpu is not None
+        and sig.gpu.util < IDLE_UTIL
+        and (sig.steps is None or sig.steps.steps == 0)
+    ):
         agree.append(Evidence(f"GPU busy {sig.gpu.util:.0f}% and no training steps seen", "NVML"))
     if sig.host is not None and sig.host.exited:
         agree.append(Evidence("the target process has exited", "host"))
-    return _finding("idle", agree, [], [], "nothing is training", sig)
-
-
-RULES: tuple[Callable[[Signals], Finding], ...] = (
-    hung,
-    host_memory_pressure,
-    throttled_thermal,
-    throttled_power,
-    straggler,
-    cpu_oversubscribed,
-    data_input,
-    comms,
-    h2d_copy,
-    side_work,
-    host_overhead,
-    memory_bandwidth,
-    gpu_compute,
-    idle,
-)
-"""In priority order: when two fire with equal confidence, the earlier is the principal
-(a hang explains everything; heat and power caps slow every phase; a straggler explains the
-others' communication wait; an oversubscribed CPU explains a slow loader)."""
+    return _finding("idle", agree, [], [], "nothing is training")

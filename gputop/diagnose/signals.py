@@ -22,8 +22,10 @@ POWER_REASONS = frozenset({"sw_power_cap", "hw_power_brake"})
 THERMAL_REASONS = frozenset({"sw_thermal", "hw_thermal", "hw_slowdown"})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GpuSignals:
+    """The GPU windows of every device reduced to the few means and shares the rules read."""
+
     gpus: int
     util: float
     sm_active: float | None
@@ -157,10 +159,14 @@ WORKERS_COMPUTE = 0.6
 """Mean CPU per DataLoader worker (cores) from which they count as computing, not waiting."""
 WORKERS_WAIT = 0.3
 """... and below which they count as waiting (remote reads, an API): more of them help."""
+WORKER_PEGGED = 0.85
+"""CPU (cores) from which one DataLoader worker counts as pegged."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class HostSignals:
+    """The target's process tree and cgroup over the window, as the rules read them."""
+
     exited: bool
     effective_cpus: float | None
     cpu_source: str
@@ -182,6 +188,31 @@ class HostSignals:
     read_bytes_rate: float
     omp: str | None
 
+    @classmethod
+    def exited_only(cls) -> HostSignals:
+        """The window holds no running sample: the target is gone, nothing else is known
+        (an OOM kill in the exited samples is not counted here, as before)."""
+        return cls(
+            exited=True,
+            effective_cpus=None,
+            cpu_source="",
+            threads_running=None,
+            runq=None,
+            cpu_cores=None,
+            workers=0,
+            workers_pegged=0,
+            workers_busy=None,
+            disk_wait=0.0,
+            throttled_ratio=None,
+            mem_working_set=None,
+            mem_limit=None,
+            oom_kills=0,
+            mem_limit_hits=0,
+            psi={},
+            read_bytes_rate=0.0,
+            omp=None,
+        )
+
     @property
     def mem_share(self) -> float | None:
         """Working set over the cgroup's memory limit, when there is a limit."""
@@ -202,13 +233,11 @@ def host_signals(window: Window[HostSample] | None) -> HostSignals | None:
     # the exited sample carries the last cgroup reading: a kill that ended the job counts
     kills = sum(h.cgroup.mem_events_new.get("oom_kill", 0) for h in window.samples if h.cgroup)
     if not running:
-        return HostSignals(
-            True, None, "", None, None, None, 0, 0, None, 0.0, None, None, None, 0, 0, {}, 0.0, None
-        )
+        return HostSignals.exited_only()
     last = running[-1]
     recent = running[-10:]
     workers = last.workers
-    pegged = sum(1 for w in workers if (w.cpu_cores or 0) >= 0.85)
+    pegged = sum(1 for w in workers if (w.cpu_cores or 0) >= WORKER_PEGGED)
     c = last.cgroup
     span = recent[-1].t - recent[0].t
     hits = (
@@ -247,24 +276,35 @@ def host_signals(window: Window[HostSample] | None) -> HostSignals | None:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
+class Spike:
+    """A step over SPIKE x the median step and what made it long, read by name by side-work."""
+
+    step: int
+    ms: float
+    grew: str
+    """What grew most: a phase, "unmarked", or "gc" / "gc (full collections)" when garbage
+    collection covers most of the excess."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class StepSignals:
+    """The main rank's recent steps (and every rank's work time) as the rules read them."""
+
     ranks: int
     steps: int
-    median_ms: float
-    p90_ms: float
-    cv: float
-    shares: dict[str, float]
-    spikes: tuple[tuple[int, float, str], ...]
-    """(step, ms, what grew most) for steps over SPIKE x the median: a phase, "unmarked", or
-    "gc" / "gc (full collections)" when garbage collection covers most of the excess."""
-    work_ms: dict[int, float]
-    sync_ms: dict[int, float]
+    median_ms: float = 0
+    p90_ms: float = 0
+    cv: float = 0
+    shares: dict[str, float] = field(default_factory=dict)
+    spikes: tuple[Spike, ...] = ()
+    work_ms: dict[int, float] = field(default_factory=dict)
+    sync_ms: dict[int, float] = field(default_factory=dict)
     open_phase: str | None
     open_age_s: float | None
     since_step_s: float | None
     fingerprint: Mapping[str, object]
-    mfu: float | None
+    mfu: float | None = None
     agents: tuple[AgentState, ...] = field(default_factory=tuple)
     mfu_detail: Mfu | None = None
     """MFU with the precision and peak it was computed against, or why it was not."""
@@ -283,10 +323,9 @@ GC_OF_EXCESS = 0.5
 step's is a GC spike: a collection pauses whatever phase it lands in, so that phase grows too."""
 
 
-def _spikes(steps: Sequence[StepRecord], median_ns: float) -> tuple[tuple[int, float, str], ...]:
-    """(step, ms, what grew most) for each spike: "gc" or "gc (full collections)" when the
-    step's extra GC time covers most of its excess, else the phase that grew most
-    ("unmarked" included)."""
+def _spikes(steps: Sequence[StepRecord], median_ns: float) -> tuple[Spike, ...]:
+    """Each spike with what grew most: "gc" or "gc (full collections)" when the step's extra
+    GC time covers most of its excess, else the phase that grew most ("unmarked" included)."""
 
     def parts(s: StepRecord) -> dict[str, float]:
         d = dict(s.phases)
@@ -304,10 +343,11 @@ def _spikes(steps: Sequence[StepRecord], median_ns: float) -> tuple[tuple[int, f
         if s.dur_ns > SPIKE * median_ns:
             excess = s.dur_ns - median_ns
             if s.gc_ns is not None and s.gc_ns - gc_med >= GC_OF_EXCESS * excess:
-                out.append((s.step, s.dur_ns / 1e6, "gc (full collections)" if s.gc_full else "gc"))
+                gc = "gc (full collections)" if s.gc_full else "gc"
+                out.append(Spike(s.step, s.dur_ns / 1e6, gc))
                 continue
-            grown = max(parts(s).items(), key=lambda kv: kv[1] - med.get(kv[0], 0.0))
-            out.append((s.step, s.dur_ns / 1e6, grown[0]))
+            grew, _ = max(parts(s).items(), key=lambda kv: kv[1] - med.get(kv[0], 0.0))
+            out.append(Spike(s.step, s.dur_ns / 1e6, grew))
     return tuple(out)
 
 
@@ -320,22 +360,14 @@ def step_signals(agents: AgentsSample | None, gpu_names: Sequence[str] = ()) -> 
         return None
     steps = usable(main.steps)
     if len(steps) < 3:
-        return StepSignals(
-            len(ranked_agents),
-            len(steps),
-            0,
-            0,
-            0,
-            {},
-            (),
-            {},
-            {},
-            main.open_phase,
-            main.open_age_s,
-            main.since_step_s,
-            main.fingerprint,
-            None,
-            tuple(ranked_agents),
+        return StepSignals(  # too few steps for statistics: who is there and where it is
+            ranks=len(ranked_agents),
+            steps=len(steps),
+            open_phase=main.open_phase,
+            open_age_s=main.open_age_s,
+            since_step_s=main.since_step_s,
+            fingerprint=main.fingerprint,
+            agents=tuple(ranked_agents),
         )
     durs = sorted(s.dur_ns for s in steps)
     med = statistics.median(durs)
@@ -369,14 +401,29 @@ def step_signals(agents: AgentsSample | None, gpu_names: Sequence[str] = ()) -> 
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
+class ParkedStack:
+    """A main thread's unchanged stack (stack_stats.Unchanged, frames as the hang text prints)."""
+
+    pid: int
+    dumps: int
+    """Consecutive latest dumps with the same stack."""
+    phase: str
+    parked: str | None
+    """The frame it waits in (a collective, a lock, a queue, a sync), by name."""
+    caller: str | None
+    """The innermost frame outside the stdlib as "name (file:line)": the code that chose to wait."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class StackSignals:
+    """The stack dumps of the window reduced to phase shares and parked main threads."""
+
     samples: int
     main_shares: dict[str, float]
     """Phase shares of the main threads of the main process and ranks."""
     worker_fetch: float | None
-    unchanged: tuple[tuple[int, int, str, str | None, str | None], ...]
-    """(pid, samples, phase, parked frame, caller outside the stdlib as name (file:line))"""
+    unchanged: tuple[ParkedStack, ...]
     errors: tuple[str, ...]
     working: tuple[tuple[int, str], ...] = ()
     """(pid, phase) of main/rank processes still busy: the others may be waiting on them."""
@@ -405,9 +452,45 @@ def stack_signals(window: Window[StacksSample] | None) -> StackSignals | None:
         else None
     )
     unchanged = tuple(
-        (u.pid, u.samples, u.phase, u.parked.name if u.parked else None, _caller(u.caller))
+        ParkedStack(
+            u.pid, u.samples, u.phase, u.parked.name if u.parked else None, _caller(u.caller)
+        )
         for u in unchanged_stacks(window.samples)
     )
     errors = tuple({p.error for s in window.samples[-1:] for p in s.processes if p.error})
     working = tuple(working_mains(window.samples))
-    return StackSignals(total, combined, fetch, unchanged, errors, working)
+    return StackSignals(
+        samples=total,
+        main_shares=combined,
+        worker_fetch=fetch,
+        unchanged=unchanged,
+        errors=errors,
+        working=working,
+    )
+
+
+@dataclass(frozen=True)
+class RuleInputs:
+    """Everything a rule and a bound's levers may read: one reduction per source (None: none)."""
+
+    gpu: GpuSignals | None
+    host: HostSignals | None
+    steps: StepSignals | None
+    stacks: StackSignals | None
+
+
+def reduce_windows(
+    gpus: Sequence[Window[GpuSample]],
+    devices: Sequence[DeviceInfo],
+    host: Window[HostSample] | None = None,
+    agents: AgentsSample | None = None,
+    stacks: Window[StacksSample] | None = None,
+) -> RuleInputs:
+    """The windows of every source -> the rules' inputs (the MFU needs the GPUs' names)."""
+    names = [d.name for d in devices if d.name]
+    return RuleInputs(
+        gpu=gpu_signals(gpus, devices),
+        host=host_signals(host),
+        steps=step_signals(agents, names),
+        stacks=stack_signals(stacks),
+    )

@@ -9,13 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gputop.diagnose.bounds import RULES, Tier, bound, judge
 from gputop.diagnose.findings import Finding, Verdict
-from gputop.diagnose.rules import RULES, Signals
-from gputop.diagnose.signals import gpu_signals, host_signals, stack_signals, step_signals
-from gputop.model import DeviceInfo, GpuSample, Window
-from gputop.model.host import HostSample
-from gputop.model.stacks import StacksSample
-from gputop.model.steps import AgentsSample
+from gputop.diagnose.signals import RuleInputs
 
 SWITCH_AFTER = 3
 """Evaluations a new principal must lead in a row before it replaces the current one."""
@@ -23,59 +19,35 @@ SWITCH_AFTER = 3
 
 @dataclass(frozen=True)
 class State:
+    """The verdict's hysteresis, a value passed between evaluations (so replay recomputes)."""
+
     principal: str | None = None
     since: float | None = None
     challenger: str | None = None
     streak: int = 0
 
 
-def signals(
-    gpus: Sequence[Window[GpuSample]],
-    devices: Sequence[DeviceInfo],
-    host: Window[HostSample] | None = None,
-    agents: AgentsSample | None = None,
-    stacks: Window[StacksSample] | None = None,
-) -> Signals:
-    names = [d.name for d in devices if d.name]
-    return Signals(
-        gpu=gpu_signals(gpus, devices),
-        host=host_signals(host),
-        steps=step_signals(agents, names),
-        stacks=stack_signals(stacks),
-    )
-
-
-OVERRIDES = frozenset({"hung"})
-"""Bounds that explain everything else when they fire, however few sources agree."""
-FALLBACKS = frozenset({"gpu-compute", "idle"})
-"""Bounds that are the absence of a bottleneck: principal only when nothing else fires (so
-"util 100%" next to a hung collective or tiny kernels is never called compute-bound)."""
-
-
-EXPLAINS = {"straggler": frozenset({"comms"})}
-"""A finding that explains another: when a slow rank fires, the others' wait in gradient sync
-is its symptom, not a separate bound (it stays listed as a secondary finding). Rules whose
-reach depends on their evidence say so in ``Finding.explains``."""
-
-
-def _tier(bound: str) -> int:
-    return 2 if bound in OVERRIDES else 0 if bound in FALLBACKS else 1
-
-
 def rank(findings: Sequence[Finding]) -> list[Finding]:
-    """Fired findings, strongest first: tier, confidence, then rule priority."""
+    """Fired findings, strongest first: not explained by another (the registry's ``explains``
+    and the finding's own), tier, confidence, then rule priority."""
     order = {f.bound: i for i, f in enumerate(findings)}
     fired = [f for f in findings if f.fired]
-    explained = {b for f in fired for b in (*EXPLAINS.get(f.bound, ()), *f.explains)}
+    entries = {f.bound: bound(f.bound) for f in fired}
+    explained = {b for f in fired for b in (*entries[f.bound].explains, *f.explains)}
 
     def key(f: Finding) -> tuple:
-        return (f.bound in explained, -_tier(f.bound), -round(f.confidence, 1), order[f.bound])
+        return (
+            f.bound in explained,
+            -entries[f.bound].tier,
+            -round(f.confidence, 1),
+            order[f.bound],
+        )
 
     return sorted(fired, key=key)
 
 
-def evaluate(sig: Signals, now: float, state: State = State()) -> tuple[Verdict, State]:
-    findings = tuple(rule(sig) for rule in RULES)
+def evaluate(sig: RuleInputs, now: float, state: State = State()) -> tuple[Verdict, State]:
+    findings = tuple(judge(rule, sig) for rule in RULES)
     ranked = rank(findings)
     inputs = tuple(
         name
@@ -105,7 +77,12 @@ def evaluate(sig: Signals, now: float, state: State = State()) -> tuple[Verdict,
         current = by_bound.get(state.principal)
         # a principal whose evidence is gone yields at once; one that still fires holds until
         # the challenger has led SWITCH_AFTER times in a row (no flapping between two findings)
-        if streak >= SWITCH_AFTER or current is None or not current.fired or leader in OVERRIDES:
+        if (
+            streak >= SWITCH_AFTER
+            or current is None
+            or not current.fired
+            or (leader is not None and bound(leader).tier is Tier.OVERRIDE)
+        ):
             new = State(leader, now, None, 0)
         else:
             new = State(state.principal, state.since, leader, streak)

@@ -34,6 +34,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from prometheus_client.utils import floatToGoString
 
 from gputop import __version__
+from gputop.diagnose.bounds import NAMES
 from gputop.diagnose.findings import Verdict
 from gputop.model.gpu import DeviceInfo, GpuSample
 from gputop.model.host import HostSample
@@ -56,26 +57,9 @@ REASONS: tuple[str, ...] = (*(name for _, name, _ in REASON_BITS), "other")
 """The ``reason`` label's values: NVML's clock-event reasons; bits NVML's table does not name
 ("0x200") count as "other"."""
 
-BOUNDS: tuple[str, ...] = (
-    "hung",
-    "host-memory-pressure",
-    "throttled-thermal",
-    "throttled-power",
-    "straggler",
-    "cpu-oversubscribed",
-    "data-input",
-    "data-input/cpu-transform",
-    "data-input/io",
-    "comms",
-    "h2d-copy",
-    "side-work",
-    "host-overhead",
-    "memory-bandwidth",
-    "gpu-compute",
-    "idle",
-)
-"""Every bound a rule in gputop/diagnose/rules.py can name (a test reads rules.py to keep this
-list complete). ``gputop_verdict`` has one series per name plus "none"."""
+BOUNDS: tuple[str, ...] = NAMES
+"""Every bound a rule can name (the registry, gputop/diagnose/bounds.py): ``gputop_verdict``
+has one series per name plus "none"."""
 
 NO_BOUND = "none"
 

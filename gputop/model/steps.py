@@ -16,6 +16,9 @@ PIPELINE = STEP_PHASES
 
 @dataclass(frozen=True, slots=True)
 class StepRecord:
+    """One finished training step as an agent timed it: what the step, phase, spike and MFU
+    statistics are computed from."""
+
     step: int
     t0_ns: int
     dur_ns: int
@@ -39,6 +42,9 @@ class StepRecord:
 
 @dataclass(frozen=True, slots=True)
 class AgentState:
+    """One agent (a process of the job running gputop.agent) as the monitor last heard it: its
+    rank, settings, recent steps and the phase it is in now."""
+
     pid: int
     state: str
     """connected, reconnecting (the socket went away, it may come back) or exited."""
@@ -60,6 +66,8 @@ class AgentState:
 
 @dataclass(frozen=True, slots=True)
 class AgentsSample:
+    """Every agent found in the target's tree at one reading: the agents' source."""
+
     target: int
     t: float
     wall: float

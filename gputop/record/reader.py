@@ -47,6 +47,9 @@ class Record:
 
 @dataclass
 class Recording:
+    """An opened session file: its header checked, its records and summaries read on demand,
+    and where it is damaged, if it is."""
+
     path: Path
     header: dict[str, Any]
     devices: tuple[DeviceInfo, ...]

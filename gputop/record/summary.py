@@ -108,6 +108,9 @@ class _RankMinute:
 
 
 class Accumulator:
+    """A minute of a session boiled down to what `gputop report` needs, so a day-long file is
+    reported from its summaries without decoding every reading."""
+
     def __init__(self, carry: dict[str, Any] | None = None) -> None:
         carry = carry if isinstance(carry, dict) else {}  # from a file: kept only where it fits
         self.counter = StepCounter(_cursors(carry.get("last_step")))

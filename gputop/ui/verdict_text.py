@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from gputop.diagnose.bounds import BY_NAME, Style
 from gputop.diagnose.findings import Finding, Verdict
 from gputop.ui.gpu_text import Line, StyleFor
 
-GOOD = frozenset({"gpu-compute"})
-NEUTRAL = frozenset({"idle"})
+LEVEL = {Style.GOOD: "good", Style.NEUTRAL: "dim", Style.BAD: "bad"}
+"""The registry's style of a bound -> the theme's style name; a bound no entry declares (a
+recording from another version) shows as a problem."""
 
 
 def _held(seconds: float | None) -> str:
@@ -30,7 +32,8 @@ def verdict_lines(
     p = v.principal
     if p is None:
         return [head.label(v.note or "no bound stands out yet").text]
-    level = "good" if p.bound in GOOD else "dim" if p.bound in NEUTRAL else "bad"
+    entry = BY_NAME.get(p.bound)
+    level = LEVEL[entry.style] if entry and entry.style else "bad"
     head.add(f" {p.bound.upper()} ", level)
     head.label(f" {p.summary}  ").label(f"(confidence {p.confidence:.0%}")
     held = _held(now - v.since if v.since is not None else None)

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from gputop.diagnose import State, evaluate, signals
+from gputop.diagnose import State, evaluate, reduce_windows
 from gputop.model import Timeline
 from gputop.sim import SimBoard, installed
 from gputop.sources.nvml import NvmlSource
@@ -52,7 +52,7 @@ def main() -> None:
         t0 = time.perf_counter()
         gpus = [tl.window(("gpu", d.index), now, 600) for d in devices]
         hw = tl.window(host.key, 600.0, 600)
-        sig = signals(gpus, devices, host=hw, agents=agents, stacks=_Window(stacks))
+        sig = reduce_windows(gpus, devices, host=hw, agents=agents, stacks=_Window(stacks))
         verdict, state = evaluate(sig, now, state)
         times.append(time.perf_counter() - t0)
     print(f"window: 600 s x 8 GPUs ({len(tl)} samples held), host, 8 agents x 40 steps, stacks")

@@ -6,7 +6,7 @@ from types import MappingProxyType as M
 
 import pytest
 
-from gputop.diagnose import evaluate, signals
+from gputop.diagnose import evaluate, reduce_windows
 from gputop.model import Window
 from gputop.model.host import CgroupSample, HostSample, ProcSample
 from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack
@@ -135,7 +135,7 @@ def stacks(phase_frames: list[tuple[str, str]], n: int = 10, same: bool = False)
 
 def verdict(gpu_scenario="compute", **kw):
     windows, devices = gpu(gpu_scenario, kw.pop("board", "h100x2"))
-    sig = signals(windows if gpu_scenario else [], devices if gpu_scenario else [], **kw)
+    sig = reduce_windows(windows if gpu_scenario else [], devices if gpu_scenario else [], **kw)
     v, _ = evaluate(sig, now=10.0)
     return v
 
@@ -351,9 +351,9 @@ def test_a_parked_stack_while_steps_still_finish_is_not_hung(since_step_s):
 
 def test_missing_inputs_are_said():
     windows, devices = gpu("starved")
-    v, _ = evaluate(signals([], []), now=1.0)
+    v, _ = evaluate(reduce_windows([], []), now=1.0)
     assert v.principal is None and "not enough data" in v.note
-    v, _ = evaluate(signals(windows, devices), now=1.0)
+    v, _ = evaluate(reduce_windows(windows, devices), now=1.0)
     assert v.inputs == ("NVML",)
     assert all(
         "agent" in f.missing or "agent" not in {e.source for e in f.evidence} for f in v.findings
@@ -363,7 +363,7 @@ def test_missing_inputs_are_said():
 def test_hysteresis_needs_sustained_evidence_to_switch():
     windows, devices = gpu("starved")
     sync = {"forward": 20, "backward": 20, "grad_sync": 30}
-    comms_only = signals(windows, devices, agents=agents(sync, ranks=2))
+    comms_only = reduce_windows(windows, devices, agents=agents(sync, ranks=2))
     loader = "torch/utils/data/dataloader.py"
     waits = stacks(
         [
@@ -372,7 +372,7 @@ def test_hysteresis_needs_sustained_evidence_to_switch():
         ]
     )
     steps = agents({"data_wait": 60, "forward": 10, "grad_sync": 25}, ranks=2)
-    both = signals(windows, devices, agents=steps, stacks=waits)
+    both = reduce_windows(windows, devices, agents=steps, stacks=waits)
     v, state = evaluate(comms_only, now=0.0)
     assert bound(v) == "comms" and v.since == 0.0
     for t in (1.0, 2.0):  # data-input leads now, but comms still fires: no flip yet
@@ -384,8 +384,8 @@ def test_hysteresis_needs_sustained_evidence_to_switch():
 
 def test_a_principal_whose_evidence_is_gone_yields_at_once():
     windows, devices = gpu("compute")
-    healthy = signals(windows, devices, agents=agents({"forward": 40, "backward": 50}))
-    starved = signals(windows, devices, agents=agents({"data_wait": 60, "forward": 10}))
+    healthy = reduce_windows(windows, devices, agents=agents({"forward": 40, "backward": 50}))
+    starved = reduce_windows(windows, devices, agents=agents({"data_wait": 60, "forward": 10}))
     v, state = evaluate(healthy, now=0.0)
     assert bound(v) == "gpu-compute"
     v, state = evaluate(starved, now=1.0, state=state)

@@ -12,9 +12,10 @@ from types import MappingProxyType as M
 
 from gputop.agent.recorder import StepRecorder
 from gputop.agent.server import AgentServer
-from gputop.diagnose import evaluate, signals
-from gputop.diagnose.rules import Signals, side_work
-from gputop.diagnose.signals import step_signals
+from gputop.diagnose import evaluate, reduce_windows
+from gputop.diagnose.bounds import judge
+from gputop.diagnose.rules import side_work
+from gputop.diagnose.signals import RuleInputs, step_signals
 from gputop.model.step_stats import gc_share
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
 from gputop.sources import agent_decode as dec
@@ -201,9 +202,9 @@ def _steps(n=40, every=10, extra_ms=150.0, gc_ms=None, full=1, where="forward", 
 def test_spikes_that_are_mostly_gc_are_attributed_to_gc():
     st = step_signals(_agents(_steps()))
     assert st is not None and st.spikes
-    assert {p for _, _, p in st.spikes} == {"gc (full collections)"}
+    assert {s.grew for s in st.spikes} == {"gc (full collections)"}
     assert 0.3 < st.gc_share < 0.6 and st.gc_full == 4
-    f = side_work(Signals(None, None, st, None))
+    f = judge(side_work, RuleInputs(None, None, st, None))
     assert f.fired and f.summary == "garbage collection pauses stall training"
     texts = " ".join(e.text for e in f.evidence)
     assert "growing in gc (full collections)" in texts
@@ -215,13 +216,13 @@ def test_spikes_that_are_mostly_gc_are_attributed_to_gc():
 
 def test_young_collections_are_gc_without_full():
     st = step_signals(_agents(_steps(full=0)))
-    assert {p for _, _, p in st.spikes} == {"gc"}
+    assert {s.grew for s in st.spikes} == {"gc"}
 
 
 def test_a_checkpoint_with_a_little_gc_is_still_the_checkpoint():
     st = step_signals(_agents(_steps(extra_ms=400, gc_ms=50, where="checkpoint")))
-    assert {p for _, _, p in st.spikes} == {"checkpoint"}
-    f = side_work(Signals(None, None, st, None))
+    assert {s.grew for s in st.spikes} == {"checkpoint"}
+    f = judge(side_work, RuleInputs(None, None, st, None))
     texts = " ".join(e.text for e in f.evidence)
     assert f.fired and "growing in checkpoint" in texts and "garbage" not in texts
     assert f.levers[0].startswith("checkpoint less often")
@@ -230,8 +231,8 @@ def test_a_checkpoint_with_a_little_gc_is_still_the_checkpoint():
 def test_without_gc_timing_the_phase_that_grew_is_named():
     steps = [StepRecord(s.step, s.t0_ns, s.dur_ns, s.phases) for s in _steps()]
     st = step_signals(_agents(steps))
-    assert st.gc_share is None and {p for _, _, p in st.spikes} == {"forward"}
-    assert side_work(Signals(None, None, st, None)).levers[0].startswith("checkpoint")
+    assert st.gc_share is None and {s.grew for s in st.spikes} == {"forward"}
+    assert judge(side_work, RuleInputs(None, None, st, None)).levers[0].startswith("checkpoint")
 
 
 def test_measured_gc_pauses_stand_out_on_a_noisy_machine():
@@ -240,13 +241,13 @@ def test_measured_gc_pauses_stand_out_on_a_noisy_machine():
     noise = {1, 3, 5, 7, 11, 13, 15, 17, 21, 23, 25, 27}
     st = step_signals(_agents(_steps(noise=noise)))
     assert len(st.spikes) > st.steps // 3
-    f = side_work(Signals(None, None, st, None))
+    f = judge(side_work, RuleInputs(None, None, st, None))
     assert f.fired and "4 of 39 steps over 1.5x the median" in f.evidence[0].text
     assert "growing in gc (full collections)" in f.evidence[0].text
 
 
 def test_gc_pauses_are_the_principal_bound():
-    v, _ = evaluate(signals([], [], agents=_agents(_steps())), now=10.0)
+    v, _ = evaluate(reduce_windows([], [], agents=_agents(_steps())), now=10.0)
     assert v.principal is not None and v.principal.bound == "side-work"
     assert v.principal.levers[0].startswith("gc.freeze()")
 

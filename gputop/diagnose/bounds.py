@@ -1,0 +1,272 @@
+"""The bound registry: every bound class gputop can name, declared once.
+
+An entry says what the bound is called, which rule finds it, which levers it suggests, where
+it ranks in the verdict, which bounds it always explains, how the verdict pane styles it, and
+what it means in one line. Everything else reads this table: the verdict (rule order, tiers,
+what is explained, levers), the verdict pane (styles), the Prometheus state set (names), and a
+test holds docs/diagnose.schema.json's enum to it. ``registry_problems()`` says what an entry
+lacks; ARCHITECTURE.md has the recipe for adding one.
+
+The order of ``REGISTRY`` is the rules' priority order: when two findings fire with equal
+confidence in the same tier, the earlier is the principal (a hang explains everything; heat
+and power caps slow every phase; a straggler explains the others' communication wait; an
+oversubscribed CPU explains a slow loader).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+
+from gputop.diagnose import levers, rules
+from gputop.diagnose.findings import Finding
+from gputop.diagnose.signals import RuleInputs
+
+Rule = Callable[[RuleInputs], Finding]
+Levers = Callable[[RuleInputs], tuple[str, ...]]
+
+
+class Tier(enum.IntEnum):
+    """Where a fired bound ranks before confidence is compared."""
+
+    FALLBACK = 0
+    """The absence of a bottleneck: principal only when nothing else fires (so "util 100%" next
+    to a hung collective or tiny kernels is never called compute-bound)."""
+    NORMAL = 1
+    OVERRIDE = 2
+    """Explains everything else when it fires, however few sources agree; takes over at once
+    (no hysteresis)."""
+
+
+class Style(enum.Enum):
+    """How the verdict pane shows the bound when it is the principal."""
+
+    GOOD = "good"
+    NEUTRAL = "neutral"
+    BAD = "bad"
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One bound class declared once: adding a bound is an entry, its rule, levers and tests."""
+
+    name: str
+    rule: Rule | None
+    """Finds it. Variants that one rule tells apart (data-input/io) share their rule."""
+    levers: Levers | None = None
+    """What to try, cheapest first; called for a fired finding only."""
+    tier: Tier = Tier.NORMAL
+    explains: tuple[str, ...] = ()
+    """Bounds it always explains when it fires (they rank after it and stay secondary); a rule
+    whose reach depends on its evidence sets ``Finding.explains`` instead."""
+    style: Style | None = None
+    description: str = ""
+    """One line: what the bound means."""
+
+
+REGISTRY: tuple[Bound, ...] = (
+    Bound(
+        "hung",
+        rules.hung,
+        levers.hung,
+        tier=Tier.OVERRIDE,
+        style=Style.BAD,
+        description="no step completes and main threads stay parked in a wait: the job is stuck",
+    ),
+    Bound(
+        "host-memory-pressure",
+        rules.host_memory_pressure,
+        levers.host_memory_pressure,
+        style=Style.BAD,
+        description="the working set near the cgroup's memory limit: reclaim stalls, OOM kills",
+    ),
+    Bound(
+        "throttled-thermal",
+        rules.throttled_thermal,
+        levers.throttled_thermal,
+        style=Style.BAD,
+        description="SM clocks cut to keep the GPU cool",
+    ),
+    Bound(
+        "throttled-power",
+        rules.throttled_power,
+        levers.throttled_power,
+        style=Style.BAD,
+        description="SM clocks cut to stay under the power limit",
+    ),
+    Bound(
+        "straggler",
+        rules.straggler,
+        levers.straggler,
+        explains=("comms",),
+        style=Style.BAD,
+        description="one rank works longer per step than the median rank; the others wait for it",
+    ),
+    Bound(
+        "cpu-oversubscribed",
+        rules.cpu_oversubscribed,
+        levers.cpu_oversubscribed,
+        style=Style.BAD,
+        description="more runnable threads than CPUs, or the cgroup's CPU quota throttled",
+    ),
+    Bound(
+        "data-input",
+        rules.data_input,
+        levers.data_input,
+        style=Style.BAD,
+        description="the GPU waits for the next batch",
+    ),
+    Bound(
+        "data-input/cpu-transform",
+        rules.data_input,
+        levers.cpu_transform,
+        style=Style.BAD,
+        description="data-input, and preparing the batches (workers or main thread) is CPU-bound",
+    ),
+    Bound(
+        "data-input/io",
+        rules.data_input,
+        levers.data_io,
+        style=Style.BAD,
+        description="data-input, and the job waits on storage to read the data",
+    ),
+    Bound(
+        "comms",
+        rules.comms,
+        levers.comms,
+        style=Style.BAD,
+        description="gradient communication not overlapped with compute",
+    ),
+    Bound(
+        "h2d-copy",
+        rules.h2d_copy,
+        levers.h2d_copy,
+        style=Style.BAD,
+        description="host-to-device copies on the critical path",
+    ),
+    Bound(
+        "side-work",
+        rules.side_work,
+        levers.side_work,
+        style=Style.BAD,
+        description="checkpoints, logging, eval or garbage collection stall steps periodically",
+    ),
+    Bound(
+        "host-overhead",
+        rules.host_overhead,
+        levers.host_overhead,
+        style=Style.BAD,
+        description="the GPU waits for the CPU to launch work: tiny kernels, per-step syncs",
+    ),
+    Bound(
+        "memory-bandwidth",
+        rules.memory_bandwidth,
+        levers.memory_bandwidth,
+        style=Style.BAD,
+        description="DRAM bandwidth is the limit while the tensor cores idle",
+    ),
+    Bound(
+        "gpu-compute",
+        rules.gpu_compute,
+        levers.gpu_compute,
+        tier=Tier.FALLBACK,
+        style=Style.GOOD,
+        description="the GPU computes all the time at full clock (the good case)",
+    ),
+    Bound(
+        "idle",
+        rules.idle,
+        levers.idle,
+        tier=Tier.FALLBACK,
+        style=Style.NEUTRAL,
+        description="nothing is training: the GPU idles with no steps, or the target exited",
+    ),
+)
+
+BY_NAME: dict[str, Bound] = {b.name: b for b in REGISTRY}
+NAMES: tuple[str, ...] = tuple(BY_NAME)
+"""Every bound name a finding can carry, in registry order."""
+RULES: tuple[Rule, ...] = tuple(dict.fromkeys(b.rule for b in REGISTRY if b.rule is not None))
+"""Each rule once, at its first entry's place."""
+
+
+def bound(name: str) -> Bound:
+    """The entry of a finding's bound; a name no entry declares is a rule's mistake."""
+    entry = BY_NAME.get(name)
+    if entry is None:
+        raise LookupError(
+            f"a rule named the bound {name!r}, which has no entry in gputop/diagnose/bounds.py"
+        )
+    return entry
+
+
+def judge(rule: Rule, sig: RuleInputs) -> Finding:
+    """The rule's finding; fired, with the levers of the bound it names."""
+    f = rule(sig)
+    if not f.fired:
+        return f
+    entry = bound(f.bound)
+    assert entry.levers is not None, f"{entry.name}: no levers (see registry_problems())"
+    return replace(f, levers=entry.levers(sig))
+
+
+def registry_problems(
+    schema_bounds: Iterable[str] | None = None, registry: Sequence[Bound] = REGISTRY
+) -> list[str]:
+    """What the registry lacks, one line per problem naming the entry and the part; empty when
+    every entry is complete. ``schema_bounds``: docs/diagnose.schema.json's bound enum, when
+    the caller has it (the docs are not part of the package)."""
+    registry = tuple(registry)
+    by_name = {b.name: b for b in registry}
+    out: list[str] = []
+    seen: set[str] = set()
+    empty = RuleInputs(None, None, None, None)
+    for i, b in enumerate(registry):
+        where = f"bound {b.name!r} (entry {i + 1} in gputop/diagnose/bounds.py)"
+        if not b.name or b.name in seen:
+            out.append(f"{where}: its name is empty or declared twice")
+        seen.add(b.name)
+        if not callable(b.rule):
+            out.append(f"{where}: no rule (a function in rules.py: RuleInputs -> Finding)")
+        if not callable(b.levers):
+            out.append(f"{where}: no levers (a function in levers.py: RuleInputs -> levers)")
+        if not isinstance(b.tier, Tier):
+            out.append(f"{where}: no tier (Tier.OVERRIDE, Tier.NORMAL or Tier.FALLBACK)")
+        if not isinstance(b.style, Style):
+            out.append(f"{where}: no style (Style.GOOD, Style.NEUTRAL or Style.BAD)")
+        if not b.description.strip() or "\n" in b.description:
+            out.append(f"{where}: no description (one line: what the bound means)")
+        for other in b.explains:
+            if other not in by_name:
+                out.append(f"{where}: explains {other!r}, which is no bound")
+    for rule in dict.fromkeys(b.rule for b in registry if callable(b.rule)):
+        sharing = [b for b in registry if b.rule is rule]
+        names = [b.name for b in sharing]
+        first = registry.index(sharing[0])
+        if registry[first : first + len(sharing)] != tuple(sharing):
+            out.append(f"bounds {names}: entries sharing the rule {rule.__name__} must be adjacent")
+        try:
+            named = rule(empty).bound  # with no inputs every rule says which bound it is about
+        except Exception as e:  # reported, not raised: this is a checker
+            out.append(f"bounds {names}: the rule {rule.__name__} fails on no inputs: {e!r}")
+            continue
+        if named not in names:
+            out.append(
+                f"bounds {names}: the rule {rule.__name__} names {named!r}, no entry of its own"
+            )
+    for name in rules.DATA_BOUNDS:
+        if name not in by_name:
+            out.append(f"rules.DATA_BOUNDS names {name!r}, which has no entry")
+    if schema_bounds is not None:
+        enum_ = list(schema_bounds)
+        for b in registry:
+            if b.name not in enum_:
+                out.append(
+                    f"bound {b.name!r}: not in docs/diagnose.schema.json "
+                    "($defs.finding.properties.bound.enum)"
+                )
+        for name in enum_:
+            if name not in by_name:
+                out.append(f"docs/diagnose.schema.json's bound enum has {name!r}: no entry")
+    return out

@@ -1,0 +1,94 @@
+"""The bound registry is complete: every entry has its rule, levers, tier, style and
+description, the JSON Schema and the docs name exactly its bounds, and each bound has a
+scenario in the diagnose tests. The messages name the entry and what it lacks."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from gputop.diagnose import levers, rules
+from gputop.diagnose.bounds import (
+    BY_NAME,
+    NAMES,
+    REGISTRY,
+    RULES,
+    Bound,
+    Style,
+    Tier,
+    bound,
+    registry_problems,
+)
+from gputop.ui.verdict_text import LEVEL
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def schema_bounds() -> list[str]:
+    schema = json.loads((REPO / "docs" / "diagnose.schema.json").read_text())
+    return schema["$defs"]["finding"]["properties"]["bound"]["enum"]
+
+
+def test_every_entry_is_complete_and_the_schema_enum_is_the_registry():
+    problems = registry_problems(schema_bounds())
+    assert not problems, "the bound registry (gputop/diagnose/bounds.py):\n" + "\n".join(problems)
+
+
+def test_an_incomplete_entry_is_named_with_what_it_lacks():
+    half = Bound("new-bound", rules.comms)
+    problems = registry_problems(["new-bound"], (*REGISTRY, half))
+    lines = [p for p in problems if "'new-bound'" in p]
+    assert any("no levers" in p for p in lines), problems
+    assert any("no style" in p for p in lines)
+    assert any("no description" in p for p in lines)
+    assert any("not in docs/diagnose.schema.json" in p for p in problems)  # the 16 others
+    assert any("sharing the rule comms must be adjacent" in p for p in problems)
+    no_rule = registry_problems(None, (*REGISTRY, replace(half, rule=None)))
+    assert any("'new-bound'" in p and "no rule" in p for p in no_rule), no_rule
+
+
+def test_an_entry_missing_from_the_schema_or_a_stray_enum_value_is_said():
+    enum = [n for n in schema_bounds() if n != "side-work"] + ["gone"]
+    problems = registry_problems(enum)
+    assert any("'side-work': not in docs/diagnose.schema.json" in p for p in problems)
+    assert any("enum has 'gone': no entry" in p for p in problems)
+
+
+def test_a_rule_that_names_another_bound_is_said():
+    wrong = replace(BY_NAME["comms"], name="kommunication")
+    registry = tuple(wrong if b.name == "comms" else b for b in REGISTRY)
+    assert any("names 'comms', no entry of its own" in p for p in registry_problems(None, registry))
+    with pytest.raises(LookupError, match="'nope', which has no entry"):
+        bound("nope")
+
+
+def test_the_rule_order_is_the_registry_order_each_rule_once():
+    assert RULES[0] is rules.hung and RULES[-1] is rules.idle
+    assert len(RULES) == len(set(RULES)) == 14  # the three data-input bounds share one rule
+    shared = [b.name for b in REGISTRY if b.rule is rules.data_input]
+    assert shared == ["data-input", "data-input/cpu-transform", "data-input/io"]
+    assert BY_NAME["data-input/io"].levers is levers.data_io
+    assert [b.name for b in REGISTRY if b.tier is Tier.OVERRIDE] == ["hung"]
+    assert [b.name for b in REGISTRY if b.tier is Tier.FALLBACK] == ["gpu-compute", "idle"]
+
+
+def test_the_pane_has_a_look_for_every_style():
+    assert set(LEVEL) == set(Style)
+
+
+@pytest.mark.parametrize("doc", ["docs/diagnose.md", "docs/prometheus.md"])
+def test_the_docs_list_every_bound(doc):
+    text = (REPO / doc).read_text()
+    missing = [n for n in NAMES if f"`{n}`" not in text]
+    assert not missing, f"{doc} does not list the bounds {missing} (gputop/diagnose/bounds.py)"
+
+
+def test_every_bound_has_a_scenario_in_the_diagnose_tests():
+    text = (REPO / "tests" / "unit" / "test_diagnose.py").read_text()
+    named = set(re.findall(r'"([a-z0-9/-]+)"', text))
+    missing = [n for n in NAMES if n not in named]
+    assert not missing, f"no scenario in tests/unit/test_diagnose.py names the bounds {missing}"
