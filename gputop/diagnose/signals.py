@@ -298,8 +298,6 @@ class StepSignals:
     cv: float = 0
     shares: dict[str, float] = field(default_factory=dict)
     spikes: tuple[Spike, ...] = ()
-    work_ms: dict[int, float] = field(default_factory=dict)
-    sync_ms: dict[int, float] = field(default_factory=dict)
     open_phase: str | None
     open_age_s: float | None
     since_step_s: float | None
@@ -374,8 +372,6 @@ def step_signals(agents: AgentsSample | None, gpu_names: Sequence[str] = ()) -> 
     mean = statistics.fmean(durs)
     cv = statistics.pstdev(durs) / mean if mean else 0.0
     per_rank = rank_work(ranked_agents)
-    work = {r.name: r.work_ms for r in per_rank.rows}
-    sync = {r.name: r.sync_ms for r in per_rank.rows}
     mfu = mfu_of(steps, gpu_names, main.fingerprint)
     gc, gc_full = gc_share(steps)
     return StepSignals(
@@ -386,8 +382,6 @@ def step_signals(agents: AgentsSample | None, gpu_names: Sequence[str] = ()) -> 
         cv=cv,
         shares=dict(phase_shares(steps)),
         spikes=_spikes(steps, med),
-        work_ms=work,
-        sync_ms=sync,
         open_phase=main.open_phase,
         open_age_s=main.open_age_s,
         since_step_s=main.since_step_s,
