@@ -19,12 +19,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from gputop.vocab.phases import STEP_PHASES
+from gputop.vocab.steps import STEP_PHASES
 
 _now = time.perf_counter_ns  # CLOCK_MONOTONIC on Linux: one timebase for every rank on a node
 
 STANDARD_PHASES = STEP_PHASES
-"""The phases every recorder knows by index (``gputop.vocab.phases``, shared with the monitor)."""
+"""The phases every recorder knows by index (``gputop.vocab.steps``, shared with the monitor)."""
 MAX_PHASES = 64
 """Custom phase names beyond this many are counted as ``other``."""
 STEP_HISTORY = 512

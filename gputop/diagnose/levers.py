@@ -10,6 +10,8 @@ from typing import Any
 
 from gputop.diagnose.rules import SIDE_SHARE
 from gputop.diagnose.signals import MEM_NEAR, WORKERS_WAIT, RuleInputs
+from gputop.vocab import stacks as stack
+from gputop.vocab import steps as step
 
 
 def _fingerprint(sig: RuleInputs) -> Any:
@@ -168,12 +170,12 @@ def side_work(sig: RuleInputs) -> tuple[str, ...]:
         return (CHECKPOINT_LEVER, LOG_LEVER)
     gc_ms = sum(s.ms - st.median_ms for s in st.spikes if s.grew.startswith("gc"))
     other_ms = sum(s.ms - st.median_ms for s in st.spikes if not s.grew.startswith("gc"))
-    side = st.shares.get("checkpoint", 0.0) + st.shares.get("eval_log", 0.0)
+    side = sum(st.shares.get(p, 0.0) for p in step.SIDE_PHASES)
     gc_share = st.gc_share or 0.0
     if (gc_ms and gc_ms >= other_ms) or (gc_share > SIDE_SHARE and gc_share >= side):
         out = list(GC_LEVERS)
         grown = {s.grew for s in st.spikes}
-        if side > SIDE_NOTICED or grown & {"checkpoint", "eval_log"}:
+        if side > SIDE_NOTICED or grown & set(step.SIDE_PHASES):
             out.append(CHECKPOINT_LEVER)
         return tuple(out)
     return (CHECKPOINT_LEVER, LOG_LEVER)
@@ -188,7 +190,7 @@ def straggler(sig: RuleInputs) -> tuple[str, ...]:
 
 def hung(sig: RuleInputs) -> tuple[str, ...]:
     waits = {u.phase for u in sig.stacks.unchanged} if sig.stacks else set()
-    if "data wait" in waits:  # the main thread waits for a batch no worker will send
+    if stack.DATA_WAIT in waits:  # the main thread waits for a batch no worker will send
         return (
             "`gputop` key d (or py-spy dump) on the DataLoader workers: where they block",
             "DataLoader(timeout=...) turns a stuck worker into an error instead of a hang",

@@ -22,6 +22,8 @@ from gputop.diagnose.signals import (
     RuleInputs,
 )
 from gputop.model.ranks import STRAGGLER_EXCESS
+from gputop.vocab import stacks as stack
+from gputop.vocab import steps as step
 
 DATA_WAIT_WARN = 0.05
 """Batch wait over this share of the step starves the GPU (domain.md: target < 5%)."""
@@ -84,11 +86,11 @@ PARKED_DUMPS = 10
 def _not_in_the_collective(unchanged: tuple[ParkedStack, ...]) -> list[Evidence]:
     """When some ranks sit in a collective, a stuck process parked anywhere else is the one
     they wait for: the place to look first."""
-    if not any(u.phase == "collective wait" for u in unchanged):
+    if not any(u.phase == stack.COLLECTIVE_WAIT for u in unchanged):
         return []
     out = []
     for u in unchanged:
-        if u.phase == "collective wait" or u.dumps < PARKED_DUMPS:
+        if u.phase == stack.COLLECTIVE_WAIT or u.dumps < PARKED_DUMPS:
             continue
         parked, caller = u.parked, u.caller
         where = f" in {parked}" if parked else ""
@@ -131,8 +133,8 @@ def hung(sig: RuleInputs) -> Finding:
         loader_stuck = st is not None and st.steps >= STEPS_SEEN
         for u in sig.stacks.unchanged:
             if u.dumps >= PARKED_DUMPS and (
-                u.phase in ("collective wait", "lock wait", "host sync")
-                or (u.phase == "data wait" and loader_stuck)
+                u.phase in (stack.COLLECTIVE_WAIT, stack.LOCK_WAIT, stack.HOST_SYNC)
+                or (u.phase == stack.DATA_WAIT and loader_stuck)
             ):
                 where = f" in {u.parked}" if u.parked else ""
                 text = f"pid {u.pid}: same stack for {u.dumps} dumps, {u.phase}{where}"
@@ -302,7 +304,7 @@ def comms(sig: RuleInputs) -> Finding:
     agree, missing = [], []
     share = None
     if sig.steps is not None and sig.steps.shares:
-        share = sig.steps.shares.get("grad_sync", 0.0)
+        share = sig.steps.shares.get(step.GRAD_SYNC, 0.0)
         if share > COMMS_SHARE:
             agree.append(
                 Evidence(
@@ -314,7 +316,7 @@ def comms(sig: RuleInputs) -> Finding:
     else:
         missing.append("agent")
     if sig.stacks is not None:
-        c = sig.stacks.main_shares.get("collective wait", 0.0)
+        c = sig.stacks.main_shares.get(stack.COLLECTIVE_WAIT, 0.0)
         if c > STACK_SHARE:
             agree.append(
                 Evidence(f"main threads in a collective {_pct(c)} of stack samples", "stacks")
@@ -366,16 +368,15 @@ def data_input(sig: RuleInputs) -> Finding:
     agree, against, missing = [], [], []
     share = None
     if sig.steps is not None and sig.steps.shares:
-        share = sig.steps.shares.get("data_wait", 0.0)
+        share = sig.steps.shares.get(step.DATA_WAIT, 0.0)
         if share > DATA_WAIT_WARN:
             text = f"batch wait {_pct(share)} of the step (target < {_pct(DATA_WAIT_WARN)})"
             agree.append(Evidence(text, "agent"))
     else:
         missing.append("agent")
     if sig.stacks is not None:
-        w = sig.stacks.main_shares.get("data wait", 0.0) + sig.stacks.main_shares.get(
-            "fetch/transform", 0.0
-        )
+        shares = sig.stacks.main_shares
+        w = shares.get(stack.DATA_WAIT, 0.0) + shares.get(stack.FETCH, 0.0)
         if w > STACK_SHARE:
             agree.append(
                 Evidence(
@@ -413,7 +414,7 @@ def data_input(sig: RuleInputs) -> Finding:
         elif (
             not h.workers
             and sig.stacks
-            and sig.stacks.main_shares.get("fetch/transform", 0) > STACK_SHARE
+            and sig.stacks.main_shares.get(stack.FETCH, 0) > STACK_SHARE
             and (h.cpu_cores or 0) >= MAIN_COMPUTING  # computing, not asleep on a remote read
         ):
             bound, summary = (
@@ -441,7 +442,7 @@ def h2d_copy(sig: RuleInputs) -> Finding:
     agree, missing = [], []
     share = 0.0
     if sig.steps is not None and sig.steps.shares:
-        share = sig.steps.shares.get("h2d", 0.0)
+        share = sig.steps.shares.get(step.H2D, 0.0)
         if share > H2D_SHARE:
             text = f"H2D copy {_pct(share)} of the step (> {_pct(H2D_SHARE)})"
             agree.append(Evidence(text, "agent"))
@@ -531,7 +532,7 @@ def side_work(sig: RuleInputs) -> Finding:
     if st is None or not st.shares:
         return _finding("side-work", [], [], ["agent"], "checkpoints, logging or eval stall steps")
     agree = []
-    side = st.shares.get("checkpoint", 0.0) + st.shares.get("eval_log", 0.0)
+    side = sum(st.shares.get(p, 0.0) for p in step.SIDE_PHASES)
     if side > SIDE_SHARE:
         text = f"checkpoint / logging {_pct(side)} of step time (> {_pct(SIDE_SHARE)})"
         agree.append(Evidence(text, "agent"))
@@ -565,7 +566,7 @@ def side_work(sig: RuleInputs) -> Finding:
             )
         )
         side = max(side, st.gc_share)
-    saving = sig.stacks.main_shares.get("checkpoint save", 0) if sig.stacks else 0
+    saving = sig.stacks.main_shares.get(stack.CHECKPOINT_SAVE, 0) if sig.stacks else 0
     if saving > SAVE_SHARE:
         agree.append(
             Evidence(f"main thread in torch.save in {saving:.0%} of stack samples", "stacks")
@@ -608,7 +609,7 @@ def host_overhead(sig: RuleInputs) -> Finding:
             agree.append(
                 Evidence(f"util {g.util:.0f}% at {_pct(g.power_ratio)} of the power limit", "NVML")
             )
-    if sig.stacks and sig.stacks.main_shares.get("host sync", 0) > SYNC_SHARE:
+    if sig.stacks and sig.stacks.main_shares.get(stack.HOST_SYNC, 0) > SYNC_SHARE:
         agree.append(Evidence("main thread in explicit syncs", "stacks"))
     return _finding(
         "host-overhead",
@@ -679,7 +680,7 @@ def gpu_compute(sig: RuleInputs) -> Finding:
             )
         )
     if sig.steps and sig.steps.shares:
-        compute = sum(sig.steps.shares.get(p, 0) for p in ("forward", "backward", "optimizer"))
+        compute = sum(sig.steps.shares.get(p, 0) for p in step.MODEL_PHASES)
         if compute >= COMPUTE_SHARE:
             agree.append(
                 Evidence(f"forward + backward + optimizer {_pct(compute)} of the step", "agent")

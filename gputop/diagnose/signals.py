@@ -17,9 +17,8 @@ from gputop.model.stack_stats import thread_shares, unchanged_stacks, working_ma
 from gputop.model.stacks import Frame, StacksSample
 from gputop.model.step_stats import Mfu, gc_share, mfu_of, phase_shares, usable
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
-
-POWER_REASONS = frozenset({"sw_power_cap", "hw_power_brake"})
-THERMAL_REASONS = frozenset({"sw_thermal", "hw_thermal", "hw_slowdown"})
+from gputop.vocab import stacks as stack
+from gputop.vocab.reasons import POWER_REASONS, THERMAL_REASONS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -441,7 +440,7 @@ def stack_signals(window: Window[StacksSample] | None) -> StackSignals | None:
         for phase, share in s.shares:
             combined[phase] = combined.get(phase, 0.0) + share * s.samples / max(total, 1)
     fetch = (
-        sum(dict(s.shares).get("fetch/transform", 0.0) for s in workers) / len(workers)
+        sum(dict(s.shares).get(stack.FETCH, 0.0) for s in workers) / len(workers)
         if workers
         else None
     )

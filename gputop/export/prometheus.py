@@ -42,8 +42,8 @@ from gputop.model.ranks import RankTotals, StepCounter, rank_labels, rank_work
 from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
 from gputop.model.throttle import ThrottleClock
-from gputop.vocab.phases import STEP_PHASES as STANDARD_PHASES
 from gputop.vocab.reasons import REASON_BITS
+from gputop.vocab.steps import STEP_PHASES as STANDARD_PHASES
 
 LOCALHOST = "127.0.0.1"
 """Where the exporter listens unless told otherwise: metrics name the job's processes and

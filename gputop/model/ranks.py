@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 
 from gputop.model.step_stats import usable, work_ns
 from gputop.model.steps import AgentsSample, AgentState, StepCursor, StepRecord, new_steps
+from gputop.vocab.steps import GRAD_SYNC
 
 STRAGGLER_EXCESS = 0.1
 """The slowest rank's work over the median rank's, as a share of the median step, from which
@@ -233,7 +234,7 @@ def rank_work(agents: AgentsSample | Iterable[AgentState] | None) -> RankWork:
                     len(st),
                     statistics.median([s.dur_ns for s in st]) / 1e6,
                     statistics.median([work_ns(s) for s in st]) / 1e6,
-                    statistics.median([s.phases.get("grad_sync", 0) for s in st]) / 1e6,
+                    statistics.median([s.phases.get(GRAD_SYNC, 0) for s in st]) / 1e6,
                 )
             )
     main = main_agent(ranks)

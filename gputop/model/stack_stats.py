@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gputop.model.stacks import Frame, StacksSample, ThreadStack
-from gputop.vocab.phases import IDLE, PARKED_PHASES
+from gputop.vocab.stacks import IDLE, PARKED_PHASES
 
 """Where a stuck process sits. A main thread may legitimately show the same data-loading or
 transform frames for many dumps in a row, so those are not hang suspects."""

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from gputop.model.steps import PIPELINE, StepRecord
 from gputop.model.window import percentile
+from gputop.vocab.steps import GRAD_SYNC
 
 WINDOW = 50
 """Steps the statistics look at (the first step, which includes start-up, is skipped)."""
@@ -117,7 +118,7 @@ def median_ms(values: Sequence[float]) -> float | None:
 
 def work_ns(s: StepRecord) -> int:
     """The step minus time waiting in gradient sync: what this rank itself had to do."""
-    return s.dur_ns - s.phases.get("grad_sync", 0)
+    return s.dur_ns - s.phases.get(GRAD_SYNC, 0)
 
 
 def gc_share(steps: Sequence[StepRecord]) -> tuple[float | None, int]:

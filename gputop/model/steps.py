@@ -6,12 +6,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from gputop.vocab.phases import STEP_PHASES
+from gputop.vocab.steps import STEP_PHASES
 
 _EMPTY: Mapping = MappingProxyType({})
 
 PIPELINE = STEP_PHASES
-"""Pipeline order for display: the agent's own list (``gputop.vocab.phases``)."""
+"""Pipeline order for display: the agent's own list (``gputop.vocab.steps``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from gputop.sim.activity import IDLE, Activity, ActivityFn, constant
 from gputop.sim.boards import SimConfigError
+from gputop.vocab.steps import COMPUTE_PHASES
 
 
 @dataclass(frozen=True)
@@ -150,7 +151,7 @@ class PhaseFollower:
     while the process waits for data, a collective or side work. So a real host-side
     bottleneck shows on the simulated board as it would on a real GPU."""
 
-    COMPUTE = ("h2d", "forward", "backward", "optimizer")
+    COMPUTE = COMPUTE_PHASES
 
     def __init__(self) -> None:
         self.share = 0.0

@@ -22,7 +22,7 @@ from gputop.export import ExportError, PrometheusSink, open_exporter, parse_list
 from gputop.export.prometheus import BOUNDS, BUCKETS, PHASES, REASONS
 from gputop.model.gpu import GpuSample
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
-from gputop.vocab.phases import STEP_PHASES as STANDARD_PHASES
+from gputop.vocab.steps import STEP_PHASES as STANDARD_PHASES
 
 REPO = Path(__file__).resolve().parents[2]
 MS = 1_000_000

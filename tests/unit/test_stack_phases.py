@@ -124,7 +124,7 @@ def test_the_caller_outside_the_stdlib_is_the_users_frame():
 
 def test_every_phase_the_table_gives_is_in_the_shared_vocabulary():
     from gputop.sources.stack_phases import RULES
-    from gputop.vocab.phases import STACK_PHASES
+    from gputop.vocab.stacks import STACK_PHASES
 
     unknown = {phase for phase, _, _ in RULES} - set(STACK_PHASES)
-    assert not unknown, f"add {sorted(unknown)} to gputop/vocab/phases.py STACK_PHASES"
+    assert not unknown, f"add {sorted(unknown)} to gputop/vocab/stacks.py STACK_PHASES"

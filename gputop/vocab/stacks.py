@@ -1,0 +1,25 @@
+"""Where a thread is, by its Python stack: the phases ``sources/stack_phases.py`` classifies a
+py-spy stack into."""
+
+from __future__ import annotations
+
+FETCH = "fetch/transform"
+WORKER_IDLE = "worker idle"
+PIN_MEMORY = "pin memory"
+COLLECTIVE_WAIT = "collective wait"
+HOST_SYNC = "host sync"
+CHECKPOINT_SAVE = "checkpoint save"
+DATA_WAIT = "data wait"
+BACKWARD = "backward"
+OPTIMIZER = "optimizer"
+FORWARD = "forward"
+EVAL_LOG = "evaluation / logging"
+LOCK_WAIT = "lock wait"
+BLOCKED = "blocked"
+IDLE = "idle"
+USER_CODE = "user code"
+STACK_PHASES = (FETCH, WORKER_IDLE, PIN_MEMORY, COLLECTIVE_WAIT, HOST_SYNC, CHECKPOINT_SAVE,
+                DATA_WAIT, BACKWARD, OPTIMIZER, FORWARD, EVAL_LOG, LOCK_WAIT, BLOCKED, IDLE,
+                USER_CODE)  # fmt: skip
+PARKED_PHASES = frozenset({COLLECTIVE_WAIT, LOCK_WAIT, BLOCKED, HOST_SYNC, DATA_WAIT})
+"""Phases of a thread that waits: the same stack there for long is hang evidence."""
