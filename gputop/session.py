@@ -33,9 +33,20 @@ from gputop.model.host import HostSample
 from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample
 from gputop.sinks import Sinks
+from gputop.vocab import stacks as stack_phase
+from gputop.vocab import steps as step_phase
 
 READINGS = ("gpu", "host", "agents", "stacks")
 """The kinds of reading a session takes, in the order the sinks and recordings name them."""
+FOLLOW_S = 10.0
+"""The stacks that steer a simulated board without the agents' phases, and how long the
+agents' phases keep the stacks out once they stop."""
+STACK_WORK = (
+    (step_phase.FORWARD, stack_phase.FORWARD),
+    (step_phase.BACKWARD, stack_phase.BACKWARD),
+    (step_phase.OPTIMIZER, stack_phase.OPTIMIZER),
+)
+"""(step phase, the stack phase that shows it): where a thread computes on the GPU."""
 
 
 @dataclass(frozen=True)
@@ -122,6 +133,8 @@ class Session:
         self._evaluations = 0
         self._problems: list[str] = []
         self._state: SessionState | None = None
+        self._agents_steered = -FOLLOW_S
+        """When the agents' phases last steered the follower."""
 
     # ---- lifecycle ----
 
@@ -171,6 +184,8 @@ class Session:
         self._stacks = sample
         if self.sinks:
             self.sinks.stacks(sample)
+        if self.follower is not None:
+            self._steer_from_stacks(sample)
         return self._after_reading()
 
     def take(self, kind: str, reading: Any) -> SessionState:
@@ -265,8 +280,24 @@ class Session:
             self._changed()
 
     def _steer(self, sample: AgentsSample) -> None:
+        """The agents' step phases steer the simulated board when they have them."""
         from gputop.diagnose.signals import step_signals
 
         steps = step_signals(sample)
         if steps is not None and steps.shares:
             self.follower.update(steps.shares)
+            self._agents_steered = sample.t
+
+    def _steer_from_stacks(self, sample: StacksSample) -> None:
+        """Without the agents' phases, the main threads' stacks over the last seconds steer it:
+        busy for the share of samples in forward, backward or the optimizer (a process attached
+        by PID, with no agent yet, still drives the board as a real GPU would be driven)."""
+        from gputop.diagnose.signals import stack_signals
+
+        if sample.t - self._agents_steered < FOLLOW_S:
+            return
+        window = self.timeline.window(sample.key, sample.t, FOLLOW_S)
+        sig = stack_signals(window)
+        if sig is not None and sig.samples:
+            shares = sig.main_shares
+            self.follower.update({phase: shares.get(where, 0.0) for phase, where in STACK_WORK})

@@ -30,6 +30,7 @@ def add_sim_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--sim-board",
         metavar="NAME",
+        default=None,
         help=f"read a simulated board instead of the real driver: {boards}; "
         "a count (h100x8) and -mig (a100-mig) may follow",
     )
@@ -159,6 +160,17 @@ def board_from_flags(args: argparse.Namespace, follower: Any = None) -> Board | 
         return None
     scenario = follower.scenario() if follower is not None else args.sim_scenario
     return Board(args.sim_board, args.sim_driver, scenario, args.seed)
+
+
+def follower_for(args: argparse.Namespace, target: Any) -> Any:
+    """A PhaseFollower when a simulated board with no scripted workload watches a real process:
+    the board is then busy while the process computes (from its agent's phases, or from its
+    stacks when it has no agent), as a real GPU would be."""
+    if not getattr(args, "sim_board", None) or target is None or args.sim_scenario != "idle":
+        return None
+    from gputop.sim.scenarios import PhaseFollower
+
+    return PhaseFollower()
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from gputop.commands.common import (
     board_from_flags,
     close_session,
     command_of,
+    follower_for,
     new_session,
     open_gpus,
     open_outputs,
@@ -46,11 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from gputop.sources.feeds import feeds
 
     command = command_of(args)
-    follower = None
-    if args.sim_board and (command or args.pid) and args.sim_scenario == "idle":
-        from gputop.sim.scenarios import PhaseFollower
-
-        follower = PhaseFollower()  # the simulated GPU follows the real process's phases
+    follower = follower_for(args, command or args.pid)
     board = board_from_flags(args, follower)
     if command and args.pid:
         raise UsageError("give either --pid or a command after --, not both")

@@ -16,6 +16,7 @@ from gputop.commands.common import (
     attach,
     board_from_flags,
     close_session,
+    follower_for,
     new_session,
     open_gpus,
     open_outputs,
@@ -41,10 +42,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gputop.headless import diagnose
-    from gputop.sim.scenarios import PhaseFollower
     from gputop.sources.feeds import feeds
 
-    follower = PhaseFollower() if args.sim_board and args.sim_scenario == "idle" else None
+    follower = follower_for(args, args.pid)
     board = board_from_flags(args, follower)
     attached = attach(args.pid)
     sinks = open_outputs(args, "record", record=args.output)

@@ -10,8 +10,11 @@ import time
 from pathlib import Path
 
 from gputop.commands.common import (
+    add_sim_flags,
     add_ui_flags,
+    board_from_flags,
     command_of,
+    follower_for,
     new_session,
     open_gpus,
     open_outputs,
@@ -42,6 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "`gputop capture nsys` can record a window of it later",
     )
     add_ui_flags(p, under_command=True)
+    add_sim_flags(p)
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...")
 
 
@@ -51,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
     from gputop.sources.host import HostSource
 
     command = command_of(args)
+    follower = follower_for(args, command or None)
+    board = board_from_flags(args, follower)
     env = None
     if args.nsys and command:
         from gputop.capture import nsys
@@ -84,8 +90,8 @@ def run(args: argparse.Namespace) -> int:
         host = HostSource.open(job.pid, exit_code=job.exit_status)
     except Exception:
         host = None  # it already exited: the log says why
-    gpus = open_gpus()
-    run_tui(gpus, config, new_session(gpus, sinks), with_tree(host, job.pid), job=job)
+    gpus = open_gpus(board)
+    run_tui(gpus, config, new_session(gpus, sinks, follower), with_tree(host, job.pid), job=job)
     if job.poll() is None:
         print(
             f"gputop: the job goes on as pid {job.pid}; its output: {job.log_path}",

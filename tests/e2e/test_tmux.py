@@ -147,3 +147,30 @@ def test_sighup_restores_the_terminal(tmux, tmp_path):
         pytest.fail("gputop did not exit on SIGHUP")
     tmux.wait_for("READY$")
     assert_shell_is_sane(tmux)
+
+
+def test_attached_to_a_process_on_a_machine_with_no_gpu_driver(tmux, tmp_path):
+    """No NVIDIA driver is not no verdict: `gputop --pid P` starts, says the GPUs are missing
+    in one line, and judges the job from its process tree and stacks."""
+    if Path("/proc/driver/nvidia").exists():
+        pytest.skip("this machine has an NVIDIA driver")
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    job = subprocess.Popen(
+        [sys.executable, str(examples / "mlp_plain.py"), "--steps", "100000", "--seconds", "60"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        config = tmp_path / "config.toml"
+        config.write_text("# defaults only\n")
+        tmux.type(f"{sys.executable} -m gputop --pid {job.pid} --interval 0.5 --config {config}")
+        screen = tmux.wait_for("no GPU data", timeout=30)
+        assert f"pid {job.pid}" in screen and "no GPU" in screen
+        screen = tmux.wait_gone("waiting for readings", timeout=30)
+        assert "verdict" in screen
+        tmux.keys("q")
+        tmux.wait_for("READY$")
+        assert job.poll() is None, "the job must keep running after gputop leaves"
+    finally:
+        job.kill()
+        job.wait()

@@ -211,3 +211,20 @@ def test_the_headless_loop_reads_each_source_at_the_tuis_rates():
     assert st.reads == 21  # py-spy once a second, whatever the interval
     assert session.state.evaluations == g.reads + a.reads + st.reads
     assert d.verdict is session.state.verdict and d.timeline
+
+
+def test_without_the_agents_phases_the_stacks_steer_the_simulated_board():
+    """A process attached by PID with no agent: busy while its main thread is in backward."""
+    from gputop.model.stacks import Frame, ProcessStacks, ThreadStack
+
+    def dump(t: float, phase: str) -> StacksSample:
+        f = Frame("fn", "train.py", 1)
+        main = ThreadStack(4242, "MainThread", True, (f,), phase, f)
+        return StacksSample(4242, t, 1.7e9 + t, (ProcessStacks(4242, "main", (main,), None, 0.0),))
+
+    follower = Follower()
+    s = Session((device(0),), follower=follower)
+    for i in range(10):
+        s.stacks(dump(float(i), "backward" if i % 2 else "data wait"))
+    assert follower.shares[-1]["backward"] == pytest.approx(0.5)
+    assert follower.shares[-1]["forward"] == 0.0
