@@ -30,7 +30,6 @@ from gputop.model.host import HostSample
 from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample
 from gputop.session import Session, SessionState
-from gputop.sinks import Sinks
 from gputop.sources.feeds import Feed, feeds
 from gputop.ui.capture_keys import CAPTURE_ACTIONS, CaptureKeys, event_data
 from gputop.ui.captures_text import CaptureView
@@ -143,14 +142,13 @@ class GputopApp(App):
         agents: Any = None,
         job: Any = None,
         stacks: Any = None,
-        sinks: Sinks | None = None,
         session: Session | None = None,
         panes: frozenset[str] | None = None,
     ) -> None:
         self.config = (config or Config()).effective()
         super().__init__()
         if session is None:
-            session = Session(tuple(feed.devices) if feed is not None else (), sinks)
+            session = Session(tuple(feed.devices) if feed is not None else ())
         self.session = session
         """Where every reading goes; the app draws the state it returns."""
         self.devices = session.devices
