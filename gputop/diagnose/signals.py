@@ -188,9 +188,9 @@ class HostSignals:
     omp: str | None
 
     @classmethod
-    def exited_only(cls) -> HostSignals:
-        """The window holds no running sample: the target is gone, nothing else is known
-        (an OOM kill in the exited samples is not counted here, as before)."""
+    def exited_only(cls, oom_kills: int = 0) -> HostSignals:
+        """The window holds no running sample: the target is gone, and all that is known is
+        whether the OOM killer ended it (the exited sample carries the last cgroup reading)."""
         return cls(
             exited=True,
             effective_cpus=None,
@@ -205,7 +205,7 @@ class HostSignals:
             throttled_ratio=None,
             mem_working_set=None,
             mem_limit=None,
-            oom_kills=0,
+            oom_kills=oom_kills,
             mem_limit_hits=0,
             psi={},
             read_bytes_rate=0.0,
@@ -232,7 +232,7 @@ def host_signals(window: Window[HostSample] | None) -> HostSignals | None:
     # the exited sample carries the last cgroup reading: a kill that ended the job counts
     kills = sum(h.cgroup.mem_events_new.get("oom_kill", 0) for h in window.samples if h.cgroup)
     if not running:
-        return HostSignals.exited_only()
+        return HostSignals.exited_only(kills)
     last = running[-1]
     recent = running[-10:]
     workers = last.workers

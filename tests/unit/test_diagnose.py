@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from types import MappingProxyType as M
 
 import pytest
@@ -487,3 +488,16 @@ def test_pcie_busy_while_the_sms_wait_is_h2d_from_nvml_alone():
 
 def test_a_starved_gpu_moves_little_over_pcie_and_is_not_h2d():
     assert not next(f for f in verdict("starved").findings if f.bound == "h2d-copy").fired
+
+
+def test_an_oom_kill_that_ended_the_job_is_said_after_its_running_readings_age_out():
+    running = host(ws_gib=31.5, limit_gib=32, oom=0).samples[-1]
+    kill = M({"oom_kill": 1, "max": 0})
+    cg = dataclasses.replace(running.cgroup, mem_events=kill, mem_events_new=kill)
+    gone = dataclasses.replace(running, state="exited", exit_code=-9, processes=(), cgroup=cg)
+    only_exited = Window((dataclasses.replace(gone, t=40.0),), 10.0, 40.0)
+    v = verdict("idle", host=only_exited)
+    assert bound(v) == "host-memory-pressure", v
+    assert "1 OOM kill(s) in the cgroup, then the target exited" in [
+        e.text for e in v.principal.evidence
+    ]
