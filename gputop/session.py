@@ -93,8 +93,11 @@ class SessionState:
 
     @property
     def walls(self) -> list[float]:
-        """Wall-clock times of the latest GPU readings (the header's clock)."""
-        return [s.wall for s in self.gpus.values()]
+        """Wall-clock times of the latest GPU readings (the header's clock); without GPUs, of
+        the latest readings of the other sources."""
+        if self.gpus:
+            return [s.wall for s in self.gpus.values()]
+        return [r.wall for r in (self.host, self.agents, self.stacks) if r is not None]
 
 
 Shown = Callable[[Verdict], Verdict]
