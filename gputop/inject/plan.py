@@ -200,6 +200,13 @@ def plan_process(
     t = read_process(pid, proc)
     if t is None:
         return ProcessLoad(pid, None, refusal="it has exited")
+    euid = os.geteuid()
+    cap = own_ptrace_cap(proc) if euid == 0 else False
+    why = ptrace_refusal(
+        t.uid, pid, euid, yama_scope(proc), cap, is_ancestor_of(os.getpid(), pid, proc)
+    )
+    if why:
+        return ProcessLoad(pid, t, refusal=why)
     if not t.exe:
         return ProcessLoad(pid, t, refusal=(
             f"cannot read /proc/{pid}/exe: run gputop as the job's user or as root"))  # fmt: skip
@@ -215,13 +222,6 @@ def plan_process(
     if t.environ.get("GPUTOP_DISABLE", "") not in ("", "0"):
         return ProcessLoad(pid, t, refusal="GPUTOP_DISABLE is set in its environment: the "
                            "agent would stay off; restart it without")  # fmt: skip
-    euid = os.geteuid()
-    cap = own_ptrace_cap(proc) if euid == 0 else False
-    why = ptrace_refusal(
-        t.uid, pid, euid, yama_scope(proc), cap, is_ancestor_of(os.getpid(), pid, proc)
-    )
-    if why:
-        return ProcessLoad(pid, t, refusal=why)
     method = choose_method(t.version, t.environ, t.flags, debugger)
     if method is None:
         return ProcessLoad(pid, t, refusal=NO_DEBUGGER)

@@ -1,6 +1,6 @@
 """Loading the agent into a running process: the parts that run anywhere (the injected code, the
 debugger's script, the 3.14 script and helper, the choice of path from the target's version,
-the refusal lines). The real debugger path is tests/integration/test_inject.py."""
+the refusal lines). The real debugger path: tests/integration/test_inject.py."""
 
 from __future__ import annotations
 

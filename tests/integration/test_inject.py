@@ -1,0 +1,187 @@
+"""Loading the agent into running processes on this machine's Python through the debugger path
+(gdb): a plain trainer with no gputop code gets an agent whose steps the monitor reads; every
+refusal is one line that says what to do; the target keeps running on every path."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from tests_support import REPO, as_nobody
+
+from gputop.inject import debugger as dbg
+from gputop.inject import load_agent, plan_load
+from gputop.sources.agent_link import AgentLink
+
+pytestmark = pytest.mark.skipif(
+    dbg.find_debugger() is None or sys.platform != "linux", reason="needs gdb or lldb on Linux"
+)
+
+LOOP = (
+    "import sys, time\nsys.stderr.write('ready\\n')\nsys.stderr.flush()\n"
+    "while True:\n    time.sleep(0.005)\n"
+)
+
+
+def state(pid: int) -> str:
+    text = Path(f"/proc/{pid}/stat").read_text()
+    return text[text.rindex(")") + 2]
+
+
+def running(proc: subprocess.Popen) -> bool:
+    """Still there and not stopped (T)."""
+    return proc.poll() is None and state(proc.pid) != "T"
+
+
+def start(argv: list[str], env: dict[str, str], agent_dir: Path) -> subprocess.Popen:
+    proc = subprocess.Popen(
+        argv, env={**env, "GPUTOP_DIR": str(agent_dir)},
+        cwd=agent_dir.parent,  # not the checkout: ``-c`` would import gputop from the cwd
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    return proc
+
+
+def wait_ready(proc: subprocess.Popen) -> None:
+    """Until the program says it runs (the interpreter is up and in its loop)."""
+    line = proc.stderr.readline()
+    assert line == "ready\n", line + proc.stderr.read()
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.kill()
+    proc.wait()
+
+
+@pytest.fixture
+def agent_dir(tmp_path):
+    d = tmp_path / "agents"
+    d.mkdir(mode=0o700)
+    return d
+
+
+def plain_loop(agent_dir: Path, *flags: str, exe: str = sys.executable, env=None):
+    proc = start([exe, *flags, "-c", LOOP], env if env is not None else dict(os.environ),
+                 agent_dir)  # fmt: skip
+    wait_ready(proc)
+    return proc
+
+
+def test_a_plain_trainer_gets_an_agent_and_the_monitor_reads_its_steps(agent_dir):
+    trainer = start(
+        [sys.executable, str(REPO / "examples" / "mlp_plain.py"), "--steps", "100000",
+         "--threads", "1", "--workers", "1"],
+        {**os.environ, "PYTHONWARNINGS": "ignore"}, agent_dir,
+    )  # fmt: skip
+    try:
+        from gputop.sources.host import HostSource
+
+        host = HostSource.open(trainer.pid)
+        deadline = time.monotonic() + 90
+        while not host.sample().workers:  # torch imported, the loader's worker started
+            assert trainer.poll() is None and time.monotonic() < deadline, trainer.stderr.read()
+            time.sleep(0.2)
+        roles = {p.pid: p.role for p in host.sample().processes}
+        plan = plan_load(trainer.pid, roles)
+        assert [p.pid for p in plan.todo] == [trainer.pid], plan.lines()  # not the worker
+        assert "gdb" in plan.lines()[0] and "pending call" in plan.lines()[0]
+        report = load_agent(plan, wait_s=30)
+        assert report.ok, report.line()
+        assert report.line() == f"agent loaded into pid {trainer.pid}"
+        assert running(trainer)
+        link = AgentLink(trainer.pid)
+        deadline = time.monotonic() + 30
+        while True:
+            agents = link.sample().agents
+            if agents and len(agents[0].steps) >= 3:
+                break
+            assert time.monotonic() < deadline, agents
+            time.sleep(0.2)
+        step = agents[0].steps[-1]
+        assert step.phases.get("optimizer", 0) > 0 and step.phases.get("data_wait", 0) > 0
+        link.close()
+        again = plan_load(trainer.pid, roles)
+        assert again.nothing_to_do and again.summary().endswith("nothing to do")
+    finally:
+        stop(trainer)
+
+
+def test_a_main_thread_in_a_long_c_call_gets_the_agent_when_it_returns(agent_dir):
+    code = "import sys, time\nsys.stderr.write('ready\\n')\nsys.stderr.flush()\ntime.sleep(3)\n"
+    proc = start([sys.executable, "-c", code + "time.sleep(60)"], dict(os.environ), agent_dir)
+    try:
+        wait_ready(proc)
+        time.sleep(0.2)  # inside the first sleep
+        report = load_agent(plan_load(proc.pid), wait_s=0.5)
+        assert report.waiting and not report.problems, report.line()
+        assert "inside a C call (clock_nanosleep" in report.line()
+        assert "starts when it returns to Python" in report.line()
+        assert running(proc)
+        deadline = time.monotonic() + 15
+        while not (agent_dir / f"agent-{proc.pid}.sock").exists():  # the first sleep returned
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+    finally:
+        stop(proc)
+
+
+def test_another_user_is_refused_in_one_line_and_the_target_runs_on(agent_dir):
+    proc = plain_loop(agent_dir)
+    try:
+        out = as_nobody(lambda: "\n".join(plan_load(proc.pid).lines()))
+        assert out.count("\n") == 0, out
+        assert f"pid {proc.pid} belongs to uid 0, not you" in out
+        assert "run gputop as that user or as root" in out
+        forced = as_nobody(lambda: str(dbg.run_debugger(dbg.find_debugger(), proc.pid).problem))
+        assert "(ptrace)" in forced and "\n" not in forced, forced
+        assert running(proc)
+    finally:
+        stop(proc)
+
+
+def test_gputop_missing_in_the_targets_environment_gives_the_pip_line(agent_dir):
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    base = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+    proc = plain_loop(agent_dir, exe=base, env=env)
+    try:
+        if (
+            subprocess.run(
+                [base, "-c", "import gputop"], env=env, capture_output=True, cwd="/"
+            ).returncode
+            == 0
+        ):
+            pytest.skip("gputop is installed in the base interpreter too")
+        plan = plan_load(proc.pid)
+        assert not plan.todo
+        (line,) = plan.lines()
+        assert line.endswith(f"{base} -m pip install {REPO}"), line
+        assert running(proc)
+    finally:
+        stop(proc)
+
+
+def test_a_target_started_with_S_is_told_why_pip_would_not_help(agent_dir):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = plain_loop(agent_dir, "-S", env=env)
+    try:
+        (line,) = plan_load(proc.pid).lines()
+        assert "started with -S" in line and "restart the job without it" in line, line
+        assert running(proc)
+    finally:
+        stop(proc)
+
+
+def test_no_debugger_says_how_to_install_one(agent_dir):
+    proc = plain_loop(agent_dir)
+    try:
+        plan = plan_load(proc.pid, path="/nonexistent")
+        assert plan.summary() == "no debugger to load the agent with: apt-get install gdb " \
+            "(or your system's package of gdb or lldb)"  # fmt: skip
+        assert load_agent(plan).line() == "nothing was loaded"
+        assert running(proc)
+    finally:
+        stop(proc)
