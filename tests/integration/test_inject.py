@@ -185,3 +185,44 @@ def test_no_debugger_says_how_to_install_one(agent_dir):
         assert running(proc)
     finally:
         stop(proc)
+
+
+def gputop(*args: str, agent_dir: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "gputop", *args], capture_output=True, text=True, timeout=120,
+        env={**os.environ, "GPUTOP_DIR": str(agent_dir)}, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def test_diagnose_says_no_without_attach_and_loads_with_it(agent_dir):
+    proc = plain_loop(agent_dir)
+    try:
+        out = gputop("diagnose", "--pid", str(proc.pid), "--duration", "0.5", agent_dir=agent_dir)
+        assert out.returncode == 0, out.stderr
+        said = [ln for ln in out.stderr.splitlines() if "agent" in ln]
+        assert said == [
+            f"gputop: pid {proc.pid} has no gputop agent (no step phases; stacks only): add "
+            "--attach to load it without a restart"
+        ], out.stderr
+        assert not (agent_dir / f"agent-{proc.pid}.sock").exists()
+        out = gputop("diagnose", "--pid", str(proc.pid), "--duration", "0.5", "--attach",
+                     agent_dir=agent_dir)  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        assert "gdb stops it for a moment" in out.stderr
+        assert f"gputop: agent loaded into pid {proc.pid}\n" in out.stderr
+        assert running(proc)
+        out = gputop("record", "--pid", str(proc.pid), "-o", str(agent_dir.parent / "r.gputop"),
+                     "--duration", "0.5", "--attach", agent_dir=agent_dir)  # fmt: skip
+        assert "agent" not in out.stderr.replace("gputop agent", ""), out.stderr  # loaded: quiet
+    finally:
+        stop(proc)
+
+
+@pytest.mark.parametrize("command", [[], ["diagnose"], ["record"]])
+def test_help_explains_attach(command, capsys):
+    from gputop.cli import main
+
+    with pytest.raises(SystemExit):
+        main([*command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--attach" in text and "sys.remote_exec" in text and "ptrace" in text
