@@ -226,3 +226,76 @@ def test_help_explains_attach(command, capsys):
         main([*command, "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "--attach" in text and "sys.remote_exec" in text and "ptrace" in text
+
+
+def other_pythons() -> dict[tuple[int, int], str]:
+    """Other CPython versions on this machine (pyenv's, the system's), by version."""
+    import glob
+    import re
+
+    found: dict[tuple[int, int], str] = {}
+    for exe in sorted(glob.glob("/root/.pyenv/versions/*/bin/python3.*")
+                      + glob.glob("/usr/bin/python3.*")):  # fmt: skip
+        m = re.fullmatch(r".*/python(\d)\.(\d+)", exe)
+        if m and os.access(exe, os.X_OK):
+            found.setdefault((int(m.group(1)), int(m.group(2))), exe)
+    found.pop(sys.version_info[:2], None)
+    return found
+
+
+@pytest.mark.parametrize("version", [(3, 10), (3, 12), (3, 13)], ids=lambda v: f"{v[0]}.{v[1]}")
+def test_other_python_versions_get_the_agent_through_the_same_pending_call(version, agent_dir):
+    exe = other_pythons().get(version)
+    if exe is None:
+        pytest.skip(f"no Python {version[0]}.{version[1]} here")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}  # the agent is stdlib-only: any 3.10+
+    proc = plain_loop(agent_dir, exe=exe, env=env)
+    try:
+        report = load_agent(plan_load(proc.pid), wait_s=15)
+        assert report.ok, report.line()
+        assert running(proc)
+    finally:
+        stop(proc)
+
+
+def test_a_python_older_than_the_agent_is_refused(agent_dir):
+    old = next((exe for v, exe in sorted(other_pythons().items()) if v < (3, 10)), None)
+    if old is None:
+        pytest.skip("no Python older than 3.10 here")
+    proc = plain_loop(agent_dir, exe=old, env=dict(os.environ))
+    try:
+        (line,) = plan_load(proc.pid).lines()
+        assert "gputop's agent needs 3.10 or newer" in line
+        assert running(proc)
+    finally:
+        stop(proc)
+
+
+def test_every_python_process_below_the_target_gets_one_too(agent_dir):
+    parent = (
+        "import subprocess, sys, time\n"
+        f"kids = [subprocess.Popen([sys.executable, '-c', {LOOP!r}], stderr=subprocess.PIPE)"
+        " for _ in range(2)]\n"
+        "for k in kids:\n    k.stderr.readline()\n"
+        "sys.stderr.write('ready\\n')\nsys.stderr.flush()\n"
+        "while True:\n    time.sleep(0.005)\n"
+    )
+    proc = start([sys.executable, "-c", parent], dict(os.environ), agent_dir)
+    try:
+        wait_ready(proc)
+        from gputop.sources.host import HostSource
+        from gputop.sources.procfs import children_of
+
+        kids = children_of(proc.pid)
+        roles = {p.pid: p.role for p in HostSource.open(proc.pid).sample().processes}
+        plan = plan_load(proc.pid, roles)
+        assert sorted(p.pid for p in plan.todo) == sorted([proc.pid, *kids])
+        report = load_agent(plan, wait_s=15)
+        assert report.loaded == tuple(sorted([proc.pid, *kids])), report.line()
+        assert running(proc)
+    finally:
+        import psutil
+
+        for k in psutil.Process(proc.pid).children():
+            k.kill()
+        stop(proc)
