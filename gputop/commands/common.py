@@ -291,7 +291,7 @@ def roles_of(attached: Attached) -> dict[int, str] | None:
 
 def offer_agent(attached: Attached, load: bool, say: Any = None) -> None:
     """Headless: with ``load`` (--attach), the plan's lines, then the load and its result; without,
-    one line saying the agent is not loaded and how to load it. Nothing when it is loaded."""
+    one line saying the agent is not loaded and how to load it (nothing when it is loaded)."""
     if attached.pid is None:
         return
     from gputop.inject import load_agent, plan_load
@@ -299,6 +299,8 @@ def offer_agent(attached: Attached, load: bool, say: Any = None) -> None:
     say = say or (lambda line: print(f"gputop: {line}", file=sys.stderr))
     plan = plan_load(attached.pid, roles_of(attached), check_import=load)
     if plan.nothing_to_do:
+        if load:
+            say(plan.summary())  # asked for: say why nothing is done
         return
     if not load:
         say(

@@ -48,6 +48,8 @@ class ProcessLoad:
     refusal: str | None = None
     """One line with what to do (None: it can be done)."""
     has_agent: bool = False
+    python: bool = True
+    """False for a process that is not Python (nothing to load, nothing to say)."""
 
     @property
     def todo(self) -> bool:
@@ -72,7 +74,8 @@ class LoadPlan:
 
     @property
     def nothing_to_do(self) -> bool:
-        return not self.todo and all(p.has_agent for p in self.processes)
+        """Every Python process of the tree has an agent (or there is none)."""
+        return not self.todo and all(p.has_agent or not p.python for p in self.processes)
 
     def lines(self) -> list[str]:
         """What will be done, what it needs, and the refusals: one line each."""
@@ -95,6 +98,8 @@ class LoadPlan:
     def summary(self) -> str:
         """The plan in one line (the status line, the start of a headless run)."""
         if self.nothing_to_do:
+            if not any(p.python for p in self.processes):
+                return "not a Python process: there is no agent to load"
             return "the agent is already loaded: nothing to do"
         if not self.todo:
             return self.refusals[0] if self.refusals else "no Python process to load the agent into"
@@ -211,7 +216,7 @@ def plan_process(
         return ProcessLoad(pid, t, refusal=(
             f"cannot read /proc/{pid}/exe: run gputop as the job's user or as root"))  # fmt: skip
     if not is_python(t.exe):
-        return ProcessLoad(pid, t, refusal=f"not a Python process ({t.exe})")
+        return ProcessLoad(pid, t, refusal=f"not a Python process ({t.exe})", python=False)
     if t.has_agent():
         return ProcessLoad(pid, t, has_agent=True)
     if t.version is not None and t.version < MIN_VERSION:

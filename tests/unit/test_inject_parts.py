@@ -197,5 +197,8 @@ def test_the_plan_says_what_it_does_and_needs_and_each_refusal_in_one_line():
     ]
     done = LoadPlan(10, (ProcessLoad(10, None, "gdb", None, has_agent=True),), GDB)
     assert done.nothing_to_do and "nothing to do" in done.summary()
+    shell_only = ProcessLoad(10, None, refusal="not a Python process", python=False)
+    shell = LoadPlan(10, (shell_only,), GDB)
+    assert shell.nothing_to_do and shell.summary().startswith("not a Python process")
     report = LoadReport((10,), (), ("pid 11's main thread is inside a C call (read): ...",))
     assert not report.ok and report.line().startswith("agent loaded into pid 10; pid 11")
