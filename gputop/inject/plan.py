@@ -325,8 +325,15 @@ def load_agent(
         time.sleep(0.1)
     waiting: list[str] = []
     for pid, (_t, c_call, script) in pending.items():
+        if script:
+            remote.remove_script(script)  # nothing stays on disk; a late safe point finds none
         if not os.path.exists(f"/proc/{pid}"):
             problems.append(f"pid {pid} exited")
+        elif script:
+            waiting.append(
+                f"pid {pid}: no agent socket after {wait_s:g} s (a main thread inside a long C "
+                "call runs no Python; its stderr says why if the agent failed): try again"
+            )
         elif c_call:
             waiting.append(
                 f"pid {pid}'s main thread is inside a C call ({c_call}): the agent starts "
@@ -337,6 +344,4 @@ def load_agent(
                 f"pid {pid}: no agent socket after {wait_s:g} s (its stderr says why if "
                 "the agent failed to start)"
             )
-        if script and not os.path.exists(f"/proc/{pid}"):
-            remote.remove_script(script)
     return LoadReport(tuple(sorted(loaded)), tuple(problems), tuple(waiting))

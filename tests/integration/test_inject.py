@@ -299,3 +299,68 @@ def test_every_python_process_below_the_target_gets_one_too(agent_dir):
         for k in psutil.Process(proc.pid).children():
             k.kill()
         stop(proc)
+
+
+def stub_interpreter(tmp_path: Path, stderr: str, code: int) -> str:
+    """A stand-in for a 3.14 interpreter's ``sys.remote_exec`` helper: prints, exits."""
+    stub = tmp_path / "python3.14"
+    stub.write_text(f"#!/bin/sh\necho '{stderr}' >&2\nexit {code}\n")
+    stub.chmod(0o755)
+    return str(stub)
+
+
+@pytest.fixture
+def scripts(tmp_path, monkeypatch) -> Path:
+    """Where the 3.14 path writes its script (tempfile's directory, private to the test)."""
+    d = tmp_path / "tmp"
+    d.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(d))
+    return d
+
+
+def test_a_target_refusing_remote_exec_falls_back_to_the_debugger(agent_dir, tmp_path, scripts):
+    from dataclasses import replace
+
+    from gputop.inject import LoadPlan
+
+    proc = plain_loop(agent_dir)
+    try:
+        real = plan_load(proc.pid)
+        (p,) = real.todo
+        refusing = stub_interpreter(
+            tmp_path, "RuntimeError: Remote debugging is not enabled in the remote process", 1
+        )
+        as_314 = replace(p, method="remote_exec", target=replace(p.target, path=refusing))
+        said: list[str] = []
+        report = load_agent(LoadPlan(proc.pid, (as_314,), real.debugger), progress=said.append)
+        assert report.ok, report.line()
+        assert said == [
+            f"loading the agent into pid {proc.pid} (remote_exec)",
+            f"pid {proc.pid} refuses remote execution: trying gdb",
+        ]
+        assert running(proc)
+        assert not list(scripts.iterdir()), "the script was left on disk"
+    finally:
+        stop(proc)
+
+
+def test_remote_exec_scheduled_but_never_run_says_so_and_leaves_nothing(
+    agent_dir, tmp_path, scripts
+):
+    from dataclasses import replace
+
+    from gputop.inject import LoadPlan
+
+    proc = plain_loop(agent_dir)
+    try:
+        real = plan_load(proc.pid)
+        (p,) = real.todo
+        silent = stub_interpreter(tmp_path, "", 0)  # "scheduled", but nothing will run it
+        as_314 = replace(p, method="remote_exec", target=replace(p.target, path=silent))
+        report = load_agent(LoadPlan(proc.pid, (as_314,), None), wait_s=0.3)
+        assert report.line().startswith(f"pid {proc.pid}: no agent socket after 0.3 s")
+        assert "\n" not in report.line()
+        assert not list(scripts.iterdir()), "the script was left on disk"
+        assert running(proc)
+    finally:
+        stop(proc)
