@@ -2,7 +2,8 @@
 do about it, one line each) and the load itself, with a bounded wait for the agents' sockets.
 
 Nothing is changed on disk: the debugger path writes only into the target's memory; the 3.14
-path's script file removes itself when it runs.
+path's script file (private, temporary) removes itself when it runs and is removed after the
+wait in any case.
 """
 
 from __future__ import annotations

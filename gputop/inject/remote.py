@@ -5,7 +5,8 @@ The caller must run the same major.minor version as the target, so the call is m
 target's own interpreter in a short helper process (an argv list, its own process group, a
 timeout), whatever Python gputop itself runs on. The target reads the script file at its next
 safe point on its main thread, so the file must be readable by the target's user; the script
-removes itself first, and the agent's socket appearing tells gputop it ran. The target can
+removes itself first, gputop removes it after its wait in any case, and the agent's socket
+appearing tells gputop it ran. The target can
 refuse: ``PYTHON_DISABLE_REMOTE_DEBUG``, ``-X disable_remote_debug``, a build
 ``--without-remote-debug``; the plan then takes the debugger path when a debugger is present.
 """
