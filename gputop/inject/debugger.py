@@ -42,6 +42,10 @@ TIMEOUT_S = 30.0
 """The debugger's whole run, symbol loading included; then it is stopped (and the target,
 if the kernel left it stopped, continued)."""
 MARK = "GPUTOP:"
+PTRACE_DENIED = (
+    "ptrace denied for pid {pid}: run gputop as the job's user or root; in a container add "
+    "--cap-add=SYS_PTRACE (and a seccomp profile that allows ptrace)"
+)
 
 _MMAP = "(char *) mmap(0, 4096, 3, 0x22, -1, 0)"  # PROT_READ|WRITE, MAP_PRIVATE|ANONYMOUS
 
@@ -172,7 +176,7 @@ def parse_run(run: ToolRun, pid: int) -> DebuggerRun:
             main_in, text,
         )  # fmt: skip
     if "ptrace:" in text or "Operation not permitted" in text or "attach failed" in text:
-        return DebuggerRun(False, f"the debugger may not attach to pid {pid} (ptrace)", None, text)
+        return DebuggerRun(False, PTRACE_DENIED.format(pid=pid), None, text)
     if re.search(rf"{MARK} queued -1", text):
         return DebuggerRun(
             False, "the interpreter's queue of pending calls is full; try again", main_in, text

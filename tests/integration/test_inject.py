@@ -137,7 +137,7 @@ def test_another_user_is_refused_in_one_line_and_the_target_runs_on(agent_dir):
         assert f"pid {proc.pid} belongs to uid 0, not you" in out
         assert "run gputop as that user or as root" in out
         forced = as_nobody(lambda: str(dbg.run_debugger(dbg.find_debugger(), proc.pid).problem))
-        assert "(ptrace)" in forced and "\n" not in forced, forced
+        assert f"ptrace denied for pid {proc.pid}" in forced and "\n" not in forced, forced
         assert running(proc)
     finally:
         stop(proc)
