@@ -97,6 +97,19 @@ def add_ui_flags(
     )
 
 
+ATTACH_HELP = (
+    "with --pid: load gputop's agent into the process and the ranks below it if they have none "
+    "(steps and phases, no restart, nothing written to disk): Python 3.14+ through "
+    "sys.remote_exec, older through gdb or lldb (a pending call the main thread runs at its "
+    "next safe point). Needs the same user or root, ptrace allowed, and gputop importable by "
+    "the job's Python; each refusal says what to do. Without it gputop only says how"
+)
+
+
+def add_attach_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--attach", action="store_const", const=True, help=ATTACH_HELP)
+
+
 def add_output_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--record",
@@ -266,6 +279,41 @@ def with_tree(host: Any, pid: int) -> Attached:
     return Attached(host, AgentLink(pid), StackSource(pid))
 
 
+def roles_of(attached: Attached) -> dict[int, str] | None:
+    """pid -> role (main, worker, ...) from the host source: DataLoader workers get no agent."""
+    if attached.host is None:
+        return None
+    try:
+        return {p.pid: p.role for p in attached.host.sample().processes}
+    except Exception:
+        return None
+
+
+def offer_agent(attached: Attached, load: bool, say: Any = None) -> None:
+    """Headless: with ``load`` (--attach), the plan's lines, then the load and its result; without,
+    one line saying the agent is not loaded and how to load it (nothing when it is loaded)."""
+    if attached.pid is None:
+        return
+    from gputop.inject import load_agent, plan_load
+
+    say = say or (lambda line: print(f"gputop: {line}", file=sys.stderr))
+    plan = plan_load(attached.pid, roles_of(attached), check_import=load)
+    if plan.nothing_to_do:
+        if load:
+            say(plan.summary())  # asked for: say why nothing is done
+        return
+    if not load:
+        say(
+            f"pid {attached.pid} has no gputop agent (no step phases; stacks only): add "
+            "--attach to load it without a restart"
+        )
+        return
+    for line in plan.lines():
+        say(line)
+    if plan.todo:
+        say(load_agent(plan, progress=say).line())
+
+
 # ---- the session and its outputs ----
 
 
@@ -323,6 +371,7 @@ def run_tui(
     session: Any,
     attached: Attached = Attached(),
     job: Any = None,
+    attach_now: bool = False,
 ) -> int:
     """The live screen over ``session``. Imports Textual only now: its colour system must come
     from the environment first."""
@@ -335,6 +384,11 @@ def run_tui(
     if attached.host is not None:
         target = Target(pid=attached.host.pid, command=attached.command() or "?")
     extra = (f"no GPU data: {gpus.missing}",) if gpus.missing else ()
+    offer = None
+    if target is not None and job is None:
+        from gputop.ui.load_agent import AgentOffer
+
+        offer = AgentOffer(target.pid, now=attach_now)
     app = GputopApp(
         gpus.source,
         config=config,
@@ -346,6 +400,7 @@ def run_tui(
         stacks=attached.stacks,
         extra_problems=extra,
         session=session,
+        offer=offer,
     )
     session.start(
         {"simulated": gpus.simulated, "interval": app.interval,

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from gputop.commands.common import (
     UsageError,
+    add_attach_flag,
     add_output_flags,
     add_sim_flags,
     attach,
@@ -18,6 +19,7 @@ from gputop.commands.common import (
     command_of,
     follower_for,
     new_session,
+    offer_agent,
     open_gpus,
     open_outputs,
 )
@@ -32,6 +34,7 @@ DESCRIPTION = (
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pid", type=int, metavar="PID", help="the training process to diagnose")
+    add_attach_flag(p)
     p.add_argument("--duration", type=float, default=30.0, help="seconds to watch (default 30)")
     p.add_argument("--interval", type=float, default=1.0, help="seconds between readings")
     p.add_argument("--json", action="store_true", help="JSON (schema: docs/diagnose.md)")
@@ -51,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
     board = board_from_flags(args, follower)
     if command and args.pid:
         raise UsageError("give either --pid or a command after --, not both")
+    if args.attach and not args.pid:
+        raise UsageError("--attach needs --pid (a command after -- starts with the agent)")
     sinks = open_outputs(args, "diagnose")
     job = None
     if command:
@@ -70,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
         if job is not None:
             job.stop()
         raise
+    if job is None:
+        offer_agent(attached, load=bool(args.attach))
     session = new_session(gpus, sinks, follower)
     stop = (lambda: job.poll() is not None) if job else (lambda: False)
     session.start({"simulated": gpus.simulated, "pid": pid, "command": command or None,

@@ -6,6 +6,8 @@ import argparse
 import sys
 
 from gputop.commands.common import (
+    UsageError,
+    add_attach_flag,
     add_sim_flags,
     add_ui_flags,
     attach,
@@ -24,6 +26,7 @@ NAME = None
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_ui_flags(p)
+    add_attach_flag(p)
     add_sim_flags(p)
 
 
@@ -32,6 +35,8 @@ def run(args: argparse.Namespace) -> int:
     process, its stacks and steps, and the verdict from them. Without a target there is nothing
     to show but GPUs."""
     config = ui_config(args)
+    if args.attach and args.pid is None:
+        raise UsageError("--attach needs --pid: the process to load the agent into")
     follower = follower_for(args, args.pid)
     board = board_from_flags(args, follower)
     attached = attach(args.pid)
@@ -45,4 +50,6 @@ def run(args: argparse.Namespace) -> int:
         )
         sinks.close()
         return 1
-    return run_tui(gpus, config, new_session(gpus, sinks, follower), attached)
+    return run_tui(
+        gpus, config, new_session(gpus, sinks, follower), attached, attach_now=bool(args.attach)
+    )

@@ -12,12 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from gputop.commands.common import (
+    add_attach_flag,
     add_sim_flags,
     attach,
     board_from_flags,
     close_session,
     follower_for,
     new_session,
+    offer_agent,
     open_gpus,
     open_outputs,
 )
@@ -37,6 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
     p.add_argument("--interval", type=float, default=2.0, help="seconds between readings")
     p.add_argument("--prometheus", metavar="[ADDR:]PORT", help="also serve Prometheus metrics")
+    add_attach_flag(p)
     add_sim_flags(p)
 
 
@@ -48,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
     board = board_from_flags(args, follower)
     attached = attach(args.pid)
     sinks = open_outputs(args, "record", record=args.output)
+    offer_agent(attached, load=bool(args.attach))
     gpus = open_gpus(board)
     if gpus.missing:
         print(f"gputop: no GPU data: {gpus.missing}; recording the process only", file=sys.stderr)

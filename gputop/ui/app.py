@@ -101,6 +101,7 @@ class GputopApp(App):
         Binding("m", "capture_memory", "Memory", id="capture_memory"),
         Binding("n", "capture_nsys", "Nsys", id="capture_nsys"),
         Binding("x", "cancel_capture", "Cancel", id="cancel_capture"),
+        Binding("a", "load_agent", "Load agent", id="load_agent"),
         Binding("ctrl+c", "interrupt", "Interrupt job", id="interrupt", priority=True),
     ]
     HELP = {
@@ -127,6 +128,8 @@ class GputopApp(App):
         "capture_nsys": "record an Nsight Systems window of a job started by "
         "`gputop run --nsys` (nsys cannot attach to other jobs: the reason says how to relaunch)",
         "cancel_capture": "stop the running captures, keeping what they recorded",
+        "load_agent": "load gputop's agent into the target and its ranks (no restart): says "
+        "what it will do and needs, and asks first",
     }
 
     def __init__(
@@ -144,6 +147,7 @@ class GputopApp(App):
         stacks: Any = None,
         session: Session | None = None,
         panes: frozenset[str] | None = None,
+        offer: Any = None,
     ) -> None:
         self.config = (config or Config()).effective()
         super().__init__()
@@ -171,6 +175,9 @@ class GputopApp(App):
             capture_dir=str(self.config.capture_dir) if self.config.capture_dir else None,
         )
         self.target = target
+        self.offer = offer
+        """An ``AgentOffer`` (ui/load_agent.py) when the agent can be loaded into the target
+        from here (key a, --attach); None: the key is not shown."""
         self.simulated = simulated
         self.capabilities = (
             capabilities if capabilities is not None else getattr(feed, "capabilities", None)
@@ -266,6 +273,8 @@ class GputopApp(App):
                 loop.add_signal_handler(sig, self.exit)
         if self._start_sampler:
             self._start_samplers()
+        if self.offer is not None:
+            self.run_worker(self._first_look, thread=True, group="load_agent")
 
     def _start_samplers(self) -> None:
         """One sampler thread per feed, at the feed's own rate (``sources/feeds.py``)."""
@@ -349,7 +358,7 @@ class GputopApp(App):
                 self._update_header()
             if len(state.problems) > self._seen_problems:
                 self._update_status()
-        if changed in (None, "gpu"):
+        if changed in (None, "gpu", "agents"):
             self._refresh_bindings_if_changed()
 
     def refresh_view(self) -> None:
@@ -414,6 +423,8 @@ class GputopApp(App):
         self._problems += problems[self._seen_problems :]
         self._seen_problems = len(problems)
         lines = [self.trouble] if self.trouble else []
+        if self.offer is not None and self.offer.line:
+            lines.append(self.offer.line)
         lines += self._problems
         status = self.query_one(StatusLine)
         status.update("\n".join(lines))
@@ -441,6 +452,8 @@ class GputopApp(App):
             return self._capture_unavailable(action.removeprefix("capture_"))
         if action == "cancel_capture" and not self.capture_keys.running:
             return "no capture running"
+        if action == "load_agent":
+            return self._load_agent_unavailable()
         if action == "interrupt" and self.job is None:
             return "only for a job started by `gputop run`"
         if action == "interrupt" and self.job.poll() is not None:
@@ -450,6 +463,8 @@ class GputopApp(App):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "interrupt" and self.job is None:
             return False  # not shown at all outside `gputop run`
+        if action == "load_agent" and self._load_agent_unavailable():
+            return False  # shown only when it can work: a target without an agent
         return None if self.unavailable_reason(action) else True
 
     def action_dump_stacks(self) -> None:
@@ -475,6 +490,97 @@ class GputopApp(App):
         from gputop.ui.dump import DumpScreen
 
         self.push_screen(DumpScreen(text, saved))
+
+    # ---- loading the agent (the work is gputop.inject's, on worker threads) ----
+
+    def _load_agent_unavailable(self) -> str | None:
+        if self.offer is None:
+            return "needs a target (gputop --pid)"
+        if self.offer.busy:
+            return "loading the agent"
+        agents = self.session.state.agents
+        if agents is not None and any(a.state == "connected" for a in agents.agents):
+            return "the agent is loaded"
+        return None
+
+    def _roles(self) -> dict[int, str] | None:
+        """pid -> role from the latest host reading (the sampler's; read, never sampled here)."""
+        host = self.session.state.host
+        return {p.pid: p.role for p in host.processes} if host is not None else None
+
+    def _say_agent(self, line: str) -> None:
+        """From a worker thread: the agent's line on the status line."""
+        assert self.offer is not None
+        self.offer.line = line
+        self.call_from_thread(self._update_status)
+
+    def _first_look(self) -> None:
+        """At start: with --attach, load; else say in one line that the agent is missing and
+        how to load it (nothing when it is there)."""
+        assert self.offer is not None
+        if self.offer.now:
+            self._plan_then(confirm=False)
+            return
+        plan = self.offer.plan(self._roles(), check_import=False)
+        if not plan.nothing_to_do:
+            self._say_agent(f"pid {self.offer.pid} has no gputop agent (stacks only): press a "
+                            "to load it, no restart")  # fmt: skip
+        self.call_from_thread(self._refresh_bindings_if_changed)
+
+    def action_load_agent(self) -> None:
+        if self._load_agent_unavailable() is None:
+            assert self.offer is not None
+            self.offer.busy = True
+            self._refresh_bindings_if_changed()
+            self.offer.line = "checking what loading the agent needs..."
+            self._update_status()
+            self.run_worker(lambda: self._plan_then(confirm=True), thread=True, group="load_agent")
+
+    def _plan_then(self, confirm: bool) -> None:
+        """On a worker thread: the plan; then the confirmation (key a) or the load (--attach)."""
+        assert self.offer is not None
+        self.offer.busy = True
+        try:
+            plan = self.offer.plan(self._roles())
+        except Exception as e:  # a plan reads /proc: never take the screen down
+            plan = None
+            self._say_agent(f"cannot load the agent: {e}")
+        if plan is None or not plan.todo:
+            if plan is not None:
+                self._say_agent(plan.summary())
+            self.offer.busy = False
+            self.call_from_thread(self._refresh_bindings_if_changed)
+            return
+        if confirm:
+            self.call_from_thread(self._confirm, plan)
+        else:
+            self._load(plan)
+
+    def _confirm(self, plan: Any) -> None:
+        from gputop.ui.load_agent import LoadAgentScreen
+
+        def answered(yes: bool | None) -> None:
+            assert self.offer is not None
+            if yes:
+                self.run_worker(lambda: self._load(plan), thread=True, group="load_agent")
+            else:
+                self.offer.busy = False
+                self.offer.line = "the agent was not loaded (a loads it)"
+                self._update_status()
+                self._refresh_bindings_if_changed()
+
+        self.push_screen(LoadAgentScreen(plan.lines()), answered)
+
+    def _load(self, plan: Any) -> None:
+        """On a worker thread: the load, its steps and its result on the status line."""
+        assert self.offer is not None
+        try:
+            self._say_agent(self.offer.load(plan, progress=self._say_agent))
+        except Exception as e:
+            self._say_agent(f"loading the agent failed: {e}")
+        finally:
+            self.offer.busy = False
+            self.call_from_thread(self._refresh_bindings_if_changed)
 
     # ---- captures (the work is CaptureKeys'; the app forwards keys and draws views) ----
 
@@ -614,6 +720,8 @@ class GputopApp(App):
         rows = []
         for b in self.all_bindings():
             assert isinstance(b, Binding) and b.id is not None
+            if b.id == "load_agent" and self.offer is None:
+                continue  # only where an agent can be loaded (gputop --pid)
             keys = keymap.get(b.id, b.key)
             rows.append(
                 (keys, self.HELP.get(b.id, b.description), b.id, self.unavailable_reason(b.action))

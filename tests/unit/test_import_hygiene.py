@@ -21,7 +21,8 @@ HEAVY = frozenset({"textual", "rich", "pynvml", "psutil", "subprocess", "plotext
                    "prometheus_client", "torch"})  # fmt: skip
 """What a pure layer may not import: a screen, a driver, processes, exporters, torch."""
 OUTPUTS = ("gputop.ui", "gputop.record", "gputop.export", "gputop.commands", "gputop.cli",
-           "gputop.headless", "gputop.snapshot", "gputop.render", "gputop.capture")  # fmt: skip
+           "gputop.headless", "gputop.snapshot", "gputop.render", "gputop.capture",
+           "gputop.inject")  # fmt: skip
 ABOVE_MODEL = ("gputop.diagnose", "gputop.session", "gputop.sinks", "gputop.sources",
                "gputop.sim", "gputop.agent", "gputop.run", *OUTPUTS)  # fmt: skip
 

@@ -1,0 +1,251 @@
+"""Loading the agent through a debugger (Pythons before 3.14), the way ``memray attach`` does:
+the debugger never runs Python itself. It stops the process for a moment, asks the interpreter
+to run a pending call (``Py_AddPendingCall``: the main thread runs it at its next safe point,
+between two bytecodes, holding the GIL), and detaches at once.
+
+In the target, the debugger only:
+1. maps one anonymous page (``mmap``: a system call, safe wherever the thread was stopped,
+   unlike ``malloc`` whose lock the stopped thread may hold);
+2. writes ``CODE`` (the source below) into it;
+3. calls ``Py_AddPendingCall(PyRun_SimpleString, page)``, which only queues the call;
+4. detaches (``gdb -batch`` detaches on every exit, an error in the script included).
+
+The main thread then runs ``CODE`` when it next executes Python: at once in a training loop;
+if it is inside a long C call (a sleep, a blocking read), when that call returns. ``CODE``
+never raises: a pending call that fails would surface as an error in the training code.
+The page (4 KiB) stays mapped: freeing it would need a second stop.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import tempfile
+import time
+from dataclasses import dataclass
+
+from gputop.capture.external import ToolRun, run_tool
+
+CODE = (
+    "try:\n"
+    " __import__('gputop.agent').agent.init()\n"
+    "except BaseException as e:\n"
+    " try:__import__('sys').stderr.write('gputop: the agent did not start: %r\\n' % (e,))\n"
+    " except BaseException:pass\n"
+)
+"""What the target runs: import gputop's agent and start it, nothing else (``init()`` is
+idempotent). No name is bound in the target's ``__main__``."""
+
+TIMEOUT_S = 30.0
+"""The debugger's whole run, symbol loading included; then it is stopped (and the target,
+if the kernel left it stopped, continued)."""
+MARK = "GPUTOP:"
+PTRACE_DENIED = (
+    "ptrace denied for pid {pid}: run gputop as the job's user or root; in a container add "
+    "--cap-add=SYS_PTRACE (and a seccomp profile that allows ptrace)"
+)
+
+_MMAP = "(char *) mmap(0, 4096, 3, 0x22, -1, 0)"  # PROT_READ|WRITE, MAP_PRIVATE|ANONYMOUS
+
+
+def c_literal(text: str) -> str:
+    """``text`` as a C string literal both gdb and lldb read back byte for byte."""
+    out = []
+    for ch in text:
+        if ch in '\\"':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif " " <= ch <= "~":
+            out.append(ch)
+        else:
+            out += [f"\\{b:03o}" for b in ch.encode()]
+    return '"' + "".join(out) + '"'
+
+
+def gdb_script(code: str = CODE) -> str:
+    """The gdb commands; an error in any of them ends the script (then gdb detaches)."""
+    size = len(code.encode()) + 1
+    return (
+        "\n".join(
+            [
+                "set pagination off",
+                "set confirm off",
+                "set width 0",
+                "set unwindonsignal on",
+                "sharedlibrary libc",
+                "sharedlibrary libpython",
+                f"echo {MARK} attached\\n",
+                f"echo {MARK} main thread in \\n",
+                "info symbol $pc",
+                "p (void *) Py_AddPendingCall",
+                "p (void *) PyRun_SimpleString",
+                f"echo {MARK} python\\n",
+                f"set $gputop_page = {_MMAP}",
+                "if $gputop_page == (char *) -1",
+                f"  echo {MARK} no page\\n",
+                "  detach",
+                "  quit 3",
+                "end",
+                f"set {{char[{size}]}} $gputop_page = {c_literal(code)}",
+                "set $gputop_rc = (int) Py_AddPendingCall((void *) PyRun_SimpleString, "
+                "(void *) $gputop_page)",
+                f'printf "{MARK} queued %d\\n", $gputop_rc',
+                "detach",
+                "quit",
+            ]
+        )
+        + "\n"
+    )
+
+
+def gdb_argv(gdb: str, pid: int, script: str) -> list[str]:
+    return [
+        gdb, "-batch", "-nx", "-nw", "-p", str(pid),
+        "-iex", "set debuginfod enabled off",
+        "-iex", "set auto-solib-add off",  # only libc and libpython: big torch libraries cost
+        "-x", script,
+    ]  # fmt: skip
+
+
+def lldb_argv(lldb: str, pid: int, code: str = CODE) -> list[str]:
+    """The same steps for lldb (where gdb is missing). lldb calls functions without debug
+    information only through explicit function types, hence the casts."""
+    size = len(code.encode()) + 1
+    expr = (
+        "char *p = ((char *(*)(void *, unsigned long, int, int, int, long))mmap)"
+        "(0, 4096, 3, 0x22, -1, 0); "
+        "int rc = -2; "
+        "if (p != (char *)-1) { "
+        f"((void *(*)(void *, const void *, unsigned long))memcpy)(p, {c_literal(code)}, {size}); "
+        "rc = ((int (*)(void *, void *))Py_AddPendingCall)"
+        "((void *)PyRun_SimpleString, (void *)p); } "
+        "rc"
+    )
+    return [
+        lldb, "--batch", "--no-lldbinit", "-p", str(pid),
+        "-o", f'script print("{MARK} attached")',
+        "-o", "image lookup -a $pc",
+        "-o", f"expr -- {expr}",
+        "-o", "process detach",
+    ]  # fmt: skip
+
+
+def find_debugger(path: str | None = None) -> tuple[str, str] | None:
+    """("gdb", its path), else ("lldb", its path), else None."""
+    for name in ("gdb", "lldb"):
+        found = shutil.which(name, path=path)
+        if found:
+            return name, found
+    return None
+
+
+@dataclass(frozen=True)
+class DebuggerRun:
+    """How the debugger's run went, read from its output: whether the call was queued, where
+    the main thread was (a C function tells the agent waits for it to return), what failed."""
+
+    queued: bool
+    problem: str | None
+    main_in: str | None
+    """The function the main thread was stopped in, with the library it belongs to."""
+    output: str
+
+
+def parse_run(run: ToolRun, pid: int) -> DebuggerRun:
+    text = (run.stdout or "") + "\n" + (run.stderr_tail or "")
+    main_in = None
+    m = re.search(rf"{MARK} main thread in \s*\n?(.*)", text)
+    if m and not m.group(1).startswith("No symbol"):
+        main_in = m.group(1).strip() or None
+    m = re.search(r"frame #0: 0x[0-9a-f]+ (\S+)`(\S+)", text)  # lldb
+    if main_in is None and m:
+        main_in = f"{m.group(2)} in {m.group(1)}"
+    queued = bool(re.search(rf"{MARK} queued 0\b", text)) or bool(
+        re.search(r"\(int\) \$?\w* = 0\s*$", text, re.M) and f"{MARK} attached" in text
+    )
+    if queued:
+        return DebuggerRun(True, None, main_in, text)
+    if run.not_found:
+        return DebuggerRun(False, "the debugger could not be started", main_in, text)
+    if run.timed_out:
+        return DebuggerRun(
+            False, f"the debugger did not finish within {TIMEOUT_S:g} s and was stopped",
+            main_in, text,
+        )  # fmt: skip
+    if "ptrace:" in text or "Operation not permitted" in text or "attach failed" in text:
+        return DebuggerRun(False, PTRACE_DENIED.format(pid=pid), None, text)
+    if re.search(rf"{MARK} queued -1", text):
+        return DebuggerRun(
+            False, "the interpreter's queue of pending calls is full; try again", main_in, text
+        )
+    if f"{MARK} attached" in text and f"{MARK} python" not in text:
+        return DebuggerRun(
+            False, f"pid {pid} does not look like CPython (no Py_AddPendingCall)", main_in, text
+        )
+    last = next(
+        (ln.strip() for ln in reversed(text.splitlines()) if ln.strip() and MARK not in ln), ""
+    )
+    return DebuggerRun(False, f"the debugger failed: {last[:160] or 'no output'}", main_in, text)
+
+
+def in_c_call(main_in: str | None) -> str | None:
+    """The C function the main thread was stopped in when it is outside the interpreter (libc,
+    a library such as torch's), else None."""
+    if not main_in:
+        return None
+    name = main_in.split()[0]
+    if "python" in main_in.lower() or name.startswith(("Py", "_Py")):
+        return None
+    return name
+
+
+def run_debugger(debugger: tuple[str, str], pid: int, timeout: float = TIMEOUT_S) -> DebuggerRun:
+    """Queue ``CODE`` in ``pid`` through the debugger, bounded in time; on every path the target
+    ends up detached and running (a process the kernel left stopped is continued)."""
+    kind, path = debugger
+    with tempfile.TemporaryDirectory(prefix="gputop-load-") as tmp:
+        if kind == "gdb":
+            script = os.path.join(tmp, "load.gdb")
+            with open(script, "w") as f:
+                f.write(gdb_script())
+            argv = gdb_argv(path, pid, script)
+        else:
+            argv = lldb_argv(path, pid)
+        try:
+            run = run_tool(argv, timeout)
+        finally:
+            keep_running(pid)
+    return parse_run(run, pid)
+
+
+def stopped(pid: int, proc: str = "/proc") -> bool:
+    """Whether any thread of ``pid`` is stopped by a signal (T; t is a tracer's stop)."""
+    try:
+        tasks = os.listdir(f"{proc}/{pid}/task")
+    except OSError:
+        return False
+    for tid in tasks:
+        try:
+            with open(f"{proc}/{pid}/task/{tid}/stat") as f:
+                text = f.read()
+        except OSError:
+            continue
+        if text[text.rindex(")") + 2 :].split()[0] == "T":
+            return True
+    return False
+
+
+def keep_running(pid: int, proc: str = "/proc") -> None:
+    """After a debugger: a target left stopped (a debugger killed mid-way, lldb's known habit)
+    is continued. Only called for targets that were running before."""
+    for _ in range(3):
+        if not stopped(pid, proc):
+            return
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except OSError:
+            return
+        time.sleep(0.05)

@@ -1,0 +1,348 @@
+"""The plan (what will be done to which process, what it needs, and every refusal with what to
+do about it, one line each) and the load itself, with a bounded wait for the agents' sockets.
+
+Nothing is changed on disk: the debugger path writes only into the target's memory; the 3.14
+path's script file (private, temporary) removes itself when it runs and is removed after the
+wait in any case.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from gputop.inject import debugger as dbg
+from gputop.inject import remote
+from gputop.inject.target import (
+    InjectTarget,
+    is_ancestor_of,
+    is_python,
+    own_ptrace_cap,
+    ptrace_refusal,
+    read_process,
+    remote_debug_disabled,
+    yama_scope,
+)
+from gputop.sources.procfs import descendants
+
+MIN_VERSION = (3, 10)
+"""The oldest Python gputop's agent runs on (pyproject's requires-python)."""
+REMOTE_EXEC = (3, 14)
+WAIT_S = 10.0
+"""How long the load waits for the agents' sockets (a main thread in Python runs the call at
+once; one inside a long C call runs it when the call returns)."""
+IMPORT_CHECK_S = 20.0
+
+
+@dataclass(frozen=True)
+class ProcessLoad:
+    """One process's part of the plan: how the agent gets in, or why it does not."""
+
+    pid: int
+    target: InjectTarget | None
+    method: str | None = None
+    """"remote_exec", "gdb" or "lldb"."""
+    refusal: str | None = None
+    """One line with what to do (None: it can be done)."""
+    has_agent: bool = False
+    python: bool = True
+    """False for a process that is not Python (nothing to load, nothing to say)."""
+
+    @property
+    def todo(self) -> bool:
+        return self.method is not None and self.refusal is None and not self.has_agent
+
+
+@dataclass(frozen=True)
+class LoadPlan:
+    """What loading the agent into a process tree will do and need, before anything is done."""
+
+    pid: int
+    processes: tuple[ProcessLoad, ...]
+    debugger: tuple[str, str] | None
+
+    @property
+    def todo(self) -> tuple[ProcessLoad, ...]:
+        return tuple(p for p in self.processes if p.todo)
+
+    @property
+    def refusals(self) -> tuple[str, ...]:
+        return tuple(p.refusal for p in self.processes if p.refusal)
+
+    @property
+    def nothing_to_do(self) -> bool:
+        """Every Python process of the tree has an agent (or there is none)."""
+        return not self.todo and all(p.has_agent or not p.python for p in self.processes)
+
+    def lines(self) -> list[str]:
+        """What will be done, what it needs, and the refusals: one line each."""
+        out: list[str] = []
+        for p in self.processes:
+            if p.has_agent:
+                out.append(f"pid {p.pid} already has gputop's agent: nothing to do")
+            elif p.refusal:
+                out.append(f"pid {p.pid}: {p.refusal}")
+            elif p.todo and p.target is not None:
+                out.append(f"{p.target.label}: {how(p.method)}")
+        if self.todo:
+            out.append(
+                "needs: the same user or root, ptrace allowed, gputop importable by the "
+                "target's interpreter (checked); nothing is written to disk, the job is not "
+                "restarted, and if anything fails it keeps training"
+            )
+        return out
+
+    def summary(self) -> str:
+        """The plan in one line (the status line, the start of a headless run)."""
+        if self.nothing_to_do:
+            if not any(p.python for p in self.processes):
+                return "not a Python process: there is no agent to load"
+            return "the agent is already loaded: nothing to do"
+        if not self.todo:
+            return self.refusals[0] if self.refusals else "no Python process to load the agent into"
+        pids = ", ".join(str(p.pid) for p in self.todo)
+        methods = sorted({p.method or "" for p in self.todo})
+        return f"load gputop's agent into pid {pids} through {' and '.join(methods)}"
+
+
+def how(method: str | None) -> str:
+    if method == "remote_exec":
+        return (
+            "sys.remote_exec (PEP 768) runs a script that imports gputop.agent and calls "
+            "init() on the main thread at its next safe point"
+        )
+    return (
+        f"{method} stops it for a moment, queues `import gputop.agent; gputop.agent.init()` "
+        "as a pending call the main thread runs at its next safe point, and detaches"
+    )
+
+
+def _roles(pid: int, proc: str) -> dict[int, str]:
+    """DataLoader workers when no host source said: by torch's name for them."""
+    out = {}
+    for child in descendants(pid, proc):
+        try:
+            with open(f"{proc}/{child}/comm") as f:
+                out[child] = "worker" if f.read().startswith("pt_data_worker") else "child"
+        except OSError:
+            continue
+    return out
+
+
+def candidates(pid: int, roles: Mapping[int, str] | None, proc: str = "/proc") -> list[int]:
+    """The target and every Python process below it that is not a DataLoader worker (ranks,
+    spawned children), by the host source's roles."""
+    roles = _roles(pid, proc) if roles is None else roles
+    below = [p for p in descendants(pid, proc) if p != pid and roles.get(p, "child") != "worker"]
+    return [pid, *below]
+
+
+def source_hint() -> str:
+    """What to pip install: this checkout when gputop runs from one, else the package."""
+    root = Path(__file__).resolve().parents[2]
+    return str(root) if (root / "pyproject.toml").is_file() else "gputop"
+
+
+def import_refusal(t: InjectTarget) -> str | None:
+    """Whether the target's interpreter, with its flags, environment and directory, imports
+    gputop.agent (None: it does); else the one line that fixes it."""
+    env = {k: v for k, v in t.environ.items() if not k.startswith("GPUTOP_")}
+    env["GPUTOP_DISABLE"] = "1"  # the check's own interpreter must not start an agent
+    argv = [t.path, *t.flags, "-c", "import gputop.agent"]
+    as_user = {}
+    if os.geteuid() == 0 and t.uid != 0:
+        as_user = {"user": t.uid, "group": t.gid, "extra_groups": []}
+    cwd = t.cwd if os.path.isdir(t.cwd) else "/"
+    try:
+        done = subprocess.run(
+            argv, env=env, cwd=cwd, capture_output=True, timeout=IMPORT_CHECK_S,
+            stdin=subprocess.DEVNULL, start_new_session=True, **as_user,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return f"checking that {t.path} imports gputop took over {IMPORT_CHECK_S:g} s"
+    except OSError as e:
+        return f"cannot run the target's interpreter {t.path}: {e.strerror or e}"
+    if done.returncode == 0:
+        return None
+    hidden = [f for f in t.flags if f in ("-S", "-I") or (f.startswith("-") and "S" in f[1:])]
+    if hidden:
+        return (
+            f"gputop is not importable by {t.path} started with {' '.join(hidden)} (no "
+            "site-packages): restart the job without it, or under `gputop run`"
+        )
+    return (
+        f"gputop is not importable by pid {t.pid}'s Python: {t.path} -m pip install {source_hint()}"
+    )
+
+
+NO_DEBUGGER = (
+    "no debugger to load the agent with: apt-get install gdb (or your system's package of gdb "
+    "or lldb)"
+)
+
+
+def choose_method(
+    version: tuple[int, int] | None,
+    environ: Mapping[str, str],
+    flags: tuple[str, ...],
+    debugger: tuple[str, str] | None,
+) -> str | None:
+    """sys.remote_exec on 3.14+ unless the target opted out; else the debugger; else None."""
+    if version is not None and version >= REMOTE_EXEC and not remote_debug_disabled(environ, flags):
+        return "remote_exec"
+    return debugger[0] if debugger is not None else None
+
+
+def plan_process(
+    pid: int,
+    debugger: tuple[str, str] | None,
+    proc: str = "/proc",
+    check_import: bool = True,
+) -> ProcessLoad:
+    t = read_process(pid, proc)
+    if t is None:
+        return ProcessLoad(pid, None, refusal="it has exited")
+    euid = os.geteuid()
+    cap = own_ptrace_cap(proc) if euid == 0 else False
+    why = ptrace_refusal(
+        t.uid, pid, euid, yama_scope(proc), cap, is_ancestor_of(os.getpid(), pid, proc)
+    )
+    if why:
+        return ProcessLoad(pid, t, refusal=why)
+    if not t.exe:
+        return ProcessLoad(pid, t, refusal=(
+            f"cannot read /proc/{pid}/exe: run gputop as the job's user or as root"))  # fmt: skip
+    if not is_python(t.exe):
+        return ProcessLoad(pid, t, refusal=f"not a Python process ({t.exe})", python=False)
+    if t.has_agent():
+        return ProcessLoad(pid, t, has_agent=True)
+    if t.version is not None and t.version < MIN_VERSION:
+        v = ".".join(map(str, t.version))
+        return ProcessLoad(pid, t, refusal=f"Python {v}: gputop's agent needs 3.10 or newer")
+    if t.state == "T":
+        return ProcessLoad(pid, t, refusal=f"it is stopped: resume it first (kill -CONT {pid})")
+    if t.environ.get("GPUTOP_DISABLE", "") not in ("", "0"):
+        return ProcessLoad(pid, t, refusal="GPUTOP_DISABLE is set in its environment: the "
+                           "agent would stay off; restart it without")  # fmt: skip
+    method = choose_method(t.version, t.environ, t.flags, debugger)
+    if method is None:
+        return ProcessLoad(pid, t, refusal=NO_DEBUGGER)
+    if check_import:
+        why = import_refusal(t)
+        if why:
+            return ProcessLoad(pid, t, method, refusal=why)
+    return ProcessLoad(pid, t, method)
+
+
+def plan_load(
+    pid: int,
+    roles: Mapping[int, str] | None = None,
+    path: str | None = None,
+    proc: str = "/proc",
+    check_import: bool = True,
+) -> LoadPlan:
+    """The plan for ``pid`` and the ranks below it; reads only (the import check runs the
+    target's interpreter once per process, with the agent disabled). ``path`` is the PATH the
+    debugger is looked up in (default: this process's)."""
+    debugger = dbg.find_debugger(path)
+    processes = []
+    for p in candidates(pid, roles, proc):
+        if p != pid:
+            t = read_process(p, proc)
+            if t is None or not t.exe or not is_python(t.exe):
+                continue  # a non-Python child (a shell, a compiler) is nobody's concern here
+        processes.append(plan_process(p, debugger, proc, check_import))
+    return LoadPlan(pid, tuple(processes), debugger)
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    """What the load did, per process, as lines; ``line`` is the one the status line shows."""
+
+    loaded: tuple[int, ...]
+    problems: tuple[str, ...]
+    waiting: tuple[str, ...] = ()
+    """Processes whose call is queued but whose main thread has not run Python since."""
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.loaded) and not self.problems and not self.waiting
+
+    def line(self) -> str:
+        parts = []
+        if self.loaded:
+            parts.append(f"agent loaded into pid {', '.join(map(str, self.loaded))}")
+        parts += self.waiting
+        parts += self.problems
+        return "; ".join(parts) or "nothing was loaded"
+
+
+def load_agent(
+    plan: LoadPlan,
+    wait_s: float = WAIT_S,
+    progress: Callable[[str], None] | None = None,
+) -> LoadReport:
+    """Do the plan: each process in turn, then wait (bounded) for the agents' sockets. Never
+    raises for the target's or the tools' failures; the target keeps running on every path."""
+    say = progress or (lambda _line: None)
+    queued: dict[int, tuple[InjectTarget, str | None, str | None]] = {}
+    problems: list[str] = []
+    for p in plan.todo:
+        t = p.target
+        assert t is not None
+        say(f"loading the agent into pid {p.pid} ({p.method})")
+        if p.method == "remote_exec":
+            r, script = remote.run_remote_exec(t.path, p.pid, t.uid, t.gid)
+            if r.scheduled:
+                queued[p.pid] = (t, None, script)
+                continue
+            if r.refused and plan.debugger is not None:
+                say(f"pid {p.pid} refuses remote execution: trying {plan.debugger[0]}")
+            else:
+                problems.append(f"pid {p.pid}: {r.problem}")
+                continue
+            debugger = plan.debugger
+        else:
+            debugger = plan.debugger
+        assert debugger is not None
+        run = dbg.run_debugger(debugger, p.pid)
+        if run.queued:
+            queued[p.pid] = (t, dbg.in_c_call(run.main_in), None)
+        else:
+            problems.append(f"pid {p.pid}: {run.problem}")
+    loaded: list[int] = []
+    deadline = time.monotonic() + wait_s
+    pending = dict(queued)
+    while pending:
+        for pid in [pid for pid, (t, _, _) in pending.items() if t.has_agent()]:
+            loaded.append(pid)
+            del pending[pid]
+        if not pending or time.monotonic() >= deadline:
+            break
+        time.sleep(0.1)
+    waiting: list[str] = []
+    for pid, (_t, c_call, script) in pending.items():
+        if script:
+            remote.remove_script(script)  # nothing stays on disk; a late safe point finds none
+        if not os.path.exists(f"/proc/{pid}"):
+            problems.append(f"pid {pid} exited")
+        elif script:
+            waiting.append(
+                f"pid {pid}: no agent socket after {wait_s:g} s (a main thread inside a long C "
+                "call runs no Python; its stderr says why if the agent failed): try again"
+            )
+        elif c_call:
+            waiting.append(
+                f"pid {pid}'s main thread is inside a C call ({c_call}): the agent starts "
+                "when it returns to Python"
+            )
+        else:
+            waiting.append(
+                f"pid {pid}: no agent socket after {wait_s:g} s (its stderr says why if "
+                "the agent failed to start)"
+            )
+    return LoadReport(tuple(sorted(loaded)), tuple(problems), tuple(waiting))

@@ -1,0 +1,60 @@
+"""`gputop --pid P` on a plain trainer started without gputop, in a real terminal: the status
+line says the agent is missing, key a asks, y loads it through the debugger, and the step pane
+fills. The job keeps running after gputop leaves."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_tmux import Tmux
+
+from gputop.inject.debugger import find_debugger
+
+pytestmark = pytest.mark.skipif(find_debugger() is None, reason="needs gdb or lldb")
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.fixture
+def tmux(tmp_path):
+    t = Tmux(tmp_path, width=130, height=40)
+    t.wait_for("READY$")
+    yield t
+    t.kill()
+
+
+def test_key_a_loads_the_agent_and_the_step_pane_fills(tmux, tmp_path):
+    agents = tmp_path / "agents"
+    agents.mkdir(mode=0o700)
+    env = {**os.environ, "GPUTOP_DIR": str(agents), "PYTHONWARNINGS": "ignore"}
+    job = subprocess.Popen(
+        [sys.executable, str(EXAMPLES / "mlp_plain.py"), "--steps", "100000", "--seconds", "120",
+         "--threads", "1"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    try:
+        config = tmp_path / "config.toml"
+        config.write_text("# defaults only\n")
+        tmux.type(
+            f"GPUTOP_DIR={agents} {sys.executable} -m gputop --pid {job.pid} --interval 0.5 "
+            f"--sim-board t4 --config {config}"
+        )
+        tmux.wait_for("press a to load it", timeout=60)
+        tmux.keys("a")
+        screen = tmux.wait_for("Load gputop's agent into the running job?", timeout=60)
+        assert "pending call" in screen and "needs:" in screen
+        tmux.keys("y")
+        tmux.wait_for(f"agent loaded into pid {job.pid}", timeout=60)
+        screen = tmux.wait_for("opt ", timeout=30)  # the step pane's phases
+        assert "waiting for the first steps" not in screen
+        assert job.poll() is None
+        tmux.keys("q")
+        tmux.wait_for("READY$")
+        assert job.poll() is None, "the job must keep running after gputop leaves"
+    finally:
+        job.kill()
+        job.wait()

@@ -1,0 +1,204 @@
+"""Loading the agent into a running process: the parts that run anywhere (the injected code, the
+debugger's script, the 3.14 script and helper, the choice of path from the target's version,
+the refusal lines). The real debugger path: tests/integration/test_inject.py."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from gputop.capture.external import ToolRun
+from gputop.inject import debugger as dbg
+from gputop.inject import remote
+from gputop.inject.plan import NO_DEBUGGER, LoadPlan, LoadReport, ProcessLoad, choose_method
+from gputop.inject.target import (
+    has_cap,
+    interpreter_flags,
+    ptrace_refusal,
+    remote_debug_disabled,
+    version_of,
+)
+
+GDB = ("gdb", "/usr/bin/gdb")
+
+
+def test_the_injected_code_imports_the_agent_starts_it_and_binds_nothing():
+    tree = ast.parse(dbg.CODE)
+    assert len(tree.body) == 1 and isinstance(tree.body[0], ast.Try)
+    handler = tree.body[0].handlers[0]
+    assert isinstance(handler.type, ast.Name) and handler.type.id == "BaseException"
+    calls = [ast.unparse(n) for n in ast.walk(tree.body[0].body[0]) if isinstance(n, ast.Call)]
+    assert calls[0] == "__import__('gputop.agent').agent.init()"
+    assert not [n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)]
+
+
+def test_the_injected_code_never_raises_into_the_target(monkeypatch, capsys):
+    import gputop.agent
+
+    def boom():
+        raise SystemExit(3)  # would end the job if it escaped a pending call
+
+    monkeypatch.setattr(gputop.agent, "init", boom)
+    exec(dbg.CODE, {})
+    assert "the agent did not start: SystemExit(3)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text", [dbg.CODE, 'a "quoted" \\ back\tslash é\n'])
+def test_c_literals_read_back_byte_for_byte(text):
+    lit = dbg.c_literal(text)
+    assert "\n" not in lit and "\t" not in lit
+    back = ast.literal_eval("b" + lit.replace("\\'", "'"))  # C escapes are Python's here
+    assert back.decode() == text
+
+
+def test_the_gdb_script_maps_a_page_queues_the_call_and_always_detaches():
+    script = dbg.gdb_script()
+    lines = script.splitlines()
+    assert "malloc" not in script  # the stopped thread may hold malloc's lock
+    assert any("mmap(0, 4096" in ln for ln in lines)
+    queue = next(i for i, ln in enumerate(lines) if "Py_AddPendingCall((void *) PyRun" in ln)
+    assert lines[-1] == "quit" and lines[-2] == "detach" and queue < len(lines) - 2
+    size = len(dbg.CODE.encode()) + 1
+    assert f"set {{char[{size}]}} $gputop_page = " in script
+    argv = dbg.gdb_argv("/usr/bin/gdb", 42, "/tmp/x.gdb")
+    assert argv[:6] == ["/usr/bin/gdb", "-batch", "-nx", "-nw", "-p", "42"]
+    assert "set debuginfod enabled off" in argv
+
+
+def test_the_lldb_command_does_the_same_and_detaches():
+    argv = dbg.lldb_argv("/usr/bin/lldb", 42)
+    assert argv[argv.index("-p") + 1] == "42" and argv[-1] == "process detach"
+    expr = next(a for a in argv if a.startswith("expr -- "))
+    assert "mmap" in expr and "Py_AddPendingCall" in expr and "malloc" not in expr
+
+
+def _run(out: str = "", err: str = "", rc: int | None = 0, **kw) -> ToolRun:
+    return ToolRun(rc, out, err, kw.get("timed_out", False), False, kw.get("not_found", False))
+
+
+def test_debugger_output_becomes_one_line():
+    ok = dbg.parse_run(
+        _run("GPUTOP: attached\nGPUTOP: main thread in \nclock_nanosleep + 35 in section .text "
+             "of /lib/x86_64-linux-gnu/libc.so.6\nGPUTOP: python\nGPUTOP: queued 0\n"), 7
+    )  # fmt: skip
+    assert ok.queued and ok.problem is None
+    assert dbg.in_c_call(ok.main_in) == "clock_nanosleep"
+    in_py = "_PyEval_EvalFrameDefault + 3 in section .text of /usr/lib/libpython3.11.so.1.0"
+    assert dbg.in_c_call(in_py) is None
+    denied = dbg.parse_run(_run(err="ptrace: Operation not permitted.", rc=1), 7)
+    assert not denied.queued and denied.problem.startswith("ptrace denied for pid 7: run")
+    full = dbg.parse_run(_run("GPUTOP: attached\nGPUTOP: python\nGPUTOP: queued -1\n", rc=0), 7)
+    assert "queue of pending calls is full" in full.problem
+    not_py = dbg.parse_run(_run('GPUTOP: attached\nNo symbol "Py_AddPendingCall"', rc=1), 7)
+    assert "does not look like CPython" in not_py.problem
+    slow = dbg.parse_run(_run(rc=None, timed_out=True), 7)
+    assert "did not finish" in slow.problem
+    for r in (denied, full, not_py, slow):
+        assert "\n" not in r.problem
+
+
+def test_the_version_comes_from_the_binary_or_the_libpython_it_maps():
+    assert version_of("/usr/bin/python3.11") == (3, 11)
+    assert version_of("/root/.pyenv/versions/3.14.0/bin/python3.14") == (3, 14)
+    maps = "7f00-7f01 r-xp 0 08:01 5 /usr/lib/libpython3.14.so.1.0\n"
+    assert version_of("/opt/conda/bin/trainer", maps) == (3, 14)
+    assert version_of("/usr/bin/bash", "7f00 r-xp /lib/libc.so.6") is None
+
+
+def test_interpreter_flags_stop_at_the_program():
+    assert interpreter_flags(["python", "-S", "-X", "dev", "train.py", "-S"]) == (
+        "-S", "-X", "dev")  # fmt: skip
+    assert interpreter_flags(["python", "-u", "-m", "torch.distributed.run"]) == ("-u",)
+    assert interpreter_flags(["python", "-Ic", "print()"]) == ("-I",)
+    assert interpreter_flags(["python", "-Xdisable_remote_debug", "t.py"]) == (
+        "-Xdisable_remote_debug",)  # fmt: skip
+    assert interpreter_flags(["python"]) == ()
+
+
+def test_the_path_is_chosen_from_the_version_and_the_opt_outs():
+    assert choose_method((3, 14), {}, (), GDB) == "remote_exec"
+    assert choose_method((3, 15), {}, (), None) == "remote_exec"
+    assert choose_method((3, 11), {}, (), GDB) == "gdb"
+    assert choose_method((3, 13), {}, (), ("lldb", "/usr/bin/lldb")) == "lldb"
+    assert choose_method((3, 11), {}, (), None) is None
+    opted_out = {"PYTHON_DISABLE_REMOTE_DEBUG": "1"}
+    assert choose_method((3, 14), opted_out, (), GDB) == "gdb"
+    assert choose_method((3, 14), {}, ("-X", "disable_remote_debug"), None) is None
+    assert remote_debug_disabled({}, ("-Xdisable_remote_debug",))
+
+
+def test_the_314_script_removes_itself_then_starts_the_agent_and_never_raises():
+    text = remote.script("/tmp/gputop-load-x/load_agent.py")
+    tree = ast.parse(text)
+    assert [type(n).__name__ for n in tree.body] == ["Try", "Try"]
+    assert "unlink('/tmp/gputop-load-x/load_agent.py')" in text
+    assert "__import__('gputop.agent').agent.init()" in text
+    argv = remote.helper_argv("/venv/bin/python3.14", 42, "/tmp/s.py")
+    assert argv[:3] == ["/venv/bin/python3.14", "-I", "-c"] and argv[-2:] == ["42", "/tmp/s.py"]
+    ast.parse(remote.HELPER)
+
+
+def test_the_314_script_is_private_to_the_target_user(tmp_path, monkeypatch):
+    import os
+    import stat
+
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    path = remote.write_script(os.getuid(), os.getgid())
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
+    exec(compile(Path(path).read_text(), path, "exec"), {"__name__": "x"})  # removes itself
+    assert not os.path.exists(os.path.dirname(path))
+
+
+def test_remote_exec_failures_become_one_line():
+    ok = remote.explain(_run(rc=0), 7)
+    assert ok.scheduled
+    refused = remote.explain(
+        _run(err="RuntimeError: Remote debugging is not enabled in the remote process", rc=1), 7
+    )
+    assert refused.refused and "PYTHON_DISABLE_REMOTE_DEBUG" in refused.problem
+    denied = remote.explain(_run(err="PermissionError: [Errno 1] Operation not permitted", rc=1), 7)
+    assert "ptrace" in denied.problem
+    other = remote.explain(_run(err="Traceback...\nOSError: something odd", rc=1), 7)
+    assert other.problem == "sys.remote_exec failed: OSError: something odd"
+
+
+def test_ptrace_refusals_say_which_rule_and_how_to_allow_it():
+    assert ptrace_refusal(1000, 5, 1000, 0, False, False) is None
+    assert ptrace_refusal(1000, 5, 0, 0, True, False) is None
+    other = ptrace_refusal(1001, 5, 1000, 0, False, False)
+    assert "belongs to uid 1001" in other and "as that user or as root" in other
+    container = ptrace_refusal(1001, 5, 0, 0, False, False)
+    assert "CAP_SYS_PTRACE" in container and "--cap-add=SYS_PTRACE" in container
+    yama1 = ptrace_refusal(1000, 5, 1000, 1, False, False)
+    assert "ptrace_scope=1" in yama1 and "sysctl kernel.yama.ptrace_scope=0" in yama1
+    assert ptrace_refusal(1000, 5, 1000, 1, False, True) is None  # our own child
+    assert "ptrace_scope=2" in ptrace_refusal(1000, 5, 1000, 2, False, False)
+    assert "ptrace_scope=3" in ptrace_refusal(0, 5, 0, 3, True, False)
+    assert has_cap("CapEff:\t000001fffeffffff\n") and not has_cap("CapEff:\t0000000000000000\n")
+
+
+def test_the_plan_says_what_it_does_and_needs_and_each_refusal_in_one_line():
+    plan = LoadPlan(
+        10,
+        (
+            ProcessLoad(10, None, "gdb", None, has_agent=True),
+            ProcessLoad(11, None, None, NO_DEBUGGER),
+        ),
+        None,
+    )
+    assert not plan.todo and not plan.nothing_to_do
+    assert plan.summary() == NO_DEBUGGER
+    assert plan.lines() == [
+        "pid 10 already has gputop's agent: nothing to do",
+        f"pid 11: {NO_DEBUGGER}",
+    ]
+    done = LoadPlan(10, (ProcessLoad(10, None, "gdb", None, has_agent=True),), GDB)
+    assert done.nothing_to_do and "nothing to do" in done.summary()
+    shell_only = ProcessLoad(10, None, refusal="not a Python process", python=False)
+    shell = LoadPlan(10, (shell_only,), GDB)
+    assert shell.nothing_to_do and shell.summary().startswith("not a Python process")
+    report = LoadReport((10,), (), ("pid 11's main thread is inside a C call (read): ...",))
+    assert not report.ok and report.line().startswith("agent loaded into pid 10; pid 11")
