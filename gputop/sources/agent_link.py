@@ -260,7 +260,7 @@ class AgentLink:
         """pid -> rank for each agent that reports one: the agent's word on a process's role
         wins (``model.host.roles``; the host and stack sources take these as hints)."""
         out = {}
-        for a in self._agents.values():
+        for a in list(self._agents.values()):  # asked from another source's thread
             rank = a.hello.get("rank")
             if rank is not None:
                 got = RankId(rank, a.hello.get("local_rank"), a.hello.get("world_size"), "agent")

@@ -101,7 +101,8 @@ class HostSource:
         hints: Callable[[], Mapping[int, RoleHint]] | None = None,
     ) -> None:
         """``hints``: role evidence from other sources (``StackSource.hints``,
-        ``AgentLink.hints``, merged by ``merge_hints``), asked at each walk of the tree."""
+        ``AgentLink.hints``, merged by ``merge_hints``), asked at each walk of the tree; may
+        be set later (``source.hints = ...``)."""
         self.pid = pid
         self.proc = proc_root
         self._root = str(proc_root)
@@ -113,7 +114,7 @@ class HostSource:
         self.slow_tier_s = slow_tier_s
         self._procs: dict[tuple[int, int], _Proc] = {}
         self._facts: dict[tuple[int, int], ProcFacts] = {}
-        self._hints = hints
+        self.hints = hints
         self._start: int | None = None
         self._children_t: float | None = None
         self._slow_t: float | None = None
@@ -172,7 +173,7 @@ class HostSource:
         rank's workers and its agent or stack appear later)."""
         facts = tree_facts(self.pid, self._root, self._facts)
         self._facts = {(f.pid, f.start_ticks): f for f in facts}
-        settled = roles(facts, self.pid, self._hints() if self._hints else None)
+        settled = roles(facts, self.pid, self.hints() if self.hints else None)
         seen: dict[tuple[int, int], _Proc] = {}
         for f in facts:
             key = (f.pid, f.start_ticks)

@@ -202,7 +202,8 @@ class StackSource:
     def hints(self) -> dict[int, RoleHint]:
         """pid -> what its stacks said it is (``stack_role``), for the processes alive at the
         last walk: the host source's evidence for the same roles."""
-        return {pid: hint for (pid, _), hint in self._seen.items()}
+        seen = dict(self._seen)  # one C-level copy: another source's thread may ask
+        return {pid: hint for (pid, _), hint in seen.items()}
 
     def sample(self) -> StacksSample:
         now = self._clock()

@@ -45,7 +45,9 @@ def run(rank, world, init, context):
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
     ddp = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 8))
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
-    loader = DataLoader(Slow(), batch_size=2, num_workers=1, multiprocessing_context=context)
+    workers = int(os.environ.get("WORKERS", "1"))
+    loader = DataLoader(Slow(), batch_size=2, num_workers=workers,
+                        multiprocessing_context=context if workers else None)
     for i, x in enumerate(loader):
         ddp(x).sum().backward()
         opt.step()
@@ -196,6 +198,29 @@ def test_torchrun_ranks_carry_their_rank(tmp_path):
             env = Path(f"/proc/{r}/environ").read_bytes().split(b"\0")
             assert f"RANK={tree[r][1]}".encode() in env
         check_stacks(p.pid, ranks, workers)
+    finally:
+        kill_tree(p)
+
+
+@torch_only
+@spy_only
+def test_spawned_ranks_without_workers_are_ranks_by_their_stacks(tmp_path):
+    script = tmp_path / "job.py"
+    script.write_text(JOB)
+    p = start([sys.executable, str(script), "fork", str(free_port())], ready=2,
+              env={"WORKERS": "0"})  # fmt: skip
+    try:
+        stacks = StackSource(p.pid)
+        host = HostSource.open(p.pid, thread_tier_s=0.1)
+        tree = {q.pid: q.role for q in host.sample().processes}
+        assert RANK not in tree.values(), tree  # leaves: /proc alone cannot tell
+        stacks.sample()  # the first dumps: _wrap in both
+        got = {q.pid: (q.role, q.rank) for q in stacks.sample().processes}
+        assert sorted(v for v in got.values() if v[0] == RANK) == [(RANK, 0), (RANK, 1)], got
+        host.hints = stacks.hints
+        time.sleep(0.15)
+        got = {q.pid: (q.role, q.rank) for q in host.sample().processes}
+        assert sorted(v for v in got.values() if v[0] == RANK) == [(RANK, 0), (RANK, 1)], got
     finally:
         kill_tree(p)
 
