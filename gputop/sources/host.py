@@ -5,6 +5,8 @@ every task's schedstat (run-queue wait), io, cgroup counters and PSI; every few 
 per-thread stat and status files (thread states, per-thread CPU, context switches summed over
 all tasks), open fds and re-enumerating children; rarely, smaps_rollup (USS/PSS), environ and
 the cgroup paths. Processes are identified by (pid, start time), so a reused PID is new.
+Each process's command line and launcher variables are read once, when it is first seen, and
+its role (main, rank, worker, child: ``model.host.roles``) settled again at each walk.
 """
 
 from __future__ import annotations

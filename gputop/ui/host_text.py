@@ -95,6 +95,8 @@ def host_lines(h: HostSample, style: StyleFor, width: int) -> list[Text]:
         head.label("  OMP ").add(omp)
     two = Line(style).label("   main ")
     if main is not None:
+        if main.rank is not None:  # the target is itself one rank of a job
+            two.label(f"(rank {main.rank}) ")
         two.add(f"{_n(main.cpu_cores, '{:.2f}')}", "value").label(" cores ")
         two.label("RSS ").add(_n(main.rss_bytes / GIB if main.rss_bytes else None, "{:.1f}"))
         two.label("G thr ").add(str(main.num_threads))

@@ -29,6 +29,9 @@ def test_the_host_pane_counts_ranks_with_their_numbers_apart_from_workers():
     plain = "\n".join(t.plain for t in host_lines(h, style, 160))
     assert "ranks 3: 0 98% 1 91% ? 50%" in plain
     assert "workers 4: 97% 95% 99% 93% (4 pegged)" in plain
+    # attached to one rank of a job: the target says which
+    h = dataclasses.replace(h, processes=(dataclasses.replace(main, rank=3), *workers))
+    assert "main (rank 3) 0.12 cores" in host_lines(h, style, 160)[1].plain
 
 
 def test_the_stacks_pane_names_a_ranks_main_thread_for_its_rank():
