@@ -40,7 +40,7 @@ class ProcSample:
     name: str
     cmdline: str
     role: str
-    """main (the target), rank (a training process a launcher started: ``role_of``), worker
+    """main (the target), rank (a training process a launcher started: ``roles``), worker
     (a DataLoader worker), or child (anything else below it)."""
     state: str
     cpu_cores: float | None
