@@ -273,10 +273,15 @@ def attach(pid: int | None) -> Attached:
 def with_tree(host: Any, pid: int) -> Attached:
     """The agent link and the stack sampler of ``pid`` beside its host source (which may be
     None: a job that exited before it could be read still has its agents' last words)."""
+    from gputop.model.host import merge_hints
     from gputop.sources.agent_link import AgentLink
     from gputop.sources.stacks import StackSource
 
-    return Attached(host, AgentLink(pid), StackSource(pid))
+    link = AgentLink(pid)
+    stacks = StackSource(pid, hints=link.hints)
+    if host is not None:  # roles settled by all the evidence: the tree, the stacks, the agents
+        host.hints = lambda: merge_hints(stacks.hints(), link.hints())
+    return Attached(host, link, stacks)
 
 
 def roles_of(attached: Attached) -> dict[int, str] | None:

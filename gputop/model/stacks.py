@@ -44,6 +44,8 @@ class ProcessStacks:
     error: str | None = None
     """Why this process could not be sampled, as an instruction."""
     dump_s: float | None = None
+    rank: int | None = None
+    """A rank's number when known (``model.host.roles``)."""
 
 
 @dataclass(frozen=True, slots=True)

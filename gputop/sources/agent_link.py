@@ -22,6 +22,7 @@ from typing import Any
 
 from gputop.agent.paths import runtime_dir, socket_path
 from gputop.agent.wire import MAX_LINE
+from gputop.model.host import RANK, RankId, RoleHint
 from gputop.model.steps import AgentsSample, AgentState
 from gputop.sources import agent_decode as dec
 from gputop.sources.procfs import descendants, parse_environ
@@ -254,6 +255,17 @@ class AgentLink:
             agent_errors=beat.get("errors", 0),
             dropped=a.dropped,
         )
+
+    def hints(self) -> dict[int, RoleHint]:
+        """pid -> rank for each agent that reports one: the agent's word on a process's role
+        wins (``model.host.roles``; the host and stack sources take these as hints)."""
+        out = {}
+        for a in list(self._agents.values()):  # asked from another source's thread
+            rank = a.hello.get("rank")
+            if rank is not None:
+                got = RankId(rank, a.hello.get("local_rank"), a.hello.get("world_size"), "agent")
+                out[a.pid] = RoleHint(RANK, got)
+        return out
 
     def connected(self) -> list[tuple[int, dict[str, Any]]]:
         """(pid, hello) of the agents connected now."""

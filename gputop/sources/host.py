@@ -5,33 +5,42 @@ every task's schedstat (run-queue wait), io, cgroup counters and PSI; every few 
 per-thread stat and status files (thread states, per-thread CPU, context switches summed over
 all tasks), open fds and re-enumerating children; rarely, smaps_rollup (USS/PSS), environ and
 the cgroup paths. Processes are identified by (pid, start time), so a reused PID is new.
+Each process's command line and launcher variables are read once, when it is first seen, and
+its role (main, rank, worker, child: ``model.host.roles``) settled again at each walk.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
 from gputop.model.host import (
-    DATALOADER_WORKER,
+    CHILD,
+    MAIN,
+    RANK,
+    WORKER,
     CgroupSample,
     HostSample,
+    ProcFacts,
     ProcSample,
+    RankId,
+    RoleHint,
     ThreadInfo,
+    roles,
 )
 from gputop.sources import cgroup as cg
 from gputop.sources.procfs import (
-    children_of,
     parse_ctx_switches,
     parse_environ,
     parse_io,
     parse_schedstat,
     parse_smaps_rollup,
     parse_stat,
+    tree_facts,
 )
 
 ENV_KEYS = (
@@ -59,6 +68,7 @@ class _Proc:
     role: str
     name: str
     cmdline: str
+    rank: RankId | None = None
     cpu_prev: tuple[float, float] | None = None
     sched_prev: dict[int, float] = field(default_factory=dict)
     sched_t: float | None = None
@@ -90,7 +100,11 @@ class HostSource:
         mountinfo: Path | None = None,
         thread_tier_s: float = THREAD_TIER_S,
         slow_tier_s: float = SLOW_TIER_S,
+        hints: Callable[[], Mapping[int, RoleHint]] | None = None,
     ) -> None:
+        """``hints``: role evidence from other sources (``StackSource.hints``,
+        ``AgentLink.hints``, merged by ``merge_hints``), asked at each walk of the tree; may
+        be set later (``source.hints = ...``)."""
         self.pid = pid
         self.proc = proc_root
         self._root = str(proc_root)
@@ -101,6 +115,8 @@ class HostSource:
         self.thread_tier_s = thread_tier_s
         self.slow_tier_s = slow_tier_s
         self._procs: dict[tuple[int, int], _Proc] = {}
+        self._facts: dict[tuple[int, int], ProcFacts] = {}
+        self.hints = hints
         self._start: int | None = None
         self._children_t: float | None = None
         self._slow_t: float | None = None
@@ -145,13 +161,6 @@ class HostSource:
         except (OSError, ValueError, IndexError):
             return None
 
-    def _cmdline(self, pid: int) -> str:
-        try:
-            raw = self._slurp_bytes(self._path(pid, "cmdline"))
-        except OSError:
-            return ""
-        return " ".join(p.decode(errors="replace") for p in raw.split(b"\0") if p)
-
     def _tasks(self, pid: int) -> list[int]:
         try:
             return [int(t) for t in os.listdir(self._path(pid, "task"))]
@@ -160,31 +169,22 @@ class HostSource:
 
     # ---- the tree ---------------------------------------------------------------------------
 
-    def _children_of(self, pid: int) -> list[int]:
-        return children_of(pid, self._root)
-
     def _discover(self) -> None:
-        """Walk the tree below the target; keep known processes, add new ones."""
+        """Walk the tree below the target; keep known processes, add new ones, and settle
+        every process's role again (``roles``: a worker names itself after it starts, a
+        rank's workers and its agent or stack appear later)."""
+        facts = tree_facts(self.pid, self._root, self._facts)
+        self._facts = {(f.pid, f.start_ticks): f for f in facts}
+        settled = roles(facts, self.pid, self.hints() if self.hints else None)
         seen: dict[tuple[int, int], _Proc] = {}
-        stack = [(self.pid, "main")]
-        main_cmdline = None
-        while stack:
-            pid, role = stack.pop()
-            st = self._stat(pid)
-            if st is None:
-                continue
-            key = (pid, st.start_ticks)
+        for f in facts:
+            key = (f.pid, f.start_ticks)
             proc = self._procs.get(key)
             if proc is None:
-                cmdline = self._cmdline(pid)
-                if role != "main":
-                    role = role_of(st.comm, cmdline, main_cmdline, st.ppid == self.pid)
-                proc = _Proc(pid=pid, start=st.start_ticks, role=role, name=st.comm,
-                             cmdline=cmdline)  # fmt: skip
-            if proc.role == "main":
-                main_cmdline = proc.cmdline
+                proc = _Proc(pid=f.pid, start=f.start_ticks, role=CHILD, name=f.comm,
+                             cmdline=f.cmdline)  # fmt: skip
+            proc.role, proc.rank = settled.get(f.pid, (CHILD, None))
             seen[key] = proc
-            stack += [(kid, "child") for kid in self._children_of(pid)]
         self._procs = seen
 
     # ---- one tick ----------------------------------------------------------------------------
@@ -208,7 +208,7 @@ class HostSource:
                 del self._procs[key]  # gone between two reads: dropped quietly
                 continue
             procs.append(sample)
-        procs.sort(key=lambda p: (p.role != "main", p.role != "worker", p.pid))
+        procs.sort(key=_order)
         affinity = cg.affinity_cpus(self.pid)
         cgroup = self._cgroup(now)
         effective, source = _effective_cpus(affinity, cgroup)
@@ -295,6 +295,9 @@ class HostSource:
             write_bytes_rate=reads[2],
             open_fds=p.open_fds,
             na=MappingProxyType(dict(p.denied)),
+            rank=p.rank.rank if p.rank else None,
+            local_rank=p.rank.local_rank if p.rank else None,
+            world_size=p.rank.world_size if p.rank else None,
         )
 
     def _runq(self, p: _Proc, tasks: list[int], now: float) -> float | None:
@@ -439,19 +442,10 @@ class HostSource:
         )
 
 
-def role_of(comm: str, cmdline: str, main_cmdline: str | None, child_of_main: bool) -> str:
-    """DataLoader workers by name (torch >= 2.4 names them), else by how they were made."""
-    if comm.startswith(DATALOADER_WORKER):
-        return "worker"
-    if not child_of_main or "python" not in (main_cmdline or "").split(" ")[0]:
-        return "child"
-    if (
-        cmdline == main_cmdline  # a Python process forked without exec: the loader's default
-        or "multiprocessing.spawn" in cmdline
-        or "multiprocessing.forkserver" in cmdline
-    ):
-        return "worker"
-    return "child"
+def _order(p: ProcSample) -> tuple:
+    """main, ranks by number, workers, children; by pid within each (as before ranks)."""
+    order = (MAIN, RANK, WORKER).index(p.role) if p.role in (MAIN, RANK, WORKER) else 3
+    return (order, p.rank if p.role == RANK and p.rank is not None else -1, p.pid)
 
 
 def _effective_cpus(affinity: int | None, cgroup: CgroupSample | None) -> tuple[float | None, str]:

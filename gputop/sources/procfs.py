@@ -8,7 +8,13 @@ and reading the few fields we need is cheaper than its general calls.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from gputop.model.host import RANK_VARIABLES, ProcFacts
+
+ENVIRON_LIMIT = 256 * 1024
+"""Bytes of a process's environment read at most (a few KiB is usual; SLURM's is larger)."""
 
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -142,5 +148,59 @@ def descendants(pid: int, proc: str = "/proc") -> list[int]:
     while stack:
         p = stack.pop()
         out.append(p)
+        stack += children_of(p, proc)
+    return out
+
+
+def read_environ(
+    pid: int, proc: str = "/proc", limit: int = ENVIRON_LIMIT
+) -> dict[str, str] | None:
+    """A process's environment as it was started (``/proc/P/environ``: later ``os.environ``
+    changes are not in it), at most ``limit`` bytes (a cut last entry is dropped); None when
+    it cannot be read (another user's process, or gone)."""
+    try:
+        with open(f"{proc}/{pid}/environ", "rb") as f:
+            raw = f.read(limit)
+    except OSError:
+        return None
+    if len(raw) >= limit:
+        raw = raw[: raw.rfind(b"\0") + 1]
+    return parse_environ(raw)
+
+
+def read_cmdline(pid: int, proc: str = "/proc") -> str:
+    """The command line, arguments joined by spaces; "" when unreadable (a kernel thread, a
+    zombie, gone)."""
+    try:
+        with open(f"{proc}/{pid}/cmdline", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return ""
+    return " ".join(p.decode(errors="replace") for p in raw.split(b"\0") if p)
+
+
+def tree_facts(
+    pid: int, proc: str = "/proc", known: Mapping[tuple[int, int], ProcFacts] | None = None
+) -> list[ProcFacts]:
+    """What the role rule reads about ``pid`` and every process below it, parents before
+    children. A process in ``known`` (by pid and start time) keeps its command line and
+    environment (read once: both are fixed at exec); its name and parent are read again
+    (a DataLoader worker names itself after it starts)."""
+    out: list[ProcFacts] = []
+    stack = [pid]
+    while stack:
+        p = stack.pop()
+        try:
+            st = parse_stat(_read(f"{proc}/{p}/stat"))
+        except (OSError, ValueError, IndexError):
+            continue
+        old = known.get((p, st.start_ticks)) if known else None
+        if old is None:
+            env = read_environ(p, proc)
+            kept = {k: env[k] for k in RANK_VARIABLES if k in env} if env is not None else None
+            old = ProcFacts(p, st.start_ticks, st.ppid, st.comm, read_cmdline(p, proc), kept)
+        elif (old.comm, old.ppid) != (st.comm, st.ppid):
+            old = replace(old, comm=st.comm, ppid=st.ppid)
+        out.append(old)
         stack += children_of(p, proc)
     return out

@@ -15,12 +15,12 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from gputop.model.host import RANK, WORKER, ProcFacts, RankId, RoleHint, merge_hints, roles
 from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack
-from gputop.sources.host import role_of
-from gputop.sources.procfs import descendants, parse_stat
+from gputop.sources.procfs import tree_facts
 from gputop.sources.stack_phases import classify
 
 DUMP_TIMEOUT_S = 5.0
@@ -96,6 +96,33 @@ def parse_dump(raw: str) -> list[ThreadStack]:
     return threads
 
 
+WORKER_LOOP = ("_worker_loop", "data/_utils/worker.py")
+"""torch's DataLoader worker: every worker's main thread runs in it."""
+SPAWN_WRAP = ("_wrap", "torch/multiprocessing/spawn.py")
+"""What ``torch.multiprocessing.spawn`` (and ``start_processes``) runs in each process it
+starts: the function given to it, a rank's training."""
+
+
+BOOTSTRAP = ("_bootstrap", "multiprocessing/process.py")
+"""Where a multiprocessing child starts: frames outside it are its forking parent's."""
+
+
+def stack_role(threads: list[ThreadStack] | tuple[ThreadStack, ...]) -> str | None:
+    """What a process's stacks say it is: a DataLoader worker, a rank, or nothing yet (still
+    starting up, or neither). Frames are read innermost first up to multiprocessing's
+    ``_bootstrap``: a forked child still carries its parent's frames (a rank's ``_wrap``)
+    below it."""
+    for t in threads:
+        for f in t.frames:
+            if f.name == WORKER_LOOP[0] and f.file.endswith(WORKER_LOOP[1]):
+                return WORKER
+            if f.name == SPAWN_WRAP[0] and f.file.endswith(SPAWN_WRAP[1]):
+                return RANK
+            if f.name == BOOTSTRAP[0] and f.file.endswith(BOOTSTRAP[1]):
+                break
+    return None
+
+
 class PySpy:
     """Runs py-spy; ``dump`` never raises."""
 
@@ -140,7 +167,10 @@ class StackSource:
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
         proc_root: str = "/proc",
+        hints: Callable[[], Mapping[int, RoleHint]] | None = None,
     ) -> None:
+        """``hints``: role evidence from elsewhere (``AgentLink.hints``), beside the stacks'
+        own (``stack_role``)."""
         self.pid = pid
         self.spy = spy or PySpy()
         self._clock = clock
@@ -150,26 +180,30 @@ class StackSource:
         """pid -> (consecutive failures, retry after, last error)."""
         self._last: dict[int, ProcessStacks] = {}
         self._next_worker = 0
+        self._hints = hints
+        self._facts: dict[tuple[int, int], ProcFacts] = {}
+        self._seen: dict[tuple[int, int], RoleHint] = {}
+        """(pid, start) -> what its stacks said it is: a worker or a rank stays one."""
+        self._start: dict[int, int] = {}
+        self._ranks: dict[int, RankId | None] = {}
 
     def tree(self) -> list[tuple[int, str]]:
-        out = []
-        main_cmdline = None
-        for pid in descendants(self.pid, self._proc):
-            try:
-                with open(f"{self._proc}/{pid}/stat", "rb") as f:
-                    st = parse_stat(f.read().decode(errors="replace"))
-                with open(f"{self._proc}/{pid}/cmdline", "rb") as f:
-                    cmdline = " ".join(
-                        p.decode(errors="replace") for p in f.read().split(b"\0") if p
-                    )
-            except (OSError, ValueError, IndexError):
-                continue
-            if pid == self.pid:
-                main_cmdline = cmdline
-                out.append((pid, "main"))
-            else:
-                out.append((pid, role_of(st.comm, cmdline, main_cmdline, st.ppid == self.pid)))
-        return out
+        """(pid, role) of the target and every process below it, roles by ``roles`` from
+        /proc, the stacks seen so far and the hints."""
+        facts = tree_facts(self.pid, self._proc, self._facts)
+        self._facts = {(f.pid, f.start_ticks): f for f in facts}
+        self._start = {f.pid: f.start_ticks for f in facts}
+        self._seen = {k: v for k, v in self._seen.items() if k in self._facts}
+        given = self._hints() if self._hints else {}
+        settled = roles(facts, self.pid, merge_hints(self.hints(), given))
+        self._ranks = {pid: rank for pid, (_, rank) in settled.items()}
+        return [(f.pid, settled[f.pid][0]) for f in facts]
+
+    def hints(self) -> dict[int, RoleHint]:
+        """pid -> what its stacks said it is (``stack_role``), for the processes alive at the
+        last walk: the host source's evidence for the same roles."""
+        seen = dict(self._seen)  # one C-level copy: another source's thread may ask
+        return {pid: hint for (pid, _), hint in seen.items()}
 
     def sample(self) -> StacksSample:
         now = self._clock()
@@ -199,9 +233,15 @@ class StackSource:
         t0 = time.monotonic()
         threads, error = self.spy.dump(pid)
         took = time.monotonic() - t0
+        rank = self._ranks.get(pid)
+        number = rank.rank if rank is not None else None
         if error is None and threads is not None:
             self._failures.pop(pid, None)
-            self._last[pid] = ProcessStacks(pid, role, tuple(threads), None, took)
+            self._last[pid] = ProcessStacks(pid, role, tuple(threads), None, took, number)
+            seen = stack_role(threads)
+            key = (pid, self._start.get(pid, -1))
+            if seen == WORKER or (seen == RANK and key not in self._seen):
+                self._seen[key] = RoleHint(seen)  # a worker is never a rank again
             return
         if error and "has exited" in error:
             self._last.pop(pid, None)
@@ -209,7 +249,7 @@ class StackSource:
         fails += 1
         backoff = min(BACKOFF_MAX_S, 2.0**fails)
         self._failures[pid] = (fails, now + backoff, error or "")
-        self._last[pid] = ProcessStacks(pid, role, (), error, took)
+        self._last[pid] = ProcessStacks(pid, role, (), error, took, number)
 
     def dump_all(
         self, blocking: bool = False

@@ -95,9 +95,19 @@ def host_lines(h: HostSample, style: StyleFor, width: int) -> list[Text]:
         head.label("  OMP ").add(omp)
     two = Line(style).label("   main ")
     if main is not None:
+        if main.rank is not None:  # the target is itself one rank of a job
+            two.label(f"(rank {main.rank}) ")
         two.add(f"{_n(main.cpu_cores, '{:.2f}')}", "value").label(" cores ")
         two.label("RSS ").add(_n(main.rss_bytes / GIB if main.rss_bytes else None, "{:.1f}"))
         two.label("G thr ").add(str(main.num_threads))
+    ranks = h.ranks
+    if ranks:
+        two.label(f"  ranks {len(ranks)}: ")
+        for r in ranks[:8]:
+            two.label(f"{r.rank if r.rank is not None else '?'} ")
+            two.add(f"{_n((r.cpu_cores or 0) * 100)}% ", "value")
+        if len(ranks) > 8:
+            two.label("… ")
     workers = h.workers
     if workers:
         pegged = sum(1 for w in workers if (w.cpu_cores or 0) >= PEGGED)

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
+from gputop.model.host import RANK
 from gputop.model.stack_stats import hottest_frames, thread_shares, unchanged_stacks
 from gputop.model.stacks import Frame, StacksSample
 from gputop.ui.gpu_text import Line, StyleFor
@@ -18,6 +19,13 @@ def _where(f: Frame) -> str:
     return f"{f.name} ({f.file.rsplit('/', 1)[-1]}:{f.line or '?'})"
 
 
+def _thread(pid: int, name: str, ranks: dict[int, int | None]) -> str:
+    """A thread's name, a rank's main thread named for its rank ("rank 1")."""
+    if name == "MainThread" and pid in ranks:
+        return f"rank {ranks[pid] if ranks[pid] is not None else '?'}"
+    return name[:12]
+
+
 def stack_lines(window: Sequence[StacksSample], style: StyleFor, width: int) -> list[Text]:
     if not window:
         return [Line(style).add(" stacks ", "name").label("waiting for the first dump").text]
@@ -26,6 +34,7 @@ def stack_lines(window: Sequence[StacksSample], style: StyleFor, width: int) -> 
         return [Line(style).add(" stacks ", "name").add(latest.problem, "bad").text]
     lines = []
     errors = [p for p in latest.processes if p.error]
+    ranks = {p.pid: p.rank for p in latest.processes if p.role == RANK}
     shown = 0
     for s in thread_shares(window):
         if s.role == "worker" or shown >= MAX_THREAD_LINES:
@@ -35,7 +44,7 @@ def stack_lines(window: Sequence[StacksSample], style: StyleFor, width: int) -> 
         shown += 1
         t = s.last
         line = Line(style).add(" stacks " if not lines else "        ", "name")
-        line.label(f"{s.pid} {s.name[:12]:<12} ").add(
+        line.label(f"{s.pid} {_thread(s.pid, s.name, ranks):<12} ").add(
             f"{t.phase:<15}", WAITING.get(t.phase, "value")
         )
         if t.deciding is not None:

@@ -147,10 +147,9 @@ def test_the_fast_rank_is_parked_in_all_reduce():
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and sum(sum(c.values()) for c in ranks.values()) < 16:
             for proc in source.sample().processes:
-                if proc.role == "child" and proc.threads:
-                    env = Path(f"/proc/{proc.pid}/environ").read_bytes().split(b"\0")
-                    if b"RANK=0" in env or b"RANK=1" in env:
-                        rank = 0 if b"RANK=0" in env else 1
+                if proc.role == "rank" and proc.threads:  # the launcher's RANK, read by gputop
+                    rank = proc.rank
+                    if rank in (0, 1):
                         main = [
                             t
                             for t in proc.threads
