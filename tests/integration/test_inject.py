@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tests_support import REPO, as_nobody
+from tests_support import REPO, as_nobody, kill_tree
 
 from gputop.inject import debugger as dbg
 from gputop.inject import load_agent, plan_load
@@ -53,8 +53,8 @@ def wait_ready(proc: subprocess.Popen) -> None:
 
 
 def stop(proc: subprocess.Popen) -> None:
-    proc.kill()
-    proc.wait()
+    """Kill the target and any children it made (tests_support.kill_tree)."""
+    kill_tree(proc)
 
 
 @pytest.fixture
@@ -294,10 +294,6 @@ def test_every_python_process_below_the_target_gets_one_too(agent_dir):
         assert report.loaded == tuple(sorted([proc.pid, *kids])), report.line()
         assert running(proc)
     finally:
-        import psutil
-
-        for k in psutil.Process(proc.pid).children():
-            k.kill()
         stop(proc)
 
 
@@ -362,5 +358,23 @@ def test_remote_exec_scheduled_but_never_run_says_so_and_leaves_nothing(
         assert "\n" not in report.line()
         assert not list(scripts.iterdir()), "the script was left on disk"
         assert running(proc)
+    finally:
+        stop(proc)
+
+
+def test_without_roles_a_forked_copy_is_taken_for_a_dataloader_worker(agent_dir):
+    code = (
+        "import os, sys, time\n"
+        "if os.fork() == 0:\n    time.sleep(60)\n    os._exit(0)\n"
+        "sys.stderr.write('ready\\n')\nsys.stderr.flush()\ntime.sleep(60)\n"
+    )
+    proc = start([sys.executable, "-c", code], dict(os.environ), agent_dir)
+    try:
+        wait_ready(proc)
+        from gputop.sources.procfs import children_of
+
+        (kid,) = children_of(proc.pid)
+        plan = plan_load(proc.pid, roles=None, check_import=False)
+        assert [p.pid for p in plan.processes] == [proc.pid], kid
     finally:
         stop(proc)
