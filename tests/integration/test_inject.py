@@ -16,6 +16,8 @@ from tests_support import REPO, as_nobody, kill_tree
 from gputop.inject import debugger as dbg
 from gputop.inject import load_agent, plan_load
 from gputop.sources.agent_link import AgentLink
+from gputop.sources.host import HostSource
+from gputop.sources.procfs import children_of
 
 pytestmark = pytest.mark.skipif(
     dbg.find_debugger() is None or sys.platform != "linux", reason="needs gdb or lldb on Linux"
@@ -52,6 +54,13 @@ def wait_ready(proc: subprocess.Popen) -> None:
     assert line == "ready\n", line + proc.stderr.read()
 
 
+def ready(code: str, agent_dir: Path) -> subprocess.Popen:
+    """This Python running ``code``, once it has written its ready line."""
+    proc = start([sys.executable, "-c", code], dict(os.environ), agent_dir)
+    wait_ready(proc)
+    return proc
+
+
 def stop(proc: subprocess.Popen) -> None:
     """Kill the target and any children it made (tests_support.kill_tree)."""
     kill_tree(proc)
@@ -78,8 +87,6 @@ def test_a_plain_trainer_gets_an_agent_and_the_monitor_reads_its_steps(agent_dir
         {**os.environ, "PYTHONWARNINGS": "ignore"}, agent_dir,
     )  # fmt: skip
     try:
-        from gputop.sources.host import HostSource
-
         host = HostSource.open(trainer.pid)
         deadline = time.monotonic() + 90
         while not host.sample().workers:  # torch imported, the loader's worker started
@@ -280,12 +287,8 @@ def test_every_python_process_below_the_target_gets_one_too(agent_dir):
         "sys.stderr.write('ready\\n')\nsys.stderr.flush()\n"
         "while True:\n    time.sleep(0.005)\n"
     )
-    proc = start([sys.executable, "-c", parent], dict(os.environ), agent_dir)
+    proc = ready(parent, agent_dir)
     try:
-        wait_ready(proc)
-        from gputop.sources.host import HostSource
-        from gputop.sources.procfs import children_of
-
         kids = children_of(proc.pid)
         roles = {p.pid: p.role for p in HostSource.open(proc.pid).sample().processes}
         plan = plan_load(proc.pid, roles)
@@ -368,11 +371,8 @@ def test_without_roles_a_forked_copy_is_taken_for_a_dataloader_worker(agent_dir)
         "if os.fork() == 0:\n    time.sleep(60)\n    os._exit(0)\n"
         "sys.stderr.write('ready\\n')\nsys.stderr.flush()\ntime.sleep(60)\n"
     )
-    proc = start([sys.executable, "-c", code], dict(os.environ), agent_dir)
+    proc = ready(code, agent_dir)
     try:
-        wait_ready(proc)
-        from gputop.sources.procfs import children_of
-
         (kid,) = children_of(proc.pid)
         plan = plan_load(proc.pid, roles=None, check_import=False)
         assert [p.pid for p in plan.processes] == [proc.pid], kid
