@@ -378,3 +378,22 @@ def test_without_roles_a_forked_copy_is_taken_for_a_dataloader_worker(agent_dir)
         assert [p.pid for p in plan.processes] == [proc.pid], kid
     finally:
         stop(proc)
+
+
+def test_lldb_loads_the_agent_the_same_way(agent_dir):
+    import shutil
+
+    lldb = shutil.which("lldb")
+    if lldb is None:
+        pytest.skip("lldb is not installed")
+    proc = plain_loop(agent_dir)
+    try:
+        run = dbg.run_debugger(("lldb", lldb), proc.pid)
+        assert run.queued, run.output[-2000:]
+        deadline = time.monotonic() + 15
+        while not (agent_dir / f"agent-{proc.pid}.sock").exists():
+            assert time.monotonic() < deadline, run.output[-2000:]
+            time.sleep(0.1)
+        assert running(proc)
+    finally:
+        stop(proc)
