@@ -194,10 +194,10 @@ def test_no_debugger_says_how_to_install_one(agent_dir):
         stop(proc)
 
 
-def gputop(*args: str, agent_dir: Path) -> subprocess.CompletedProcess:
+def gputop(*args: str, agent_dir: Path, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "gputop", *args], capture_output=True, text=True, timeout=120,
-        env={**os.environ, "GPUTOP_DIR": str(agent_dir)}, stdin=subprocess.DEVNULL,
+        env={**os.environ, "GPUTOP_DIR": str(agent_dir), **env}, stdin=subprocess.DEVNULL,
     )  # fmt: skip
 
 
@@ -212,6 +212,12 @@ def test_diagnose_says_no_without_attach_and_loads_with_it(agent_dir):
             "--attach to load it without a restart"
         ], out.stderr
         assert not (agent_dir / f"agent-{proc.pid}.sock").exists()
+        out = gputop("diagnose", "--pid", str(proc.pid), "--duration", "0.5", "--attach",
+                     agent_dir=agent_dir, PATH="/nonexistent")  # fmt: skip
+        assert out.returncode == 0, out.stderr  # no gdb on PATH: one line, the job untouched
+        assert f"gputop: pid {proc.pid}: no debugger to load the agent with: apt-get install " \
+            "gdb" in out.stderr  # fmt: skip
+        assert not (agent_dir / f"agent-{proc.pid}.sock").exists() and running(proc)
         out = gputop("diagnose", "--pid", str(proc.pid), "--duration", "0.5", "--attach",
                      agent_dir=agent_dir)  # fmt: skip
         assert out.returncode == 0, out.stderr
