@@ -300,7 +300,8 @@ def load_agent(
     raises for the target's or the tools' failures; the target keeps running on every path."""
     say = progress or (lambda _line: None)
     queued: dict[int, tuple[InjectTarget, str | None, str | None]] = {}
-    problems: list[str] = []
+    # the plan's refusals too: the result line is the whole story (the screen shows only it)
+    problems = [f"pid {p.pid}: {p.refusal}" for p in plan.processes if p.refusal and p.python]
     for p in plan.todo:
         t = p.target
         assert t is not None

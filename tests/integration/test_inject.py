@@ -188,7 +188,7 @@ def test_no_debugger_says_how_to_install_one(agent_dir):
         plan = plan_load(proc.pid, path="/nonexistent")
         assert plan.summary() == "no debugger to load the agent with: apt-get install gdb " \
             "(or your system's package of gdb or lldb)"  # fmt: skip
-        assert load_agent(plan).line() == "nothing was loaded"
+        assert load_agent(plan).line() == f"pid {proc.pid}: {plan.summary()}"
         assert running(proc)
     finally:
         stop(proc)
