@@ -99,7 +99,7 @@ def add_ui_flags(
 
 ATTACH_HELP = (
     "with --pid: load gputop's agent into the process and the ranks below it if they have none "
-    "(steps and phases, no restart, nothing written to disk): Python 3.14+ through "
+    "(steps and phases; no restart, nothing of the job changed on disk): Python 3.14+ through "
     "sys.remote_exec, older through gdb or lldb (a pending call the main thread runs at its "
     "next safe point). Needs the same user or root, ptrace allowed, and gputop importable by "
     "the job's Python; each refusal says what to do. Without it gputop only says how"

@@ -111,24 +111,22 @@ def gdb_argv(gdb: str, pid: int, script: str) -> list[str]:
 
 
 def lldb_argv(lldb: str, pid: int, code: str = CODE) -> list[str]:
-    """The same steps for lldb (where gdb is missing). lldb calls functions without debug
-    information only through explicit function types, hence the casts."""
+    """The same steps for lldb (where gdb is missing), one expression each; lldb's batch mode
+    stops at the first that fails and detaches. Functions without debug information are called
+    through explicit types, and function addresses go through variables (lldb cannot pass
+    ``&function`` as an argument)."""
     size = len(code.encode()) + 1
-    expr = (
-        "char *p = ((char *(*)(void *, unsigned long, int, int, int, long))mmap)"
-        "(0, 4096, 3, 0x22, -1, 0); "
-        "int rc = -2; "
-        "if (p != (char *)-1) { "
-        f"((void *(*)(void *, const void *, unsigned long))memcpy)(p, {c_literal(code)}, {size}); "
-        "rc = ((int (*)(void *, void *))Py_AddPendingCall)"
-        "((void *)PyRun_SimpleString, (void *)p); } "
-        "rc"
-    )
     return [
         lldb, "--batch", "--no-lldbinit", "-p", str(pid),
-        "-o", f'script print("{MARK} attached")',
-        "-o", "image lookup -a $pc",
-        "-o", f"expr -- {expr}",
+        "-o", "expr -- char *$gputop_page = (char *)((char *(*)(void *, unsigned long, int, "
+              "int, int, long))mmap)(0, 4096, 3, 0x22, -1, 0)",
+        "-o", f"expr -- const char code[{size}] = {c_literal(code)}; "
+              f"if ($gputop_page != (char *)-1) for (int i = 0; i < {size}; i++) "
+              "$gputop_page[i] = code[i]; (long)$gputop_page",
+        "-o", "expr -- void *$gputop_run = (void *)&PyRun_SimpleString",
+        "-o", "expr -- void *$gputop_add = (void *)&Py_AddPendingCall",
+        "-o", "expr -- $gputop_page == (char *)-1 ? -2 : "
+              "((int (*)(void *, void *))$gputop_add)($gputop_run, (void *)$gputop_page)",
         "-o", "process detach",
     ]  # fmt: skip
 
@@ -160,12 +158,11 @@ def parse_run(run: ToolRun, pid: int) -> DebuggerRun:
     m = re.search(rf"{MARK} main thread in \s*\n?(.*)", text)
     if m and not m.group(1).startswith("No symbol"):
         main_in = m.group(1).strip() or None
-    m = re.search(r"frame #0: 0x[0-9a-f]+ (\S+)`(\S+)", text)  # lldb
+    m = re.search(r"frame #0: 0x[0-9a-f]+ ([^`\s]+)`(\w+)", text)  # lldb
     if main_in is None and m:
         main_in = f"{m.group(2)} in {m.group(1)}"
-    queued = bool(re.search(rf"{MARK} queued 0\b", text)) or bool(
-        re.search(r"\(int\) \$?\w* = 0\s*$", text, re.M) and f"{MARK} attached" in text
-    )
+    lldb_rc = re.findall(r"^\(int\) \$\d+ = (-?\d+)\s*$", text, re.M)  # the last expression's
+    queued = bool(re.search(rf"{MARK} queued 0\b", text)) or lldb_rc[-1:] == ["0"]
     if queued:
         return DebuggerRun(True, None, main_in, text)
     if run.not_found:
@@ -177,11 +174,12 @@ def parse_run(run: ToolRun, pid: int) -> DebuggerRun:
         )  # fmt: skip
     if "ptrace:" in text or "Operation not permitted" in text or "attach failed" in text:
         return DebuggerRun(False, PTRACE_DENIED.format(pid=pid), None, text)
-    if re.search(rf"{MARK} queued -1", text):
+    if re.search(rf"{MARK} queued -1", text) or lldb_rc[-1:] == ["-1"]:
         return DebuggerRun(
             False, "the interpreter's queue of pending calls is full; try again", main_in, text
         )
-    if f"{MARK} attached" in text and f"{MARK} python" not in text:
+    lldb_no_python = "undeclared identifier 'Py" in text or "undeclared identifier 'PyRun" in text
+    if (f"{MARK} attached" in text and f"{MARK} python" not in text) or lldb_no_python:
         return DebuggerRun(
             False, f"pid {pid} does not look like CPython (no Py_AddPendingCall)", main_in, text
         )

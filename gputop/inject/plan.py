@@ -122,14 +122,24 @@ def how(method: str | None) -> str:
 
 
 def _roles(pid: int, proc: str) -> dict[int, str]:
-    """DataLoader workers when no host source said: by torch's name for them."""
+    """DataLoader workers when no host source said: by torch's name for them, or as a forked
+    copy of its parent (the same command line: the loader's default start method)."""
+
+    def read(path: str) -> bytes | None:
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except OSError:
+            return None
+
     out = {}
     for child in descendants(pid, proc):
-        try:
-            with open(f"{proc}/{child}/comm") as f:
-                out[child] = "worker" if f.read().startswith("pt_data_worker") else "child"
-        except OSError:
+        comm, cmdline, stat = (read(f"{proc}/{child}/{n}") for n in ("comm", "cmdline", "stat"))
+        if comm is None or stat is None:
             continue
+        ppid = stat[stat.rindex(b")") + 2 :].split()[1].decode()
+        forked = cmdline is not None and cmdline == read(f"{proc}/{ppid}/cmdline")
+        out[child] = "worker" if comm.startswith(b"pt_data_worker") or forked else "child"
     return out
 
 
@@ -290,7 +300,8 @@ def load_agent(
     raises for the target's or the tools' failures; the target keeps running on every path."""
     say = progress or (lambda _line: None)
     queued: dict[int, tuple[InjectTarget, str | None, str | None]] = {}
-    problems: list[str] = []
+    # the plan's refusals too: the result line is the whole story (the screen shows only it)
+    problems = [f"pid {p.pid}: {p.refusal}" for p in plan.processes if p.refusal and p.python]
     for p in plan.todo:
         t = p.target
         assert t is not None

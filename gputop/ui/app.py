@@ -360,6 +360,11 @@ class GputopApp(App):
                 self._update_status()
         if changed in (None, "gpu", "agents"):
             self._refresh_bindings_if_changed()
+        if self._agent_came(changed):  # another way (the script imported it): not missing
+            assert self.offer is not None
+            self.offer.missing_said = False
+            self.offer.line = ""
+            self._update_status()
 
     def refresh_view(self) -> None:
         """Draw the session's latest state in full (after a pause, a seek)."""
@@ -508,9 +513,16 @@ class GputopApp(App):
         host = self.session.state.host
         return {p.pid: p.role for p in host.processes} if host is not None else None
 
+    def _agent_came(self, changed: str | None) -> bool:
+        """The status line says the agent is missing, and an agent reading says it is there."""
+        if changed not in (None, "agents") or self.offer is None or not self.offer.missing_said:
+            return False
+        return self._load_agent_unavailable() == "the agent is loaded"
+
     def _say_agent(self, line: str) -> None:
         """From a worker thread: the agent's line on the status line."""
         assert self.offer is not None
+        self.offer.missing_said = False
         self.offer.line = line
         self.call_from_thread(self._update_status)
 
@@ -525,6 +537,7 @@ class GputopApp(App):
         if not plan.nothing_to_do:
             self._say_agent(f"pid {self.offer.pid} has no gputop agent (stacks only): press a "
                             "to load it, no restart")  # fmt: skip
+            self.offer.missing_said = True
         self.call_from_thread(self._refresh_bindings_if_changed)
 
     def action_load_agent(self) -> None:

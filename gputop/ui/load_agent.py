@@ -35,6 +35,8 @@ class AgentOffer:
         self.busy = False
         self.line = ""
         """The status line's text about the agent (empty: nothing to say)."""
+        self.missing_said = False
+        """The line says the agent is missing (cleared when one connects another way)."""
 
     def plan(self, roles: Mapping[int, str] | None, check_import: bool = True) -> Any:
         """``roles``: the host source's latest (DataLoader workers get no agent)."""

@@ -11,11 +11,13 @@ import time
 from pathlib import Path
 
 import pytest
-from tests_support import REPO, as_nobody
+from tests_support import REPO, as_nobody, kill_tree
 
 from gputop.inject import debugger as dbg
 from gputop.inject import load_agent, plan_load
 from gputop.sources.agent_link import AgentLink
+from gputop.sources.host import HostSource
+from gputop.sources.procfs import children_of
 
 pytestmark = pytest.mark.skipif(
     dbg.find_debugger() is None or sys.platform != "linux", reason="needs gdb or lldb on Linux"
@@ -52,9 +54,16 @@ def wait_ready(proc: subprocess.Popen) -> None:
     assert line == "ready\n", line + proc.stderr.read()
 
 
+def ready(code: str, agent_dir: Path) -> subprocess.Popen:
+    """This Python running ``code``, once it has written its ready line."""
+    proc = start([sys.executable, "-c", code], dict(os.environ), agent_dir)
+    wait_ready(proc)
+    return proc
+
+
 def stop(proc: subprocess.Popen) -> None:
-    proc.kill()
-    proc.wait()
+    """Kill the target and any children it made (tests_support.kill_tree)."""
+    kill_tree(proc)
 
 
 @pytest.fixture
@@ -78,8 +87,6 @@ def test_a_plain_trainer_gets_an_agent_and_the_monitor_reads_its_steps(agent_dir
         {**os.environ, "PYTHONWARNINGS": "ignore"}, agent_dir,
     )  # fmt: skip
     try:
-        from gputop.sources.host import HostSource
-
         host = HostSource.open(trainer.pid)
         deadline = time.monotonic() + 90
         while not host.sample().workers:  # torch imported, the loader's worker started
@@ -181,16 +188,16 @@ def test_no_debugger_says_how_to_install_one(agent_dir):
         plan = plan_load(proc.pid, path="/nonexistent")
         assert plan.summary() == "no debugger to load the agent with: apt-get install gdb " \
             "(or your system's package of gdb or lldb)"  # fmt: skip
-        assert load_agent(plan).line() == "nothing was loaded"
+        assert load_agent(plan).line() == f"pid {proc.pid}: {plan.summary()}"
         assert running(proc)
     finally:
         stop(proc)
 
 
-def gputop(*args: str, agent_dir: Path) -> subprocess.CompletedProcess:
+def gputop(*args: str, agent_dir: Path, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "gputop", *args], capture_output=True, text=True, timeout=120,
-        env={**os.environ, "GPUTOP_DIR": str(agent_dir)}, stdin=subprocess.DEVNULL,
+        env={**os.environ, "GPUTOP_DIR": str(agent_dir), **env}, stdin=subprocess.DEVNULL,
     )  # fmt: skip
 
 
@@ -205,6 +212,12 @@ def test_diagnose_says_no_without_attach_and_loads_with_it(agent_dir):
             "--attach to load it without a restart"
         ], out.stderr
         assert not (agent_dir / f"agent-{proc.pid}.sock").exists()
+        out = gputop("diagnose", "--pid", str(proc.pid), "--duration", "0.5", "--attach",
+                     agent_dir=agent_dir, PATH="/nonexistent")  # fmt: skip
+        assert out.returncode == 0, out.stderr  # no gdb on PATH: one line, the job untouched
+        assert f"gputop: pid {proc.pid}: no debugger to load the agent with: apt-get install " \
+            "gdb" in out.stderr  # fmt: skip
+        assert not (agent_dir / f"agent-{proc.pid}.sock").exists() and running(proc)
         out = gputop("diagnose", "--pid", str(proc.pid), "--duration", "0.5", "--attach",
                      agent_dir=agent_dir)  # fmt: skip
         assert out.returncode == 0, out.stderr
@@ -280,12 +293,8 @@ def test_every_python_process_below_the_target_gets_one_too(agent_dir):
         "sys.stderr.write('ready\\n')\nsys.stderr.flush()\n"
         "while True:\n    time.sleep(0.005)\n"
     )
-    proc = start([sys.executable, "-c", parent], dict(os.environ), agent_dir)
+    proc = ready(parent, agent_dir)
     try:
-        wait_ready(proc)
-        from gputop.sources.host import HostSource
-        from gputop.sources.procfs import children_of
-
         kids = children_of(proc.pid)
         roles = {p.pid: p.role for p in HostSource.open(proc.pid).sample().processes}
         plan = plan_load(proc.pid, roles)
@@ -294,10 +303,6 @@ def test_every_python_process_below_the_target_gets_one_too(agent_dir):
         assert report.loaded == tuple(sorted([proc.pid, *kids])), report.line()
         assert running(proc)
     finally:
-        import psutil
-
-        for k in psutil.Process(proc.pid).children():
-            k.kill()
         stop(proc)
 
 
@@ -361,6 +366,40 @@ def test_remote_exec_scheduled_but_never_run_says_so_and_leaves_nothing(
         assert report.line().startswith(f"pid {proc.pid}: no agent socket after 0.3 s")
         assert "\n" not in report.line()
         assert not list(scripts.iterdir()), "the script was left on disk"
+        assert running(proc)
+    finally:
+        stop(proc)
+
+
+def test_without_roles_a_forked_copy_is_taken_for_a_dataloader_worker(agent_dir):
+    code = (
+        "import os, sys, time\n"
+        "if os.fork() == 0:\n    time.sleep(60)\n    os._exit(0)\n"
+        "sys.stderr.write('ready\\n')\nsys.stderr.flush()\ntime.sleep(60)\n"
+    )
+    proc = ready(code, agent_dir)
+    try:
+        (kid,) = children_of(proc.pid)
+        plan = plan_load(proc.pid, roles=None, check_import=False)
+        assert [p.pid for p in plan.processes] == [proc.pid], kid
+    finally:
+        stop(proc)
+
+
+def test_lldb_loads_the_agent_the_same_way(agent_dir):
+    import shutil
+
+    lldb = shutil.which("lldb")
+    if lldb is None:
+        pytest.skip("lldb is not installed")
+    proc = plain_loop(agent_dir)
+    try:
+        run = dbg.run_debugger(("lldb", lldb), proc.pid)
+        assert run.queued, run.output[-2000:]
+        deadline = time.monotonic() + 15
+        while not (agent_dir / f"agent-{proc.pid}.sock").exists():
+            assert time.monotonic() < deadline, run.output[-2000:]
+            time.sleep(0.1)
         assert running(proc)
     finally:
         stop(proc)

@@ -126,3 +126,12 @@ async def test_no_key_and_no_line_when_the_agent_is_there_or_nothing_can_be_load
         await pilot.pause()
         assert plain.check_action("load_agent", ()) is False
         assert all(row[2] != "load_agent" for row in plain.key_rows())
+
+
+async def test_the_missing_line_goes_when_an_agent_connects_another_way(make_app):
+    app, calls = offered(make_app, FakePlan())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: "press a to load it" in status(app))
+        app.ingest_agents(replace(agents_sample(), target=PID))  # the script imported it
+        await pilot.pause()
+        assert "press a" not in status(app) and calls.loads == 0

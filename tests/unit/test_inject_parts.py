@@ -70,8 +70,27 @@ def test_the_gdb_script_maps_a_page_queues_the_call_and_always_detaches():
 def test_the_lldb_command_does_the_same_and_detaches():
     argv = dbg.lldb_argv("/usr/bin/lldb", 42)
     assert argv[argv.index("-p") + 1] == "42" and argv[-1] == "process detach"
-    expr = next(a for a in argv if a.startswith("expr -- "))
-    assert "mmap" in expr and "Py_AddPendingCall" in expr and "malloc" not in expr
+    exprs = [a for a in argv if a.startswith("expr -- ")]
+    assert "mmap" in exprs[0] and "Py_AddPendingCall" in exprs[3]
+    assert "$gputop_add)($gputop_run, (void *)$gputop_page)" in exprs[-1]
+    assert not any("malloc" in e for e in exprs)
+
+
+def test_lldb_output_becomes_the_same_lines():
+    attach = (
+        "* thread #1, name = 'python', stop reason = signal SIGSTOP\n"
+        "    frame #0: 0x00007f8c2688f503 libc.so.6`__GI___clock_nanosleep(clock_id=1) at x.c:71\n"
+        "(lldb) expr -- char *$gputop_page = ...\n(long) $0 = 140000\n"
+    )
+    ok = dbg.parse_run(_run(attach + "(int) $1 = 0\nProcess 7 detached\n"), 7)
+    assert ok.queued and dbg.in_c_call(ok.main_in) == "__GI___clock_nanosleep"
+    full = dbg.parse_run(_run(attach + "(int) $1 = -1\n", rc=0), 7)
+    assert not full.queued and "queue of pending calls is full" in full.problem
+    not_py = dbg.parse_run(
+        _run(err="error: <user expression 2>:1:30: use of undeclared identifier "
+             "'PyRun_SimpleString'", rc=1), 7
+    )  # fmt: skip
+    assert "does not look like CPython" in not_py.problem
 
 
 def _run(out: str = "", err: str = "", rc: int | None = 0, **kw) -> ToolRun:
