@@ -126,12 +126,16 @@ def test_without_workers_the_transform_runs_in_the_main_thread():
 
 def test_a_cpu_torch_loop_shows_forward_backward_and_optimizer():
     p = trainer("--batch", "256", "--hidden", "2048", "--dim", "1024", "--optimizer", "adam")
-    try:
-        seen = phases(StackSource(p.pid), 80, every=0.03)
+    source, seen = StackSource(p.pid), Counter()
+    deadline = time.monotonic() + 60
+    try:  # a busy machine makes nonblocking dumps miss more often: count the ones that land
+        while sum(seen.values()) < 50 and time.monotonic() < deadline:
+            seen += phases(source, 10, every=0.03)
     finally:
         stop(p)
     assert seen["forward"] >= 3 and seen["backward"] >= 3 and seen["optimizer"] >= 1, seen
-    assert seen["optimizer"] + seen["forward"] + seen["backward"] >= 40, seen
+    computing = seen["optimizer"] + seen["forward"] + seen["backward"]
+    assert computing >= 0.7 * sum(seen.values()) and sum(seen.values()) >= 50, seen
 
 
 def test_the_fast_rank_is_parked_in_all_reduce():

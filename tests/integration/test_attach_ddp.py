@@ -1,0 +1,104 @@
+"""The headline use, end to end: a DDP job started the way its author starts it (torchrun, or
+``torch.multiprocessing.spawn``), with no gputop code and not started by gputop, is attached by
+PID while it trains. The agent is loaded into every rank through the debugger, the ranks are
+told apart from the launcher and the DataLoader workers, and the monitor reads forward,
+backward, optimizer, gradient sync per rank (the fast rank waiting for the slow one) and the
+checkpoints as side work."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from tests_support import free_port, kill_tree
+
+pytest.importorskip("torch")
+
+from gputop.inject import debugger as dbg  # noqa: E402
+from gputop.inject import load_agent, plan_load  # noqa: E402
+from gputop.sources.agent_link import AgentLink  # noqa: E402
+from gputop.sources.host import HostSource  # noqa: E402
+
+pytestmark = pytest.mark.skipif(
+    dbg.find_debugger() is None or sys.platform != "linux", reason="needs gdb or lldb on Linux"
+)
+
+DDP = Path(__file__).resolve().parents[2] / "examples" / "ddp_plain.py"
+SLOW_MS = 25.0
+
+
+def launch(how: str, agent_dir: Path) -> subprocess.Popen:
+    knobs = ["--steps", "100000", "--seconds", "120", "--slow-rank", "1",
+             "--slow-ms", str(SLOW_MS), "--checkpoint-every", "5"]  # fmt: skip
+    if how == "torchrun":
+        argv = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                "--master-port", str(free_port()), str(DDP), *knobs]  # fmt: skip
+    else:
+        argv = [sys.executable, str(DDP), "--spawn", "2", "--port", str(free_port()), *knobs]
+    env = {**os.environ, "GPUTOP_DIR": str(agent_dir), "PYTHONWARNINGS": "ignore"}
+    return subprocess.Popen(argv, env=env, cwd=agent_dir.parent, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+
+
+def ranks_of(host: HostSource, job: subprocess.Popen, timeout: float = 90) -> dict[int, str]:
+    """The tree's roles once both ranks are up (torch imported, the process group formed)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        sample = host.sample()
+        roles = {p.pid: p.role for p in sample.processes}
+        if sum(1 for r in roles.values() if r == "rank") == 2:
+            return roles
+        assert job.poll() is None, job.stderr.read().decode()[-2000:] if job.stderr else ""
+        assert time.monotonic() < deadline, roles
+        time.sleep(0.5)
+
+
+def median_ms(agent, phase: str) -> float:
+    return statistics.median(s.phases.get(phase, 0) for s in agent.steps[-10:]) / 1e6
+
+
+@pytest.mark.parametrize("how", ["torchrun", "spawn"])
+def test_a_ddp_job_started_without_gputop_shows_every_phase_per_rank_once_attached(how, tmp_path):
+    agent_dir = tmp_path / "agents"
+    agent_dir.mkdir(mode=0o700)
+    job = launch(how, agent_dir)
+    link = None
+    try:
+        host = HostSource.open(job.pid)
+        roles = ranks_of(host, job)
+        plan = plan_load(job.pid, roles)
+        ranks = sorted(pid for pid, role in roles.items() if role == "rank")
+        assert sorted(p.pid for p in plan.todo) == ranks or job.pid in [p.pid for p in plan.todo]
+        report = load_agent(plan, wait_s=60)
+        assert report.ok, report.line()
+        link = AgentLink(job.pid, directories=lambda: [agent_dir])
+        deadline = time.monotonic() + 90
+        while True:
+            agents = [a for a in link.sample().agents if a.rank is not None and len(a.steps) >= 12]
+            if len(agents) == 2:
+                break
+            assert job.poll() is None, job.stderr.read().decode()[-2000:] if job.stderr else ""
+            assert time.monotonic() < deadline, [(a.pid, a.rank, len(a.steps)) for a in agents]
+            time.sleep(0.3)
+        by_rank = {a.rank: a for a in agents}
+        assert set(by_rank) == {0, 1} and {a.world_size for a in agents} == {2}
+        for a in agents:
+            seen = set().union(*(s.phases for s in a.steps[-10:]))
+            assert {"forward", "backward", "grad_sync", "optimizer"} <= seen, (a.rank, seen)
+        assert any("checkpoint" in s.phases for s in by_rank[0].steps), "rank 0 saves every 5"
+        fast, slow = by_rank[0], by_rank[1]
+        # the fast rank waits in gradient sync for the slow rank's extra work
+        assert median_ms(fast, "grad_sync") > median_ms(slow, "grad_sync") + SLOW_MS * 0.5, (
+            median_ms(fast, "grad_sync"),
+            median_ms(slow, "grad_sync"),
+        )
+        assert job.poll() is None, "the job trains on after the agent was loaded"
+    finally:
+        if link is not None:
+            link.close()
+        kill_tree(job)
