@@ -361,7 +361,7 @@ def _note_done(fut: Any) -> Any:
 
 
 def _hook_function(tramp: _CommHook) -> Any:
-    def gputop_comm_hook(state: Any, bucket: Any) -> Any:
+    def gputop_comm_hook(state, bucket):  # no annotations: DDP checks them
         return tramp(state, bucket)
 
     gputop_comm_hook.__qualname__ = getattr(tramp.hook, "__qualname__", "gputop_comm_hook")

@@ -1,0 +1,145 @@
+"""Plain training scripts (no gputop code) with the agent loaded the way `gputop run` loads
+it, read through the monitor's AgentLink: every phase, per rank, with no marker."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from gputop.run import child_env  # noqa: E402
+from gputop.sources.agent_link import AgentLink  # noqa: E402
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+SLOW_MS = 25.0
+
+
+def run_plain(agent_dir: Path, *argv: str, timeout: float = 120):
+    """Run ``argv`` with the agent autostarted (as `gputop run` does) and follow every agent in
+    its tree until it exits: the last state of each agent that reported steps."""
+    env = child_env({**os.environ, "GPUTOP_DIR": str(agent_dir), "PYTHONWARNINGS": "ignore"})
+    p = subprocess.Popen(
+        [sys.executable, *argv], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    link = AgentLink(p.pid, directories=lambda: [agent_dir])
+    deadline = time.monotonic() + timeout
+    agents: dict = {}
+    try:
+        while p.poll() is None and time.monotonic() < deadline:
+            for a in link.sample().agents:
+                if a.steps:
+                    agents[a.pid] = a
+            time.sleep(0.1)
+        for a in link.sample().agents:
+            if a.steps:
+                agents[a.pid] = a
+    finally:
+        if p.poll() is None:
+            p.kill()
+        _, err = p.communicate(timeout=30)
+        link.close()
+    assert p.returncode == 0, err[-3000:]
+    assert "Traceback" not in err, err[-3000:]
+    return sorted(agents.values(), key=lambda a: (a.rank is None, a.rank, a.pid))
+
+
+def median(agent, phase: str) -> float:
+    """Median ms of ``phase`` over the steps after warm-up."""
+    return statistics.median(s.phases.get(phase, 0) for s in agent.steps[3:]) / 1e6
+
+
+def check_ranks(agents, slow: int) -> None:
+    assert [a.rank for a in agents] == [0, 1] and {a.world_size for a in agents} == {2}
+    for a in agents:
+        assert a.agent_errors == 0
+        for s in a.steps[3:]:
+            assert {"forward", "backward", "grad_sync", "optimizer"} <= set(s.phases), s
+            assert sum(s.phases.values()) <= s.dur_ns  # nothing counted twice
+    fast = agents[1 - slow]
+    # the fast rank waits for the slow one's extra work; the slow one hardly waits
+    assert median(fast, "grad_sync") > median(agents[slow], "grad_sync") + SLOW_MS * 0.5, [
+        (median(a, "grad_sync"), median(a, "backward")) for a in agents
+    ]
+    assert median(fast, "grad_sync") > SLOW_MS * 0.6
+
+
+def test_a_plain_mlp_shows_forward_backward_optimizer_and_checkpoints(tmp_path):
+    agents = run_plain(tmp_path, str(EXAMPLES / "mlp_plain.py"), "--steps", "30",
+                       "--checkpoint-every", "10", "--batch", "16")  # fmt: skip
+    (a,) = agents
+    for s in a.steps[2:]:
+        assert {"data_wait", "forward", "backward", "optimizer"} <= set(s.phases), s
+        assert "grad_sync" not in s.phases
+    saves = [s.step for s in a.steps if "checkpoint" in s.phases]
+    assert len(saves) == 2, saves  # steps 10 and 20 (the 30th ends the script first)
+
+
+def test_ddp_under_torchrun_gives_each_rank_its_sync_wait(tmp_path):
+    agents = run_plain(tmp_path, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                       str(EXAMPLES / "ddp_plain.py"), "--steps", "30", "--slow-rank", "1",
+                       "--slow-ms", str(SLOW_MS), "--checkpoint-every", "10")  # fmt: skip
+    check_ranks(agents, slow=1)
+    assert any("checkpoint" in s.phases for s in agents[0].steps)  # rank 0 saves
+
+
+def test_ddp_under_mp_spawn_reports_ranks_from_the_process_group(tmp_path):
+    spawn = (str(EXAMPLES / "ddp_plain.py"), "--spawn", "2", "--steps", "30", "--port", "29541")
+    agents = run_plain(tmp_path, *spawn, "--slow-rank", "0", "--slow-ms", str(SLOW_MS))
+    check_ranks(agents, slow=0)  # no RANK variable: the rank came from torch.distributed
+
+
+def test_a_hand_written_all_reduce_loop_is_grad_sync(tmp_path):
+    agents = run_plain(tmp_path, str(EXAMPLES / "ddp_plain.py"), "--spawn", "2", "--allreduce",
+                       "--steps", "30", "--slow-rank", "1", "--slow-ms", str(SLOW_MS),
+                       "--port", "29542")  # fmt: skip
+    check_ranks(agents, slow=1)
+
+
+USER_HOOK = """
+import os, torch, torch.distributed as dist
+from torch import nn
+import gputop.agent as gt
+gt.init(server=False)
+os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=os.environ["PORT"])
+dist.init_process_group("gloo", rank=0, world_size=1)
+calls = []
+def mine(state, bucket):
+    calls.append(state)
+    fut = torch.futures.Future()
+    fut.set_result(bucket.buffer() * 0)  # visibly the user's: every gradient zero
+    return fut
+m = nn.parallel.DistributedDataParallel(nn.Linear(4, 2))
+when = os.environ["WHEN"]
+if when == "before":
+    m.register_comm_hook("my state", mine)
+for i in range(3):
+    if when == "after" and i == 1:  # gputop's hook is already in place: the user's wins
+        m.register_comm_hook("my state", mine)
+    m(torch.randn(3, 4)).sum().backward()
+assert calls and set(calls) == {"my state"}, calls
+assert all(float(p.grad.abs().sum()) == 0 for p in m.parameters())
+assert m._comm_hooks == [(mine, "my state")]
+try:
+    m.register_comm_hook(None, mine)
+except RuntimeError as e:
+    print("second:", "only be called once" in str(e))
+r = gt._rec
+print("sync", r.auto["grad_sync"].depth, r.errors)
+"""
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_the_users_comm_hook_wins_before_or_after_gputops(when):
+    env = {**os.environ, "WHEN": when, "PORT": str(29543 + (when == "after")),
+           "GPUTOP_NO_SERVER": "1", "PYTHONWARNINGS": "ignore"}  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", USER_HOOK], capture_output=True, text=True,
+                         env=env, timeout=120)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split()[-5:] == ["second:", "True", "sync", "0", "0"], out.stdout
