@@ -121,6 +121,9 @@ def install(rec: StepRecorder, training_thread: bool) -> None:
         if "forward" not in _installed and ready("torch.nn.modules.module"):
             _installed.add("forward")
             _pending.append(lambda: _hook_forward(rec, torch))
+        if "compiled" not in _installed and _FORWARD and ready("torch._dynamo.eval_frame"):
+            _wrap_compiled_modules(rec)
+            _installed.add("compiled")
         if training_thread:
             run_pending(rec)
     except Exception:
@@ -152,61 +155,164 @@ def _on_training_thread(rec: StepRecorder) -> bool:
 # ---- forward and eval ------------------------------------------------------------------------
 
 
-class _Forward:
-    __slots__ = ("depth", "open")
+DISCOVER_STEPS = 2
+"""Steps the global module hooks stay on to find the outermost modules (the roots)."""
+REDISCOVER_EVERY = 256
+"""Steps between two discovery rounds (a model first called later: an eval model)."""
 
-    def __init__(self) -> None:
+
+class _Forward:
+    """The outermost module call of the training thread, found cheaply.
+
+    torch's global forward hooks make every module call take ``_call_impl``'s slow path
+    (about 1.1 us per call here, whatever the hooks do), so they are on only while finding the
+    roots: for DISCOVER_STEPS steps after installation and again every REDISCOVER_EVERY
+    steps. Then each root's class gets its ``forward`` wrapped at class level (pickling and
+    ``state_dict`` see nothing) and the global hooks are removed: modules that are never a
+    root cost nothing. Both paths share one depth count. Not while torch.compile is in use:
+    dynamo guards on the global hooks, so they are never switched on and off then."""
+
+    def __init__(self, rec: StepRecorder, torch: Any) -> None:
+        self.rec = rec
+        self.torch = torch
         self.depth = 0
         self.open: Any = None
+        self.fwd, self.ev = rec.auto["forward"], rec.auto["eval_log"]
+        self.grad_enabled = torch.is_grad_enabled
+        self.handles: list[Any] = []
+        self.roots: set[type] = set()
+        self.wrapped: set[type] = set()
+        self.steps = 0
+
+    def enter(self, module: Any) -> None:
+        d = self.depth
+        self.depth = d + 1
+        if d:
+            return
+        try:  # never raises: the caller pairs this with leave()
+            t = type(module)
+            if t not in self.wrapped:
+                self.roots.add(t)
+                if _ddp_types.get(t, True):
+                    _note_root(module)
+            if _capturing(self.rec):
+                return
+            ph = self.fwd if module.training and self.grad_enabled() else self.ev
+            self.open = ph if ph.open() else None
+        except Exception:
+            self.rec.errors += 1
+
+    def leave(self) -> None:
+        d = self.depth
+        if d <= 0:  # installed while this call was running
+            return
+        self.depth = d - 1
+        if d == 1 and self.open is not None:
+            ph, self.open = self.open, None
+            ph.close()
+
+    def pre(self, module: Any, args: Any) -> None:
+        try:
+            if not _Guard.compiling() and threading.get_ident() == MAIN:
+                self.enter(module)
+        except Exception:
+            self.rec.errors += 1
+
+    def post(self, module: Any, args: Any, output: Any) -> None:
+        try:
+            if not _Guard.compiling() and threading.get_ident() == MAIN:
+                self.leave()
+        except Exception:
+            self.rec.errors += 1
+
+    def arm(self) -> None:
+        from torch.nn.modules import module as modules
+
+        if not self.handles:
+            self.handles = [
+                modules.register_module_forward_pre_hook(self.pre),
+                modules.register_module_forward_hook(self.post, always_call=True),
+            ]
+            self.steps = 0
+
+    def on_step(self, step_no: int) -> None:
+        """At each step boundary (training thread): end or start a discovery round."""
+        try:
+            self.steps += 1
+            if self.handles:
+                found = self.roots or self.wrapped
+                if self.steps >= DISCOVER_STEPS and found and not _compiled_now():
+                    for cls in self.roots - self.wrapped:
+                        self.wrap_class(cls)
+                    self.roots.clear()
+                    for h in self.handles:
+                        h.remove()
+                    self.handles = []
+                    self.steps = 0
+            elif self.steps >= REDISCOVER_EVERY and not _compiled_now():
+                self.arm()
+        except Exception:
+            self.rec.errors += 1
+
+    def wrap_class(self, cls: type, attr: str = "forward") -> None:
+        self.wrapped.add(cls)
+        orig = getattr(cls, attr)
+        if getattr(orig, "__gputop__", False):
+            return
+        st = self
+
+        @functools.wraps(orig)
+        def forward(self: Any, *args: Any, **kwargs: Any) -> Any:
+            entered = False
+            try:
+                if not _Guard.compiling() and threading.get_ident() == MAIN:
+                    st.enter(self)
+                    entered = True
+            except Exception:
+                st.rec.errors += 1
+            try:
+                return orig(self, *args, **kwargs)
+            finally:
+                if entered:
+                    try:
+                        st.leave()
+                    except Exception:
+                        st.rec.errors += 1
+
+        forward.__gputop__ = True  # type: ignore[attr-defined]
+        setattr(cls, attr, forward)
+
+
+def _compiled_now() -> bool:
+    """torch.compile has compiled something (or we cannot tell)."""
+    utils = sys.modules.get("torch._dynamo.utils")
+    if utils is None:
+        return False
+    try:
+        return int(utils.counters["stats"]["unique_graphs"]) > 0
+    except Exception:
+        return True
 
 
 def _hook_forward(rec: StepRecorder, torch: Any) -> None:
-    from torch.nn.modules import module as modules
-
-    st = _Forward()
-    fwd, ev = rec.auto["forward"], rec.auto["eval_log"]
-    get_ident = threading.get_ident
-    grad_enabled = torch.is_grad_enabled
-
-    def pre(module: Any, args: Any) -> None:
-        try:
-            if _Guard.compiling() or get_ident() != MAIN:
-                return
-            d = st.depth
-            st.depth = d + 1
-            if d:
-                return
-            if _ddp_types.get(type(module), True):
-                _note_root(module)
-            if _capturing(rec):
-                return
-            ph = fwd if module.training and grad_enabled() else ev
-            st.open = ph if ph.open() else None
-        except Exception:
-            rec.errors += 1
-
-    def post(module: Any, args: Any, output: Any) -> None:
-        try:
-            if _Guard.compiling() or get_ident() != MAIN:
-                return
-            d = st.depth
-            if d <= 0:  # installed while this call was running
-                return
-            st.depth = d - 1
-            if d == 1 and st.open is not None:
-                ph, st.open = st.open, None
-                ph.close()
-        except Exception:
-            rec.errors += 1
-
-    modules.register_module_forward_pre_hook(pre)
-    modules.register_module_forward_hook(post, always_call=True)
+    st = _Forward(rec, torch)
+    st.arm()
+    rec.on_step.append(st.on_step)
     # torch warns that global hooks fire once more for torch.compile's wrapper module: these
     # count depth, so it changes nothing; the user should not see a warning about gputop
     warnings.filterwarnings(
         "ignore", message=r"Using `torch\.compile\(module\)` when there are global hooks"
     )
     _FORWARD.append(st)
+
+
+def _wrap_compiled_modules(rec: StepRecorder) -> None:
+    """A ``torch.compile``d module is a root whose inside is traced (where hooks do nothing):
+    its wrapper's ``__call__`` is timed at class level, with or without the global hooks."""
+    eval_frame = ready("torch._dynamo.eval_frame")
+    cls = getattr(eval_frame, "OptimizedModule", None)
+    if cls is not None and _FORWARD:
+        _FORWARD[0].wrap_class(cls, "__call__")
 
 
 _FORWARD: list[_Forward] = []

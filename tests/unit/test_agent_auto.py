@@ -50,6 +50,15 @@ class Inner(nn.Module):
         return self.b(torch.relu(self.a(x)))
 
 
+class Root(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = net()
+
+    def forward(self, x):
+        return self.body(x)
+
+
 def net() -> nn.Module:
     return nn.Sequential(Inner(), Inner(), nn.Linear(4, 2))
 
@@ -182,9 +191,35 @@ def test_a_compiled_model_is_one_forward_and_compiles_without_breaks():
     dynamo = pytest.importorskip("torch._dynamo")
     m, x = net(), torch.randn(3, 4)
     compiled = torch.compile(m, backend="eager", fullgraph=True)  # a graph break would raise
-    compiled(x).sum().backward()
-    compiled(x).sum().backward()
-    got = last_step()
+    gt.init(server=False)  # the agent thread's next tick would do it: OptimizedModule timed
+    for _ in range(3):
+        compiled(x).sum().backward()
+        got = last_step()
     assert {"forward", "backward"} <= set(got)
     assert auto._FORWARD[0].depth == 0
     dynamo.reset()
+
+
+def test_once_the_roots_are_found_the_global_hooks_come_off_and_forward_is_still_timed(
+    monkeypatch,
+):
+    import io
+    import pickle
+
+    from torch.nn.modules import module as modules
+
+    monkeypatch.setattr(auto, "_compiled_now", lambda: False)  # an earlier test compiled
+    m, x = Root(), torch.randn(3, 4)
+    st = auto._FORWARD[0]
+    st.arm()  # a discovery round, as at installation
+    for _ in range(auto.DISCOVER_STEPS + 1):
+        m(x)
+        REC.step()
+    assert not st.handles and st.pre not in modules._global_forward_pre_hooks.values()
+    assert Root.forward.__gputop__ and Root.forward.__wrapped__ is not None
+    m(x)
+    assert set(last_step()) == {"forward"}
+    buf = io.BytesIO()
+    torch.save(m, buf)  # the whole module pickles: nothing of gputop's is on the instance
+    assert b"gputop" not in buf.getvalue()
+    assert pickle.loads(pickle.dumps(m.body)) is not None
