@@ -4,6 +4,7 @@ elsewhere looks like. Run it as it is usually run, or under `gputop run`:
     torchrun --nproc-per-node 2 examples/ddp_plain.py --slow-rank 1
     python examples/ddp_plain.py --spawn 2 --slow-rank 1    # torch.multiprocessing.spawn
     python examples/ddp_plain.py --spawn 2 --allreduce      # hand-written all_reduce, no DDP
+    python examples/ddp_plain.py --spawn 2 --allreduce --async-op   # ... then Work.wait()
 
 The gradient all-reduce runs inside backward (DDP) or after it (--allreduce); a slow rank
 (--slow-rank, CPU work before each forward) makes the other rank wait there.
@@ -43,8 +44,10 @@ def train(rank: int, world: int, args) -> None:
             opt.zero_grad(set_to_none=True)
             loss.backward()
             if args.allreduce:
-                for p in net.parameters():
-                    dist.all_reduce(p.grad)
+                works = [dist.all_reduce(p.grad, async_op=args.async_op) for p in net.parameters()]
+                for p, work in zip(net.parameters(), works, strict=True):
+                    if work is not None:
+                        work.wait()
                     p.grad /= world
             opt.step()
             step += 1
@@ -65,6 +68,7 @@ def main() -> None:
     p.add_argument("--spawn", type=int, default=0, help="start N ranks with mp.spawn")
     p.add_argument("--port", type=int, default=29533, help="MASTER_PORT with --spawn")
     p.add_argument("--allreduce", action="store_true", help="all_reduce by hand, no DDP")
+    p.add_argument("--async-op", action="store_true", help="... async, then Work.wait()")
     args = p.parse_args()
     if args.spawn:
         os.environ["MASTER_PORT"] = str(args.port)

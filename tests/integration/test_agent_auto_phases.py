@@ -3,6 +3,7 @@ it, read through the monitor's AgentLink: every phase, per rank, with no marker.
 
 from __future__ import annotations
 
+import ast
 import os
 import statistics
 import subprocess
@@ -95,10 +96,12 @@ def test_ddp_under_mp_spawn_reports_ranks_from_the_process_group(tmp_path):
     check_ranks(agents, slow=0)  # no RANK variable: the rank came from torch.distributed
 
 
-def test_a_hand_written_all_reduce_loop_is_grad_sync(tmp_path):
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_hand_written_all_reduce_loop_is_grad_sync(tmp_path, mode):
+    extra = ("--async-op", "--port", "29545") if mode == "async" else ("--port", "29542")
     agents = run_plain(tmp_path, str(EXAMPLES / "ddp_plain.py"), "--spawn", "2", "--allreduce",
                        "--steps", "30", "--slow-rank", "1", "--slow-ms", str(SLOW_MS),
-                       "--port", "29542")  # fmt: skip
+                       *extra)  # fmt: skip
     check_ranks(agents, slow=1)
 
 
@@ -143,3 +146,44 @@ def test_the_users_comm_hook_wins_before_or_after_gputops(when):
                          env=env, timeout=120)  # fmt: skip
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.split()[-5:] == ["second:", "True", "sync", "0", "0"], out.stdout
+
+
+LATE = """
+import os, tempfile, threading, torch
+import torch.distributed.checkpoint as dcp
+from torch import nn
+os.environ["GPUTOP_NO_SERVER"] = "1"
+net = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+def attach():  # what an attacher does, from a thread that is not the training thread
+    import gputop.agent
+    gputop.agent.autostart()
+for i in range(12):
+    if i == 3:
+        t = threading.Thread(target=attach)
+        t.start()
+        t.join()
+    loss = net(torch.randn(4, 8)).sum()
+    loss.backward()
+    opt.step()
+    if i == 8:
+        with tempfile.TemporaryDirectory() as d:
+            dcp.save({"w": net[0].weight.detach()}, checkpoint_id=d)
+import gputop.agent as gt
+r = gt._rec
+for rec in r.records:
+    print(sorted(r.names[i] for i, d in enumerate(rec[4]) if d))
+print("errors", r.errors)
+"""
+
+
+def test_an_agent_loaded_into_a_running_loop_from_another_thread_finds_every_phase():
+    out = subprocess.run([sys.executable, "-c", LATE], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONWARNINGS": "ignore"}, timeout=120)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = out.stdout.splitlines()
+    assert lines[-1] == "errors 0"
+    steps = [ast.literal_eval(line) for line in lines[:-1]]
+    # the first step after attaching: the backward that installed the rest, then everything
+    assert "forward" in steps[-1] and "backward" in steps[-1] and "optimizer" in steps[-1]
+    assert any("checkpoint" in s for s in steps), steps
