@@ -193,8 +193,8 @@ class _Forward:
             t = type(module)
             if t not in self.wrapped:
                 self.roots.add(t)
-                if _ddp_types.get(t, True):
-                    _note_root(module)
+            if _ddp_types.get(t, True):  # unknown or DDP: a new DDP model gets its hook
+                _note_root(module)
             if _capturing(self.rec):
                 return
             ph = self.fwd if module.training and self.grad_enabled() else self.ev

@@ -187,3 +187,32 @@ def test_an_agent_loaded_into_a_running_loop_from_another_thread_finds_every_pha
     # the first step after attaching: the backward that installed the rest, then everything
     assert "forward" in steps[-1] and "backward" in steps[-1] and "optimizer" in steps[-1]
     assert any("checkpoint" in s for s in steps), steps
+
+
+LATER_DDP = """
+import os, torch, torch.distributed as dist
+from torch import nn
+import gputop.agent as gt
+gt.init(server=False)
+from gputop.agent import auto
+os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=os.environ["PORT"])
+dist.init_process_group("gloo", rank=0, world_size=1)
+def train(m, steps):
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    for _ in range(steps):
+        m(torch.randn(3, 4)).sum().backward()
+        opt.step()
+train(nn.parallel.DistributedDataParallel(nn.Linear(4, 2)), auto.DISCOVER_STEPS + 2)
+assert not auto._FORWARD[0].handles  # the global hooks are off: DDP's class forward is timed
+second = nn.parallel.DistributedDataParallel(nn.Linear(4, 2))
+train(second, 2)
+print(second.__dict__["_gputop_sync"].registered, gt._rec.errors)
+"""
+
+
+def test_a_ddp_model_made_after_the_roots_were_found_still_gets_the_sync_hook():
+    env = {**os.environ, "PORT": "29547", "GPUTOP_NO_SERVER": "1", "PYTHONWARNINGS": "ignore"}
+    out = subprocess.run([sys.executable, "-c", LATER_DDP], capture_output=True, text=True,
+                         env=env, timeout=120)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split()[-2:] == ["True", "0"], out.stdout
