@@ -13,6 +13,7 @@ The gradient all-reduce runs inside backward (DDP) or after it (--allreduce); a 
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 import torch
@@ -40,6 +41,8 @@ def train(rank: int, world: int, args) -> None:
         for x, y in loader(args):
             if rank == args.slow_rank:
                 busy(args.slow_ms)  # a straggler: slower hardware, a bigger shard
+            if rank == args.stall_rank and step == args.stall_after:
+                threading.Event().wait()  # never comes back: the other ranks wait in backward
             loss = loss_fn(net(x), y)
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -65,6 +68,8 @@ def main() -> None:
     p = flags(__doc__)
     p.add_argument("--slow-rank", type=int, default=-1, help="this rank does extra work")
     p.add_argument("--slow-ms", type=float, default=30.0, help="extra work per step (ms)")
+    p.add_argument("--stall-rank", type=int, default=-1, help="this rank gets stuck for good")
+    p.add_argument("--stall-after", type=int, default=10, help="... at this step")
     p.add_argument("--spawn", type=int, default=0, help="start N ranks with mp.spawn")
     p.add_argument("--port", type=int, default=29533, help="MASTER_PORT with --spawn")
     p.add_argument("--allreduce", action="store_true", help="all_reduce by hand, no DDP")

@@ -336,6 +336,12 @@ class _SyncLedger:
     def begin(self) -> None:
         self.launched = self.done = 0
 
+    def waiting_since(self) -> int:
+        """When this rank started waiting for the others inside the current backward (its last
+        bucket launched, not yet complete), else 0: what the heartbeat calls grad_sync."""
+        launched, done = self.launched, self.done
+        return launched if launched and done < launched else 0
+
     def exposed_wait(self, end: int) -> int:
         """ns from the last bucket's launch (this rank's gradients ready) to the last bucket's
         completion (every rank's are): the time this rank waited for the slowest."""
@@ -350,6 +356,7 @@ LEDGER = _SyncLedger()
 
 def _wrap_backward(rec: StepRecorder, autograd: Any) -> None:
     bwd, sync = rec.auto["backward"], rec.auto["grad_sync"]
+    rec.sync_wait = LEDGER.waiting_since
 
     def wrap(orig: Any) -> Any:
         @functools.wraps(orig)

@@ -25,6 +25,7 @@ _now = time.perf_counter_ns  # CLOCK_MONOTONIC on Linux: one timebase for every 
 
 STANDARD_PHASES = STEP_PHASES
 """The phases every recorder knows by index (``gputop.vocab.steps``, shared with the monitor)."""
+BACKWARD_ID = STANDARD_PHASES.index("backward")
 MAX_PHASES = 64
 """Custom phase names beyond this many are counted as ``other``."""
 STEP_HISTORY = 512
@@ -183,6 +184,7 @@ class StepRecorder:
         stops counting while another opens inside it (so phases never add up past the step)."""
         self.user_open = 0
         """User markers open now: automatic phases stay shut while there is one."""
+        self.sync_wait: Callable[[], int] | None = None
         self.auto: dict[str, AutoPhase] = {
             n: AutoPhase(self, i, n) for i, n in enumerate(STANDARD_PHASES)
         }
@@ -246,8 +248,14 @@ class StepRecorder:
 
     @property
     def open_phase(self) -> tuple[str | None, int]:
-        """(name, start ns) of the innermost open phase, read by the server thread."""
+        """(name, start ns) of the innermost open phase, read by the server thread. Inside
+        backward, once this rank's gradients are all launched and it waits for the other
+        ranks (``sync_wait``, set by auto.py), it is grad_sync: what a hung job waits in."""
         i, t0 = self.open_id, self.open_t0
+        if i == BACKWARD_ID and self.sync_wait is not None:
+            since = self.sync_wait()
+            if since:
+                return "grad_sync", since
         return (self.names[i] if 0 <= i < len(self.names) else None), t0
 
     # ---- step boundary -----------------------------------------------------------------------

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 from typing import Any
 
 from gputop.agent import auto
@@ -105,7 +106,7 @@ def _hook_optimizers(rec: StepRecorder) -> None:
 
     def pre(optimizer, args, kwargs) -> None:
         try:
-            if not auto._Guard.compiling():
+            if not auto._Guard.compiling() and threading.get_ident() == auto.MAIN:
                 opt.open()
         except Exception:
             rec.errors += 1

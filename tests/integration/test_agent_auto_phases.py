@@ -216,3 +216,27 @@ def test_a_ddp_model_made_after_the_roots_were_found_still_gets_the_sync_hook():
                          env=env, timeout=120)  # fmt: skip
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.split()[-2:] == ["True", "0"], out.stdout
+
+
+def test_a_rank_that_waits_for_a_stuck_peer_inside_backward_is_in_grad_sync(tmp_path):
+    env = child_env({**os.environ, "GPUTOP_DIR": str(tmp_path), "PYTHONWARNINGS": "ignore"})
+    argv = [sys.executable, str(EXAMPLES / "ddp_plain.py"), "--spawn", "2", "--steps", "1000",
+            "--stall-rank", "1", "--stall-after", "5", "--port", "29548"]  # fmt: skip
+    p = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)  # fmt: skip
+    link = AgentLink(p.pid, directories=lambda: [tmp_path])
+    try:
+        deadline, beat = time.monotonic() + 90, None
+        while time.monotonic() < deadline:
+            ranked = {a.rank: a for a in link.sample().agents if a.rank is not None}
+            a = ranked.get(0)
+            if a is not None and a.open_phase == "grad_sync" and (a.open_age_s or 0) > 1:
+                beat = a
+                break
+            time.sleep(0.2)
+        assert beat is not None, [(a.rank, a.open_phase, a.open_age_s) for a in ranked.values()]
+        assert len(beat.steps) == 5 and p.poll() is None  # stuck at step 5, still waiting
+    finally:
+        link.close()
+        os.killpg(p.pid, 9)
+        p.wait(30)
