@@ -270,7 +270,10 @@ class StepRecorder:
             n = len(self.names)
             acc = self.acc
             if self.open_id >= 0:  # a phase open across the boundary is split between steps
-                acc[self.open_id] += t - self.seg_t0
+                if self._really_open(self.open_id):
+                    acc[self.open_id] += t - self.seg_t0
+                else:  # markers closed out of order left a closed phase "open": drop it
+                    self.open_id = -1
                 self.seg_t0 = t
             durations = tuple(acc[:n])
             self.acc = [0] * MAX_PHASES
@@ -295,6 +298,11 @@ class StepRecorder:
                 hook(self.step_no)
         except Exception:
             self.errors += 1
+
+    def _really_open(self, phase_id: int) -> bool:
+        name = self.names[phase_id]
+        p, a = self.phases.get(name), self.auto.get(name)
+        return bool((p is not None and p._t0) or (a is not None and a.depth))
 
     # ---- GPU time from CUDA events, never synchronising ----------------------------------------
 
