@@ -251,9 +251,11 @@ def ab(pairs: int, steps: int, script: str, arms: tuple[str, ...]) -> None:
         if arm == "no agent":
             continue
         ratios = sorted(x / y for x, y in zip(times[arm], times["no agent"], strict=True))
+        lo, lo_b = min(times[arm]), min(times["no agent"])
         print(
             f"    overhead {100 * (a - b) / b:+.2f} %, {1000 * (a - b):+.1f} us per step"
-            f" (target < 1 %); paired ratios median {statistics.median(ratios):.3f},"
+            f" (target < 1 %); fastest runs {100 * (lo - lo_b) / lo_b:+.2f} %;"
+            f" paired ratios median {statistics.median(ratios):.3f},"
             f" range {ratios[0]:.3f}..{ratios[-1]:.3f} (the spread is the machine's noise)"
         )
 
@@ -262,10 +264,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--pairs", type=int, default=8)
     ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--ab-only", action="store_true", help="only the A/B of mlp_plain.py")
     a = ap.parse_args()
-    micro()
-    auto_micro()
-    ab(a.pairs, a.steps, "mlp_train.py", ("no agent", "agent after"))
+    if not a.ab_only:
+        micro()
+        auto_micro()
+        ab(a.pairs, a.steps, "mlp_train.py", ("no agent", "agent after"))
     ab(a.pairs, a.steps, "mlp_plain.py", tuple(ARMS))
 
 
