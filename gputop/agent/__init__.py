@@ -4,6 +4,9 @@ Standard library only; torch is used when the script has imported it, never impo
 
     import gputop.agent as gt
     gt.init()                          # idempotent; also automatic on the first step()
+                                       # (with no markers at all, forward, backward,
+                                       # grad_sync, optimizer, checkpoint and eval are
+                                       # found by hooks: gputop/agent/auto.py)
     for batch in gt.wrap(loader):      # data wait (automatic for torch DataLoaders)
         with gt.H2D: ...
         with gt.FORWARD: ...
@@ -37,6 +40,7 @@ __all__ = [
     "H2D",
     "OPTIMIZER",
     "OTHER",
+    "autostart",
     "enabled",
     "init",
     "phase",
@@ -113,7 +117,7 @@ def init(
         if torch_hooks:
             from gputop.agent import torch_hooks as th
 
-            hooks.append(lambda: th.install(_rec))
+            hooks.append(lambda: th.install(_rec, phases=_phases_on()))
             fingerprint = th.fingerprint
             _rec.on_step.append(th.note_autocast)
         trace = None
@@ -128,7 +132,36 @@ def init(
             atexit.register(shutdown)
         elif _server.problem:
             print(_server.problem, file=sys.stderr)
+    if torch_hooks and "torch" in sys.modules:  # now, not at the agent thread's next tick
+        from gputop.agent import torch_hooks as th
+
+        try:
+            th.install(_rec, phases=_phases_on(), training_thread=_training_thread())
+        except Exception:
+            _rec.errors += 1
     return True
+
+
+def autostart() -> bool:
+    """The one entry point for loading the agent into a process that is already running
+    (``gputop --pid``): start it if it is not (idempotent) and install every hook torch
+    allows now; the rest follows as torch modules get imported. Safe from any thread: what
+    must run in the training thread waits for it. Never raises."""
+    try:
+        return init()
+    except Exception:
+        return False
+
+
+def _phases_on() -> bool:
+    """``GPUTOP_AUTO_PHASES=0`` keeps only the DataLoader and optimizer hooks."""
+    return os.environ.get("GPUTOP_AUTO_PHASES", "1") != "0"
+
+
+def _training_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
 
 
 def shutdown() -> None:

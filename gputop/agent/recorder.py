@@ -25,6 +25,7 @@ _now = time.perf_counter_ns  # CLOCK_MONOTONIC on Linux: one timebase for every 
 
 STANDARD_PHASES = STEP_PHASES
 """The phases every recorder knows by index (``gputop.vocab.steps``, shared with the monitor)."""
+BACKWARD_ID = STANDARD_PHASES.index("backward")
 MAX_PHASES = 64
 """Custom phase names beyond this many are counted as ``other``."""
 STEP_HISTORY = 512
@@ -36,7 +37,9 @@ GPU_PENDING_MAX = 2048
 class Phase:
     """A reusable ``with`` marker for one phase. Prebuilt per name: entering allocates nothing.
 
-    Not re-entrant for the *same* phase object (a phase inside itself); different phases nest.
+    Not re-entrant for the *same* phase object (a phase inside itself); different phases nest,
+    and time is exclusive: while an inner phase is open the outer one does not count, so a
+    step's phases never add up to more than the step.
     """
 
     __slots__ = ("_ev", "_prev_id", "_prev_t0", "_rec", "_t0", "id", "name")
@@ -54,11 +57,14 @@ class Phase:
         r = self._rec
         if r.on:
             t = _now()
+            if r.open_id >= 0:  # the enclosing phase pauses: each ns has one phase
+                r.acc[r.open_id] += t - r.seg_t0
             self._t0 = t
             self._prev_id = r.open_id
             self._prev_t0 = r.open_t0
             r.open_id = self.id
-            r.open_t0 = t
+            r.open_t0 = r.seg_t0 = t
+            r.user_open += 1
             if r.cuda_events is not None:
                 self._ev = r.gpu_start()
         return self
@@ -67,9 +73,12 @@ class Phase:
         r = self._rec
         if r.on and self._t0:
             try:
-                r.acc[self.id] += _now() - self._t0
+                t = _now()
+                r.acc[self.id] += t - r.seg_t0
                 r.open_id = self._prev_id
                 r.open_t0 = self._prev_t0
+                r.seg_t0 = t
+                r.user_open -= 1
                 self._t0 = 0
                 if self._ev is not None:
                     r.gpu_end(self._ev, self.id)
@@ -77,6 +86,68 @@ class Phase:
             except Exception:
                 r.errors += 1
         return False
+
+
+class AutoPhase:
+    """A phase opened by an automatic hook (torch_hooks.py), never by the user's code.
+
+    It opens only when no user marker is open (the user's markers win: the time stays in
+    theirs) and counts its own depth, so a nested or re-entrant call (a module inside a
+    module, ``autograd.grad`` inside a backward hook) adds nothing. ``open()`` returns 0 when
+    it did nothing, 1 when it opened the phase, 2 when it was already open (a nested call):
+    when it returned nonzero, call ``close()``. Training thread only.
+    """
+
+    __slots__ = ("_ev", "_prev_id", "_prev_t0", "_rec", "depth", "id", "name")
+
+    def __init__(self, recorder: StepRecorder, phase_id: int, name: str) -> None:
+        self._rec = recorder
+        self.id = phase_id
+        self.name = name
+        self.depth = 0
+        self._prev_id = -1
+        self._prev_t0 = 0
+        self._ev: Any = None
+
+    def open(self) -> int:
+        r = self._rec
+        if self.depth:
+            self.depth += 1
+            return 2
+        if not r.on or r.user_open:
+            return 0
+        t = _now()
+        if r.open_id >= 0:
+            r.acc[r.open_id] += t - r.seg_t0
+        self.depth = 1
+        self._prev_id = r.open_id
+        self._prev_t0 = r.open_t0
+        r.open_id = self.id
+        r.open_t0 = r.seg_t0 = t
+        if r.cuda_events is not None:
+            self._ev = r.gpu_start()
+        return 1
+
+    def close(self) -> None:
+        if self.depth > 1:
+            self.depth -= 1
+            return
+        if not self.depth:
+            return
+        r = self._rec
+        self.depth = 0
+        try:
+            t = _now()
+            if r.open_id == self.id:
+                r.acc[self.id] += t - r.seg_t0
+                r.open_id = self._prev_id
+                r.open_t0 = self._prev_t0
+                r.seg_t0 = t
+            if self._ev is not None:
+                ev, self._ev = self._ev, None
+                r.gpu_end(ev, self.id)
+        except Exception:
+            r.errors += 1
 
 
 class _NoPhase:
@@ -108,6 +179,15 @@ class StepRecorder:
         self.acc = [0] * MAX_PHASES
         self.open_id = -1
         self.open_t0 = 0
+        self.seg_t0 = 0
+        """Start of the innermost open phase's current stretch: time is exclusive, a phase
+        stops counting while another opens inside it (so phases never add up past the step)."""
+        self.user_open = 0
+        """User markers open now: automatic phases stay shut while there is one."""
+        self.sync_wait: Callable[[], int] | None = None
+        self.auto: dict[str, AutoPhase] = {
+            n: AutoPhase(self, i, n) for i, n in enumerate(STANDARD_PHASES)
+        }
         self.step_no = 0
         self.seq = 0
         self.step_t0 = _now()
@@ -151,10 +231,31 @@ class StepRecorder:
             self.phases[name] = p
         return p
 
+    def move(self, ns: int, src: int, dst: int) -> None:
+        """Hand ``ns`` already counted in phase ``src`` of this step to phase ``dst``: a wait
+        measured inside a call another phase timed (DDP's all-reduce inside backward)."""
+        if ns <= 0 or src == dst:
+            return
+        acc = self.acc
+        if self.open_id == src:  # count its open stretch first
+            t = _now()
+            acc[src] += t - self.seg_t0
+            self.seg_t0 = t
+        ns = min(ns, acc[src])
+        if ns > 0:
+            acc[src] -= ns
+            acc[dst] += ns
+
     @property
     def open_phase(self) -> tuple[str | None, int]:
-        """(name, start ns) of the innermost open phase, read by the server thread."""
+        """(name, start ns) of the innermost open phase, read by the server thread. Inside
+        backward, once this rank's gradients are all launched and it waits for the other
+        ranks (``sync_wait``, set by auto.py), it is grad_sync: what a hung job waits in."""
         i, t0 = self.open_id, self.open_t0
+        if i == BACKWARD_ID and self.sync_wait is not None:
+            since = self.sync_wait()
+            if since:
+                return "grad_sync", since
         return (self.names[i] if 0 <= i < len(self.names) else None), t0
 
     # ---- step boundary -----------------------------------------------------------------------
@@ -168,6 +269,12 @@ class StepRecorder:
             t = _now()
             n = len(self.names)
             acc = self.acc
+            if self.open_id >= 0:  # a phase open across the boundary is split between steps
+                if self._really_open(self.open_id):
+                    acc[self.open_id] += t - self.seg_t0
+                else:  # markers closed out of order left a closed phase "open": drop it
+                    self.open_id = -1
+                self.seg_t0 = t
             durations = tuple(acc[:n])
             self.acc = [0] * MAX_PHASES
             if flops is None:
@@ -191,6 +298,11 @@ class StepRecorder:
                 hook(self.step_no)
         except Exception:
             self.errors += 1
+
+    def _really_open(self, phase_id: int) -> bool:
+        name = self.names[phase_id]
+        p, a = self.phases.get(name), self.auto.get(name)
+        return bool((p is not None and p._t0) or (a is not None and a.depth))
 
     # ---- GPU time from CUDA events, never synchronising ----------------------------------------
 

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gputop.agent import ranks
 from gputop.agent.paths import ensure_private_dir, runtime_dir, socket_path
 from gputop.agent.recorder import StepRecorder
 from gputop.agent.wire import MAX_LINE, WIRE_VERSION, encode
@@ -45,7 +46,9 @@ def peer_uid(sock: socket.socket) -> int | None:
     return uid
 
 
-def identity() -> dict[str, Any]:
+def identity(rank_info: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Who this process is; ``rank_info`` (ranks.current()) fills rank, local_rank and
+    world_size when the launcher's variables do not (torch.multiprocessing.spawn children)."""
     env = os.environ
     ident: dict[str, Any] = {
         "pid": os.getpid(),
@@ -60,6 +63,11 @@ def identity() -> dict[str, Any]:
     for k in ENV_IDENTITY:
         v = env.get(k)
         ident[k.lower()] = int(v) if v is not None and v.lstrip("-").isdigit() else None
+    if rank_info is not None:
+        ident["ranks"] = rank_info
+        for k in ("rank", "local_rank", "world_size"):
+            if rank_info.get(k) is not None and (ident[k] is None or k != "local_rank"):
+                ident[k] = rank_info[k]
     return ident
 
 
@@ -101,6 +109,8 @@ class AgentServer:
         self._thread: threading.Thread | None = None
         self.problem: str | None = None
         self.refused = 0
+        self.ranks: dict[str, Any] = ranks.current()
+        """What the hello says about the rank; re-read every tick, a change re-sent."""
 
     # ---- lifecycle ---------------------------------------------------------------------------
 
@@ -165,6 +175,7 @@ class AgentServer:
                 if now >= next_fp:
                     next_fp = now + FINGERPRINT_S
                     self._refresh_fingerprint()
+                self._refresh_ranks()
                 self._publish_steps()
                 if self.trace is not None:
                     for result in self.trace.take_results():
@@ -192,8 +203,7 @@ class AgentServer:
         client = _Client(sock)
         self._clients[sock.fileno()] = client
         self._sel.register(sock, selectors.EVENT_READ, client)
-        client.outbuf += encode("hello", agent=identity(), wire=WIRE_VERSION,
-                                phases=list(self.rec.names))  # fmt: skip
+        client.outbuf += self._hello()
         if self.fingerprint:
             client.outbuf += encode("fingerprint", config=self.fingerprint)
         backlog = list(self.rec.records)
@@ -294,6 +304,20 @@ class AgentServer:
             gpu_backlog=self.rec.gpu_backlog,
             gpu_dropped=self.rec.gpu_dropped,
         )
+
+    def _hello(self) -> bytes:
+        return encode("hello", agent=identity(self.ranks), wire=WIRE_VERSION,
+                      phases=list(self.rec.names))  # fmt: skip
+
+    def _refresh_ranks(self) -> None:
+        """A process group that came up since the hello: a new hello says so. A group torn
+        down at the end (destroy_process_group) leaves the rank as it was."""
+        info = ranks.current()
+        if info["dist"] is None and self.ranks.get("dist") is not None:
+            return
+        if info != self.ranks:
+            self.ranks = info
+            self._broadcast(self._hello())
 
     def _refresh_fingerprint(self) -> None:
         if self._fingerprint_fn is None:

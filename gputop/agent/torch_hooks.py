@@ -4,6 +4,7 @@
   single- and multi-process iterators and leaves ``iter(loader)`` the same type.
 - Optimizer phase and, for scripts that never call ``step()``, the step boundary: torch's
   global optimizer step pre/post hooks, which fire for every optimizer.
+- Forward, backward, gradient sync, checkpoints and eval: auto.py.
 - GPU time per phase: CUDA events from the current stream, resolved later with ``query()``.
 - A configuration fingerprint, so a lever can name the user's actual setting.
 """
@@ -13,22 +14,38 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 from typing import Any
 
+from gputop.agent import auto
 from gputop.agent.recorder import StepRecorder
 
 _installed: set[str] = set()
 _loader_config: dict[str, Any] = {}
 
 
-def install(rec: StepRecorder, data: bool = True, optimizer: bool = True, gpu: bool = True) -> None:
-    """Install whatever is possible now; safe to call repeatedly (the agent thread does)."""
-    if data and "data" not in _installed and "torch.utils.data.dataloader" in sys.modules:
+def install(
+    rec: StepRecorder,
+    data: bool = True,
+    optimizer: bool = True,
+    gpu: bool = True,
+    phases: bool = True,
+    training_thread: bool = False,
+) -> None:
+    """Install whatever is possible now; safe to call repeatedly (the agent thread does) and
+    from any thread: what must run in the training thread waits for it (auto.py)."""
+    if auto.ready("torch") is None:
+        return  # not imported, or still importing
+    if data and "data" not in _installed and auto.ready("torch.utils.data.dataloader"):
         _wrap_dataloader(rec)
         _installed.add("data")
-    if optimizer and "optim" not in _installed and "torch.optim.optimizer" in sys.modules:
-        _hook_optimizers(rec)
+    if optimizer and "optim" not in _installed and auto.ready("torch.optim.optimizer"):
         _installed.add("optim")
+        auto.register_later(lambda: _hook_optimizers(rec))
+    if phases:
+        auto.install(rec, training_thread)
+    elif training_thread:
+        auto.run_pending(rec)
     if gpu and "gpu" not in _installed and "torch" in sys.modules:
         _installed.add("gpu")
         torch = sys.modules["torch"]
@@ -48,13 +65,21 @@ def _wrap_dataloader(rec: StepRecorder) -> None:
     original = cls.__next__
     if getattr(original, "__gputop__", False):
         return
-    wait = rec.phases["data_wait"]
+    wait = rec.auto["data_wait"]
 
     def __next__(self):
-        if rec.on and not _loader_config:
-            _note_loader(self)
-        with wait:
+        try:
+            if rec.on and not _loader_config:
+                _note_loader(self)
+            opened = wait.open() if auto._on_training_thread(rec) else 0
+        except Exception:
+            rec.errors += 1
+            opened = 0
+        try:
             return original(self)
+        finally:
+            if opened:
+                wait.close()
 
     __next__.__gputop__ = True  # type: ignore[attr-defined]
     __next__.__wrapped__ = original  # type: ignore[attr-defined]
@@ -77,15 +102,24 @@ def _hook_optimizers(rec: StepRecorder) -> None:
         register_optimizer_step_pre_hook,
     )
 
-    opt = rec.phases["optimizer"]
+    opt = rec.auto["optimizer"]
 
     def pre(optimizer, args, kwargs) -> None:
-        opt.__enter__()
+        try:
+            if not auto._Guard.compiling() and threading.get_ident() == auto.MAIN:
+                opt.open()
+        except Exception:
+            rec.errors += 1
 
     def post(optimizer, args, kwargs) -> None:
-        opt.__exit__(None, None, None)
-        if rec.auto_step and not rec.explicit_steps:
-            rec.step()
+        try:
+            if auto._Guard.compiling():
+                return
+            opt.close()
+            if rec.auto_step and not rec.explicit_steps:
+                rec.step()
+        except Exception:
+            rec.errors += 1
 
     register_optimizer_step_pre_hook(pre)
     register_optimizer_step_post_hook(post)

@@ -11,6 +11,7 @@ import json
 from types import MappingProxyType
 from typing import Any
 
+from gputop.agent.ranks import LAUNCHER_VARS, RANKS_VERSION, SOURCES
 from gputop.agent.wire import MAX_LINE, WIRE_VERSION
 from gputop.model.steps import StepRecord
 
@@ -19,6 +20,8 @@ MAX_PHASES = 64
 MAX_NAME = 64
 MAX_NS = 10**15
 """About 11.6 days: a longer duration is nonsense."""
+MAX_RANK = 1 << 20
+"""Ranks and world sizes above this are nonsense."""
 MAX_GC_FULL = 10**6
 """Full collections in one step: each traverses the whole heap, so more is nonsense."""
 
@@ -169,16 +172,46 @@ def parse_hello(msg: dict[str, Any]) -> dict[str, Any] | None:
     host = agent.get("hostname")
 
     def rank(k: str) -> int | None:
-        return _int(agent.get(k), 0, 1 << 20) if agent.get(k) is not None else None
+        return _int(agent.get(k), 0, MAX_RANK) if agent.get(k) is not None else None
 
+    ranks = parse_ranks(agent.get("ranks"))
+    dist = ranks["dist"] if ranks is not None else None
     return {
         "pid": pid,
         "argv": argv,
         "hostname": host[:255] if isinstance(host, str) else None,
-        "rank": rank("rank"),
+        "rank": dist["rank"] if dist else rank("rank"),
         "local_rank": rank("local_rank"),
-        "world_size": rank("world_size"),
+        "world_size": dist["world_size"] if dist else rank("world_size"),
         "python": _version(agent.get("python")),
+        "ranks": ranks,
+    }
+
+
+def parse_ranks(v: Any) -> dict[str, Any] | None:
+    """The hello's optional ``ranks`` object (docs/agent-wire.md): where the rank came from,
+    the process group's rank and world size, the launcher variables seen. Another version, or
+    a bad value, reads as unknown; only the known variable names are looked up."""
+    if not isinstance(v, dict) or v.get("v") != RANKS_VERSION:
+        return None
+    source = v.get("source")
+    dist = v.get("dist")
+    d = None
+    if isinstance(dist, dict):
+        r, w = _int(dist.get("rank"), 0, MAX_RANK), _int(dist.get("world_size"), 1, MAX_RANK)
+        if r is not None and w is not None and r < w:
+            d = {"rank": r, "world_size": w, "backend": _name(dist.get("backend"))}
+    raw = v.get("launcher")
+    launcher = {}
+    if isinstance(raw, dict):
+        for k in LAUNCHER_VARS:
+            n = _int(raw.get(k), 0, MAX_RANK)
+            if n is not None:
+                launcher[k] = n
+    return {
+        "source": source if source in SOURCES else None,
+        "dist": d,
+        "launcher": MappingProxyType(launcher),
     }
 
 

@@ -75,3 +75,39 @@ def test_other_versions_and_oversized_lines_are_dropped():
         except dec.Dropped:
             continue
         raise AssertionError(line[:40])
+
+
+def test_the_rank_from_the_process_group_is_read_from_the_hello():
+    from gputop.agent.ranks import current
+    from gputop.agent.server import identity
+
+    info = current({"SLURM_PROCID": "3", "SLURM_NTASKS": "8", "OMPI_COMM_WORLD_RANK": "5"})
+    assert (info["source"], info["rank"], info["world_size"]) == ("slurm", 3, 8)
+    info |= {"source": "torch.distributed", "dist": {"rank": 1, "world_size": 2,
+                                                    "backend": "gloo"}}  # fmt: skip
+    hello = dec.parse_hello(json.loads(encode("hello", agent=identity(info))))
+    assert (hello["rank"], hello["world_size"]) == (1, 2)  # the group wins over the launcher
+    assert hello["ranks"]["source"] == "torch.distributed"
+    assert hello["ranks"]["dist"] == {"rank": 1, "world_size": 2, "backend": "gloo"}
+    assert hello["ranks"]["launcher"]["OMPI_COMM_WORLD_RANK"] == 5
+
+
+@given(json_values)
+@settings(max_examples=200)
+def test_a_bad_ranks_field_reads_as_unknown_never_raises(value):
+    out = dec.parse_hello({"v": 1, "type": "hello", "agent": {"pid": 7, "rank": 2, "ranks": value}})
+    assert out is not None and 0 <= out["rank"] < 1 << 20
+    r = out["ranks"]
+    assert r is None or set(r["launcher"]) <= {"RANK", "LOCAL_RANK", "WORLD_SIZE",
+        "LOCAL_WORLD_SIZE", "GROUP_RANK", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS",
+        "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE"}  # fmt: skip
+
+
+def test_ranks_of_another_version_or_out_of_range_are_ignored():
+    agent = {"pid": 7, "rank": None}
+    for ranks in ({"v": 2, "dist": {"rank": 1, "world_size": 2}},
+                  {"v": 1, "dist": {"rank": 2, "world_size": 2}},
+                  {"v": 1, "dist": {"rank": True, "world_size": 2}},
+                  {"v": 1, "dist": {"rank": 0, "world_size": 1 << 40}}):  # fmt: skip
+        out = dec.parse_hello({"agent": {**agent, "ranks": ranks}})
+        assert out is not None and out["rank"] is None

@@ -120,3 +120,26 @@ def test_gpu_time_is_resolved_later_without_waiting():
     FakeEvent.done_up_to = 10
     r.step()
     assert len(r.gpu_records) == 2 and r.gpu_backlog == 0
+
+
+def test_time_is_exclusive_and_markers_closed_out_of_order_leave_nothing_open():
+    r = StepRecorder()
+    fwd, h2d = r.phases["forward"], r.phases["h2d"]
+    with fwd, h2d:
+        time.sleep(0.01)
+    t0 = r.step_t0
+    r.step()
+    _, _, start, end, durations, *_ = r.records[-1]
+    names = r.names
+    assert durations[names.index("h2d")] >= 10_000_000
+    assert durations[names.index("forward")] < 5_000_000  # paused while h2d was open
+    assert start == t0 and sum(durations) <= end - start
+    fwd.__enter__()
+    h2d.__enter__()
+    fwd.__exit__(None, None, None)  # out of order
+    h2d.__exit__(None, None, None)
+    r.step()  # the boundary notices nothing is really open
+    assert r.open_phase[0] is None
+    time.sleep(0.005)
+    r.step()
+    assert sum(r.records[-1][4]) == 0  # no phantom time for a phase closed long ago

@@ -1,0 +1,225 @@
+"""Automatic phases (gputop/agent/auto.py) in this process, with CPU torch: the outermost module
+call only, the user's markers first, nothing while torch.compile traces or a CUDA graph is
+captured, and nothing ever raised into the training code."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from torch import nn  # noqa: E402
+
+import gputop.agent as gt  # noqa: E402
+from gputop.agent import auto  # noqa: E402
+from gputop.agent.recorder import StepRecorder  # noqa: E402
+
+REC = gt._rec
+
+
+@pytest.fixture(autouse=True)
+def agent(monkeypatch):
+    if not REC.on:
+        pytest.skip("GPUTOP_DISABLE is set")
+    monkeypatch.setenv("GPUTOP_NO_SERVER", "1")
+    gt.init(server=False)  # installs on this (the main) thread: every hook at once
+    REC.step()  # start from a clean step
+    yield
+    REC.step()
+
+
+def phases() -> dict[str, int]:
+    """The current step's phases so far (closes nothing)."""
+    return {n: REC.acc[i] for i, n in enumerate(REC.names) if REC.acc[i]}
+
+
+def last_step() -> dict[str, int]:
+    REC.step()
+    rec = REC.records[-1]
+    return {REC.names[i]: d for i, d in enumerate(rec[4]) if d}
+
+
+class Inner(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = nn.Linear(4, 4), nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.b(torch.relu(self.a(x)))
+
+
+class Root(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = net()
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def net() -> nn.Module:
+    return nn.Sequential(Inner(), Inner(), nn.Linear(4, 2))
+
+
+def test_only_the_outermost_module_call_is_forward():
+    m, x = net(), torch.randn(3, 4)
+    seen = []
+    hook = torch.nn.modules.module.register_module_forward_pre_hook(
+        lambda mod, args: seen.append(auto._FORWARD[0].depth)
+    )
+    try:
+        m(x)
+    finally:
+        hook.remove()
+    assert len(seen) == 8 and max(seen) >= 2  # eight module calls, nested three deep
+    assert auto._FORWARD[0].depth == 0 and REC.open_id == -1
+    got = last_step()
+    assert set(got) == {"forward"}
+    assert REC.auto["forward"].depth == 0
+
+
+def test_forward_backward_and_the_optimizer_without_a_marker_add_up_to_at_most_the_step():
+    m = net()
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    REC.auto_step, REC.explicit_steps = True, False
+    loss = m(torch.randn(3, 4)).sum()
+    loss.backward()
+    opt.step()  # the optimizer post hook is the step boundary
+    _seq, _, t0, t1, durations, *_ = REC.records[-1]
+    got = {REC.names[i]: d for i, d in enumerate(durations) if d}
+    assert {"forward", "backward", "optimizer"} <= set(got)
+    assert sum(durations) <= t1 - t0
+
+
+def test_no_grad_inference_mode_and_eval_mode_are_eval():
+    m, x = net(), torch.randn(3, 4)
+    with torch.no_grad():
+        m(x)
+    with torch.inference_mode():
+        m(x)
+    m.eval()
+    m(x)
+    assert set(last_step()) == {"eval_log"}
+
+
+def test_the_users_markers_win_and_nothing_counts_twice():
+    m, x = net(), torch.randn(3, 4)
+    with gt.FORWARD:
+        loss = m(x).sum()
+    with gt.phase("my_backward"):
+        loss.backward()
+    with gt.OPTIMIZER:  # the optimizer's own hook must not re-enter the user's marker
+        torch.optim.SGD(m.parameters(), lr=0.1).step()
+    got = last_step()
+    assert set(got) <= {"forward", "my_backward", "optimizer"}, got
+    assert REC.open_id == -1 and REC.user_open == 0
+
+
+def test_an_automatic_phase_inside_an_automatic_one_pauses_it():
+    r = StepRecorder()
+    fwd, save = r.auto["forward"], r.auto["checkpoint"]
+    assert fwd.open() == 1
+    assert save.open() == 1 and r.open_phase[0] == "checkpoint"
+    assert fwd.open() == 2  # re-entrant: counted, not reopened
+    fwd.close()
+    save.close()
+    fwd.close()
+    t0 = r.step_t0
+    r.step()
+    *_, start, end, durations = r.records[-1][:5]
+    assert start == t0 and sum(durations) <= end - start
+    assert r.open_id == -1 and fwd.depth == 0
+
+
+def test_nothing_while_torch_compile_traces_or_a_cuda_graph_is_captured(monkeypatch):
+    m, x = net(), torch.randn(3, 4)
+    monkeypatch.setattr(auto._Guard, "compiling", staticmethod(lambda: True))
+    m(x).sum().backward()
+    torch.save({}, os.devnull)
+    assert phases() == {}
+    monkeypatch.undo()
+
+    class Capturing:
+        @staticmethod
+        def is_current_stream_capturing():
+            return True
+
+    monkeypatch.setattr(auto._Guard, "cuda", Capturing)
+    monkeypatch.setattr(REC, "cuda_events", lambda: None)  # as if CUDA were in use
+    m(x).sum().backward()
+    assert phases() == {}
+
+
+def test_a_hook_that_fails_never_reaches_the_training_code(monkeypatch):
+    m, x = net(), torch.randn(3, 4)
+
+    def broken(self):
+        raise RuntimeError("a bug in gputop")
+
+    errors = REC.errors
+    monkeypatch.setattr(type(REC.auto["forward"]), "open", broken)
+    loss = m(x).sum()
+    loss.backward()
+    torch.save({}, os.devnull)
+    assert REC.errors > errors
+    monkeypatch.undo()
+    assert torch.isfinite(loss)
+
+
+def test_the_users_exception_passes_through_and_leaves_no_phase_open():
+    class Boom(nn.Module):
+        def forward(self, x):
+            raise ValueError("mine")
+
+    m = nn.Sequential(nn.Linear(4, 4), Boom())
+    with pytest.raises(ValueError, match="mine"):
+        m(torch.randn(2, 4))
+    assert auto._FORWARD[0].depth == 0 and REC.open_id == -1
+    with pytest.raises(RuntimeError):
+        torch.autograd.backward(torch.ones(2))  # does not require grad: torch's own error
+    assert REC.auto["backward"].depth == 0 and REC.open_id == -1
+
+
+def test_wrapped_functions_keep_what_they_wrap():
+    assert torch.autograd.backward.__wrapped__.__module__ == "torch.autograd"
+    assert torch.save.__wrapped__.__name__ == "save"
+
+
+def test_a_compiled_model_is_one_forward_and_compiles_without_breaks():
+    dynamo = pytest.importorskip("torch._dynamo")
+    m, x = net(), torch.randn(3, 4)
+    compiled = torch.compile(m, backend="eager", fullgraph=True)  # a graph break would raise
+    gt.init(server=False)  # the agent thread's next tick would do it: OptimizedModule timed
+    for _ in range(3):
+        compiled(x).sum().backward()
+        got = last_step()
+    assert {"forward", "backward"} <= set(got)
+    assert auto._FORWARD[0].depth == 0
+    dynamo.reset()
+
+
+def test_once_the_roots_are_found_the_global_hooks_come_off_and_forward_is_still_timed(
+    monkeypatch,
+):
+    import io
+    import pickle
+
+    from torch.nn.modules import module as modules
+
+    monkeypatch.setattr(auto, "_compiled_now", lambda: False)  # an earlier test compiled
+    m, x = Root(), torch.randn(3, 4)
+    st = auto._FORWARD[0]
+    st.arm()  # a discovery round, as at installation
+    for _ in range(auto.DISCOVER_STEPS + 1):
+        m(x)
+        REC.step()
+    assert not st.handles and st.pre not in modules._global_forward_pre_hooks.values()
+    assert Root.forward.__gputop__ and Root.forward.__wrapped__ is not None
+    m(x)
+    assert set(last_step()) == {"forward"}
+    buf = io.BytesIO()
+    torch.save(m, buf)  # the whole module pickles: nothing of gputop's is on the instance
+    assert b"gputop" not in buf.getvalue()
+    assert pickle.loads(pickle.dumps(m.body)) is not None
