@@ -24,6 +24,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from gputop.agent import ranks
+
 STEPS_MAX = 20
 WARMUP = 1
 """One step with the profiler running but not recording: its own start-up cost stays out."""
@@ -175,7 +177,11 @@ class TraceCapture:
         prof.start()
 
     def _name(self) -> str:
-        return f"rank{self.rank}" if self.rank is not None else f"pid{os.getpid()}"
+        rank = self.rank
+        if rank is None:  # no RANK variable (mp.spawn): the process group's, once it is up
+            dist = ranks.from_dist()
+            rank = dist["rank"] if dist else None
+        return f"rank{rank}" if rank is not None else f"pid{os.getpid()}"
 
     def _start_memory(self, req: Request, step_no: int) -> None:
         import torch
