@@ -144,11 +144,14 @@ def _roles(pid: int, proc: str) -> dict[int, str]:
 
 
 def candidates(pid: int, roles: Mapping[int, str] | None, proc: str = "/proc") -> list[int]:
-    """The target and every Python process below it that is not a DataLoader worker (ranks,
-    spawned children), by the host source's roles."""
+    """The target and the processes below it that train, by the host source's roles: its ranks
+    when it knows them (a launcher's helpers, such as multiprocessing's resource tracker, are
+    left alone), else every one that is not a DataLoader worker (a rank not yet recognised)."""
     roles = _roles(pid, proc) if roles is None else roles
-    below = [p for p in descendants(pid, proc) if p != pid and roles.get(p, "child") != "worker"]
-    return [pid, *below]
+    below = [p for p in descendants(pid, proc) if p != pid]
+    if any(roles.get(p) == "rank" for p in below):
+        return [pid, *(p for p in below if roles.get(p) == "rank")]
+    return [pid, *(p for p in below if roles.get(p, "child") != "worker")]
 
 
 def source_hint() -> str:

@@ -19,10 +19,10 @@ from tests_support import free_port, kill_tree
 
 pytest.importorskip("torch")
 
-from gputop.inject import debugger as dbg  # noqa: E402
-from gputop.inject import load_agent, plan_load  # noqa: E402
-from gputop.sources.agent_link import AgentLink  # noqa: E402
-from gputop.sources.host import HostSource  # noqa: E402
+from gputop.commands.common import Attached, attach
+from gputop.inject import debugger as dbg
+from gputop.inject import load_agent, plan_load
+from gputop.sources.agent_link import AgentLink
 
 pytestmark = pytest.mark.skipif(
     dbg.find_debugger() is None or sys.platform != "linux", reason="needs gdb or lldb on Linux"
@@ -45,11 +45,13 @@ def launch(how: str, agent_dir: Path) -> subprocess.Popen:
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
 
 
-def ranks_of(host: HostSource, job: subprocess.Popen, timeout: float = 90) -> dict[int, str]:
-    """The tree's roles once both ranks are up (torch imported, the process group formed)."""
+def ranks_of(tree: Attached, job: subprocess.Popen, timeout: float = 90) -> dict[int, str]:
+    """The tree's roles once both ranks are up, from all the monitor's evidence (the tree and
+    the stacks: a spawned rank shows ``torch.multiprocessing.spawn``'s ``_wrap``)."""
     deadline = time.monotonic() + timeout
     while True:
-        sample = host.sample()
+        tree.stacks.sample()
+        sample = tree.host.sample()
         roles = {p.pid: p.role for p in sample.processes}
         if sum(1 for r in roles.values() if r == "rank") == 2:
             return roles
@@ -69,13 +71,14 @@ def test_a_ddp_job_started_without_gputop_shows_every_phase_per_rank_once_attach
     job = launch(how, agent_dir)
     link = None
     try:
-        host = HostSource.open(job.pid)
-        roles = ranks_of(host, job)
+        roles = ranks_of(attach(job.pid), job)
         plan = plan_load(job.pid, roles)
         ranks = sorted(pid for pid, role in roles.items() if role == "rank")
-        assert sorted(p.pid for p in plan.todo) == ranks or job.pid in [p.pid for p in plan.todo]
+        assert sorted(p.pid for p in plan.todo) == sorted([job.pid, *ranks]), plan.lines()
         report = load_agent(plan, wait_s=60)
-        assert report.ok, report.line()
+        # the launcher may sit in a C call (mp.spawn's join, torchrun's poll): it gets its
+        # agent when that returns; the ranks train in Python and get theirs at once
+        assert set(ranks) <= set(report.loaded) and not report.problems, report.line()
         link = AgentLink(job.pid, directories=lambda: [agent_dir])
         deadline = time.monotonic() + 90
         while True:
