@@ -83,8 +83,12 @@ def init(
     torch_hooks: bool | None = None,
     auto_step: bool | None = None,
     measure_flops_at: int | None = None,
+    idle_alone: bool = False,
 ) -> bool:
     """Start the agent (idempotent). Returns whether it is recording.
+
+    ``idle_alone``: loaded by attaching (``autostart``): once the last monitor has left, the
+    markers cost what disabled ones do until a monitor connects again.
 
     ``auto_step=False``: this script calls ``step()`` itself, so optimizer steps must not be
     taken as step boundaries (by default they are, until the first explicit ``step()``).
@@ -127,7 +131,8 @@ def init(
             rank = os.environ.get("RANK", "")
             trace = TraceCapture(int(rank) if rank.isdigit() else None)
             _rec.on_step.append(trace)  # torch traces run at step boundaries, in this thread
-        _server = AgentServer(_rec, fingerprint=fingerprint, tick_hooks=hooks, trace=trace)
+        _server = AgentServer(_rec, fingerprint=fingerprint, tick_hooks=hooks, trace=trace,
+                              idle_alone=idle_alone)  # fmt: skip
         if _server.start():
             atexit.register(shutdown)
         elif _server.problem:
@@ -148,7 +153,7 @@ def autostart() -> bool:
     allows now; the rest follows as torch modules get imported. Safe from any thread: what
     must run in the training thread waits for it. Never raises."""
     try:
-        return init()
+        return init(idle_alone=True)
     except Exception:
         return False
 

@@ -172,6 +172,8 @@ class StepRecorder:
 
     def __init__(self, history: int = STEP_HISTORY) -> None:
         self.on = True
+        self._stale = False
+        """Set by ``idle``: the next step boundary starts clean."""
         self.names: list[str] = list(STANDARD_PHASES)
         self.phases: dict[str, Phase] = {
             n: Phase(self, i, n) for i, n in enumerate(STANDARD_PHASES)
@@ -267,6 +269,9 @@ class StepRecorder:
             return
         try:
             t = _now()
+            if self._stale:  # woken after idling: what was open then is dropped, here
+                self._fresh_start(t)
+                return
             n = len(self.names)
             acc = self.acc
             if self.open_id >= 0:  # a phase open across the boundary is split between steps
@@ -298,6 +303,34 @@ class StepRecorder:
                 hook(self.step_no)
         except Exception:
             self.errors += 1
+
+    # ---- idle while no monitor reads (an agent loaded by attaching) ------------------------------
+
+    def idle(self) -> None:
+        """No monitor is reading: markers go back to the cost of a disabled one (and nothing
+        is recorded) until ``wake``. Safe from the agent's thread."""
+        if self.on:
+            self._stale = True
+            self.on = False
+
+    def wake(self) -> None:
+        """A monitor reads again: record from the next step boundary on (that boundary, in the
+        training thread, drops whatever was open while idle). Safe from the agent's thread."""
+        self.on = True
+
+    def _fresh_start(self, t: int) -> None:
+        """In the training thread: a step boundary after idling starts clean, recording nothing
+        (markers entered before or during the idle stretch no longer count)."""
+        self._stale = False
+        self.acc = [0] * MAX_PHASES
+        self.open_id, self.open_t0, self.seg_t0, self.user_open = -1, 0, t, 0
+        for p in self.phases.values():
+            p._t0 = 0
+        for a in self.auto.values():
+            a.depth = 0
+        if self._gc_cb is not None:
+            self._gc_ns_seen, self._gc_full_seen = self.gc_ns, self.gc_full
+        self.step_t0 = t
 
     def _really_open(self, phase_id: int) -> bool:
         name = self.names[phase_id]

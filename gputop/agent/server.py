@@ -91,8 +91,12 @@ class AgentServer:
         fingerprint: Any = None,
         tick_hooks: list[Any] | None = None,
         trace: Any = None,
+        idle_alone: bool = False,
     ) -> None:
         self.rec = recorder
+        self.idle_alone = idle_alone
+        """Loaded by attaching: idle (disabled markers) while no monitor is connected."""
+        self._idled = False
         self.trace = trace
         """A TraceCapture: torch traces asked for by monitors, run on the training thread."""
         self.directory = directory or runtime_dir()
@@ -202,6 +206,9 @@ class AgentServer:
         sock.setblocking(False)
         client = _Client(sock)
         self._clients[sock.fileno()] = client
+        if self._idled:  # a monitor is back: record again from the next step boundary
+            self._idled = False
+            self.rec.wake()
         self._sel.register(sock, selectors.EVENT_READ, client)
         client.outbuf += self._hello()
         if self.fingerprint:
@@ -364,6 +371,9 @@ class AgentServer:
 
     def _drop(self, c: _Client) -> None:
         self._clients.pop(c.sock.fileno(), None)
+        if self.idle_alone and not self._clients and self.rec.on:
+            self._idled = True  # the last monitor left an attached agent: idle until one comes
+            self.rec.idle()
         with contextlib.suppress(Exception):
             self._sel.unregister(c.sock)
         with contextlib.suppress(OSError):

@@ -30,7 +30,7 @@ from gputop.capture.external import ToolRun, run_tool
 
 CODE = (
     "try:\n"
-    " __import__('gputop.agent').agent.init()\n"
+    " __import__('gputop.agent').agent.autostart()\n"
     "except BaseException as e:\n"
     " try:__import__('sys').stderr.write('gputop: the agent did not start: %r\\n' % (e,))\n"
     " except BaseException:pass\n"

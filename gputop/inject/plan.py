@@ -116,7 +116,7 @@ def how(method: str | None) -> str:
             "init() on the main thread at its next safe point"
         )
     return (
-        f"{method} stops it for a moment, queues `import gputop.agent; gputop.agent.init()` "
+        f"{method} stops it for a moment, queues `import gputop.agent; gputop.agent.autostart()` "
         "as a pending call the main thread runs at its next safe point, and detaches"
     )
 

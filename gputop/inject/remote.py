@@ -43,7 +43,7 @@ def script(path: str) -> str:
         "except OSError:\n"
         "    pass\n"
         "try:\n"
-        "    __import__('gputop.agent').agent.init()\n"
+        "    __import__('gputop.agent').agent.autostart()\n"
         "except BaseException as e:\n"
         "    try:\n"
         "        __import__('sys').stderr.write('gputop: the agent did not start: %r\\n' % (e,))\n"

@@ -308,3 +308,35 @@ def test_the_agent_turns_itself_off_in_forked_children():
     out = subprocess.run([sys.executable, "-c", FORK_SCRIPT], capture_output=True, text=True,
                          timeout=60)  # fmt: skip
     assert out.stdout.split() == ["child", "0", "parent", "True", "1"], out.stderr
+
+
+def test_an_attached_agent_idles_when_its_last_monitor_leaves(tmp_path):
+    d = tmp_path / "agents"
+    rec = StepRecorder()
+    srv = AgentServer(rec, directory=d, idle_alone=True)
+    assert srv.start()
+    try:
+
+        def monitor() -> socket.socket:
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(str(srv.path))
+            assert b'"type":"hello"' in s.recv(65536)
+            return s
+
+        def until(check) -> None:
+            deadline = time.monotonic() + 5
+            while not check():
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+
+        first, second = monitor(), monitor()
+        first.close()
+        time.sleep(0.3)
+        assert rec.on, "one monitor is still reading"
+        second.close()
+        until(lambda: not rec.on)  # the last one left: idle
+        again = monitor()
+        until(lambda: rec.on)  # a monitor is back: recording
+        again.close()
+    finally:
+        srv.stop()

@@ -143,3 +143,33 @@ def test_time_is_exclusive_and_markers_closed_out_of_order_leave_nothing_open():
     time.sleep(0.005)
     r.step()
     assert sum(r.records[-1][4]) == 0  # no phantom time for a phase closed long ago
+
+
+def test_an_idle_recorder_records_nothing_and_wakes_clean():
+    """An agent loaded by attaching idles once its last monitor leaves: markers take the
+    disabled path; woken, the next boundary drops what was open and recording goes on."""
+    r = StepRecorder()
+    r.step()
+    outer = r.phases["forward"]
+    outer.__enter__()  # a marker open when the monitor leaves
+    r.idle()
+    assert not r.on
+    with r.phases["backward"]:
+        time.sleep(0.001)
+    r.step()  # a boundary while idle: nothing recorded
+    assert len(r.records) == 1
+    r.wake()
+    outer.__exit__(None, None, None)  # closed after waking: stale, must not count
+    r.step()  # the first boundary after waking starts clean
+    assert len(r.records) == 1 and r.user_open == 0 and r.open_id == -1
+    with r.phases["data_wait"]:
+        time.sleep(0.002)
+    auto = r.auto["forward"]
+    assert auto.open() == 1  # automatic phases are not shut by a stale user marker
+    auto.close()
+    r.step()
+    (*_, last) = r.records
+    durations = last[4]
+    assert durations[r.names.index("data_wait")] >= 2_000_000
+    assert durations[r.names.index("backward")] == 0
+    assert last[3] - last[2] >= sum(durations)

@@ -30,7 +30,7 @@ def test_the_injected_code_imports_the_agent_starts_it_and_binds_nothing():
     handler = tree.body[0].handlers[0]
     assert isinstance(handler.type, ast.Name) and handler.type.id == "BaseException"
     calls = [ast.unparse(n) for n in ast.walk(tree.body[0].body[0]) if isinstance(n, ast.Call)]
-    assert calls[0] == "__import__('gputop.agent').agent.init()"
+    assert calls[0] == "__import__('gputop.agent').agent.autostart()"
     assert not [n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)]
 
 
@@ -40,7 +40,7 @@ def test_the_injected_code_never_raises_into_the_target(monkeypatch, capsys):
     def boom():
         raise SystemExit(3)  # would end the job if it escaped a pending call
 
-    monkeypatch.setattr(gputop.agent, "init", boom)
+    monkeypatch.setattr(gputop.agent, "autostart", boom)
     exec(dbg.CODE, {})
     assert "the agent did not start: SystemExit(3)" in capsys.readouterr().err
 
@@ -153,7 +153,7 @@ def test_the_314_script_removes_itself_then_starts_the_agent_and_never_raises():
     tree = ast.parse(text)
     assert [type(n).__name__ for n in tree.body] == ["Try", "Try"]
     assert "unlink('/tmp/gputop-load-x/load_agent.py')" in text
-    assert "__import__('gputop.agent').agent.init()" in text
+    assert "__import__('gputop.agent').agent.autostart()" in text
     argv = remote.helper_argv("/venv/bin/python3.14", 42, "/tmp/s.py")
     assert argv[:3] == ["/venv/bin/python3.14", "-I", "-c"] and argv[-2:] == ["42", "/tmp/s.py"]
     ast.parse(remote.HELPER)
