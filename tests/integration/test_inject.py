@@ -15,6 +15,7 @@ from tests_support import REPO, as_nobody, kill_tree
 
 from gputop.inject import debugger as dbg
 from gputop.inject import load_agent, plan_load
+from gputop.inject.plan import source_hint
 from gputop.sources.agent_link import AgentLink
 from gputop.sources.host import HostSource
 from gputop.sources.procfs import children_of
@@ -165,7 +166,8 @@ def test_gputop_missing_in_the_targets_environment_gives_the_pip_line(agent_dir)
         plan = plan_load(proc.pid)
         assert not plan.todo
         (line,) = plan.lines()
-        assert line.endswith(f"{base} -m pip install {REPO}"), line
+        # this checkout when gputop runs from one (pip install -e), else the package's name
+        assert line.endswith(f"{base} -m pip install {source_hint()}"), line
         assert running(proc)
     finally:
         stop(proc)
