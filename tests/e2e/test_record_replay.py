@@ -15,7 +15,7 @@ from gputop.record.reader import open_recording
 from gputop.record.replay import check
 
 RECORD_S = 60.0
-VERDICT = re.compile(r"^\s*verdict\s+([A-Z][A-Z-]+[A-Z])\b", re.MULTILINE)
+VERDICT = re.compile(r"^\s*verdict\s+([A-Z][A-Z/-]+[A-Z])\b", re.MULTILINE)
 
 
 def _shown(screen: str) -> str | None:
