@@ -1,0 +1,29 @@
+"""A loop that saves a full checkpoint (model and optimizer state) every 10 steps to local disk:
+the saves, not the steps, are where the time goes."""
+
+import argparse
+import os
+import tempfile
+import time
+
+import torch
+from torch import nn
+
+p = argparse.ArgumentParser()
+p.add_argument("--seconds", type=float, default=60)
+args = p.parse_args()
+torch.set_num_threads(1)
+model = nn.Sequential(*[nn.Linear(1024, 1024) for _ in range(8)])
+opt = torch.optim.Adam(model.parameters())
+x = torch.randn(16, 1024)
+out = tempfile.mkdtemp(prefix="ckpt-")
+end, step = time.monotonic() + args.seconds, 0
+while time.monotonic() < end:
+    loss = model(x).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    step += 1
+    if step % 10 == 0:
+        path = os.path.join(out, "last.pt")
+        torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step}, path)
