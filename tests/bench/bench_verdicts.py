@@ -53,6 +53,14 @@ SCENARIOS = (
     Scenario(
         "stuck_on_lock", ("stuck_on_lock.py", "--stuck-after", "8"), "plain", frozenset({"hung"})
     ),
+    Scenario("ddp_healthy", ("ddp_healthy.py",), "torchrun", frozenset({"gpu-compute"})),
+    Scenario(
+        "ddp_rank_stalls",
+        ("ddp_rank_stalls.py", "--stall-after", "8"),
+        "torchrun",
+        frozenset({"hung"}),
+    ),
+    Scenario("eval_every_n", ("eval_every_n.py",), "plain", frozenset({"side-work"})),
     Scenario(
         "spawn_straggler",
         ("spawn_straggler.py",),
@@ -91,8 +99,18 @@ def judge(s: Scenario, mode: str, doc: dict) -> Result:
     )
 
 
+def command(s: Scenario, seconds: float) -> list[str]:
+    """The script as its author starts it: plain python, or torchrun with two ranks."""
+    script = [str(CORPUS / s.argv[0]), *s.argv[1:], "--seconds", str(seconds)]
+    if s.launcher == "torchrun":
+        port = 29600 + sum(map(ord, s.name)) % 300
+        return [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                "--master-port", str(port), *script]  # fmt: skip
+    return [sys.executable, *script]
+
+
 def run_mode(s: Scenario, seconds: float) -> Result:
-    script = [sys.executable, str(CORPUS / s.argv[0]), *s.argv[1:], "--seconds", str(seconds + 30)]
+    script = command(s, seconds + 30)
     out = subprocess.run(
         gputop("--duration", str(seconds), "--", *script),
         capture_output=True, text=True, timeout=seconds + 120, cwd=CORPUS,
@@ -104,7 +122,7 @@ def run_mode(s: Scenario, seconds: float) -> Result:
 
 
 def attached_mode(s: Scenario, seconds: float) -> Result:
-    script = [sys.executable, str(CORPUS / s.argv[0]), *s.argv[1:], "--seconds", str(seconds + 60)]
+    script = command(s, seconds + 60)
     job = subprocess.Popen(script, cwd=CORPUS, stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
     try:

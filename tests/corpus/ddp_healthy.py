@@ -1,0 +1,28 @@
+"""DDP over gloo, launched with torchrun: two equal ranks, a model big enough that compute is
+the step and the all-reduce is small next to it. Healthy: compute-bound."""
+
+import argparse
+import time
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+p = argparse.ArgumentParser()
+p.add_argument("--seconds", type=float, default=60)
+args = p.parse_args()
+dist.init_process_group("gloo")
+torch.set_num_threads(1)
+torch.manual_seed(dist.get_rank())
+model = nn.parallel.DistributedDataParallel(
+    nn.Sequential(nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
+)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x, y = torch.randn(512, 1024), torch.randint(0, 10, (512,))
+end = time.monotonic() + args.seconds
+while time.monotonic() < end:
+    loss = nn.functional.cross_entropy(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+dist.destroy_process_group()

@@ -1,0 +1,29 @@
+"""A training loop with a validation pass every 25 steps (no_grad, model.eval()) over a held-out
+set about as large as 25 training batches: the evaluation is a large share of wall time."""
+
+import argparse
+import time
+
+import torch
+from torch import nn
+
+p = argparse.ArgumentParser()
+p.add_argument("--seconds", type=float, default=60)
+args = p.parse_args()
+torch.set_num_threads(1)
+model = nn.Sequential(nn.Linear(512, 1024), nn.ReLU(), nn.Linear(1024, 10))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+train_x, train_y = torch.randn(64, 512), torch.randint(0, 10, (64,))
+val = [(torch.randn(256, 512), torch.randint(0, 10, (256,))) for _ in range(12)]
+end, step = time.monotonic() + args.seconds, 0
+while time.monotonic() < end:
+    model.train()
+    loss = nn.functional.cross_entropy(model(train_x), train_y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    step += 1
+    if step % 25 == 0:
+        model.eval()
+        with torch.no_grad():
+            correct = sum(int((model(x).argmax(1) == y).sum()) for x, y in val)
