@@ -178,9 +178,10 @@ class Session:
         self._agents = sample
         if self.sinks:
             self.sinks.agents(sample)
+        state = self._after_reading()
         if self.follower is not None:
             self._steer(sample)
-        return self._after_reading()
+        return state
 
     def stacks(self, sample: StacksSample) -> SessionState:
         self.timeline.append(sample.key, sample)
@@ -286,7 +287,9 @@ class Session:
         """The agents' step phases steer the simulated board when they have them."""
         from gputop.diagnose.signals import step_signals
 
-        steps = step_signals(sample)
+        # the evaluation just made on this reading has the step statistics: not computed twice
+        evaluated = self.evaluate_each and self._inputs is not None
+        steps = self._inputs.steps if evaluated else step_signals(sample)
         if steps is not None and steps.shares:
             self.follower.update(steps.shares)
             self._agents_steered = sample.t
