@@ -370,9 +370,6 @@ class GputopApp(App):
         """Draw the session's latest state in full (after a pause, a seek)."""
         self.show(self.session.state)
 
-    def history(self, index: int, seconds: float) -> tuple[GpuSample, ...]:
-        return self.shown.gpu_history(index, seconds)
-
     def all_bindings(self) -> list[Binding]:
         """This app's keys and those a subclass (replay) adds: Textual merges them the same way."""
         out: list[Binding] = []
