@@ -41,6 +41,10 @@ READINGS = ("gpu", "host", "agents", "stacks")
 FOLLOW_S = 10.0
 """The stacks that steer a simulated board without the agents' phases, and how long the
 agents' phases keep the stacks out once they stop."""
+STALLED_S = 2.0
+STALLED_STEPS = 3
+"""No step for max(STALLED_S, STALLED_STEPS slowest steps): the agents' shares no longer say
+what the process does, and the stacks steer the simulated board."""
 STACK_WORK = (
     (step_phase.FORWARD, stack_phase.FORWARD),
     (step_phase.BACKWARD, stack_phase.BACKWARD),
@@ -291,6 +295,12 @@ class Session:
         evaluated = self.evaluate_each and self._inputs is not None
         steps = self._inputs.steps if evaluated else step_signals(sample)
         if steps is not None and steps.shares:
+            since = steps.since_step_s or 0.0
+            if since > max(STALLED_S, STALLED_STEPS * steps.p99_ms / 1000):
+                # no step for many steps: the step shares are history, the GPU would not be
+                # running them; the stacks (what the process does now) steer it instead
+                self._agents_steered = -FOLLOW_S
+                return
             self.follower.update(steps.shares)
             self._agents_steered = sample.t
 

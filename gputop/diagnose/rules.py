@@ -9,19 +9,24 @@ evidence text is formatted from: shown next to the numbers so a user can disagre
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Sequence
 from dataclasses import replace
 
 from gputop.diagnose.findings import Evidence, Finding, confidence
 from gputop.diagnose.signals import (
+    CPU_SPAN_S,
     MEM_NEAR,
     SPIKE,
     WORKER_PEGGED,
     WORKERS_COMPUTE,
     HostSignals,
-    ParkedStack,
+    ProcessCpu,
     RuleInputs,
 )
 from gputop.model.ranks import STRAGGLER_EXCESS
+from gputop.model.stack_stats import Stillness
+from gputop.model.stacks import Frame
 from gputop.vocab import stacks as stack
 from gputop.vocab import steps as step
 
@@ -71,77 +76,180 @@ def _pct(x: float) -> str:
 
 
 STEPS_SEEN = 3
-"""Steps the agent must have seen before a missing step counts (a first batch may take long)."""
-HANG_FLOOR_S = 60.0
-HANG_STEPS = 10
-"""No step for max(HANG_FLOOR_S, HANG_STEPS median steps) is a hang; a step within
-max(PROGRESS_FLOOR_S, HANG_STEPS median steps) is progress."""
-PROGRESS_FLOOR_S = 10.0
-"""The stack evidence's own span (PARKED_DUMPS dumps at one a second), so a slow step is never
-mistaken for a parked stack."""
-PARKED_DUMPS = 10
-"""Dumps a main thread must show the same stack for to count as parked."""
+"""Steps the agent must have seen before the job has a cadence (a first batch may take long)."""
+HANG_FLOOR_S = 10.0
+"""No progress for less than this is never a hang: a stack unchanged across ten dumps at one
+a second, long enough that a slow step shows itself moving."""
+HANG_K = 3
+"""...nor for less than HANG_K times the job's own longest normal wait: its 99th-percentile
+step by the agent's clock, or without the agent the longest pause its main thread showed in
+the stack window. Three: a step's tail on a shared, busy machine stretches to about twice its
+p99 (domain.md's "many median step times", taken against the tail so a job with a periodic
+slow step is judged against that step); the confirmation below (no CPU, no writes, no stack
+moving) is what separates a hang from slowness, so the factor need only cover waits that are
+as long as the job's own."""
+PARKED_S = 9.0
+"""Span of unchanged stacks that confirms the agent's missing steps: ten dumps a second apart."""
+HANG_FIRST_S = 30.0
+"""Before its first steps a job has no cadence (imports, dataset building, a rendezvous that
+waits for late ranks, compilation): a parked, quiet process counts as hung only after this."""
+HANG_AGENT_ONLY_S = 60.0
+"""With the agent's clock alone (no stacks, no CPU readings) nothing shows that the process is
+not working through one long step: a hang needs this long."""
+QUIET_CPU = 0.1
+"""CPU (cores) under which a process is doing nothing: a blocked process measures ~0, a
+helper thread that wakes ten times a second ~0.01; any real work is tenths of a core."""
+WRITING = 1e6
+"""Bytes/s written to storage from which a quiet process is still working (a checkpoint on a
+slow disk waits in write, idle, but its bytes move)."""
+IDLE_DUMPS = 0.7
+"""Without CPU readings, the share of dumps py-spy must judge the thread idle in."""
+SYNC_GPU_BUSY = 50.0
+"""GPU utilisation (%) from which a main thread parked in a host sync waits for GPU work that
+is still running (a long kernel), not a hang."""
 
 
-def _not_in_the_collective(unchanged: tuple[ParkedStack, ...]) -> list[Evidence]:
-    """When some ranks sit in a collective, a stuck process parked anywhere else is the one
-    they wait for: the place to look first."""
-    if not any(u.phase == stack.COLLECTIVE_WAIT for u in unchanged):
-        return []
-    out = []
-    for u in unchanged:
-        if u.phase == stack.COLLECTIVE_WAIT or u.dumps < PARKED_DUMPS:
-            continue
-        parked, caller = u.parked, u.caller
-        where = f" in {parked}" if parked else ""
-        if caller and not (parked and caller.startswith(f"{parked} (")):
-            where += f" from {caller}"
-        text = f"pid {u.pid} is not in the collective: {u.phase}{where} for {u.dumps} dumps"
-        out.append(Evidence(text + " (the others wait for it)", "stacks"))
-    return out
+def _at(f: Frame | None) -> str:
+    return f"{f.file}:{f.line}" if f and f.line else (f.file if f else "?")
+
+
+def _name(f: Frame) -> str:
+    """A function as a user knows it: subprocess.run, Queue.get, train_step."""
+    module = f.file.rsplit("/", 1)[-1].removesuffix(".py")
+    stdlib = f.file.split("/", 1)[0].removesuffix(".py") in sys.stdlib_module_names
+    return f"{module}.{f.name}" if stdlib and "." not in f.name else f.name
+
+
+def _where(phase: str, leaf: Frame | None, caller: Frame | None, ranks: int) -> str:
+    """'blocked in Queue.get at train.py:41': the frame it waits in and the code that called."""
+    if phase == stack.BACKWARD and ranks > 1:
+        return f"in backward (where DDP's gradient all-reduce waits) at {_at(caller)}"
+    if leaf is None:
+        return f"in {phase}"
+    verb = "waits" if phase in (stack.COLLECTIVE_WAIT, stack.DATA_WAIT) else "blocked"
+    if caller is None or caller == leaf:
+        return f"{verb} in {_name(leaf)} at {_at(leaf)}"
+    return f"{verb} in {_name(leaf)} at {_at(caller)}"
+
+
+def _label(p: Stillness | ProcessCpu) -> str:
+    return f"rank {p.rank} (pid {p.pid})" if p.rank is not None else f"pid {p.pid}"
+
+
+def _in_collective(m: Stillness, ranks: int) -> bool:
+    """In a collective: its frame, or (more than one rank) parked inside backward, where DDP's
+    all-reduce of the gradients blocks in C++ with no Python frame of its own."""
+    return m.phase == stack.COLLECTIVE_WAIT or (m.phase == stack.BACKWARD and ranks > 1)
+
+
+def _quiet(pid: int, cpu: dict[int, ProcessCpu], idle_share: float | None) -> bool:
+    """Doing nothing: under QUIET_CPU and not writing, or (no CPU readings) idle by py-spy."""
+    p = cpu.get(pid)
+    if p is not None and p.cores is not None:
+        return p.cores < QUIET_CPU and p.write_rate < WRITING
+    return idle_share is not None and idle_share >= IDLE_DUMPS
+
+
+def _who_waits(still: Sequence[Stillness], ranks: int) -> str:
+    """The sentence that names the stuck processes: who is in a collective and who is not."""
+    inside = [m for m in still if _in_collective(m, ranks)]
+    outside = [m for m in still if not _in_collective(m, ranks)]
+    if inside and outside:
+        coll = inside[0].leaf.name if inside[0].leaf and inside[0].phase == stack.COLLECTIVE_WAIT \
+            else "gradient all-reduce"  # fmt: skip
+        who = ", ".join(_label(m) for m in inside)
+        o = outside[0]
+        verb = "wait" if len(inside) > 1 else "waits"
+        where = _where(o.phase, o.leaf, o.caller, ranks)
+        return f"{_label(o)} is not in the {coll} that {who} {verb} in: it is {where}"
+    m = outside[0] if outside else inside[0]
+    if inside and ranks > 1 and not outside:
+        return f"every rank waits in a collective ({_where(m.phase, m.leaf, m.caller, ranks)})"
+    return f"{_label(m)} {_where(m.phase, m.leaf, m.caller, ranks)}"
 
 
 def hung(sig: RuleInputs) -> Finding:
-    agree, missing = [], []
-    st = sig.steps
-    if st is None:
-        missing.append("agent")
-    elif st.steps >= STEPS_SEEN and st.since_step_s is not None:
-        limit = max(HANG_FLOOR_S, HANG_STEPS * st.median_ms / 1000)
-        if st.since_step_s > limit:
-            where = f" in {st.open_phase}" if st.open_phase else ""
-            agree.append(
-                Evidence(
-                    f"no step for {st.since_step_s:.0f} s{where} (limit "
-                    f"max({HANG_FLOOR_S:g} s, {HANG_STEPS}x median step {st.median_ms:.0f} ms))",
-                    "agent",
-                )
+    """No progress for longer than the job's own cadence, confirmed by every process of the
+    tree: each main or rank thread on one stack (any frame, user code included) and no process
+    using CPU or writing. A long checkpoint, an eval pass or a slow step moves (its stack, its
+    CPU, its bytes), so it is never a hang. Without the agent the cadence is the job's longest
+    pause in the stack window; without stacks, the agent's clock and the CPU readings."""
+    st, sk, h = sig.steps, sig.stacks, sig.host
+    missing = [name for name, v in (("agent", st), ("stacks", sk), ("host", h)) if v is None]
+    agree: list[Evidence] = []
+    no = _finding("hung", [], [], missing, "no progress: the job is stuck")
+    if h is not None and h.exited:
+        return no  # an exit is not a hang (the exit says why)
+    cadence = st is not None and st.steps >= STEPS_SEEN and st.since_step_s is not None
+    if cadence:
+        assert st is not None and st.since_step_s is not None
+        limit = max(HANG_FLOOR_S, HANG_K * st.p99_ms / 1000)
+        if st.since_step_s <= limit:
+            return no  # steps finish: progress
+        where = f" in {st.open_phase}" if st.open_phase else ""
+        agree.append(
+            Evidence(
+                f"no step for {st.since_step_s:.0f} s{where} (limit max({HANG_FLOOR_S:g} s, "
+                f"{HANG_K}x its slowest steps {st.p99_ms:.0f} ms))",
+                "agent",
             )
-    # steps finishing within ~HANG_STEPS median steps mean progress
-    progressing = (
-        st is not None
-        and st.steps >= STEPS_SEEN
-        and (st.since_step_s or 0) < max(PROGRESS_FLOOR_S, HANG_STEPS * st.median_ms / 1000)
-    )
-    if sig.stacks is None:
-        missing.append("stacks")
-    elif not progressing and not sig.stacks.working:
-        # steps finishing, or a rank still busy (a long checkpoint): an unchanged stack elsewhere
-        # is just a wait on it
-        # a main thread waiting for a batch is a hang only once the loader has delivered
-        # before (a first batch may take long) and nothing moves for the agent's limit
-        loader_stuck = st is not None and st.steps >= STEPS_SEEN
-        for u in sig.stacks.unchanged:
-            if u.dumps >= PARKED_DUMPS and (
-                u.phase in (stack.COLLECTIVE_WAIT, stack.LOCK_WAIT, stack.HOST_SYNC)
-                or (u.phase == stack.DATA_WAIT and loader_stuck)
-            ):
-                where = f" in {u.parked}" if u.parked else ""
-                text = f"pid {u.pid}: same stack for {u.dumps} dumps, {u.phase}{where}"
-                agree.append(Evidence(text, "stacks"))
-        if any(e.source == "stacks" for e in agree):
-            agree.extend(_not_in_the_collective(sig.stacks.unchanged))
-    return _finding("hung", agree, [], missing, "no progress: the job is stuck", impact=1.0)
+        )
+    cpu = {p.pid: p for p in h.processes} if h is not None else {}
+    still = [m for m in sk.still if m.role != "worker"] if sk is not None else []
+    ranks = len({m.rank for m in still if m.rank is not None})
+    evidence = [m for m in still if m.role == "rank"] if ranks else still
+    if not evidence:  # nothing to confirm with: the agent's clock and the CPU readings
+        if not cadence:
+            return no
+        assert st is not None and st.since_step_s is not None
+        if h is not None and h.processes:
+            if not all(_quiet(p.pid, cpu, None) for p in h.processes):
+                return no
+            agree.append(Evidence(f"no process of the job uses CPU (< {QUIET_CPU:g} core)",
+                                  "host"))  # fmt: skip
+        elif st.since_step_s <= HANG_AGENT_ONLY_S:
+            return no
+        return _finding("hung", agree, [], missing, "no progress: the job is stuck", impact=1.0)
+    for m in still:
+        if cadence:
+            need = PARKED_S
+        elif st is not None:
+            need = HANG_FIRST_S  # the agent has seen no step yet: no cadence
+        else:
+            need = max(HANG_FLOOR_S, HANG_K * (m.before_s or 0))
+        if m.still_s < need or not _quiet(m.pid, cpu, m.idle_share):
+            return no  # this one still moves or works: the others wait on it, or it is slow
+        g = sig.gpu
+        if m.phase == stack.HOST_SYNC and g is not None and g.util >= SYNC_GPU_BUSY:
+            return no  # waiting on a long kernel the GPU is still running
+    if any(not _quiet(p.pid, cpu, None) for p in cpu.values()):
+        return no  # a worker, child or helper still computes or writes: slow, not stuck
+    for m in evidence:
+        cores = cpu.get(m.pid)
+        use = f", CPU {cores.cores:.2f} cores" if cores and cores.cores is not None else ""
+        agree.append(
+            Evidence(
+                f"{_label(m)} {_where(m.phase, m.leaf, m.caller, ranks)}: same stack for "
+                f"{m.still_s:.0f} s ({m.dumps} dumps){use}",
+                "stacks",
+            )
+        )
+    if sk is not None and sk.workers_at and h is not None:
+        leaf, caller = sk.workers_at[0][1], sk.workers_at[0][2]
+        at = f", last seen in {leaf.name} at {_at(caller or leaf)}" if leaf else ""
+        n = len(sk.workers_at)
+        agree.append(Evidence(f"{n} DataLoader worker{'s' if n > 1 else ''} idle too{at}",
+                              "host"))  # fmt: skip
+    if h is not None and h.processes:
+        agree.append(
+            Evidence(
+                f"all {len(h.processes)} processes of the job under {QUIET_CPU:g} core of CPU "
+                f"and not writing, over the last {CPU_SPAN_S:.0f} s",
+                "host",
+            )
+        )
+    summary = "no progress: " + _who_waits(evidence, ranks)
+    return _finding("hung", agree, [], missing, summary, impact=1.0)
 
 
 MEM_PRESSURE = 10.0

@@ -13,7 +13,16 @@ from dataclasses import dataclass, field
 from gputop.model import DeviceInfo, GpuSample, Window
 from gputop.model.host import HostSample
 from gputop.model.ranks import RankWork, main_agent, rank_work, ranked
-from gputop.model.stack_stats import thread_shares, unchanged_stacks, working_mains
+from gputop.model.stack_stats import (
+    Stillness,
+    outside_stdlib,
+    stillness,
+    thread_shares,
+    unchanged_stacks,
+    waits_in,
+    worker_mains,
+    working_mains,
+)
 from gputop.model.stacks import Frame, StacksSample
 from gputop.model.step_stats import Mfu, gc_share, mfu_of, phase_shares, usable
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
@@ -162,6 +171,23 @@ WORKER_PEGGED = 0.85
 """CPU (cores) from which one DataLoader worker counts as pegged."""
 
 
+@dataclass(frozen=True, slots=True)
+class ProcessCpu:
+    """One process of the target's tree over the last ``CPU_SPAN_S``: is it doing anything?"""
+
+    pid: int
+    role: str
+    rank: int | None
+    cores: float | None
+    """Mean CPU (cores); None when no sample had it."""
+    write_rate: float
+    """Mean bytes/s written to storage (a checkpoint on a slow disk moves here, not on CPU)."""
+
+
+CPU_SPAN_S = 10.0
+"""How far back each process's CPU is averaged for the hang rule: its stack-evidence span."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class HostSignals:
     """The target's process tree and cgroup over the window, as the rules read them."""
@@ -186,6 +212,8 @@ class HostSignals:
     psi: Mapping[str, float]
     read_bytes_rate: float
     omp: str | None
+    processes: tuple[ProcessCpu, ...] = ()
+    """Every process of the tree over the last CPU_SPAN_S (the hang rule's "no CPU")."""
 
     @classmethod
     def exited_only(cls, oom_kills: int = 0) -> HostSignals:
@@ -272,6 +300,23 @@ def host_signals(window: Window[HostSample] | None) -> HostSignals | None:
         psi=psi,
         read_bytes_rate=sum(p.read_bytes_rate or 0 for p in last.processes),
         omp=last.env.get("OMP_NUM_THREADS"),
+        processes=_process_cpu([h for h in running if h.t >= last.t - CPU_SPAN_S]),
+    )
+
+
+def _process_cpu(samples: Sequence[HostSample]) -> tuple[ProcessCpu, ...]:
+    """Mean CPU and write rate per process over the samples, processes as the last one has
+    them (a worker that exited earlier is not waited on)."""
+    cpu: dict[int, list[float]] = {}
+    writes: dict[int, list[float]] = {}
+    for h in samples:
+        for p in h.processes:
+            if p.cpu_cores is not None:
+                cpu.setdefault(p.pid, []).append(p.cpu_cores)
+            writes.setdefault(p.pid, []).append(p.write_bytes_rate or 0.0)
+    return tuple(
+        ProcessCpu(p.pid, p.role, p.rank, _mean(cpu.get(p.pid, [])), _mean(writes[p.pid]) or 0.0)
+        for p in samples[-1].processes
     )
 
 
@@ -311,6 +356,9 @@ class StepSignals:
     """Full (generation 2) collections in those steps."""
     rank_work: RankWork | None = None
     """Per-rank work and sync wait and the slowest rank: the straggler definition (model)."""
+    p99_ms: float = 0
+    """The 99th percentile step (of the steps the agent keeps, about the slowest): the job's
+    own longest normal step, which a hang is judged against."""
 
 
 SPIKE = 1.5
@@ -391,6 +439,7 @@ def step_signals(agents: AgentsSample | None, gpu_names: Sequence[str] = ()) -> 
         gc_share=gc,
         gc_full=gc_full,
         rank_work=per_rank,
+        p99_ms=durs[int(0.99 * (len(durs) - 1))] / 1e6,
     )
 
 
@@ -420,6 +469,11 @@ class StackSignals:
     errors: tuple[str, ...]
     working: tuple[tuple[int, str], ...] = ()
     """(pid, phase) of main/rank processes still busy: the others may be waiting on them."""
+    still: tuple[Stillness, ...] = ()
+    """Every main and rank process's current run of one main-thread stack (the hang rule)."""
+    workers_at: tuple[tuple[int, Frame | None, Frame | None], ...] = ()
+    """(pid, innermost frame, innermost frame outside the stdlib) of each DataLoader worker's
+    main thread as last dumped: where a worker that does nothing sits."""
 
 
 def _caller(f: Frame | None) -> str | None:
@@ -452,6 +506,10 @@ def stack_signals(window: Window[StacksSample] | None) -> StackSignals | None:
     )
     errors = tuple({p.error for s in window.samples[-1:] for p in s.processes if p.error})
     working = tuple(working_mains(window.samples))
+    workers_at = tuple(
+        (pid, waits_in(t), outside_stdlib(t.frames))
+        for pid, t in worker_mains(window.samples).items()
+    )
     return StackSignals(
         samples=total,
         main_shares=combined,
@@ -459,6 +517,8 @@ def stack_signals(window: Window[StacksSample] | None) -> StackSignals | None:
         unchanged=unchanged,
         errors=errors,
         working=working,
+        still=tuple(stillness(window.samples)),
+        workers_at=workers_at,
     )
 
 

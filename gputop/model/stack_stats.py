@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gputop.model.stacks import Frame, StacksSample, ThreadStack
-from gputop.vocab.stacks import IDLE, PARKED_PHASES
+from gputop.vocab.stacks import BLOCKED, IDLE, LOCK_WAIT, PARKED_PHASES, USER_CODE
 
 """Where a stuck process sits. A main thread may legitimately show the same data-loading or
 transform frames for many dumps in a row, so those are not hang suspects."""
@@ -110,6 +110,108 @@ def unchanged_stacks(window: Sequence[StacksSample], min_samples: int = 5) -> li
         last = stacks[-1]
         if same >= min_samples and last.phase in PARKED_PHASES:
             out.append(Unchanged(pid, same, last.deciding, last.phase, outside_stdlib(last.frames)))
+    return out
+
+
+PAUSE_IDLE = 0.5
+"""Share of idle dumps from which an earlier run of one stack counts as a pause of the job
+(waiting), not as work that happened to sit on one line."""
+
+
+@dataclass(frozen=True)
+class Stillness:
+    """How long a main or rank process's main thread has kept one stack, against how long it
+    ever kept one before in the window: the job's own pauses, the cadence a hang is judged
+    against when no agent counts steps."""
+
+    pid: int
+    role: str
+    rank: int | None
+    still_s: float
+    """From the first dump of the current run of identical stacks to the latest dump."""
+    dumps: int
+    idle_share: float
+    """Share of the run's dumps in which py-spy judged the thread idle. Its idle guess is a
+    heuristic (research/capture.md: a thread blocked in Queue.get was still called active in
+    about one sample in ten), so it is a share, read beside the process's CPU time."""
+    before_s: float | None
+    """The longest earlier quiet run of one stack in the window (the job's longest pause so
+    far); None when there was none (the stack never moved in the window, or never paused)."""
+    phase: str
+    leaf: Frame | None
+    """Where it waits: the phase's deciding frame, else the innermost frame."""
+    caller: Frame | None
+    """The innermost frame outside Python's own library: the code that chose to wait."""
+
+
+def waits_in(t: ThreadStack) -> Frame | None:
+    """The frame to name as where a thread waits: the one its phase was decided by (a
+    collective, the DataLoader), else the outermost library frame its own code called
+    (Queue.get rather than the Condition.wait inside it), else its innermost frame."""
+    if t.phase not in (BLOCKED, LOCK_WAIT, IDLE, USER_CODE) and t.deciding is not None:
+        return t.deciding
+    caller = outside_stdlib(t.frames)
+    if caller is not None:
+        i = t.frames.index(caller)
+        return t.frames[i - 1] if i > 0 else caller
+    return t.frames[-1] if t.frames else None
+
+
+def stillness(window: Sequence[StacksSample]) -> list[Stillness]:
+    """Each main and rank process's main thread: its current run of one stack and the longest
+    earlier one. Times come from the samples' clocks, so a slower dump rate counts right."""
+    out = []
+    ranks: dict[int, tuple[str, int | None]] = {}
+    history: dict[int, list[tuple[float, ThreadStack]]] = {}
+    for sample in window:
+        for proc in sample.processes:
+            if proc.role == "worker" or proc.error:
+                continue
+            main = next((t for t in proc.threads if t.name == "MainThread"), None)
+            if main is not None:
+                history.setdefault(proc.pid, []).append((sample.t, main))
+                ranks[proc.pid] = (proc.role, proc.rank)
+    for pid, stacks in history.items():
+        runs: list[tuple[float, float, int, int]] = []  # (first t, last t, dumps, idle dumps)
+        prev: ThreadStack | None = None
+        for t, th in stacks:
+            if prev is not None and th.frames == prev.frames:
+                first, _, n, idle = runs[-1]
+                runs[-1] = (first, t, n + 1, idle + (not th.active))
+            else:
+                runs.append((t, t, 1, int(not th.active)))
+            prev = th
+        first, last_t, dumps, idle = runs[-1]
+        earlier = [b - a for a, b, n, i in runs[:-1] if i >= PAUSE_IDLE * n]
+        last = stacks[-1][1]
+        role, rank = ranks[pid]
+        out.append(
+            Stillness(
+                pid=pid,
+                role=role,
+                rank=rank,
+                still_s=last_t - first,
+                dumps=dumps,
+                idle_share=idle / dumps,
+                before_s=max(earlier) if earlier else None,
+                phase=last.phase,
+                leaf=waits_in(last),
+                caller=outside_stdlib(last.frames),
+            )
+        )
+    return out
+
+
+def worker_mains(window: Sequence[StacksSample]) -> dict[int, ThreadStack]:
+    """Each DataLoader worker's main thread as last dumped (workers are dumped in turn, so
+    this may be a few seconds old): where a worker that does nothing sits."""
+    out: dict[int, ThreadStack] = {}
+    for sample in window:
+        for proc in sample.processes:
+            if proc.role == "worker" and not proc.error:
+                main = next((t for t in proc.threads if t.name == "MainThread"), None)
+                if main is not None:
+                    out[proc.pid] = main
     return out
 
 

@@ -308,7 +308,7 @@ def test_a_parked_stack_after_steps_stopped_is_hung_before_the_60_s_floor():
         stacks=stacks(PARKED, n=12, same=True),
     )
     assert bound(v) == "hung"
-    assert {e.source for e in v.principal.evidence} == {"stacks"}
+    assert {e.source for e in v.principal.evidence} == {"agent", "stacks"}
 
 
 def test_the_process_not_in_the_collective_is_named_with_its_own_frame():
@@ -321,9 +321,9 @@ def test_the_process_not_in_the_collective_is_named_with_its_own_frame():
     )
     v = verdict("compute", stacks=Window(samples, 0.0, 12.0))
     assert bound(v) == "hung"
-    assert v.principal.evidence[-1].text == (
-        "pid 101 is not in the collective: blocked in Condition.wait from read_shard "
-        "(train.py:27) for 12 dumps (the others wait for it)"
+    assert v.principal.summary == (
+        "no progress: pid 101 is not in the all_reduce that pid 100 waits in: it is blocked "
+        "in Condition.wait at train.py:27"
     )
 
 
@@ -339,9 +339,9 @@ def test_ranks_waiting_on_a_rank_that_still_works_is_not_hung():
     assert bound(v) != "hung" and not any(f.bound == "hung" for f in v.secondary)
 
 
-@pytest.mark.parametrize("since_step_s", [0.5, 15])
+@pytest.mark.parametrize("since_step_s", [0.5, 11])
 def test_a_parked_stack_while_steps_still_finish_is_not_hung(since_step_s):
-    # 0.5 s: the agent saw a step finish just now; 15 s: fewer than 10 of these 4-s steps
+    # 0.5 s: the agent saw a step finish just now; 11 s: under 3 of these 4-s steps
     v = verdict(
         "compute",
         agents=agents({"forward": 2000, "backward": 2000}, since_step_s=since_step_s),
@@ -469,13 +469,14 @@ def test_a_loader_that_stopped_delivering_is_hung():
         stacks=stacks(WAITING_FOR_A_BATCH, n=12, same=True),
     )
     assert bound(v) == "hung"
-    assert "data wait" in v.principal.evidence[0].text
+    assert "waits in _MultiProcessingDataLoaderIter._get_data" in v.principal.summary
     assert v.principal.levers[1].startswith("DataLoader(timeout=...)")
 
 
 def test_a_first_batch_that_takes_long_is_not_a_hang():
-    # no steps yet: the loader has never delivered, a slow start is not a stuck loader
-    v = verdict("starved", stacks=stacks(WAITING_FOR_A_BATCH, n=12, same=True))
+    # the workers work on the first batch: the main thread's wait is not a stuck loader
+    v = verdict("starved", stacks=stacks(WAITING_FOR_A_BATCH, n=12, same=True),
+                host=host(workers=[0.9, 0.8]))  # fmt: skip
     assert bound(v) != "hung"
 
 
