@@ -189,17 +189,30 @@ def straggler(sig: RuleInputs) -> tuple[str, ...]:
 
 
 def hung(sig: RuleInputs) -> tuple[str, ...]:
+    """Where to look first depends on where the job is stuck: a loader no worker feeds, ranks
+    in a collective, or one process blocked on its own lock, queue, pipe or child."""
+    still = sig.stacks.still if sig.stacks else ()
     waits = {u.phase for u in sig.stacks.unchanged} if sig.stacks else set()
-    if stack.DATA_WAIT in waits:  # the main thread waits for a batch no worker will send
-        return (
+    if stack.DATA_WAIT in waits or any(m.phase == stack.DATA_WAIT for m in still):
+        return (  # the main thread waits for a batch no worker will send
             "`gputop` key d (or py-spy dump) on the DataLoader workers: where they block",
             "DataLoader(timeout=...) turns a stuck worker into an error instead of a hang",
             "check the storage the workers read (a dead mount blocks reads for good)",
         )
+    ranks = any(m.rank is not None for m in still) or (sig.steps and sig.steps.ranks > 1)
+    if ranks or stack.COLLECTIVE_WAIT in waits:
+        return (
+            "`gputop` key d (or py-spy dump) on every rank",
+            "NCCL flight recorder: TORCH_NCCL_TRACE_BUFFER_SIZE=2000, TORCH_NCCL_DUMP_ON_TIMEOUT=1",
+            "set collective timeouts so a hang fails fast",
+        )
     return (
-        "`gputop` key d (or py-spy dump) on every rank",
-        "NCCL flight recorder: TORCH_NCCL_TRACE_BUFFER_SIZE=2000, TORCH_NCCL_DUMP_ON_TIMEOUT=1",
-        "set collective timeouts so a hang fails fast",
+        "`gputop` key d (or py-spy dump) shows every thread: the one holding the lock, or "
+        "the one that should feed the queue, is among them",
+        "py-spy dump --native shows the C call a blocked thread sits in (a pipe, a socket, a "
+        "child process)",
+        "a timeout on the wait (queue.get, lock.acquire, subprocess.run, socket.settimeout) "
+        "turns a hang into an error with a traceback",
     )
 
 

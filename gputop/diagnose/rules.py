@@ -241,10 +241,12 @@ def hung(sig: RuleInputs) -> Finding:
         agree.append(Evidence(f"{n} DataLoader worker{'s' if n > 1 else ''} idle too{at}",
                               "host"))  # fmt: skip
     if h is not None and h.processes:
+        n = len(h.processes)
+        which = f"all {n} processes of the job" if n > 1 else "the job's only process"
         agree.append(
             Evidence(
-                f"all {len(h.processes)} processes of the job under {QUIET_CPU:g} core of CPU "
-                f"and not writing, over the last {CPU_SPAN_S:.0f} s",
+                f"{which} under {QUIET_CPU:g} core of CPU and not writing, over the last "
+                f"{CPU_SPAN_S:.0f} s",
                 "host",
             )
         )
