@@ -15,10 +15,10 @@ from gputop.model.host import HostSample
 from gputop.model.ranks import RankWork, main_agent, rank_work, ranked
 from gputop.model.stack_stats import (
     Stillness,
-    outside_stdlib,
     stillness,
     thread_shares,
     unchanged_stacks,
+    user_frame,
     waits_in,
     worker_mains,
     working_mains,
@@ -507,7 +507,7 @@ def stack_signals(window: Window[StacksSample] | None) -> StackSignals | None:
     errors = tuple({p.error for s in window.samples[-1:] for p in s.processes if p.error})
     working = tuple(working_mains(window.samples))
     workers_at = tuple(
-        (pid, waits_in(t), outside_stdlib(t.frames))
+        (pid, waits_in(t, by_phase=False), user_frame(t.frames))
         for pid, t in worker_mains(window.samples).items()
     )
     return StackSignals(

@@ -144,17 +144,36 @@ class Stillness:
     """The innermost frame outside Python's own library: the code that chose to wait."""
 
 
-def waits_in(t: ThreadStack) -> Frame | None:
+LIBRARIES = frozenset({
+    "torch", "torchvision", "torchaudio", "gputop", "numpy", "triton", "accelerate",
+    "transformers", "lightning", "pytorch_lightning", "deepspeed", "tqdm", "wandb",
+    "tensorboard", "PIL", "datasets", "multiprocess",
+})  # fmt: skip
+"""Packages whose frames are not the job's own code (py-spy names site-packages files by
+their package path: torch/nn/modules/module.py)."""
+
+
+def user_frame(frames: Sequence[Frame]) -> Frame | None:
+    """The innermost frame of the job's own code: outside the stdlib and the libraries above
+    (the line in train.py that called into torch, not the agent's hook inside backward)."""
+    for f in frames:
+        top = f.file.split("/", 1)[0].removesuffix(".py")
+        if top not in LIBRARIES and top not in sys.stdlib_module_names and f.file[:1] != "<":
+            return f
+    return outside_stdlib(frames)
+
+
+def waits_in(t: ThreadStack, by_phase: bool = True) -> Frame | None:
     """The frame to name as where a thread waits: the one its phase was decided by (a
     collective, the DataLoader), else the outermost library frame its own code called
     (Queue.get rather than the Condition.wait inside it), else its innermost frame."""
-    if t.phase not in (BLOCKED, LOCK_WAIT, IDLE, USER_CODE) and t.deciding is not None:
+    if by_phase and t.phase not in (BLOCKED, LOCK_WAIT, IDLE, USER_CODE) and t.deciding:
         return t.deciding
-    caller = outside_stdlib(t.frames)
+    caller = user_frame(t.frames)
     if caller is not None:
         i = t.frames.index(caller)
         return t.frames[i - 1] if i > 0 else caller
-    return t.frames[-1] if t.frames else None
+    return t.frames[0] if t.frames else None
 
 
 def stillness(window: Sequence[StacksSample]) -> list[Stillness]:
@@ -196,7 +215,7 @@ def stillness(window: Sequence[StacksSample]) -> list[Stillness]:
                 before_s=max(earlier) if earlier else None,
                 phase=last.phase,
                 leaf=waits_in(last),
-                caller=outside_stdlib(last.frames),
+                caller=user_frame(last.frames),
             )
         )
     return out
