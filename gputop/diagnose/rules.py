@@ -196,8 +196,9 @@ def hung(sig: RuleInputs) -> Finding:
         )
     cpu = {p.pid: p for p in h.processes} if h is not None else {}
     still = [m for m in sk.still if m.role != "worker"] if sk is not None else []
-    ranks = len({m.rank for m in still if m.rank is not None})
-    evidence = [m for m in still if m.role == "rank"] if ranks else still
+    trains = [m for m in still if m.role == "rank" or m.rank is not None or _in_collective(m, 1)]
+    ranks = len(trains)
+    evidence = trains or still  # not a launcher (torchrun, spawn's parent) that only waits
     if not evidence:  # nothing to confirm with: the agent's clock and the CPU readings
         if not cadence:
             return no
@@ -210,7 +211,7 @@ def hung(sig: RuleInputs) -> Finding:
         elif st.since_step_s <= HANG_AGENT_ONLY_S:
             return no
         return _finding("hung", agree, [], missing, "no progress: the job is stuck", impact=1.0)
-    for m in still:
+    for m in evidence:  # a launcher (torchrun, spawn's parent) need only be quiet, below
         if cadence:
             need = PARKED_S
         elif st is not None:

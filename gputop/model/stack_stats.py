@@ -224,10 +224,13 @@ def stillness(window: Sequence[StacksSample]) -> list[Stillness]:
 def worker_mains(window: Sequence[StacksSample]) -> dict[int, ThreadStack]:
     """Each DataLoader worker's main thread as last dumped (workers are dumped in turn, so
     this may be a few seconds old): where a worker that does nothing sits."""
+    if not window:
+        return {}
+    alive = {p.pid for p in window[-1].processes if p.role == "worker"}
     out: dict[int, ThreadStack] = {}
     for sample in window:
         for proc in sample.processes:
-            if proc.role == "worker" and not proc.error:
+            if proc.pid in alive and not proc.error:
                 main = next((t for t in proc.threads if t.name == "MainThread"), None)
                 if main is not None:
                     out[proc.pid] = main
