@@ -7,11 +7,15 @@ from collections.abc import Sequence
 from rich.text import Text
 
 from gputop.model.host import RANK
-from gputop.model.stack_stats import hottest_frames, thread_shares, unchanged_stacks
+from gputop.model.stack_stats import hottest_frames, stillness, thread_shares
 from gputop.model.stacks import Frame, StacksSample
 from gputop.ui.gpu_text import Line, StyleFor
 
 MAX_THREAD_LINES = 6
+STILL_S = 5.0
+STILL_IDLE = 0.7
+"""A main thread idle on one stack this long is shown as standing still: where a hang would
+be, seconds before the verdict's own limit (hang rule: rules.hung)."""
 WAITING = {"data wait": "warn", "collective wait": "warn", "lock wait": "warn", "host sync": "warn"}
 
 
@@ -72,11 +76,14 @@ def stack_lines(window: Sequence[StacksSample], style: StyleFor, width: int) -> 
             .label("  ".join(f"{_where(f)} {c / total:.0%}" for f, c in hot))
             .text
         )
-    for u in unchanged_stacks(window):
-        where = f" in {u.parked}" if u.parked else ""
+    for u in stillness(window):
+        if u.still_s < STILL_S or u.idle_share < STILL_IDLE:
+            continue  # moving, or working on one line (CPU): not standing still
+        at = f" at {_where(u.caller)}" if u.caller and u.caller != u.leaf else ""
+        where = f"{u.leaf.name}{at}" if u.leaf else u.phase
         lines.append(
             Line(style)
-            .add(f"        pid {u.pid}: same stack for {u.samples} dumps ({u.phase}{where})", "bad")
+            .add(f"        pid {u.pid}: same stack for {u.still_s:.0f} s, idle, in {where}", "bad")
             .text
         )
     for p in errors[:2]:
