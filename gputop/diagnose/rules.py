@@ -104,9 +104,11 @@ WRITING = 1e6
 slow disk waits in write, idle, but its bytes move)."""
 IDLE_DUMPS = 0.7
 """Without CPU readings, the share of dumps py-spy must judge the thread idle in."""
-SYNC_GPU_BUSY = 50.0
-"""GPU utilisation (%) from which a main thread parked in a host sync waits for GPU work that
-is still running (a long kernel), not a hang."""
+SPINS = stack.HOST_SYNC
+"""A thread in an explicit CUDA sync may spin on a core while it waits (CUDA's default
+scheduling spins when there are more cores than contexts), and a hung NCCL kernel keeps the GPU
+at 100%: its CPU time and the GPU's are no sign of work, only the cadence tells a long kernel
+from a hang."""
 
 
 def _at(f: Frame | None) -> str:
@@ -218,12 +220,10 @@ def hung(sig: RuleInputs) -> Finding:
             need = HANG_FIRST_S  # the agent has seen no step yet: no cadence
         else:
             need = max(HANG_FLOOR_S, HANG_K * (m.before_s or 0))
-        if m.still_s < need or not _quiet(m.pid, cpu, m.idle_share):
+        if m.still_s < need or not (m.phase == SPINS or _quiet(m.pid, cpu, m.idle_share)):
             return no  # this one still moves or works: the others wait on it, or it is slow
-        g = sig.gpu
-        if m.phase == stack.HOST_SYNC and g is not None and g.util >= SYNC_GPU_BUSY:
-            return no  # waiting on a long kernel the GPU is still running
-    if any(not _quiet(p.pid, cpu, None) for p in cpu.values()):
+    spinning = {m.pid for m in evidence if m.phase == SPINS}
+    if any(not _quiet(p.pid, cpu, None) for p in cpu.values() if p.pid not in spinning):
         return no  # a worker, child or helper still computes or writes: slow, not stuck
     for m in evidence:
         cores = cpu.get(m.pid)

@@ -233,3 +233,13 @@ def test_an_exited_job_is_not_hung():
     gone = Window(tuple(replace(s, state="exited") for s in gone.samples), 0.0, 20.0)
     stuck = stacks_window([(100, "main", None, still(USER_LOCK))], 20)
     assert not hung(inputs(stuck, gone, agents(since_step_s=100))).fired
+
+
+def test_a_thread_spinning_in_a_cuda_sync_past_the_cadence_is_hung():
+    # CUDA's spin-wait burns a core while a hung collective kernel never ends
+    sync = (Frame("synchronize", "torch/cuda/__init__.py", 990), Frame("train_step", "t.py", 9))
+    stuck = stacks_window([(100, "main", None, stuck_after(3, moving, sync))], 16, active=True)
+    f = hung(inputs(stuck, host_window({100: ("main", 1.0)}, 16), agents(since_step_s=13)))
+    assert f.fired and "synchronize at t.py:9" in f.summary
+    slow = agents(since_step_s=13, step_ms=5000)  # 5-s steps: 13 s is under 3 x p99
+    assert not hung(inputs(stuck, host_window({100: ("main", 1.0)}, 16), slow)).fired
