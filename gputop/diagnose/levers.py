@@ -192,8 +192,8 @@ def hung(sig: RuleInputs) -> tuple[str, ...]:
     """Where to look first depends on where the job is stuck: a loader no worker feeds, ranks
     in a collective, or one process blocked on its own lock, queue, pipe or child."""
     still = sig.stacks.still if sig.stacks else ()
-    waits = {u.phase for u in sig.stacks.unchanged} if sig.stacks else set()
-    if stack.DATA_WAIT in waits or any(m.phase == stack.DATA_WAIT for m in still):
+    waits = {m.phase for m in still}
+    if stack.DATA_WAIT in waits:
         return (  # the main thread waits for a batch no worker will send
             "`gputop` key d (or py-spy dump) on the DataLoader workers: where they block",
             "DataLoader(timeout=...) turns a stuck worker into an error instead of a hang",

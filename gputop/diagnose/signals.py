@@ -17,11 +17,9 @@ from gputop.model.stack_stats import (
     Stillness,
     stillness,
     thread_shares,
-    unchanged_stacks,
     user_frame,
     waits_in,
     worker_mains,
-    working_mains,
 )
 from gputop.model.stacks import Frame, StacksSample
 from gputop.model.step_stats import Mfu, gc_share, mfu_of, phase_shares, usable
@@ -443,20 +441,6 @@ def step_signals(agents: AgentsSample | None, gpu_names: Sequence[str] = ()) -> 
     )
 
 
-@dataclass(frozen=True, slots=True)
-class ParkedStack:
-    """A main thread's unchanged stack (stack_stats.Unchanged, frames as the hang text prints)."""
-
-    pid: int
-    dumps: int
-    """Consecutive latest dumps with the same stack."""
-    phase: str
-    parked: str | None
-    """The frame it waits in (a collective, a lock, a queue, a sync), by name."""
-    caller: str | None
-    """The innermost frame outside the stdlib as "name (file:line)": the code that chose to wait."""
-
-
 @dataclass(frozen=True, kw_only=True)
 class StackSignals:
     """The stack dumps of the window reduced to phase shares and parked main threads."""
@@ -465,21 +449,12 @@ class StackSignals:
     main_shares: dict[str, float]
     """Phase shares of the main threads of the main process and ranks."""
     worker_fetch: float | None
-    unchanged: tuple[ParkedStack, ...]
     errors: tuple[str, ...]
-    working: tuple[tuple[int, str], ...] = ()
-    """(pid, phase) of main/rank processes still busy: the others may be waiting on them."""
     still: tuple[Stillness, ...] = ()
     """Every main and rank process's current run of one main-thread stack (the hang rule)."""
     workers_at: tuple[tuple[int, Frame | None, Frame | None], ...] = ()
     """(pid, innermost frame, innermost frame outside the stdlib) of each DataLoader worker's
     main thread as last dumped: where a worker that does nothing sits."""
-
-
-def _caller(f: Frame | None) -> str | None:
-    return (
-        f"{f.name} ({f.file}:{f.line})" if f and f.line else f"{f.name} ({f.file})" if f else None
-    )
 
 
 def stack_signals(window: Window[StacksSample] | None) -> StackSignals | None:
@@ -498,14 +473,7 @@ def stack_signals(window: Window[StacksSample] | None) -> StackSignals | None:
         if workers
         else None
     )
-    unchanged = tuple(
-        ParkedStack(
-            u.pid, u.samples, u.phase, u.parked.name if u.parked else None, _caller(u.caller)
-        )
-        for u in unchanged_stacks(window.samples)
-    )
     errors = tuple({p.error for s in window.samples[-1:] for p in s.processes if p.error})
-    working = tuple(working_mains(window.samples))
     workers_at = tuple(
         (pid, waits_in(t, by_phase=False), user_frame(t.frames))
         for pid, t in worker_mains(window.samples).items()
@@ -514,9 +482,7 @@ def stack_signals(window: Window[StacksSample] | None) -> StackSignals | None:
         samples=total,
         main_shares=combined,
         worker_fetch=fetch,
-        unchanged=unchanged,
         errors=errors,
-        working=working,
         still=tuple(stillness(window.samples)),
         workers_at=workers_at,
     )

@@ -9,10 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gputop.model.stacks import Frame, StacksSample, ThreadStack
-from gputop.vocab.stacks import BLOCKED, IDLE, LOCK_WAIT, PARKED_PHASES, USER_CODE
-
-"""Where a stuck process sits. A main thread may legitimately show the same data-loading or
-transform frames for many dumps in a row, so those are not hang suspects."""
+from gputop.vocab.stacks import BLOCKED, IDLE, LOCK_WAIT, USER_CODE
 
 
 @dataclass(frozen=True)
@@ -59,20 +56,6 @@ def hottest_frames(window: Sequence[StacksSample], n: int = 5) -> list[tuple[Fra
     return c.most_common(n)
 
 
-@dataclass(frozen=True)
-class Unchanged:
-    """A main thread that has waited in one stack for several samples: evidence for a hang."""
-
-    pid: int
-    samples: int
-    """How many consecutive latest samples had the same main-thread stack."""
-    parked: Frame | None
-    """Where it waits, when that is a collective, a lock, a queue or a sync."""
-    phase: str
-    caller: Frame | None = None
-    """The innermost frame outside Python's own library: the code that chose to wait."""
-
-
 def outside_stdlib(frames: Sequence[Frame]) -> Frame | None:
     """The innermost frame whose module is not in Python's standard library (frames innermost
     first; py-spy's short file names are module-relative, threading.py, queue.py...)."""
@@ -81,36 +64,6 @@ def outside_stdlib(frames: Sequence[Frame]) -> Frame | None:
         if top not in sys.stdlib_module_names and not f.file.startswith("<"):
             return f
     return None
-
-
-def _main_threads(window: Sequence[StacksSample]) -> dict[int, list[ThreadStack]]:
-    """Each main or rank process's main-thread stacks over the window, oldest first. Workers
-    are left out: one in the same transform line for a while is not a hang."""
-    history: dict[int, list[ThreadStack]] = {}
-    for sample in window:
-        for proc in sample.processes:
-            if proc.role == "worker":
-                continue
-            main = next((t for t in proc.threads if t.name == "MainThread"), None)
-            if main is not None:
-                history.setdefault(proc.pid, []).append(main)
-    return history
-
-
-def unchanged_stacks(window: Sequence[StacksSample], min_samples: int = 5) -> list[Unchanged]:
-    """Processes whose main thread has shown the same stack for the last ``min_samples``
-    samples or more: a hang, or a very long phase."""
-    out = []
-    for pid, stacks in _main_threads(window).items():
-        same = 1
-        for prev in reversed(stacks[:-1]):
-            if prev.frames != stacks[-1].frames:
-                break
-            same += 1
-        last = stacks[-1]
-        if same >= min_samples and last.phase in PARKED_PHASES:
-            out.append(Unchanged(pid, same, last.deciding, last.phase, outside_stdlib(last.frames)))
-    return out
 
 
 PAUSE_IDLE = 0.5
@@ -234,21 +187,4 @@ def worker_mains(window: Sequence[StacksSample]) -> dict[int, ThreadStack]:
                 main = next((t for t in proc.threads if t.name == "MainThread"), None)
                 if main is not None:
                     out[proc.pid] = main
-    return out
-
-
-def working_mains(window: Sequence[StacksSample], min_samples: int = 5) -> list[tuple[int, str]]:
-    """(pid, phase) of the main and rank processes still doing something: their main thread is
-    neither parked nor idle. While one rank writes a long checkpoint the others sit in a
-    collective for many dumps; that is a wait on that rank, not a hang. A thread in plain user
-    code counts only if its stack still moves (a spin loop that never ends is a hang too)."""
-    out = []
-    for pid, stacks in _main_threads(window).items():
-        last = stacks[-1]
-        if last.phase in PARKED_PHASES or last.phase == IDLE:
-            continue
-        recent = stacks[-min_samples:]
-        if last.phase == "user code" and all(s.frames == last.frames for s in recent):
-            continue
-        out.append((pid, last.phase))
     return out

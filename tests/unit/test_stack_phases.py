@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -10,9 +11,11 @@ import pytest
 from gputop.model.stack_stats import (
     hottest_frames,
     outside_stdlib,
+    stillness,
     thread_shares,
-    unchanged_stacks,
-    working_mains,
+    user_frame,
+    waits_in,
+    worker_mains,
 )
 from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack
 from gputop.sources.stack_phases import classify
@@ -73,18 +76,25 @@ def _sample(t: float, phase_frames: list[tuple[str, str, str]], pid: int = 10) -
     return StacksSample(pid, t, t, (ProcessStacks(pid, "main", tuple(threads)),))
 
 
-def test_shares_hot_frames_and_unchanged_stacks():
+def test_shares_hot_frames_and_stillness():
     wait = ("MainThread", "torch/utils/data/dataloader.py", "_BaseDataLoaderIter.__next__")
     fwd = ("MainThread", "torch/nn/modules/module.py", "Module._call_impl")
     window = [_sample(i, [wait if i % 4 else fwd]) for i in range(8)]
     (s,) = thread_shares(window)
     assert dict(s.shares) == {"data wait": 0.75, "forward": 0.25}
     assert hottest_frames(window)[0][0].name == "_BaseDataLoaderIter.__next__"
+    # waits of 3 dumps (2 s) between forwards, now 2 s into the next one; py-spy called the
+    # thread active in them, so they are not pauses (work that sat on one line)
+    (m,) = stillness(window)
+    assert (m.still_s, m.dumps, m.before_s, m.phase) == (2.0, 3, None, "data wait")
+    idle = [replace(x, processes=(replace(x.processes[0], threads=(replace(
+        x.processes[0].threads[0], active=False),)),)) for x in window]  # fmt: skip
+    assert stillness(idle)[0].before_s == 2.0
     ar = ("MainThread", "torch/distributed/distributed_c10d.py", "all_reduce")
     hung = [_sample(i, [ar]) for i in range(6)]
-    (u,) = unchanged_stacks(hung, min_samples=5)
-    assert u.samples == 6 and u.phase == "collective wait" and u.parked.name == "all_reduce"
-    assert unchanged_stacks(window, min_samples=5) == []
+    (u,) = stillness(hung)
+    assert (u.still_s, u.dumps, u.idle_share, u.before_s) == (5.0, 6, 0.0, None)  # "active"
+    assert u.phase == "collective wait" and u.leaf.name == "all_reduce"
 
 
 def _two_ranks(t: float, rank0: tuple[str, str, str]) -> StacksSample:
@@ -92,22 +102,39 @@ def _two_ranks(t: float, rank0: tuple[str, str, str]) -> StacksSample:
     waiting = ThreadStack(0, "MainThread", False, ar, *classify(ar, False))
     frames = (Frame(rank0[2], rank0[1], 1),)
     busy = ThreadStack(0, rank0[0], True, frames, *classify(frames, True))
-    procs = (ProcessStacks(10, "rank", (busy,)), ProcessStacks(11, "rank", (waiting,)))
+    procs = (ProcessStacks(10, "rank", (busy,), rank=0), ProcessStacks(11, "rank", (waiting,)))
     return StacksSample(10, t, t, procs)
 
 
-def test_a_rank_writing_a_checkpoint_is_working_while_the_other_waits():
+def test_stillness_per_rank_and_the_busy_share():
     save = ("MainThread", "torch/serialization.py", "save")
-    window = [_two_ranks(i, save) for i in range(8)]
-    assert working_mains(window) == [(10, "checkpoint save")]
-    assert [u.pid for u in unchanged_stacks(window)] == [11]
+    busy, waiting = stillness([_two_ranks(i, save) for i in range(8)])
+    assert (busy.pid, busy.rank, busy.idle_share, busy.still_s) == (10, 0, 0.0, 7.0)
+    assert (waiting.pid, waiting.rank, waiting.idle_share) == (11, None, 1.0)
+    moving = stillness([_two_ranks(i, ("MainThread", "train.py", f"f{i}")) for i in range(8)])
+    assert moving[0].still_s == 0.0 and moving[0].dumps == 1
 
 
-def test_a_spin_loop_in_user_code_is_not_working_but_moving_user_code_is():
-    spin = ("MainThread", "train.py", "wait_for_file")
-    assert working_mains([_two_ranks(i, spin) for i in range(8)]) == []
-    moving = [_two_ranks(i, ("MainThread", "train.py", f"f{i}")) for i in range(8)]
-    assert working_mains(moving) == [(10, "user code")]
+def test_the_wait_is_named_by_the_call_the_jobs_code_made():
+    frames = (Frame("Condition.wait", "threading.py", 355), Frame("Queue.get", "queue.py", 180),
+              Frame("fetch", "mylib/loader.py", 41), Frame("backward", "torch/_tensor.py", 600),
+              Frame("train", "train.py", 12))  # fmt: skip
+    t = ThreadStack(0, "MainThread", False, frames, *classify(frames, False))
+    assert user_frame(frames) == frames[2] and waits_in(t) == frames[1]
+    hook = (Frame("all_reduce", "torch/distributed/distributed_c10d.py", 3),
+            Frame("hook", "gputop/agent/auto.py", 410), Frame("step", "train.py", 50))  # fmt: skip
+    c = ThreadStack(0, "MainThread", False, hook, *classify(hook, False))
+    assert user_frame(hook) == hook[2] and waits_in(c) == hook[0]  # the collective itself
+
+
+def test_only_live_workers_are_reported():
+    def sample(t: float, pids: tuple[int, ...]) -> StacksSample:
+        frames = (Frame("_worker_loop", "torch/utils/data/_utils/worker.py", 1),)
+        th = ThreadStack(0, "MainThread", False, frames, *classify(frames, False))
+        return StacksSample(1, t, t, tuple(ProcessStacks(p, "worker", (th,)) for p in pids))
+
+    # an epoch's workers exit and new ones start (persistent_workers=False)
+    assert set(worker_mains([sample(0, (5, 6)), sample(1, (7, 8))])) == {7, 8}
 
 
 def test_the_caller_outside_the_stdlib_is_the_users_frame():
