@@ -129,7 +129,9 @@ def _where(phase: str, leaf: Frame | None, caller: Frame | None, ranks: int) -> 
     if leaf is None:
         return f"in {phase}"
     verb = "waits" if phase in (stack.COLLECTIVE_WAIT, stack.DATA_WAIT) else "blocked"
-    if caller is None or caller == leaf:
+    if caller == leaf:  # its own line waits (`with lock:`, a C call): the line says what
+        return f"{verb} at {_at(leaf)} in {_name(leaf)}"
+    if caller is None:
         return f"{verb} in {_name(leaf)} at {_at(leaf)}"
     return f"{verb} in {_name(leaf)} at {_at(caller)}"
 
