@@ -91,8 +91,11 @@ as long as the job's own."""
 PARKED_S = 9.0
 """Span of unchanged stacks that confirms the agent's missing steps: ten dumps a second apart."""
 HANG_FIRST_S = 30.0
-"""Before its first steps a job has no cadence (imports, dataset building, a rendezvous that
-waits for late ranks, compilation): a parked, quiet process counts as hung only after this."""
+FIRST_STEP_WAITS = frozenset({stack.COLLECTIVE_WAIT, stack.DATA_WAIT})
+"""Before its first steps (its agent has seen none) a rank waiting to meet the others or for
+its first batch may wait long legitimately (late ranks, a cold dataset): a parked, quiet
+process there counts as hung only after HANG_FIRST_S. Parked anywhere else (backward, a lock,
+an event), an agent with no steps has been loaded into a job already stuck: the floor holds."""
 HANG_AGENT_ONLY_S = 60.0
 """With the agent's clock alone (no stacks, no CPU readings) nothing shows that the process is
 not working through one long step: a hang needs this long."""
@@ -218,8 +221,8 @@ def hung(sig: RuleInputs) -> Finding:
     for m in evidence:  # a launcher (torchrun, spawn's parent) need only be quiet, below
         if cadence:
             need = PARKED_S
-        elif st is not None:
-            need = HANG_FIRST_S  # the agent has seen no step yet: no cadence
+        elif st is not None and m.phase in FIRST_STEP_WAITS:
+            need = HANG_FIRST_S  # no step yet: ranks meeting, a first batch coming
         else:
             need = max(HANG_FLOOR_S, HANG_K * (m.before_s or 0))
         if m.still_s < need or not (m.phase == SPINS or _quiet(m.pid, cpu, m.idle_share)):

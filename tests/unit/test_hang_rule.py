@@ -243,3 +243,10 @@ def test_a_thread_spinning_in_a_cuda_sync_past_the_cadence_is_hung():
     assert f.fired and "synchronize at t.py:9" in f.summary
     slow = agents(since_step_s=13, step_ms=5000)  # 5-s steps: 13 s is under 3 x p99
     assert not hung(inputs(stuck, host_window({100: ("main", 1.0)}, 16), slow)).fired
+
+
+def test_an_agent_loaded_into_a_job_already_stuck_on_a_lock_keeps_the_floor():
+    late = agents(since_step_s=0.0, n=0)
+    late = replace(late, agents=(replace(late.agents[0], since_step_s=40.0, rank=0),))
+    stuck = stacks_window([(100, "main", None, still(USER_LOCK))], 12)
+    assert hung(inputs(stuck, host_window(QUIET, 12), late)).fired
