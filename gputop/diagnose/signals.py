@@ -182,8 +182,10 @@ class ProcessCpu:
     """Mean bytes/s written to storage (a checkpoint on a slow disk moves here, not on CPU)."""
 
 
-CPU_SPAN_S = 10.0
-"""How far back each process's CPU is averaged for the hang rule: its stack-evidence span."""
+CPU_SPAN_S = 6.0
+"""How far back each process's CPU is averaged for the hang rule: three host readings at the
+default 2-s interval, inside the 10-s stack span, so a process that stopped at the start of
+that span reads as quiet by its end (each reading's CPU covers the interval before it)."""
 
 
 @dataclass(frozen=True, kw_only=True)
