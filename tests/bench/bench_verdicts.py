@@ -384,7 +384,7 @@ def _s(t: float | None) -> str:
 
 
 def table(results: list[Result]) -> str:
-    head = f"{'scenario':26} {'launcher':27} {'mode':8} {'expected':41} {'final':24} "
+    head = f"{'scenario':26} {'launcher':27} {'mode':8} {'expected':44} {'final':24} "
     head += f"{'shown at':>8} {'right at':>8} {'changes':>7}  never-bound seen"
     lines = [
         "shown at: first verdict naming a bound, seconds after gputop started; right at: first",
@@ -398,7 +398,7 @@ def table(results: list[Result]) -> str:
     for r in results:
         lines.append(
             f"{r.scenario.name:26} {r.scenario.launcher:27} {r.mode:8} "
-            f"{'|'.join(sorted(r.scenario.expected)):41} {r.final or r.problem or '-':24} "
+            f"{'|'.join(sorted(r.scenario.expected)):44} {r.final or r.problem or '-':24} "
             f"{_s(r.first_shown_s):>8} {_s(r.first_right_s):>8} {r.changes_after:>7}  "
             f"{','.join(r.never_seen) or '-'}"
         )
