@@ -1,0 +1,61 @@
+"""A few scripts of the verdict corpus (tests/corpus/) through the bench's own harness
+(tests/bench/bench_verdicts.py): a healthy loop, a data-input case and a slow-but-moving job
+started by `gputop diagnose -- CMD`, and a hang attached to by PID. Each asserts the final
+principal is one the scenario expects, and that no bound it must never get was shown.
+
+Select them with `-k corpus`; each watches its job for about 20 s.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from gputop.inject.debugger import find_debugger
+from gputop.sources.stacks import find_py_spy
+
+pytest.importorskip("torch")
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "bench_verdicts.py"
+WATCH_S = 20.0
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_verdicts", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = _bench()
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(find_py_spy() is None, reason="py-spy is not installed"),
+]
+
+can_attach = pytest.mark.skipif(
+    find_debugger() is None and sys.version_info < (3, 14),
+    reason="attaching needs gdb or lldb (or Python 3.14's sys.remote_exec)",
+)
+
+
+def check(result) -> None:
+    seen = " ".join(f"{t:.0f}s:{b}" for t, b in result.timeline) or result.problem
+    assert result.final in result.scenario.expected, seen
+    assert not result.never_seen, seen
+
+
+@pytest.mark.parametrize("name", ["healthy_mlp", "tokenize_in_getitem", "slow_steps"])
+def test_corpus_run_mode(name):
+    check(bench.run_mode(bench.by_name(name), WATCH_S))
+
+
+@can_attach
+def test_corpus_hang_attached():
+    check(bench.attached_mode(bench.by_name("hang_dead_producer"), WATCH_S))
