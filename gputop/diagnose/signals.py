@@ -41,12 +41,19 @@ class GpuSignals:
     util_cv: float
     pcie_rx_gbps: float | None
     names: tuple[str, ...]
+    util_recent: float | None = None
+    """Mean utilisation over the last RECENT_S of the window only: a job that started computing
+    a few seconds ago is busy now, while the window's mean still counts the quiet start."""
+    sm_recent: float | None = None
+    """SMs busy (%, GPM) over the same last RECENT_S."""
 
 
 def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+RECENT_S = 3.0
+"""The recent part of the GPU window (``GpuSignals.util_recent``)."""
 MAX_PER_GPU = 128
 """Readings per GPU the means are taken over: a long window is thinned evenly, so the cost of
 a verdict does not grow with the window."""
@@ -66,6 +73,9 @@ def gpu_signals(
     n_util = n_sm = n_tensor = n_dram = n_mem = n_ratio = n_power = n_rx = 0
     t_util = sq_util = t_sm = t_tensor = t_dram = t_mem = t_ratio = t_power = t_rx = 0.0
     busy = throttled_power = throttled_thermal = count = 0
+    n_recent = n_sm_recent = 0
+    t_recent = t_sm_recent = 0.0
+    end = max((w.samples[-1].t for w in windows if w.samples), default=0.0)
     lowered = False
     hottest = None
     seen = set()
@@ -85,10 +95,16 @@ def gpu_signals(
                 n_util += 1
                 t_util += v
                 sq_util += v * v
+                if s.t > end - RECENT_S:
+                    n_recent += 1
+                    t_recent += v
             v = s.sm_active_pct
             if v is not None:
                 n_sm += 1
                 t_sm += v
+                if s.t > end - RECENT_S:
+                    n_sm_recent += 1
+                    t_sm_recent += v
             v = s.tensor_active_pct
             if v is not None:
                 n_tensor += 1
@@ -149,6 +165,8 @@ def gpu_signals(
         util_cv=cv,
         pcie_rx_gbps=t_rx / n_rx / 1e6 if n_rx else None,
         names=tuple(sorted({d.name or "?" for d in devices})),
+        util_recent=_avg(t_recent, n_recent),
+        sm_recent=_avg(t_sm_recent, n_sm_recent),
     )
 
 
@@ -186,6 +204,14 @@ class HostSignals:
     psi: Mapping[str, float]
     read_bytes_rate: float
     omp: str | None
+    workers_demand: float | None = None
+    """Mean CPU wanted per DataLoader worker (cores): its CPU plus its run-queue wait. A worker
+    that computes wants a core whether or not it gets one; one that waits on reads wants none."""
+    pool_threads: float | None = None
+    """Runnable threads beyond one per process, on average: intra-op thread pools (torch, OMP,
+    BLAS) rather than one thread per process (the main loop, each loader worker)."""
+    processes: int = 0
+    """Processes in the tree (main, ranks, workers, helpers) at the last running sample."""
 
     @classmethod
     def exited_only(cls, oom_kills: int = 0) -> HostSignals:
@@ -272,6 +298,21 @@ def host_signals(window: Window[HostSample] | None) -> HostSignals | None:
         psi=psi,
         read_bytes_rate=sum(p.read_bytes_rate or 0 for p in last.processes),
         omp=last.env.get("OMP_NUM_THREADS"),
+        workers_demand=_mean(
+            [
+                sum((w.cpu_cores or 0) + (w.runq_wait or 0) for w in h.workers) / len(h.workers)
+                for h in recent
+                if h.workers
+            ]
+        ),
+        pool_threads=_mean(
+            [
+                sum(max(0, (p.threads_running or 0) - 1) for p in h.processes)
+                for h in recent
+                if any(p.threads_running is not None for p in h.processes)
+            ]
+        ),
+        processes=len(last.processes),
     )
 
 
@@ -470,6 +511,9 @@ class RuleInputs:
     host: HostSignals | None
     steps: StepSignals | None
     stacks: StackSignals | None
+    holding: str | None = None
+    """The principal the verdict shows now (``verdict.State``), set by ``evaluate``: a rule
+    keeps its own bound while the evidence stays above the lower end of its band (rules.HOLD)."""
 
 
 def reduce_windows(

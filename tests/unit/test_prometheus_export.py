@@ -219,7 +219,7 @@ def test_the_verdict_state_set_has_exactly_one_state_on(bound):
     sink = fed()
     sink.verdict(EvalPoint(now=15.0), verdict(bound))
     states = {dict(k)["bound"]: v for k, v in values(scrape(sink)["gputop_verdict"]).items()}
-    assert set(states) == {*BOUNDS, "none"}
+    assert set(states) == {*BOUNDS, "warming-up", "none"}
     assert [b for b, v in states.items() if v == 1.0] == [bound or "none"]
     assert sum(states.values()) == 1.0
 
