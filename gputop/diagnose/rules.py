@@ -833,7 +833,8 @@ def gpu_compute(sig: RuleInputs) -> Finding:
     compute-bound now. Without the agent, the main threads' stacks in forward / backward /
     optimizer (>= STACK_COMPUTE of the samples) while the process works on the CPU (>=
     MAIN_COMPUTING cores) say the loop computes: that outweighs a GPU reading still quiet from
-    the start (it is shown against), never a GPU the rules call starved by data."""
+    the start (it is shown against), never a GPU the rules call starved by data. Not before the
+    agent's first steps and STACK_MIN dumps: until then no bottleneck could have shown."""
     g = sig.gpu
     agree, against, missing = [], [], []
     held = sig.holding == "gpu-compute"
@@ -908,7 +909,12 @@ def gpu_compute(sig: RuleInputs) -> Finding:
                 )
     from_nvml = any(e.source == "NVML" for e in agree)
     from_stacks = any(e.source == "stacks" for e in agree)
-    fired = (from_nvml and not against) or from_stacks
+    # the good case is the absence of a bottleneck: it can be told only once the sources that
+    # would show one have had their say (the agent's first steps, STACK_MIN dumps)
+    settled = (sig.steps is None or bool(sig.steps.shares)) and (
+        sig.stacks is None or sig.stacks.samples >= STACK_MIN
+    )
+    fired = settled and ((from_nvml and not against) or from_stacks)
     return _finding(
         "gpu-compute",
         agree if fired else [],

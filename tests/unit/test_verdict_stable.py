@@ -345,3 +345,20 @@ def test_the_timeline_has_a_warming_up_line_then_the_bound():
         (0.0, None, "warming up: 1 of 3 steps seen"),
         (2.0, None, "no bound stands out yet"),
     ]
+
+
+def test_the_good_case_waits_for_the_sources_that_could_show_a_bottleneck():
+    # a busy GPU on the first dumps of a loop that prepares its own batches: gpu-compute would
+    # be the answer for two seconds, then data-input; it waits for STACK_MIN dumps instead
+    windows, devices = gpu("compute")
+    early = reduce_windows(windows, devices, host=tree(proc(100, "main", 0.9)),
+                           stacks=dumps([FORWARD, FETCH]))  # fmt: skip
+    assert not fired(run(early)[0], "gpu-compute")
+    six = dumps([FORWARD, FETCH, FETCH, FETCH, FORWARD, FETCH])
+    later = reduce_windows(windows, devices, host=tree(proc(100, "main", 0.9)), stacks=six)
+    v, _ = run(later)
+    assert bound(v) == "data-input/cpu-transform" and fired(v, "gpu-compute")
+    steps = agents({"forward": 40, "backward": 50})
+    two = dataclasses.replace(steps.agents[0], steps=steps.agents[0].steps[:2])
+    first = AgentsSample(100, 1.0, 0.0, (two,))
+    assert not fired(run(reduce_windows(windows, devices, agents=first))[0], "gpu-compute")
