@@ -195,8 +195,9 @@ def side_work(sig: RuleInputs) -> tuple[str, ...]:
     st = sig.steps
     if st is None:
         return (CHECKPOINT_LEVER, LOG_LEVER)
-    gc_ms = sum(s.ms - st.median_ms for s in st.spikes if s.grew.startswith("gc"))
-    other_ms = sum(s.ms - st.median_ms for s in st.spikes if not s.grew.startswith("gc"))
+    med = st.spike_median_ms or st.median_ms
+    gc_ms = sum(s.ms - med for s in st.spikes if s.grew.startswith("gc"))
+    other_ms = sum(s.ms - med for s in st.spikes if not s.grew.startswith("gc"))
     side = sum(st.shares.get(p, 0.0) for p in step.SIDE_PHASES)
     gc_share = st.gc_share or 0.0
     if (gc_ms and gc_ms >= other_ms) or (gc_share > SIDE_SHARE and gc_share >= side):

@@ -672,21 +672,22 @@ def side_work(sig: RuleInputs) -> Finding:
         if side > side_share:
             text = f"checkpoint / logging {_pct(side)} of step time (> {_pct(side_share)})"
             agree.append(Evidence(text, "agent"))
-        total = st.median_ms * st.steps + sum(s.ms - st.median_ms for s in st.spikes)
+        n, med = st.spike_steps or st.steps, st.spike_median_ms or st.median_ms
+        total = med * n + sum(s.ms - med for s in st.spikes)
         spikes = tuple(s for s in st.spikes if s.grew.startswith("gc") or s.grew in SIDE_GROWTH)
-        periodic = max(PERIODIC_MIN, st.steps // PERIODIC_OF)
+        periodic = max(PERIODIC_MIN, n // PERIODIC_OF)
         if len(spikes) > periodic:
             # slow steps are the norm (a noisy machine): only measured GC pauses still stand out
             spikes = tuple(s for s in spikes if s.grew.startswith("gc"))
-        excess = sum(s.ms - st.median_ms for s in spikes)
+        excess = sum(s.ms - med for s in spikes)
         spike_time = _band(SPIKE_TIME, sig, "side-work")
         if spikes and len(spikes) <= periodic and total and excess / total > spike_time:
             phases = sorted({s.grew for s in spikes})
             gc_spikes = any(p.startswith("gc") for p in phases)
             agree.append(
                 Evidence(
-                    f"{len(spikes)} of {st.steps} steps over {SPIKE:g}x the median "
-                    f"({st.median_ms:.0f} ms), {_pct(excess / total)} of the time "
+                    f"{len(spikes)} of {n} steps over {SPIKE:g}x the median "
+                    f"({med:.0f} ms), {_pct(excess / total)} of the time "
                     f"(> {_pct(spike_time)}), growing in {', '.join(phases)}",
                     "agent",
                 )

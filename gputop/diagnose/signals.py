@@ -352,6 +352,10 @@ class StepSignals:
     """Full (generation 2) collections in those steps."""
     rank_work: RankWork | None = None
     """Per-rank work and sync wait and the slowest rank: the straggler definition (model)."""
+    spike_steps: int = 0
+    """Steps the spikes were looked for in (``SPIKE_STEPS``, ``SPIKE_WINDOW_S``; 0: ``steps``)."""
+    spike_median_ms: float = 0
+    """The median step of those (0: ``median_ms``)."""
 
 
 SPIKE = 1.5
@@ -389,6 +393,23 @@ def _spikes(steps: Sequence[StepRecord], median_ns: float) -> tuple[Spike, ...]:
     return tuple(out)
 
 
+SPIKE_STEPS = 512
+SPIKE_WINDOW_S = 120.0
+"""Spikes are looked for over the last SPIKE_STEPS steps of the last SPIKE_WINDOW_S (at least
+the statistics' own window): periodic side work (an eval every 100 steps, a checkpoint every
+minute) needs a window of several periods, or its spikes enter and leave the window and the
+evidence comes and goes with them."""
+
+
+def _spike_window(main: AgentState, steps: list[StepRecord]) -> list[StepRecord]:
+    longer = usable(main.steps, window=SPIKE_STEPS)
+    if len(longer) <= len(steps):
+        return steps
+    end = longer[-1].t0_ns + longer[-1].dur_ns
+    recent = [s for s in longer if s.t0_ns >= end - SPIKE_WINDOW_S * 1e9]
+    return recent if len(recent) > len(steps) else steps
+
+
 def step_signals(agents: AgentsSample | None, gpu_names: Sequence[str] = ()) -> StepSignals | None:
     if agents is None:
         return None
@@ -411,6 +432,8 @@ def step_signals(agents: AgentsSample | None, gpu_names: Sequence[str] = ()) -> 
     med = statistics.median(durs)
     mean = statistics.fmean(durs)
     cv = statistics.pstdev(durs) / mean if mean else 0.0
+    longer = _spike_window(main, steps)
+    long_med = statistics.median(s.dur_ns for s in longer) if longer is not steps else med
     per_rank = rank_work(ranked_agents)
     mfu = mfu_of(steps, gpu_names, main.fingerprint)
     gc, gc_full = gc_share(steps)
@@ -421,7 +444,7 @@ def step_signals(agents: AgentsSample | None, gpu_names: Sequence[str] = ()) -> 
         p90_ms=durs[int(0.9 * (len(durs) - 1))] / 1e6,
         cv=cv,
         shares=dict(phase_shares(steps)),
-        spikes=_spikes(steps, med),
+        spikes=_spikes(longer, long_med),
         open_phase=main.open_phase,
         open_age_s=main.open_age_s,
         since_step_s=main.since_step_s,
@@ -432,6 +455,8 @@ def step_signals(agents: AgentsSample | None, gpu_names: Sequence[str] = ()) -> 
         gc_share=gc,
         gc_full=gc_full,
         rank_work=per_rank,
+        spike_steps=len(longer),
+        spike_median_ms=long_med / 1e6,
     )
 
 

@@ -362,3 +362,29 @@ def test_the_good_case_waits_for_the_sources_that_could_show_a_bottleneck():
     two = dataclasses.replace(steps.agents[0], steps=steps.agents[0].steps[:2])
     first = AgentsSample(100, 1.0, 0.0, (two,))
     assert not fired(run(reduce_windows(windows, devices, agents=first))[0], "gpu-compute")
+
+
+def test_an_eval_every_100_steps_stays_side_work_as_the_window_slides():
+    # 20-ms steps, a 300-ms eval pass every 100 steps (13% of the time): the 50-step statistics
+    # window holds no eval half the time; the spikes' window (512 steps, 120 s) always does
+    from gputop.diagnose.rules import side_work
+    from gputop.diagnose.signals import step_signals
+    from gputop.model.steps import StepRecord
+
+    def record(i: int) -> StepRecord:
+        ph = {"forward": 8.0, "backward": 10.0, "optimizer": 2.0}
+        if i % 100 == 99:
+            ph["eval_log"] = 300.0
+        ns = M({k: int(v * 1e6) for k, v in ph.items()})
+        return StepRecord(i, int(i * 25e6), int(sum(ph.values()) * 1e6), ns)
+
+    history = [record(i) for i in range(600)]
+    base = agents({"forward": 8}).agents[0]
+    state, shown = State(), []
+    for n in range(300, 600, 9):
+        a = dataclasses.replace(base, steps=tuple(history[max(0, n - 512) : n]))
+        st = step_signals(AgentsSample(100, 1.0, 0.0, (a,)))
+        assert side_work(RuleInputs(None, None, st, None)).fired, n
+        v, state = evaluate(RuleInputs(None, None, st, None), now=float(n), state=state)
+        shown.append(bound(v))
+    assert set(shown) == {"side-work"}
