@@ -388,3 +388,16 @@ def test_an_eval_every_100_steps_stays_side_work_as_the_window_slides():
         v, state = evaluate(RuleInputs(None, None, st, None), now=float(n), state=state)
         shown.append(bound(v))
     assert set(shown) == {"side-work"}
+
+
+def test_the_verdict_line_tags_a_job_warming_up():
+    from rich.style import Style
+
+    from gputop.ui.verdict_text import verdict_lines
+
+    warm = Verdict(None, (), (), None, "warming up: 1 of 3 steps seen")
+    (line,) = verdict_lines(warm, 1.0, lambda _: Style(), 120)
+    assert line.plain == " verdict  WARMING UP  1 of 3 steps seen"
+    (line,) = verdict_lines(Verdict(None, (), (), None, "no bound stands out yet"), 1.0,
+                            lambda _: Style(), 120)  # fmt: skip
+    assert line.plain == " verdict no bound stands out yet"
