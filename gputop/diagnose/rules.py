@@ -991,6 +991,12 @@ def idle(sig: RuleInputs) -> Finding:
     return _finding("idle", quiet, [], [], "nothing is training")
 
 
+STILL = (stack.IDLE, stack.LOCK_WAIT, stack.BLOCKED)
+"""Stack phases of a main thread that is not starting anything: asleep, or parked on a lock or
+a queue (that one is for the hang rule)."""
+WARMUP_STACKS = 0.5
+"""Share of the main threads' dumps in setup or training frames (anything but STILL) from which
+the stacks say the job is starting."""
 WARMUP_STEPS = STEPS_SEEN
 """Steps the agent must have seen (usable ones: not the first) before the job is past its start."""
 
@@ -1011,8 +1017,17 @@ def warming_up(sig: RuleInputs) -> str | None:
     g = sig.gpu
     if g is not None and max(g.util, g.util_recent or 0) >= GPU_STARVED:
         return None
-    _, busy = _quiet(sig)
-    doing = [e.text for e in busy if e.source in ("host", "stacks")]
+    doing = []
+    if h is not None and h.cpu_cores is not None:
+        working = h.cpu_cores + (h.runq or 0)
+        if working >= IDLE_CPU:
+            doing.append(f"the job uses {working:.1f} cores of CPU")
+    k = sig.stacks
+    if k is not None and k.samples:
+        # setup or training frames; a thread parked on a lock or a queue is no start
+        moving = sum(v for p, v in k.main_shares.items() if p not in STILL)
+        if moving >= WARMUP_STACKS:
+            doing.append(f"main threads at work in {_pct(moving)} of {k.samples} stack samples")
     if not doing:
         return None
     gpu = f"GPU still quiet ({g.util:.0f}%), " if g is not None else ""

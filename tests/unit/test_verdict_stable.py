@@ -401,3 +401,9 @@ def test_the_verdict_line_tags_a_job_warming_up():
     (line,) = verdict_lines(Verdict(None, (), (), None, "no bound stands out yet"), 1.0,
                             lambda _: Style(), 120)  # fmt: skip
     assert line.plain == " verdict no bound stands out yet"
+
+
+def test_a_main_thread_parked_on_a_lock_is_neither_idle_nor_warming_up():
+    v, _ = run(with_stacks([LOCK] * 6, tree(proc(100, "main", 0.0))))
+    assert v.principal is None and not v.warming_up
+    assert v.note.startswith("no bound stands out yet")
