@@ -603,8 +603,8 @@ def cpu_oversubscribed(sig: RuleInputs) -> Finding:
     if (
         h.threads_running is not None
         and h.runq is not None
-        and h.threads_running > RUNNABLE_PER_CPU * e
-        and h.runq / e > RUNQ_PER_CPU
+        and h.threads_running > _band(RUNNABLE_PER_CPU, sig, "cpu-oversubscribed") * e
+        and h.runq / e > _band(RUNQ_PER_CPU, sig, "cpu-oversubscribed")
     ):
         agree.append(
             Evidence(
@@ -614,9 +614,10 @@ def cpu_oversubscribed(sig: RuleInputs) -> Finding:
                 "host",
             )
         )
-    if h.throttled_ratio is not None and h.throttled_ratio > CPU_THROTTLED:
+    throttled = _band(CPU_THROTTLED, sig, "cpu-oversubscribed")
+    if h.throttled_ratio is not None and h.throttled_ratio > throttled:
         share = _pct(h.throttled_ratio)
-        text = f"cgroup throttled in {share} of periods (> {_pct(CPU_THROTTLED)})"
+        text = f"cgroup throttled in {share} of periods (> {_pct(throttled)})"
         agree.append(Evidence(text, "host"))
     f = _finding(
         "cpu-oversubscribed",
