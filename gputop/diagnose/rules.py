@@ -416,9 +416,9 @@ def pools_crowd(sig: RuleInputs) -> bool:
     process) rather than one thread per process (the main loop, each DataLoader worker) are
     what makes the runnable threads outnumber the CPUs. Either measured (pool threads are at
     least POOL_OF_EXCESS of the threads that find no CPU, and over POOL_OF_CPUS of the CPUs)
-    or configured (the
-    agent's torch.get_num_threads(), else OMP_NUM_THREADS, above the effective CPUs: one
-    process alone can fill them)."""
+    or configured (the agent's torch.get_num_threads(), else OMP_NUM_THREADS, above the
+    effective CPUs: one process alone can fill them; torch sizes its pool to the machine's
+    cores, not to a cgroup's quota)."""
     h = sig.host
     if h is None or not h.effective_cpus:
         return False
@@ -467,12 +467,12 @@ def data_input(sig: RuleInputs) -> Finding:
     shares = _stack_shares(sig)
     if shares is not None:
         w = shares.get(stack.DATA_WAIT, 0.0) + shares.get(stack.FETCH, 0.0)
-        if w > _band(STACK_SHARE, sig, *held):
+        need = _band(STACK_SHARE, sig, *held)
+        if w > need:
             agree.append(
                 Evidence(
                     f"main thread waiting on or preparing data {_pct(w)} of "
-                    f"{sig.stacks.samples if sig.stacks else 0} stack samples "
-                    f"(> {_pct(STACK_SHARE)})",
+                    f"{sig.stacks.samples if sig.stacks else 0} stack samples (> {_pct(need)})",
                     "stacks",
                 )
             )
