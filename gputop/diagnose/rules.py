@@ -897,9 +897,7 @@ def gpu_compute(sig: RuleInputs) -> Finding:
                 )
             )
             agree.append(
-                Evidence(
-                    f"the job works {working:.1f} cores of CPU (>= {MAIN_COMPUTING:g})", "host"
-                )
+                Evidence(f"the job uses {working:.1f} cores of CPU (>= {MAIN_COMPUTING:g})", "host")
             )
             if g is not None and not any(e.source == "NVML" for e in agree):
                 against.append(
@@ -987,7 +985,18 @@ def idle(sig: RuleInputs) -> Finding:
         exited = Evidence("the target process has exited", "host")
         return _finding("idle", [exited], [], [], "nothing is training")
     quiet, busy = _quiet(sig)
-    if busy or not any(e.source == "NVML" for e in quiet):
+    # every source that is there must have said so: a first host reading has no CPU rate yet
+    present = {
+        name
+        for name, there in (
+            ("NVML", sig.gpu),
+            ("host", sig.host),
+            ("agent", sig.steps),
+            ("stacks", sig.stacks and sig.stacks.samples),
+        )
+        if there
+    }
+    if busy or not quiet or present - {e.source for e in quiet}:
         return _finding("idle", [], busy, [], "nothing is training")
     return _finding("idle", quiet, [], [], "nothing is training")
 

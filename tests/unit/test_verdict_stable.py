@@ -192,7 +192,7 @@ def test_gpu_compute_from_stacks_and_cpu_without_the_agent():
     texts = [(e.text, e.supports) for e in v.principal.evidence]
     assert ("main threads in forward / backward / optimizer 80% of 10 stack samples (>= 70%)",
             True) in texts  # fmt: skip
-    assert ("the job works 0.9 cores of CPU (>= 0.5)", True) in texts
+    assert ("the job uses 0.9 cores of CPU (>= 0.5)", True) in texts
     assert any(t.startswith("GPU busy only 0%") and not s for t, s in texts)  # shown, outweighed
 
 
@@ -407,3 +407,11 @@ def test_a_main_thread_parked_on_a_lock_is_neither_idle_nor_warming_up():
     v, _ = run(with_stacks([LOCK] * 6, tree(proc(100, "main", 0.0))))
     assert v.principal is None and not v.warming_up
     assert v.note.startswith("no bound stands out yet")
+
+
+def test_idle_waits_for_every_source_present_to_say_so():
+    # the host's first reading has no CPU rate yet: a quiet GPU alone does not make it idle
+    first = tree(dataclasses.replace(proc(100, "main", 0.0), cpu_cores=None))
+    v, _ = run(reduce_windows(*IDLE_GPU, host=first))
+    assert not fired(v, "idle")
+    assert bound(run(reduce_windows(*IDLE_GPU))[0]) == "idle"  # the GPU is all there is
