@@ -44,6 +44,11 @@ def _more_workers(sig: RuleInputs, loader: dict[str, Any]) -> str:
         if workers is not None
         else f"DataLoader(num_workers={target or 'cores-1'})"
     )
+    if workers and target is not None and target <= workers:  # cores-1 would be fewer
+        first = (
+            f"DataLoader num_workers={workers} already fills the {where}: more workers would "
+            "share the same CPUs; make each batch cheaper to load"
+        )
     h = sig.host
     # what the workers want (CPU plus run-queue wait): a starved worker is not a waiting one
     busy = (

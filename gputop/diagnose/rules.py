@@ -427,10 +427,15 @@ def pools_crowd(sig: RuleInputs) -> bool:
         return True
     if h.pool_threads is None or h.threads_running is None:
         return False
+    # the band: easier to keep saying pools while oversubscription is shown, harder to start
+    # while the transform is (the two readings sit close when a 2-thread pool meets 2 workers)
+    band = {"cpu-oversubscribed": HOLD, "data-input/cpu-transform": 1 / HOLD}.get(
+        sig.holding or "", 1.0
+    )
     excess = h.threads_running - h.effective_cpus
     return (
-        h.pool_threads > POOL_OF_CPUS * h.effective_cpus
-        and h.pool_threads >= POOL_OF_EXCESS * excess
+        h.pool_threads > band * POOL_OF_CPUS * h.effective_cpus
+        and h.pool_threads >= band * POOL_OF_EXCESS * excess
     )
 
 

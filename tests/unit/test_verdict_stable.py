@@ -415,3 +415,29 @@ def test_idle_waits_for_every_source_present_to_say_so():
     v, _ = run(reduce_windows(*IDLE_GPU, host=first))
     assert not fired(v, "idle")
     assert bound(run(reduce_windows(*IDLE_GPU))[0]) == "idle"  # the GPU is all there is
+
+
+def test_between_pools_and_transform_the_shown_one_holds():
+    # a torch pool beside two computing workers on two CPUs: 2 runnable threads beyond one per
+    # process, 3 more runnable threads than CPUs; the pools just clear the bar, not its band
+    from gputop.diagnose.rules import pools_crowd
+
+    host = tree(proc(100, "main", 0.8, running=3, runq=1.2),  # 2 beyond one: pool + pin thread
+                proc(200, "worker", 0.5, running=1, runq=0.4),
+                proc(201, "worker", 0.5, running=1, runq=0.4))  # fmt: skip
+    sig = reduce_windows(*gpu("starved"), agents=agents(STARVED, fingerprint=TWO_WORKERS),
+                         host=host)  # fmt: skip
+    assert pools_crowd(sig)
+    assert not pools_crowd(dataclasses.replace(sig, holding="data-input/cpu-transform"))
+    assert pools_crowd(dataclasses.replace(sig, holding="cpu-oversubscribed"))
+
+
+def test_computing_workers_that_fill_the_cpus_are_not_told_to_add_or_drop_workers():
+    from gputop.diagnose.levers import data_input
+
+    host = tree(proc(100, "main", 0.2), proc(200, "worker", 0.5), proc(201, "worker", 0.5))
+    sig = reduce_windows(*gpu("starved"), agents=agents(STARVED, fingerprint=TWO_WORKERS),
+                         host=host)  # fmt: skip
+    assert data_input(sig)[0].startswith(
+        "DataLoader num_workers=2 already fills the 2-CPU machine: more workers would share"
+    )
