@@ -32,6 +32,8 @@ class Diagnosis:
     exit_code: int | None = None
     mfu: Mfu | None = None
     """The latest MFU of the main rank (None: no agent steps to compute it over)."""
+    label: str | None = None
+    """What the timeline's last line shows (``Verdict.label``)."""
 
 
 def diagnose(
@@ -74,7 +76,9 @@ def _note(out: Diagnosis, state: SessionState, kind: str) -> None:
     steps = state.inputs.steps if state.inputs is not None else None
     out.mfu = steps.mfu_detail if steps is not None else None
     principal = verdict.principal.bound if verdict.principal else None
-    if not out.timeline or out.timeline[-1]["bound"] != principal:
+    # a line when what is shown changes: a bound, "warming up" (no bound, the note says how far
+    # the start is), or no bound
+    if not out.timeline or out.label != verdict.label:
         out.timeline.append(
             {
                 "t_s": round(max(0.0, state.point.now - out.started), 2),
@@ -83,6 +87,7 @@ def _note(out: Diagnosis, state: SessionState, kind: str) -> None:
                 "note": verdict.note,
             }
         )
+    out.label = verdict.label
     out.verdict = verdict
 
 

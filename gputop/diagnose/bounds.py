@@ -180,7 +180,7 @@ REGISTRY: tuple[Bound, ...] = (
         levers.idle,
         tier=Tier.FALLBACK,
         style=Style.NEUTRAL,
-        description="nothing is training: the GPU idles with no steps, or the target exited",
+        description="nothing runs: GPU, CPU and stacks quiet with no steps, or the target exited",
     ),
 )
 

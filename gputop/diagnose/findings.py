@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+WARMING_UP = "warming up"
+"""How the note of a verdict with no principal starts while the job is still starting
+(``rules.warming_up``): the timeline, the verdict pane and /metrics show it as such."""
+
 
 @dataclass(frozen=True)
 class Evidence:
@@ -50,6 +54,16 @@ class Verdict:
     """"not enough data yet: ..." and similar."""
     inputs: tuple[str, ...] = field(default_factory=tuple)
     """Which inputs were available: NVML, host, stacks, agent."""
+
+    @property
+    def warming_up(self) -> bool:
+        """No principal because the job is still starting (the note says how far it is)."""
+        return self.principal is None and self.note.startswith(WARMING_UP)
+
+    @property
+    def label(self) -> str | None:
+        """What a timeline shows: the principal bound, "warming up", or None."""
+        return self.principal.bound if self.principal else WARMING_UP if self.warming_up else None
 
 
 def confidence(sources: int, missing: int = 0) -> float:

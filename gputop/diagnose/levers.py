@@ -44,13 +44,21 @@ def _more_workers(sig: RuleInputs, loader: dict[str, Any]) -> str:
         if workers is not None
         else f"DataLoader(num_workers={target or 'cores-1'})"
     )
-    busy = sig.host.workers_busy if sig.host else None
+    if workers and target is not None and target <= workers:  # cores-1 would be fewer
+        first = (
+            f"DataLoader num_workers={workers} already fills the {where}: more workers would "
+            "share the same CPUs; make each batch cheaper to load"
+        )
+    h = sig.host
+    # what the workers want (CPU plus run-queue wait): a starved worker is not a waiting one
+    busy = (
+        None if h is None else h.workers_demand if h.workers_demand is not None else h.workers_busy
+    )
     if workers and busy is not None and busy < WORKERS_WAIT:
         first = (
             f"DataLoader num_workers={workers}: try {2 * workers}; the workers wait rather "
             f"than compute, so more of them overlap the waits even past the {where}"
         )
-    h = sig.host
     if h and h.mem_near:
         # every worker adds memory: near the limit the next one ends in an OOM kill
         first += f" only after freeing memory (working set at {h.mem_share or 0:.0%} of the limit)"
@@ -73,16 +81,40 @@ def data_input(sig: RuleInputs) -> tuple[str, ...]:
     return (_more_workers(sig, loader), *_loader_settings(loader))
 
 
+SATURATED = 0.9
+"""Share of the effective CPUs the job wants (CPU used plus run-queue wait) from which they are
+saturated: another worker would only share the same CPUs."""
+
+
+def saturated(sig: RuleInputs) -> float | None:
+    """The CPU the job wants (cores) when it saturates its effective CPUs, else None."""
+    h = sig.host
+    if h is None or not h.effective_cpus or h.cpu_cores is None:
+        return None
+    wants = h.cpu_cores + (h.runq or 0)
+    return wants if wants >= SATURATED * h.effective_cpus else None
+
+
 def cpu_transform(sig: RuleInputs) -> tuple[str, ...]:
-    """Workers that compute every batch: the transforms move, more workers only up to the
-    cores (without workers, the first ones)."""
+    """Batches that cost CPU to make: the transforms move to the GPU or get cheaper; more
+    workers only while CPUs are free (without workers, the first ones). When the job already
+    wants every CPU, more workers would share the same CPUs: fewer threads, not more."""
     loader = _loader(sig)
-    if loader.get("num_workers"):
-        _, where = _cpus(sig)
+    h = sig.host
+    workers = loader.get("num_workers", h.workers if h else None)
+    _, where = _cpus(sig)
+    full = saturated(sig)
+    move = "move transforms to the GPU (torchvision v2 on tensors, DALI, kornia)"
+    if full is not None:
+        who = f"{workers} workers and the main process" if workers else "the main process"
         first = (
-            "move transforms to the GPU (torchvision v2 on tensors, DALI, kornia); more "
-            f"workers help only up to the {where}"
+            f"{move} or make them cheaper (decode smaller images, cache the decoded samples): "
+            f"{who} already want {full:.1f} of the {where}'s CPUs"
         )
+        return (first, "do not add DataLoader workers: the CPUs are saturated",
+                *_loader_settings(loader))  # fmt: skip
+    if workers:
+        first = f"{move}; more workers help only up to the {where}"
     else:
         first = _more_workers(sig, loader)
     return (first, *_loader_settings(loader))
@@ -168,8 +200,9 @@ def side_work(sig: RuleInputs) -> tuple[str, ...]:
     st = sig.steps
     if st is None:
         return (CHECKPOINT_LEVER, LOG_LEVER)
-    gc_ms = sum(s.ms - st.median_ms for s in st.spikes if s.grew.startswith("gc"))
-    other_ms = sum(s.ms - st.median_ms for s in st.spikes if not s.grew.startswith("gc"))
+    med = st.spike_median_ms or st.median_ms
+    gc_ms = sum(s.ms - med for s in st.spikes if s.grew.startswith("gc"))
+    other_ms = sum(s.ms - med for s in st.spikes if not s.grew.startswith("gc"))
     side = sum(st.shares.get(p, 0.0) for p in step.SIDE_PHASES)
     gc_share = st.gc_share or 0.0
     if (gc_ms and gc_ms >= other_ms) or (gc_share > SIDE_SHARE and gc_share >= side):

@@ -13,10 +13,11 @@ import sys
 from collections.abc import Sequence
 from dataclasses import replace
 
-from gputop.diagnose.findings import Evidence, Finding, confidence
+from gputop.diagnose.findings import WARMING_UP, Evidence, Finding, confidence
 from gputop.diagnose.signals import (
     CPU_SPAN_S,
     MEM_NEAR,
+    RECENT_S,
     SPIKE,
     WORKER_PEGGED,
     WORKERS_COMPUTE,
@@ -72,7 +73,36 @@ def _size(n: float) -> str:
 
 
 def _pct(x: float) -> str:
-    return f"{100 * x:.0f}%"
+    """A share as a percentage: whole numbers, one decimal under 10% where it matters (a 3.5%
+    band is not "4%")."""
+    v = 100 * x
+    return f"{v:.1f}%" if v < 10 and abs(v - round(v)) >= 0.05 else f"{v:.0f}%"
+
+
+HOLD = 0.7
+"""The band of a threshold: a rule fires when its number crosses X and, while its bound is the
+principal the verdict shows (``RuleInputs.holding``), keeps firing until the number falls
+under HOLD * X. A share near its threshold (spikes entering and leaving the window, a GPU
+mean around 90%) then does not flip the verdict on every reading; the value shown is the
+threshold in force, so the evidence says which one applied."""
+
+
+def _band(threshold: float, sig: RuleInputs, *bounds: str) -> float:
+    """The threshold in force: lowered to HOLD of itself while one of ``bounds`` is held."""
+    return threshold * HOLD if sig.holding is not None and sig.holding in bounds else threshold
+
+
+STACK_MIN = 5
+"""Stack samples (dumps, one a second) a share needs before a rule reads it: one dump of five
+is 20%, one of one is 100%."""
+
+
+def _stack_shares(sig: RuleInputs) -> dict[str, float] | None:
+    """The main threads' phase shares, once there are STACK_MIN samples of them."""
+    st = sig.stacks
+    if st is None or st.samples < STACK_MIN:
+        return None
+    return st.main_shares
 
 
 STEPS_SEEN = 3
@@ -149,7 +179,7 @@ def _in_collective(m: Stillness, ranks: int) -> bool:
     return m.phase == stack.COLLECTIVE_WAIT or (m.phase == stack.BACKWARD and ranks > 1)
 
 
-def _quiet(pid: int, cpu: dict[int, ProcessCpu], idle_share: float | None) -> bool:
+def _doing_nothing(pid: int, cpu: dict[int, ProcessCpu], idle_share: float | None) -> bool:
     """Doing nothing: under QUIET_CPU and not writing, or (no CPU readings) idle by py-spy."""
     p = cpu.get(pid)
     if p is not None and p.cores is not None:
@@ -201,7 +231,7 @@ def hung(sig: RuleInputs) -> Finding:
                 "agent",
             )
         )
-    cpu = {p.pid: p for p in h.processes} if h is not None else {}
+    cpu = {p.pid: p for p in h.process_cpu} if h is not None else {}
     still = [m for m in sk.still if m.role != "worker"] if sk is not None else []
     trains = [m for m in still if m.role == "rank" or m.rank is not None or _in_collective(m, 1)]
     ranks = len(trains)
@@ -210,8 +240,8 @@ def hung(sig: RuleInputs) -> Finding:
         if not cadence:
             return no
         assert st is not None and st.since_step_s is not None
-        if h is not None and h.processes:
-            if not all(_quiet(p.pid, cpu, None) for p in h.processes):
+        if h is not None and h.process_cpu:
+            if not all(_doing_nothing(p.pid, cpu, None) for p in h.process_cpu):
                 return no
             agree.append(Evidence(f"no process of the job uses CPU (< {QUIET_CPU:g} core)",
                                   "host"))  # fmt: skip
@@ -225,10 +255,10 @@ def hung(sig: RuleInputs) -> Finding:
             need = HANG_FIRST_S  # no step yet: ranks meeting, a first batch coming
         else:
             need = max(HANG_FLOOR_S, HANG_K * (m.before_s or 0))
-        if m.still_s < need or not (m.phase == SPINS or _quiet(m.pid, cpu, m.idle_share)):
+        if m.still_s < need or not (m.phase == SPINS or _doing_nothing(m.pid, cpu, m.idle_share)):
             return no  # this one still moves or works: the others wait on it, or it is slow
     spinning = {m.pid for m in evidence if m.phase == SPINS}
-    if any(not _quiet(p.pid, cpu, None) for p in cpu.values() if p.pid not in spinning):
+    if any(not _doing_nothing(p.pid, cpu, None) for p in cpu.values() if p.pid not in spinning):
         return no  # a worker, child or helper still computes or writes: slow, not stuck
     for m in evidence:
         cores = cpu.get(m.pid)
@@ -246,8 +276,8 @@ def hung(sig: RuleInputs) -> Finding:
         n = len(sk.workers_at)
         agree.append(Evidence(f"{n} DataLoader worker{'s' if n > 1 else ''} idle too{at}",
                               "host"))  # fmt: skip
-    if h is not None and h.processes:
-        n = len(h.processes)
+    if h is not None and h.process_cpu:
+        n = len(h.process_cpu)
         which = f"all {n} processes of the job" if n > 1 else "the job's only process"
         agree.append(
             Evidence(
@@ -478,25 +508,93 @@ GPU_STARVED = 50.0
 """Mean GPU utilisation (%) below which a slow loader shows on the GPU too."""
 MAIN_COMPUTING = 0.5
 """CPU (cores) of the main process from which it computes its batches rather than waits."""
+POOL_OF_EXCESS = 0.5
+"""Share of the threads that find no CPU (runnable threads beyond the effective CPUs) that must
+be intra-op pool threads (runnable threads beyond one per process) for the pools to be the
+cause of the oversubscription (``pools_crowd``)..."""
+POOL_OF_CPUS = 0.5
+"""... and more pool threads than this share of the effective CPUs: a pin-memory or logging
+thread beside a busy main thread is not a pool."""
+
+
+def _intra_op(sig: RuleInputs) -> int | None:
+    threads = sig.steps.fingerprint.get("intra_op_threads") if sig.steps else None
+    if threads is None and sig.host is not None and sig.host.omp:
+        threads = sig.host.omp
+    try:
+        return int(threads) if threads is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def pools_crowd(sig: RuleInputs) -> bool:
+    """Whether intra-op thread pools (torch's, OpenMP's, BLAS's: several runnable threads in one
+    process) rather than one thread per process (the main loop, each DataLoader worker) are
+    what makes the runnable threads outnumber the CPUs. Either measured (pool threads are at
+    least POOL_OF_EXCESS of the threads that find no CPU, and over POOL_OF_CPUS of the CPUs)
+    or configured (the agent's torch.get_num_threads(), else OMP_NUM_THREADS, above the
+    effective CPUs: one process alone can fill them; torch sizes its pool to the machine's
+    cores, not to a cgroup's quota)."""
+    h = sig.host
+    if h is None or not h.effective_cpus:
+        return False
+    threads = _intra_op(sig)
+    if threads is not None and threads > h.effective_cpus:
+        return True
+    if h.pool_threads is None or h.threads_running is None:
+        return False
+    # the band: easier to keep saying pools while oversubscription is shown, harder to start
+    # while the transform is (the two readings sit close when a 2-thread pool meets 2 workers)
+    band = {"cpu-oversubscribed": HOLD, "data-input/cpu-transform": 1 / HOLD}.get(
+        sig.holding or "", 1.0
+    )
+    excess = h.threads_running - h.effective_cpus
+    return (
+        h.pool_threads > band * POOL_OF_CPUS * h.effective_cpus
+        and h.pool_threads >= band * POOL_OF_EXCESS * excess
+    )
+
+
+def _transforming(h: HostSignals, sig: RuleInputs) -> bool:
+    """DataLoader workers that compute: every one pegged, or on average wanting at least
+    WORKERS_COMPUTE of a core (CPU used plus time queued for one: on shared or saturated cores
+    a computing worker gets less than it wants, but it still wants it)."""
+    need = _band(WORKERS_COMPUTE, sig, "data-input/cpu-transform")
+    return bool(h.workers) and (
+        h.workers_pegged == h.workers
+        or (h.workers_busy or 0) >= need
+        or (h.workers_demand or 0) >= need
+    )
 
 
 def data_input(sig: RuleInputs) -> Finding:
+    """The GPU waits for batches: the agent's batch wait, the main thread's stacks in the
+    loader, a starved GPU. Which resource the loader lacks names the variant: CPU for workers
+    that compute (or a main thread that prepares batches itself), storage for reads that
+    block. When the workers' own computing saturates the CPUs (one thread each, no thread
+    pools: ``pools_crowd`` is false) the finding explains cpu-oversubscribed: the transform is
+    what fills the CPUs, and the lever is a cheaper transform, not a thread cap."""
     agree, against, missing = [], [], []
     share = None
+    held = ("data-input", "data-input/cpu-transform", "data-input/io")
+    warn = _band(DATA_WAIT_WARN, sig, *held)
     if sig.steps is not None and sig.steps.shares:
         share = sig.steps.shares.get(step.DATA_WAIT, 0.0)
-        if share > DATA_WAIT_WARN:
+        if share > warn:
             text = f"batch wait {_pct(share)} of the step (target < {_pct(DATA_WAIT_WARN)})"
             agree.append(Evidence(text, "agent"))
     else:
         missing.append("agent")
-    if sig.stacks is not None:
-        shares = sig.stacks.main_shares
+    shares = _stack_shares(sig)
+    if shares is not None:
         w = shares.get(stack.DATA_WAIT, 0.0) + shares.get(stack.FETCH, 0.0)
-        if w > STACK_SHARE:
+        need = _band(STACK_SHARE, sig, *held)
+        if w > need:
             agree.append(
                 Evidence(
-                    f"main thread waiting on or preparing data {_pct(w)} of stack samples", "stacks"
+                    f"main thread waiting on or preparing data {_pct(w)} of "
+                    f"{sig.stacks.samples if sig.stacks else 0} stack samples (> {_pct(need)})",
+                    "stacks",
                 )
             )
     else:
@@ -506,37 +604,45 @@ def data_input(sig: RuleInputs) -> Finding:
             agree.append(Evidence(f"GPU busy only {sig.gpu.util:.0f}% of the time", "NVML"))
         elif sig.gpu.util >= GPU_BUSY:
             against.append(Evidence(f"GPU busy {sig.gpu.util:.0f}% of the time", "NVML", False))
-    fired = bool(agree) and (share is None or share > DATA_WAIT_WARN)
+    fired = bool(agree) and (share is None or share > warn)
     bound = "data-input"
     summary = "the GPU waits for the next batch"
+    explains: tuple[str, ...] = ()
     h = sig.host
     if fired and h is not None and not h.exited:
-        if h.workers and (
-            h.workers_pegged == h.workers or (h.workers_busy or 0) >= WORKERS_COMPUTE
-        ):
+        if _transforming(h, sig):
             # pegged, or busy most of the time on a machine whose cores are shared
             bound, summary = "data-input/cpu-transform", "DataLoader workers are CPU-bound"
+            wants = ""
+            if (h.workers_demand or 0) - (h.workers_busy or 0) >= 0.1:
+                wants = f", wanting {_pct(h.workers_demand or 0)} with the run-queue wait"
             agree.append(
                 Evidence(
                     f"{h.workers_pegged} of {h.workers} workers at "
                     f">= {_pct(WORKER_PEGGED)} of a core, "
-                    f"{_pct(h.workers_busy or 0)} of a core each on average",
+                    f"{_pct(h.workers_busy or 0)} of a core each on average{wants} "
+                    f"(computing from {_pct(WORKERS_COMPUTE)})",
                     "host",
                 )
             )
+            if not pools_crowd(sig):
+                explains = ("cpu-oversubscribed",)
         elif io := _io_evidence(h):
             bound, summary = "data-input/io", "reading the data is the bottleneck"
             agree.append(io)
         elif (
             not h.workers
-            and sig.stacks
-            and sig.stacks.main_shares.get(stack.FETCH, 0) > STACK_SHARE
-            and (h.cpu_cores or 0) >= MAIN_COMPUTING  # computing, not asleep on a remote read
+            and shares is not None
+            and shares.get(stack.FETCH, 0) > STACK_SHARE
+            # computing (CPU used, or queued for a CPU), not asleep on a remote read
+            and (h.cpu_cores or 0) + (h.runq or 0) >= MAIN_COMPUTING
         ):
             bound, summary = (
                 "data-input/cpu-transform",
                 "the main thread prepares every batch itself",
             )
+            if not pools_crowd(sig):
+                explains = ("cpu-oversubscribed",)
     f = _finding(
         bound,
         agree if fired else [],
@@ -545,7 +651,7 @@ def data_input(sig: RuleInputs) -> Finding:
         summary,
         impact=share if share is not None else 0.3,
     )
-    return f
+    return replace(f, explains=explains) if f.fired else f
 
 
 H2D_RX_GBPS = 1.0
@@ -597,6 +703,19 @@ CPU_THROTTLED = 0.2
 
 
 def cpu_oversubscribed(sig: RuleInputs) -> Finding:
+    """More threads ready to run than CPUs (with run-queue wait to show it), or the cgroup's
+    quota throttling the job. Which finding is the principal when a data-input one fires too
+    depends on who fills the CPUs, and so on which lever changes something:
+
+    - intra-op thread pools (``pools_crowd``: several runnable threads per process, or
+      torch/OMP threads configured past the CPUs): oversubscription is the cause and explains
+      the slow loader (both data-input and data-input/cpu-transform); the lever caps the pools
+      (OMP_NUM_THREADS, torch.set_num_threads), and more workers would add to the fight;
+    - one thread per process, the workers computing (data-input/cpu-transform): the transform
+      itself saturates the CPUs. That finding explains this one, which stays as a secondary:
+      there is no pool to cap, and the lever is a cheaper transform or one moved to the GPU,
+      not more workers;
+    - anything else (workers that wait, a plain data-input): the CPU fight explains it."""
     h = sig.host
     if h is None or h.exited or not h.effective_cpus:
         return _finding("cpu-oversubscribed", [], [], ["host"], "too many threads for the CPUs")
@@ -605,8 +724,8 @@ def cpu_oversubscribed(sig: RuleInputs) -> Finding:
     if (
         h.threads_running is not None
         and h.runq is not None
-        and h.threads_running > RUNNABLE_PER_CPU * e
-        and h.runq / e > RUNQ_PER_CPU
+        and h.threads_running > _band(RUNNABLE_PER_CPU, sig, "cpu-oversubscribed") * e
+        and h.runq / e > _band(RUNQ_PER_CPU, sig, "cpu-oversubscribed")
     ):
         agree.append(
             Evidence(
@@ -616,9 +735,10 @@ def cpu_oversubscribed(sig: RuleInputs) -> Finding:
                 "host",
             )
         )
-    if h.throttled_ratio is not None and h.throttled_ratio > CPU_THROTTLED:
+    throttled = _band(CPU_THROTTLED, sig, "cpu-oversubscribed")
+    if h.throttled_ratio is not None and h.throttled_ratio > throttled:
         share = _pct(h.throttled_ratio)
-        text = f"cgroup throttled in {share} of periods (> {_pct(CPU_THROTTLED)})"
+        text = f"cgroup throttled in {share} of periods (> {_pct(throttled)})"
         agree.append(Evidence(text, "host"))
     f = _finding(
         "cpu-oversubscribed",
@@ -629,8 +749,12 @@ def cpu_oversubscribed(sig: RuleInputs) -> Finding:
         impact=0.4 if agree else 0.0,
     )
     # a loader starved of CPU is a symptom, and its lever (more workers) would add threads to
-    # the fight; reads that wait on storage are not explained by the CPUs
-    return replace(f, explains=DATA_BOUNDS[:2]) if f.fired else f
+    # the fight; reads that wait on storage are not explained by the CPUs. Workers that
+    # compute are the cause rather than the victim unless thread pools crowd the CPUs
+    # (data_input then explains this finding: the transform fills the CPUs)
+    if not f.fired:
+        return f
+    return replace(f, explains=DATA_BOUNDS[:2] if pools_crowd(sig) else DATA_BOUNDS[:1])
 
 
 PERIODIC_MIN = 2
@@ -643,56 +767,98 @@ SAVE_SHARE = 0.05
 """Share of stack samples in torch.save that counts as checkpointing."""
 
 
+SIDE_GROWTH = (*step.SIDE_PHASES, step.OTHER, step.UNMARKED)
+"""What a spike must have grown in to be side work (besides garbage collection): checkpoint,
+eval/logging, or time outside the training phases (a save or an eval pass the agent did not
+mark). A step that is long because its forward, backward or batch wait was long is noise on
+the machine, throttling or the loader: not work beside training."""
+
+
 def side_work(sig: RuleInputs) -> Finding:
+    """Work beside training that stalls it: the agent's checkpoint and eval/logging phases over
+    SIDE_SHARE of step time; periodic spikes that grew in side work (SIDE_GROWTH) or GC taking
+    over SPIKE_TIME of the time; Python GC over SIDE_SHARE. Without the agent, the main thread's
+    stacks alone: in torch.save or an evaluation pass (``stack.SIDE_PHASES``) in over
+    SIDE_SHARE of the samples, the stack estimate of the same share of time. Every threshold
+    has its band (HOLD) while side-work is the principal: a few spikes leaving the window do
+    not end a side-work verdict whose cause is still there."""
     st = sig.steps
-    if st is None or not st.shares:
-        return _finding("side-work", [], [], ["agent"], "checkpoints, logging or eval stall steps")
-    agree = []
-    side = sum(st.shares.get(p, 0.0) for p in step.SIDE_PHASES)
-    if side > SIDE_SHARE:
-        text = f"checkpoint / logging {_pct(side)} of step time (> {_pct(SIDE_SHARE)})"
-        agree.append(Evidence(text, "agent"))
-    total = st.median_ms * st.steps + sum(s.ms - st.median_ms for s in st.spikes)
-    spikes = st.spikes
-    periodic = max(PERIODIC_MIN, st.steps // PERIODIC_OF)
-    if len(spikes) > periodic:
-        # slow steps are the norm (a noisy machine): only measured GC pauses still stand out
-        spikes = tuple(s for s in spikes if s.grew.startswith("gc"))
-    excess = sum(s.ms - st.median_ms for s in spikes)
+    agree, missing = [], []
+    side = 0.0
     gc_spikes = False
-    if spikes and len(spikes) <= periodic and total and excess / total > SPIKE_TIME:
-        phases = sorted({s.grew for s in spikes})
-        gc_spikes = any(p.startswith("gc") for p in phases)
-        agree.append(
-            Evidence(
-                f"{len(spikes)} of {st.steps} steps over {SPIKE:g}x the median "
-                f"({st.median_ms:.0f} ms), {excess / total:.0%} of the time, "
-                f"growing in {', '.join(phases)}",
-                "agent",
+    side_share = _band(SIDE_SHARE, sig, "side-work")
+    if st is None or not st.shares:
+        missing.append("agent")
+    else:
+        side = sum(st.shares.get(p, 0.0) for p in step.SIDE_PHASES)
+        if side > side_share:
+            text = f"checkpoint / logging {_pct(side)} of step time (> {_pct(side_share)})"
+            agree.append(Evidence(text, "agent"))
+        n, med = st.spike_steps or st.steps, st.spike_median_ms or st.median_ms
+        total = med * n + sum(s.ms - med for s in st.spikes)
+        spikes = tuple(s for s in st.spikes if s.grew.startswith("gc") or s.grew in SIDE_GROWTH)
+        periodic = max(PERIODIC_MIN, n // PERIODIC_OF)
+        if len(spikes) > periodic:
+            # slow steps are the norm (a noisy machine): only measured GC pauses still stand out
+            spikes = tuple(s for s in spikes if s.grew.startswith("gc"))
+        excess = sum(s.ms - med for s in spikes)
+        spike_time = _band(SPIKE_TIME, sig, "side-work")
+        if spikes and len(spikes) <= periodic and total and excess / total > spike_time:
+            phases = sorted({s.grew for s in spikes})
+            gc_spikes = any(p.startswith("gc") for p in phases)
+            agree.append(
+                Evidence(
+                    f"{len(spikes)} of {n} steps over {SPIKE:g}x the median "
+                    f"({med:.0f} ms), {_pct(excess / total)} of the time "
+                    f"(> {_pct(spike_time)}), growing in {', '.join(phases)}",
+                    "agent",
+                )
             )
-        )
-        side = max(side, excess / total)
-    if st.gc_share is not None and (gc_spikes or st.gc_share > SIDE_SHARE):
-        over = f" (> {_pct(SIDE_SHARE)})" if st.gc_share > SIDE_SHARE else ""
-        agree.append(
-            Evidence(
-                f"Python garbage collection {_pct(st.gc_share)} of step time{over}, "
-                f"{st.gc_full} full collections in {st.steps} steps",
-                "agent",
+            side = max(side, excess / total)
+        if st.gc_share is not None and (gc_spikes or st.gc_share > side_share):
+            over = f" (> {_pct(side_share)})" if st.gc_share > side_share else ""
+            agree.append(
+                Evidence(
+                    f"Python garbage collection {_pct(st.gc_share)} of step time{over}, "
+                    f"{st.gc_full} full collections in {st.steps} steps",
+                    "agent",
+                )
             )
-        )
-        side = max(side, st.gc_share)
-    saving = sig.stacks.main_shares.get(stack.CHECKPOINT_SAVE, 0) if sig.stacks else 0
-    if saving > SAVE_SHARE:
-        agree.append(
-            Evidence(f"main thread in torch.save in {saving:.0%} of stack samples", "stacks")
-        )
+            side = max(side, st.gc_share)
+    shares = _stack_shares(sig)
+    if shares is None:
+        missing.append("stacks")
+    else:
+        n = sig.stacks.samples if sig.stacks else 0
+        saving = shares.get(stack.CHECKPOINT_SAVE, 0)
+        evaluating = shares.get(stack.EVAL, 0) + shares.get(stack.EVAL_LOG, 0)
+        if st is not None and st.shares:  # corroboration: the agent has the step's numbers
+            if saving > SAVE_SHARE:
+                agree.append(
+                    Evidence(
+                        f"main thread in torch.save in {saving:.0%} of {n} stack samples "
+                        f"(> {_pct(SAVE_SHARE)})",
+                        "stacks",
+                    )
+                )
+        elif saving + evaluating > side_share:
+            parts = [f"in torch.save {_pct(saving)}"] if saving else []
+            if evaluating:
+                parts.append(f"in an eval pass or logging {_pct(evaluating)}")
+            agree.append(
+                Evidence(
+                    f"main thread {', '.join(parts)} of {n} stack samples "
+                    f"(> {_pct(side_share)} of the time)",
+                    "stacks",
+                )
+            )
+            side = max(side, saving + evaluating)
     summary = (
         "garbage collection pauses stall training"
         if gc_spikes
         else "periodic side work stalls training"
     )
-    return _finding("side-work", agree, [], [], summary, impact=side)
+    return _finding("side-work", agree, [], missing, summary, impact=side)
 
 
 LAUNCH_UTIL = 80.0
@@ -775,62 +941,225 @@ COMPUTE_SM = 80.0
 """SMs busy (%, GPM) from which the utilisation is real work, not a trickle of kernels."""
 COMPUTE_SHARE = 0.8
 """Share of the step in forward, backward and optimizer from which the step is computing."""
+STACK_COMPUTE = 0.7
+"""Share of the main threads' stack samples in forward, backward or the optimizer from which,
+without the agent, the loop computes: py-spy also lands in the loss, zero_grad and the loop's
+own lines, which the agent counts inside its phases or not at all."""
+HELD_BUSY = 80.0
+"""GPU utilisation (%) a held gpu-compute verdict needs: domain.md's "well used" (> 80%)."""
 
 
 def gpu_compute(sig: RuleInputs) -> Finding:
+    """The good case: the GPU busy (> GPU_BUSY % at COMPUTE_CLOCK of its max clock, no
+    throttling) and the step in the model's own work. Utilisation is read over the window or
+    its last RECENT_S, whichever is higher: a job that began computing a few seconds ago is
+    compute-bound now. Without the agent, the main threads' stacks in forward / backward /
+    optimizer (>= STACK_COMPUTE of the samples) while the process works on the CPU (>=
+    MAIN_COMPUTING cores) say the loop computes: that outweighs a GPU reading still quiet from
+    the start (it is shown against), never a GPU the rules call starved by data. Not before the
+    agent's first steps and STACK_MIN dumps: until then no bottleneck could have shown."""
     g = sig.gpu
+    agree, against, missing = [], [], []
+    held = sig.holding == "gpu-compute"
     if g is None:
-        return _finding("gpu-compute", [], [], ["NVML"], "the GPU computes all the time")
-    agree, against = [], []
-    if (
-        g.util >= GPU_BUSY
-        and (g.clock_ratio or 0) >= COMPUTE_CLOCK
-        and g.power_throttled < POWER_SHARE
-        and g.thermal_throttled < THERMAL_SHARE
-    ) and (g.sm_active is None or g.sm_active >= COMPUTE_SM):
-        agree.append(
-            Evidence(
-                f"GPU busy {g.util:.0f}%, SM clock {_pct(g.clock_ratio or 0)} of max"
-                + (f", SMs busy {g.sm_active:.0f}%" if g.sm_active is not None else ""),
-                "NVML",
+        missing.append("NVML")
+    else:
+        # the window, or its last RECENT_S when the GPU got busier there (a job that started)
+        lately = g.util_recent is not None and g.util_recent > g.util
+        util = g.util_recent if lately and g.util_recent is not None else g.util
+        sm = g.sm_recent if lately and g.sm_recent is not None else g.sm_active
+        busy = HELD_BUSY if held else GPU_BUSY
+        if (
+            util >= busy
+            and (g.clock_ratio or 0) >= COMPUTE_CLOCK
+            and g.power_throttled < POWER_SHARE
+            and g.thermal_throttled < THERMAL_SHARE
+        ) and (sm is None or sm >= _band(COMPUTE_SM, sig, "gpu-compute")):
+            when = f" over the last {RECENT_S:g} s" if lately else ""
+            agree.append(
+                Evidence(
+                    f"GPU busy {util:.0f}%{when} (>= {busy:.0f}%), SM clock "
+                    f"{_pct(g.clock_ratio or 0)} of max"
+                    + (f", SMs busy {sm:.0f}%" if sm is not None else ""),
+                    "NVML",
+                )
             )
-        )
     if sig.steps and sig.steps.shares:
         compute = sum(sig.steps.shares.get(p, 0) for p in step.MODEL_PHASES)
-        if compute >= COMPUTE_SHARE:
+        need = _band(COMPUTE_SHARE, sig, "gpu-compute")
+        if compute >= need:
             agree.append(
-                Evidence(f"forward + backward + optimizer {_pct(compute)} of the step", "agent")
+                Evidence(
+                    f"forward + backward + optimizer {_pct(compute)} of the step (>= {_pct(need)})",
+                    "agent",
+                )
             )
         else:
             against.append(
                 Evidence(
-                    f"forward + backward + optimizer only {_pct(compute)} of the step",
+                    f"forward + backward + optimizer only {_pct(compute)} of the step "
+                    f"(< {_pct(need)})",
                     "agent",
                     False,
                 )
             )
-    fired = bool(agree) and not against and any(e.source == "NVML" for e in agree)
+    elif (shares := _stack_shares(sig)) is not None and sig.host is not None:
+        h = sig.host
+        compute = sum(shares.get(p, 0) for p in stack.MODEL_PHASES)
+        need = _band(STACK_COMPUTE, sig, "gpu-compute")
+        working = (h.cpu_cores or 0) + (h.runq or 0)
+        if compute >= need and working >= MAIN_COMPUTING and not h.exited:
+            n = sig.stacks.samples if sig.stacks else 0
+            agree.append(
+                Evidence(
+                    f"main threads in forward / backward / optimizer {_pct(compute)} of {n} "
+                    f"stack samples (>= {_pct(need)})",
+                    "stacks",
+                )
+            )
+            agree.append(
+                Evidence(f"the job uses {working:.1f} cores of CPU (>= {MAIN_COMPUTING:g})", "host")
+            )
+            if g is not None and not any(e.source == "NVML" for e in agree):
+                against.append(
+                    Evidence(
+                        f"GPU busy only {g.util:.0f}% over the window (from a quiet start?)",
+                        "NVML",
+                        False,
+                    )
+                )
+    from_nvml = any(e.source == "NVML" for e in agree)
+    from_stacks = any(e.source == "stacks" for e in agree)
+    # the good case is the absence of a bottleneck: it can be told only once the sources that
+    # would show one have had their say (the agent's first steps, STACK_MIN dumps)
+    settled = (sig.steps is None or bool(sig.steps.shares)) and (
+        sig.stacks is None or sig.stacks.samples >= STACK_MIN
+    )
+    fired = settled and ((from_nvml and not against) or from_stacks)
     return _finding(
         "gpu-compute",
         agree if fired else [],
         against,
-        [],
+        missing,
         "the GPU computes all the time (the good case)",
     )
 
 
 IDLE_UTIL = 5.0
 """Mean GPU utilisation (%) under which, with no steps, nothing is training."""
+IDLE_CPU = 0.1
+"""CPU (cores) of the whole process tree, CPU plus run-queue wait, under which it does nothing."""
+IDLE_STACKS = 0.8
+"""Share of the main threads' stack samples asleep outside any wait (py-spy: idle) from which
+the stacks say nothing runs."""
+
+
+def _quiet(sig: RuleInputs) -> tuple[list[Evidence], list[Evidence]]:
+    """(what says the job does nothing, what says it does something), from every source."""
+    quiet, busy = [], []
+    g = sig.gpu
+    if g is not None:
+        if g.util < IDLE_UTIL and (g.util_recent or 0) < IDLE_UTIL:
+            quiet.append(Evidence(f"GPU busy {g.util:.0f}% (< {IDLE_UTIL:g}%)", "NVML"))
+        else:
+            busy.append(Evidence(f"GPU busy {g.util:.0f}%", "NVML", False))
+    st = sig.steps
+    if st is not None:
+        if st.steps == 0 and not st.shares:
+            quiet.append(Evidence("no training steps seen", "agent"))
+        else:
+            busy.append(Evidence(f"{st.steps} training steps seen", "agent", False))
+    h = sig.host
+    if h is not None and not h.exited:
+        working = (h.cpu_cores or 0) + (h.runq or 0)
+        if h.cpu_cores is None:
+            pass
+        elif working < IDLE_CPU:
+            quiet.append(Evidence(f"the job uses {working:.2f} cores (< {IDLE_CPU:g})", "host"))
+        else:
+            busy.append(Evidence(f"the job uses {working:.1f} cores of CPU", "host", False))
+    k = sig.stacks
+    if k is not None and k.samples:
+        asleep = k.main_shares.get(stack.IDLE, 0.0)
+        if asleep >= IDLE_STACKS:
+            quiet.append(
+                Evidence(f"main threads asleep in {_pct(asleep)} of stack samples", "stacks")
+            )
+        else:
+            top = max(
+                ((p, v) for p, v in k.main_shares.items() if p != stack.IDLE),
+                key=lambda pv: pv[1],
+                default=None,
+            )
+            if top is not None:
+                text = f"main threads in {top[0]} in {_pct(top[1])} of stack samples"
+                busy.append(Evidence(text, "stacks", False))
+    return quiet, busy
 
 
 def idle(sig: RuleInputs) -> Finding:
-    agree = []
-    if (
-        sig.gpu is not None
-        and sig.gpu.util < IDLE_UTIL
-        and (sig.steps is None or sig.steps.steps == 0)
-    ):
-        agree.append(Evidence(f"GPU busy {sig.gpu.util:.0f}% and no training steps seen", "NVML"))
+    """Nothing is training: the target exited, or every source says the job does nothing (the
+    GPU quiet, no steps, no CPU in the tree, main threads asleep). One source that sees work
+    (CPU, a step, a stack in backward, a DataLoader fetch, a parked lock) is enough for it not
+    to be idle: a job that is starting is warming up (``warming_up``), one stuck is for hung."""
     if sig.host is not None and sig.host.exited:
-        agree.append(Evidence("the target process has exited", "host"))
-    return _finding("idle", agree, [], [], "nothing is training")
+        exited = Evidence("the target process has exited", "host")
+        return _finding("idle", [exited], [], [], "nothing is training")
+    quiet, busy = _quiet(sig)
+    # every source that is there must have said so: a first host reading has no CPU rate yet
+    present = {
+        name
+        for name, there in (
+            ("NVML", sig.gpu),
+            ("host", sig.host),
+            ("agent", sig.steps),
+            ("stacks", sig.stacks and sig.stacks.samples),
+        )
+        if there
+    }
+    if busy or not quiet or present - {e.source for e in quiet}:
+        return _finding("idle", [], busy, [], "nothing is training")
+    return _finding("idle", quiet, [], [], "nothing is training")
+
+
+STILL = (stack.IDLE, stack.LOCK_WAIT, stack.BLOCKED)
+"""Stack phases of a main thread that is not starting anything: asleep, or parked on a lock or
+a queue (that one is for the hang rule)."""
+WARMUP_STACKS = 0.5
+"""Share of the main threads' dumps in setup or training frames (anything but STILL) from which
+the stacks say the job is starting."""
+WARMUP_STEPS = STEPS_SEEN
+"""Steps the agent must have seen (usable ones: not the first) before the job is past its start."""
+
+
+def warming_up(sig: RuleInputs) -> str | None:
+    """Why the job is still starting, or None: with an agent, fewer than WARMUP_STEPS steps;
+    without one, the process is alive and works (CPU, or stacks anywhere but asleep) while the
+    GPU is still quiet (< GPU_STARVED %). The verdict shows it as its note when no bound fires:
+    a job loading its data or its model is neither idle nor any bound yet."""
+    h = sig.host
+    if h is not None and h.exited:
+        return None
+    st = sig.steps
+    if st is not None:
+        if st.steps < WARMUP_STEPS:
+            return f"{WARMING_UP}: {st.steps} of {WARMUP_STEPS} steps seen"
+        return None
+    g = sig.gpu
+    if g is not None and max(g.util, g.util_recent or 0) >= GPU_STARVED:
+        return None
+    doing = []
+    if h is not None and h.cpu_cores is not None:
+        working = h.cpu_cores + (h.runq or 0)
+        if working >= IDLE_CPU:
+            doing.append(f"the job uses {working:.1f} cores of CPU")
+    k = sig.stacks
+    if k is not None and k.samples:
+        # setup or training frames; a thread parked on a lock or a queue is no start
+        moving = sum(v for p, v in k.main_shares.items() if p not in STILL)
+        if moving >= WARMUP_STACKS:
+            doing.append(f"main threads at work in {_pct(moving)} of {k.samples} stack samples")
+    if not doing:
+        return None
+    gpu = f"GPU still quiet ({g.util:.0f}%), " if g is not None else ""
+    return f"{WARMING_UP}: {gpu}{'; '.join(doing)}"

@@ -48,12 +48,19 @@ class GpuSignals:
     util_cv: float
     pcie_rx_gbps: float | None
     names: tuple[str, ...]
+    util_recent: float | None = None
+    """Mean utilisation over the last RECENT_S of the window only: a job that started computing
+    a few seconds ago is busy now, while the window's mean still counts the quiet start."""
+    sm_recent: float | None = None
+    """SMs busy (%, GPM) over the same last RECENT_S."""
 
 
 def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+RECENT_S = 3.0
+"""The recent part of the GPU window (``GpuSignals.util_recent``)."""
 MAX_PER_GPU = 128
 """Readings per GPU the means are taken over: a long window is thinned evenly, so the cost of
 a verdict does not grow with the window."""
@@ -73,6 +80,9 @@ def gpu_signals(
     n_util = n_sm = n_tensor = n_dram = n_mem = n_ratio = n_power = n_rx = 0
     t_util = sq_util = t_sm = t_tensor = t_dram = t_mem = t_ratio = t_power = t_rx = 0.0
     busy = throttled_power = throttled_thermal = count = 0
+    n_recent = n_sm_recent = 0
+    t_recent = t_sm_recent = 0.0
+    end = max((w.samples[-1].t for w in windows if w.samples), default=0.0)
     lowered = False
     hottest = None
     seen = set()
@@ -92,10 +102,16 @@ def gpu_signals(
                 n_util += 1
                 t_util += v
                 sq_util += v * v
+                if s.t > end - RECENT_S:
+                    n_recent += 1
+                    t_recent += v
             v = s.sm_active_pct
             if v is not None:
                 n_sm += 1
                 t_sm += v
+                if s.t > end - RECENT_S:
+                    n_sm_recent += 1
+                    t_sm_recent += v
             v = s.tensor_active_pct
             if v is not None:
                 n_tensor += 1
@@ -156,6 +172,8 @@ def gpu_signals(
         util_cv=cv,
         pcie_rx_gbps=t_rx / n_rx / 1e6 if n_rx else None,
         names=tuple(sorted({d.name or "?" for d in devices})),
+        util_recent=_avg(t_recent, n_recent),
+        sm_recent=_avg(t_sm_recent, n_sm_recent),
     )
 
 
@@ -212,8 +230,16 @@ class HostSignals:
     psi: Mapping[str, float]
     read_bytes_rate: float
     omp: str | None
-    processes: tuple[ProcessCpu, ...] = ()
+    process_cpu: tuple[ProcessCpu, ...] = ()
     """Every process of the tree over the last CPU_SPAN_S (the hang rule's "no CPU")."""
+    workers_demand: float | None = None
+    """Mean CPU wanted per DataLoader worker (cores): its CPU plus its run-queue wait. A worker
+    that computes wants a core whether or not it gets one; one that waits on reads wants none."""
+    pool_threads: float | None = None
+    """Runnable threads beyond one per process, on average: intra-op thread pools (torch, OMP,
+    BLAS) rather than one thread per process (the main loop, each loader worker)."""
+    processes: int = 0
+    """Processes in the tree (main, ranks, workers, helpers) at the last running sample."""
 
     @classmethod
     def exited_only(cls, oom_kills: int = 0) -> HostSignals:
@@ -300,7 +326,22 @@ def host_signals(window: Window[HostSample] | None) -> HostSignals | None:
         psi=psi,
         read_bytes_rate=sum(p.read_bytes_rate or 0 for p in last.processes),
         omp=last.env.get("OMP_NUM_THREADS"),
-        processes=_process_cpu([h for h in running if h.t >= last.t - CPU_SPAN_S]),
+        workers_demand=_mean(
+            [
+                sum((w.cpu_cores or 0) + (w.runq_wait or 0) for w in h.workers) / len(h.workers)
+                for h in recent
+                if h.workers
+            ]
+        ),
+        pool_threads=_mean(
+            [
+                sum(max(0, (p.threads_running or 0) - 1) for p in h.processes)
+                for h in recent
+                if any(p.threads_running is not None for p in h.processes)
+            ]
+        ),
+        processes=len(last.processes),
+        process_cpu=_process_cpu([h for h in running if h.t >= last.t - CPU_SPAN_S]),
     )
 
 
@@ -359,6 +400,10 @@ class StepSignals:
     p99_ms: float = 0
     """The 99th percentile step (of the steps the agent keeps, about the slowest): the job's
     own longest normal step, which a hang is judged against."""
+    spike_steps: int = 0
+    """Steps the spikes were looked for in (``SPIKE_STEPS``, ``SPIKE_WINDOW_S``; 0: ``steps``)."""
+    spike_median_ms: float = 0
+    """The median step of those (0: ``median_ms``)."""
 
 
 SPIKE = 1.5
@@ -396,6 +441,23 @@ def _spikes(steps: Sequence[StepRecord], median_ns: float) -> tuple[Spike, ...]:
     return tuple(out)
 
 
+SPIKE_STEPS = 512
+SPIKE_WINDOW_S = 120.0
+"""Spikes are looked for over the last SPIKE_STEPS steps of the last SPIKE_WINDOW_S (at least
+the statistics' own window): periodic side work (an eval every 100 steps, a checkpoint every
+minute) needs a window of several periods, or its spikes enter and leave the window and the
+evidence comes and goes with them."""
+
+
+def _spike_window(main: AgentState, steps: list[StepRecord]) -> list[StepRecord]:
+    longer = usable(main.steps, window=SPIKE_STEPS)
+    if len(longer) <= len(steps):
+        return steps
+    end = longer[-1].t0_ns + longer[-1].dur_ns
+    recent = [s for s in longer if s.t0_ns >= end - SPIKE_WINDOW_S * 1e9]
+    return recent if len(recent) > len(steps) else steps
+
+
 def step_signals(agents: AgentsSample | None, gpu_names: Sequence[str] = ()) -> StepSignals | None:
     if agents is None:
         return None
@@ -418,6 +480,8 @@ def step_signals(agents: AgentsSample | None, gpu_names: Sequence[str] = ()) -> 
     med = statistics.median(durs)
     mean = statistics.fmean(durs)
     cv = statistics.pstdev(durs) / mean if mean else 0.0
+    longer = _spike_window(main, steps)
+    long_med = statistics.median(s.dur_ns for s in longer) if longer is not steps else med
     per_rank = rank_work(ranked_agents)
     mfu = mfu_of(steps, gpu_names, main.fingerprint)
     gc, gc_full = gc_share(steps)
@@ -428,7 +492,7 @@ def step_signals(agents: AgentsSample | None, gpu_names: Sequence[str] = ()) -> 
         p90_ms=durs[int(0.9 * (len(durs) - 1))] / 1e6,
         cv=cv,
         shares=dict(phase_shares(steps)),
-        spikes=_spikes(steps, med),
+        spikes=_spikes(longer, long_med),
         open_phase=main.open_phase,
         open_age_s=main.open_age_s,
         since_step_s=main.since_step_s,
@@ -440,6 +504,8 @@ def step_signals(agents: AgentsSample | None, gpu_names: Sequence[str] = ()) -> 
         gc_full=gc_full,
         rank_work=per_rank,
         p99_ms=durs[int(0.99 * (len(durs) - 1))] / 1e6,
+        spike_steps=len(longer),
+        spike_median_ms=long_med / 1e6,
     )
 
 
@@ -498,6 +564,9 @@ class RuleInputs:
     host: HostSignals | None
     steps: StepSignals | None
     stacks: StackSignals | None
+    holding: str | None = None
+    """The principal the verdict shows now (``verdict.State``), set by ``evaluate``: a rule
+    keeps its own bound while the evidence stays above the lower end of its band (rules.HOLD)."""
 
 
 def reduce_windows(

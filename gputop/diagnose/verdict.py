@@ -7,10 +7,11 @@ value returned and passed back, so replaying the same samples gives the same ver
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gputop.diagnose.bounds import RULES, Tier, bound, judge
 from gputop.diagnose.findings import Finding, Verdict
+from gputop.diagnose.rules import warming_up
 from gputop.diagnose.signals import RuleInputs
 
 SWITCH_AFTER = 3
@@ -47,6 +48,11 @@ def rank(findings: Sequence[Finding]) -> list[Finding]:
 
 
 def evaluate(sig: RuleInputs, now: float, state: State = State()) -> tuple[Verdict, State]:
+    """Every rule, the principal with hysteresis. The rules see the principal the state holds
+    (``RuleInputs.holding``): its own rule keeps it while the evidence stays in the band
+    (rules.HOLD), so a share near its threshold does not flip the verdict reading by reading;
+    the state is a value, so replay recomputes the same holds."""
+    sig = replace(sig, holding=state.principal)
     findings = tuple(judge(rule, sig) for rule in RULES)
     ranked = rank(findings)
     inputs = tuple(
@@ -91,7 +97,9 @@ def evaluate(sig: RuleInputs, now: float, state: State = State()) -> tuple[Verdi
     note = ""
     if principal is None:
         missing = sorted({m for f in findings for m in f.missing})
-        note = "no bound stands out yet" + (f" (without: {', '.join(missing)})" if missing else "")
+        note = warming_up(sig) or (
+            "no bound stands out yet" + (f" (without: {', '.join(missing)})" if missing else "")
+        )
     return Verdict(
         principal, secondary, findings, new.since if principal else None, note, inputs
     ), new

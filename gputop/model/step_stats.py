@@ -79,7 +79,7 @@ WARMUP_SLOW = 2.0
 """... and are, while each is over this many times the median of the steps that follow."""
 
 
-def usable(steps: Sequence[StepRecord]) -> list[StepRecord]:
+def usable(steps: Sequence[StepRecord], window: int = WINDOW) -> list[StepRecord]:
     """The last WINDOW steps without the first (start-up) and without the run's leading
     warm-up steps: early steps far slower than the rest would skew the median and read as
     spikes (the issue's "warm-up and compile steps excluded")."""
@@ -92,7 +92,7 @@ def usable(steps: Sequence[StepRecord]) -> list[StepRecord]:
             and rest[0].dur_ns > WARMUP_SLOW * typical
         ):
             rest.pop(0)
-    return rest[-WINDOW:]
+    return rest[-window:]
 
 
 def phase_shares(steps: Sequence[StepRecord]) -> list[tuple[str, float]]:

@@ -8,10 +8,22 @@ where stacks nest: a DataLoader worker carries its parent's frames below its own
 torchvision transform is an nn.Module called inside the loader, a collective runs inside
 backward hooks, and recomputation under activation checkpointing is a forward inside
 backward; so loader rules come first, then waits, then backward before forward.
+
+An evaluation pass (the "evaluation" row) is found by what the user wrote rather than by a
+torch file: a function of theirs decorated with ``@torch.no_grad()`` or
+``@torch.inference_mode()`` (torch runs it through ``decorate_context`` in
+``torch/utils/_contextlib.py``: the frame inside it is the decorated function), or a function
+of theirs whose name says eval, valid or test (``evaluate``, ``run_validation``,
+``val_step``...). It ranks after the checkpoint rows and before the data wait: an eval pass
+runs forwards and waits for its own batches, and that time is the eval's, not training's.
+Torch's own decorated functions (FSDP's unshard under forward) are not evaluations, nor are
+functions of pytest modules (``test_*.py``: a test named test_... is not an eval pass).
 """
 
 from __future__ import annotations
 
+import re
+import sys
 from collections.abc import Sequence
 
 from gputop.model.stacks import Frame
@@ -35,6 +47,7 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("checkpoint save", "torch/serialization.py", "save"),
     ("checkpoint save", "torch/serialization.py", "_save"),
     ("checkpoint save", "torch/distributed/checkpoint/state_dict_saver.py", "*"),
+    ("evaluation", "<user code>", "<eval pass>"),  # _evaluation(): see the module docstring
     # the step
     ("data wait", "torch/utils/data/dataloader.py", "*"),
     ("backward", "torch/autograd/graph.py", "_engine_run_backward"),
@@ -82,6 +95,49 @@ def _any(leaves: tuple[tuple[str, str], ...], frame: Frame) -> bool:
     return any(_file_match(f, frame.file) and _match(n, frame.name) for f, n in leaves)
 
 
+EVAL_WORDS = frozenset({"eval", "evaluate", "evaluation", "evaluating", "validate", "validation",
+                        "validating", "test", "testing"})  # fmt: skip
+"""Words of a function name (split at underscores and case changes) that make it an eval pass;
+"val" counts as the first word only (val_step, not max_val)."""
+TRAIN_WORDS = frozenset({"train", "training", "fit"})
+"""Words that make it training: the innermost user function named so wins (train_step inside
+train_and_evaluate is training, and so is train_and_evaluate itself)."""
+_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+_LIBRARIES = ("torch/", "site-packages/", "dist-packages/", "<")
+
+
+def _users(frame: Frame) -> bool:
+    """A frame of the user's own code: not torch, not an installed library, not a pytest module."""
+    f = frame.file
+    if f.startswith(_LIBRARIES) or any(f"/{lib}" in f for lib in _LIBRARIES[:3]):
+        return False
+    base = f.rsplit("/", 1)[-1]
+    if base.startswith("test_") or base.endswith("_test.py") or base == "conftest.py":
+        return False
+    top = f.split("/", 1)[0].removesuffix(".py")
+    return top not in sys.stdlib_module_names
+
+
+def _evaluation(frames: Sequence[Frame]) -> Frame | None:
+    """The frame that shows an eval pass (innermost first), or None (module docstring)."""
+    for i, frame in enumerate(frames):
+        if (
+            i > 0
+            and frame.name == "decorate_context"
+            and _file_match("torch/utils/_contextlib.py", frame.file)
+            and _users(frames[i - 1])
+        ):
+            return frames[i - 1]
+        if not _users(frame):
+            continue
+        words = [w.lower() for w in _WORDS.findall(frame.name.rsplit(".", 1)[-1])]
+        if TRAIN_WORDS.intersection(words):
+            return None
+        if EVAL_WORDS.intersection(words) or words[:1] == ["val"]:
+            return frame
+    return None
+
+
 def classify(frames: Sequence[Frame], active: bool) -> tuple[str, Frame | None]:
     """(phase, deciding frame). Frames innermost first.
 
@@ -89,6 +145,11 @@ def classify(frames: Sequence[Frame], active: bool) -> tuple[str, Frame | None]:
     innermost frame; "idle" for any other thread py-spy saw as inactive (sleeping); else
     "user code", with the innermost frame as evidence."""
     for phase, file, name in RULES:
+        if file == "<user code>":
+            found = _evaluation(frames)
+            if found is not None:
+                return phase, found
+            continue
         for frame in frames:
             if _file_match(file, frame.file) and _match(name, frame.name):
                 return phase, frame

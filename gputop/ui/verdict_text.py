@@ -31,6 +31,9 @@ def verdict_lines(
         return [head.label("waiting for readings").text]
     p = v.principal
     if p is None:
+        if v.warming_up:  # the job is starting: its own tag, then how far it is
+            _, _, how = v.note.partition(":")
+            return [head.add(" WARMING UP ", "dim").label(f" {how.strip()}").text]
         return [head.label(v.note or "no bound stands out yet").text]
     entry = BY_NAME.get(p.bound)
     level = LEVEL[entry.style] if entry and entry.style else "bad"

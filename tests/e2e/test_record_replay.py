@@ -19,8 +19,9 @@ VERDICT = re.compile(r"^\s*verdict\s+([A-Z][A-Z/-]+[A-Z])\b", re.MULTILINE)
 
 
 def _shown(screen: str) -> str | None:
+    """The principal bound the pane shows (not its WARMING UP tag: no bound, like a note)."""
     m = VERDICT.search(screen)
-    return m.group(1).lower() if m else None
+    return m.group(1).lower() if m and m.group(1) != "WARMING" else None
 
 
 def _dedup(xs):

@@ -235,10 +235,12 @@ def test_a_checkpoint_with_a_little_gc_is_still_the_checkpoint():
 
 
 def test_without_gc_timing_the_phase_that_grew_is_named():
+    # a forward that grew is the model's own work as far as the agent can tell (noise on a
+    # busy machine looks the same): not side work without GC timing to say it was a collection
     steps = [StepRecord(s.step, s.t0_ns, s.dur_ns, s.phases) for s in _steps()]
     st = step_signals(_agents(steps))
     assert st.gc_share is None and {s.grew for s in st.spikes} == {"forward"}
-    assert judge(side_work, RuleInputs(None, None, st, None)).levers[0].startswith("checkpoint")
+    assert not judge(side_work, RuleInputs(None, None, st, None)).fired
 
 
 def test_measured_gc_pauses_stand_out_on_a_noisy_machine():

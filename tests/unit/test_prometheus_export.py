@@ -219,7 +219,7 @@ def test_the_verdict_state_set_has_exactly_one_state_on(bound):
     sink = fed()
     sink.verdict(EvalPoint(now=15.0), verdict(bound))
     states = {dict(k)["bound"]: v for k, v in values(scrape(sink)["gputop_verdict"]).items()}
-    assert set(states) == {*BOUNDS, "none"}
+    assert set(states) == {*BOUNDS, "warming-up", "none"}
     assert [b for b, v in states.items() if v == 1.0] == [bound or "none"]
     assert sum(states.values()) == 1.0
 
@@ -372,3 +372,13 @@ def test_metrics_are_served_over_http_and_close_stops_the_server():
         sink.close()
     with pytest.raises((urllib.error.URLError, ConnectionError, socket.timeout)):
         urllib.request.urlopen(url, timeout=2)
+
+
+def test_a_job_still_starting_is_the_warming_up_state():
+    sink = fed()
+    sink.verdict(EvalPoint(now=3.0), Verdict(None, (), (), None, "warming up: 1 of 3 steps seen"))
+    states = {dict(k)["bound"]: v for k, v in values(scrape(sink)["gputop_verdict"]).items()}
+    assert [b for b, v in states.items() if v == 1.0] == ["warming-up"]
+    sink.verdict(EvalPoint(now=4.0), Verdict(None, (), (), None, "no bound stands out yet"))
+    states = {dict(k)["bound"]: v for k, v in values(scrape(sink)["gputop_verdict"]).items()}
+    assert [b for b, v in states.items() if v == 1.0] == ["none"]
