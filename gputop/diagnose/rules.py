@@ -449,13 +449,14 @@ def straggler(sig: RuleInputs) -> Finding:
 def comms(sig: RuleInputs) -> Finding:
     agree, missing = [], []
     share = None
+    limit, stacks_limit = _band(COMMS_SHARE, sig, "comms"), _band(STACK_SHARE, sig, "comms")
     if sig.steps is not None and sig.steps.shares:
         share = sig.steps.shares.get(step.GRAD_SYNC, 0.0)
-        if share > COMMS_SHARE:
+        if share > limit:
             agree.append(
                 Evidence(
                     f"grad sync {_pct(share)} of the step "
-                    f"(> {_pct(COMMS_SHARE)}; healthy < 10-15%)",
+                    f"(> {_pct(limit)}; healthy < 10-15%)",
                     "agent",
                 )
             )
@@ -463,7 +464,7 @@ def comms(sig: RuleInputs) -> Finding:
         missing.append("agent")
     if sig.stacks is not None:
         c = sig.stacks.main_shares.get(stack.COLLECTIVE_WAIT, 0.0)
-        if c > STACK_SHARE:
+        if c > stacks_limit:
             agree.append(
                 Evidence(f"main threads in a collective {_pct(c)} of stack samples", "stacks")
             )
@@ -1054,15 +1055,21 @@ IDLE_STACKS = 0.8
 the stacks say nothing runs."""
 
 
+IDLE_SPAN_S = 3.0
+"""Seconds of GPU readings before a quiet GPU says anything: at attach the first GPU readings
+come before the host's and the stacks' (which would say the job works), so an idle GPU alone
+would call a busy job idle for a moment."""
+
+
 def _quiet(sig: RuleInputs) -> tuple[list[Evidence], list[Evidence]]:
     """(what says the job does nothing, what says it does something), from every source."""
     quiet, busy = [], []
     g = sig.gpu
     if g is not None:
-        if g.util < IDLE_UTIL and (g.util_recent or 0) < IDLE_UTIL:
-            quiet.append(Evidence(f"GPU busy {g.util:.0f}% (< {IDLE_UTIL:g}%)", "NVML"))
-        else:
+        if g.util >= IDLE_UTIL or (g.util_recent or 0) >= IDLE_UTIL:
             busy.append(Evidence(f"GPU busy {g.util:.0f}%", "NVML", False))
+        elif g.span_s >= IDLE_SPAN_S:  # the first readings, before another source has spoken
+            quiet.append(Evidence(f"GPU busy {g.util:.0f}% (< {IDLE_UTIL:g}%)", "NVML"))
     st = sig.steps
     if st is not None:
         if st.steps == 0 and not st.shares:

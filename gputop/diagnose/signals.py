@@ -48,6 +48,8 @@ class GpuSignals:
     util_cv: float
     pcie_rx_gbps: float | None
     names: tuple[str, ...]
+    span_s: float = 0.0
+    """Seconds from the oldest reading in the windows to the newest."""
     util_recent: float | None = None
     """Mean utilisation over the last RECENT_S of the window only: a job that started computing
     a few seconds ago is busy now, while the window's mean still counts the quiet start."""
@@ -83,6 +85,7 @@ def gpu_signals(
     n_recent = n_sm_recent = 0
     t_recent = t_sm_recent = 0.0
     end = max((w.samples[-1].t for w in windows if w.samples), default=0.0)
+    start = min((w.samples[0].t for w in windows if w.samples), default=0.0)
     lowered = False
     hottest = None
     seen = set()
@@ -172,6 +175,7 @@ def gpu_signals(
         util_cv=cv,
         pcie_rx_gbps=t_rx / n_rx / 1e6 if n_rx else None,
         names=tuple(sorted({d.name or "?" for d in devices})),
+        span_s=end - start,
         util_recent=_avg(t_recent, n_recent),
         sm_recent=_avg(t_sm_recent, n_sm_recent),
     )

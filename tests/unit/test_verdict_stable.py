@@ -8,11 +8,12 @@ import dataclasses
 from types import MappingProxyType as M
 
 import pytest
+from builders import device, gpu_sample
 from test_diagnose import agents, gpu
 
 from gputop.diagnose import evaluate, reduce_windows
 from gputop.diagnose.findings import Verdict
-from gputop.diagnose.rules import HOLD, SPIKE_TIME
+from gputop.diagnose.rules import HOLD, SPIKE_TIME, idle
 from gputop.diagnose.signals import RuleInputs, Spike, StepSignals
 from gputop.diagnose.verdict import State
 from gputop.headless import Diagnosis, _note
@@ -441,3 +442,20 @@ def test_computing_workers_that_fill_the_cpus_are_not_told_to_add_or_drop_worker
     assert data_input(sig)[0].startswith(
         "DataLoader num_workers=2 already fills the 2-CPU machine: more workers would share"
     )
+
+
+def _idle_gpu(seconds: float):
+    """An idle H100's readings every half second for ``seconds``."""
+    samples = tuple(
+        gpu_sample(0, t / 2, reasons=("gpu_idle",), util_gpu_pct=0, sm_active_pct=0.0, power_w=70.0)
+        for t in range(int(seconds * 2) + 1)
+    )
+    return [Window(samples, 0.0, seconds)], [device(0)]
+
+
+def test_a_quiet_gpu_alone_in_its_first_seconds_is_not_idle():
+    # attached: the GPU's first readings come before the host's and the stacks'
+    windows, devices = _idle_gpu(seconds=1.0)
+    assert not idle(reduce_windows(windows, devices)).fired
+    windows, devices = _idle_gpu(seconds=4.0)
+    assert idle(reduce_windows(windows, devices)).fired
