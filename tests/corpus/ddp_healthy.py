@@ -18,7 +18,7 @@ model = nn.parallel.DistributedDataParallel(
     nn.Sequential(nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
 )
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
-x, y = torch.randn(512, 1024), torch.randint(0, 10, (512,))
+x, y = torch.randn(2048, 1024), torch.randint(0, 10, (2048,))
 end = time.monotonic() + args.seconds
 while time.monotonic() < end:
     loss = nn.functional.cross_entropy(model(x), y)

@@ -21,7 +21,7 @@ def train(rank, world, args):
         nn.Sequential(nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
     )
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x, y = torch.randn(512, 1024), torch.randint(0, 10, (512,))
+    x, y = torch.randn(2048, 1024), torch.randint(0, 10, (2048,))
     end, step = time.monotonic() + args.seconds, 0
     while time.monotonic() < end:
         loss = nn.functional.cross_entropy(model(x), y)
