@@ -455,8 +455,7 @@ def comms(sig: RuleInputs) -> Finding:
         if share > limit:
             agree.append(
                 Evidence(
-                    f"grad sync {_pct(share)} of the step "
-                    f"(> {_pct(limit)}; healthy < 10-15%)",
+                    f"grad sync {_pct(share)} of the step (> {_pct(limit)}; healthy < 10-15%)",
                     "agent",
                 )
             )
