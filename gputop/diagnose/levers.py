@@ -91,7 +91,7 @@ def saturated(sig: RuleInputs) -> float | None:
     h = sig.host
     if h is None or not h.effective_cpus or h.cpu_cores is None:
         return None
-    wants = h.cpu_cores + (h.runq or 0)
+    wants = h.cpu_wanted
     return wants if wants >= SATURATED * h.effective_cpus else None
 
 

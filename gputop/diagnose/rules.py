@@ -9,7 +9,6 @@ evidence text is formatted from: shown next to the numbers so a user can disagre
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -26,7 +25,7 @@ from gputop.diagnose.signals import (
     RuleInputs,
 )
 from gputop.model.ranks import STRAGGLER_EXCESS
-from gputop.model.stack_stats import Stillness
+from gputop.model.stack_stats import Stillness, in_stdlib
 from gputop.model.stacks import Frame
 from gputop.vocab import stacks as stack
 from gputop.vocab import steps as step
@@ -151,8 +150,7 @@ def _at(f: Frame | None) -> str:
 def _name(f: Frame) -> str:
     """A function as a user knows it: subprocess.run, Queue.get, train_step."""
     module = f.file.rsplit("/", 1)[-1].removesuffix(".py")
-    stdlib = f.file.split("/", 1)[0].removesuffix(".py") in sys.stdlib_module_names
-    return f"{module}.{f.name}" if stdlib and "." not in f.name else f.name
+    return f"{module}.{f.name}" if in_stdlib(f) and "." not in f.name else f.name
 
 
 def _where(phase: str, leaf: Frame | None, caller: Frame | None, ranks: int) -> str:
@@ -164,12 +162,10 @@ def _where(phase: str, leaf: Frame | None, caller: Frame | None, ranks: int) -> 
     verb = "waits" if phase in (stack.COLLECTIVE_WAIT, stack.DATA_WAIT) else "blocked"
     if caller == leaf:  # its own line waits (`with lock:`, a C call): the line says what
         return f"{verb} at {_at(leaf)} in {_name(leaf)}"
-    if caller is None:
-        return f"{verb} in {_name(leaf)} at {_at(leaf)}"
-    return f"{verb} in {_name(leaf)} at {_at(caller)}"
+    return f"{verb} in {_name(leaf)} at {_at(caller or leaf)}"
 
 
-def _label(p: Stillness | ProcessCpu) -> str:
+def _label(p: Stillness) -> str:
     return f"rank {p.rank} (pid {p.pid})" if p.rank is not None else f"pid {p.pid}"
 
 
@@ -179,12 +175,21 @@ def _in_collective(m: Stillness, ranks: int) -> bool:
     return m.phase == stack.COLLECTIVE_WAIT or (m.phase == stack.BACKWARD and ranks > 1)
 
 
-def _doing_nothing(pid: int, cpu: dict[int, ProcessCpu], idle_share: float | None) -> bool:
+def _doing_nothing(p: ProcessCpu | None, idle_share: float | None = None) -> bool:
     """Doing nothing: under QUIET_CPU and not writing, or (no CPU readings) idle by py-spy."""
-    p = cpu.get(pid)
     if p is not None and p.cores is not None:
         return p.cores < QUIET_CPU and p.write_rate < WRITING
     return idle_share is not None and idle_share >= IDLE_DUMPS
+
+
+def _tree_quiet(h: HostSignals) -> Evidence:
+    n = len(h.process_cpu)
+    which = f"all {n} processes of the job" if n > 1 else "the job's only process"
+    return Evidence(
+        f"{which} under {QUIET_CPU:g} core of CPU and not writing, over the last "
+        f"{CPU_SPAN_S:.0f} s",
+        "host",
+    )
 
 
 def _who_waits(still: Sequence[Stillness], ranks: int) -> str:
@@ -232,7 +237,7 @@ def hung(sig: RuleInputs) -> Finding:
             )
         )
     cpu = {p.pid: p for p in h.process_cpu} if h is not None else {}
-    still = [m for m in sk.still if m.role != "worker"] if sk is not None else []
+    still = list(sk.still) if sk is not None else []  # main and rank processes
     trains = [m for m in still if m.role == "rank" or m.rank is not None or _in_collective(m, 1)]
     ranks = len(trains)
     evidence = trains or still  # not a launcher (torchrun, spawn's parent) that only waits
@@ -241,10 +246,9 @@ def hung(sig: RuleInputs) -> Finding:
             return no
         assert st is not None and st.since_step_s is not None
         if h is not None and h.process_cpu:
-            if not all(_doing_nothing(p.pid, cpu, None) for p in h.process_cpu):
+            if not all(_doing_nothing(p) for p in h.process_cpu):
                 return no
-            agree.append(Evidence(f"no process of the job uses CPU (< {QUIET_CPU:g} core)",
-                                  "host"))  # fmt: skip
+            agree.append(_tree_quiet(h))
         elif st.since_step_s <= HANG_AGENT_ONLY_S:
             return no
         return _finding("hung", agree, [], missing, "no progress: the job is stuck", impact=1.0)
@@ -255,10 +259,11 @@ def hung(sig: RuleInputs) -> Finding:
             need = HANG_FIRST_S  # no step yet: ranks meeting, a first batch coming
         else:
             need = max(HANG_FLOOR_S, HANG_K * (m.before_s or 0))
-        if m.still_s < need or not (m.phase == SPINS or _doing_nothing(m.pid, cpu, m.idle_share)):
+        parked = m.phase == SPINS or _doing_nothing(cpu.get(m.pid), m.idle_share)
+        if m.still_s < need or not parked:
             return no  # this one still moves or works: the others wait on it, or it is slow
     spinning = {m.pid for m in evidence if m.phase == SPINS}
-    if any(not _doing_nothing(p.pid, cpu, None) for p in cpu.values() if p.pid not in spinning):
+    if any(not _doing_nothing(p) for p in cpu.values() if p.pid not in spinning):
         return no  # a worker, child or helper still computes or writes: slow, not stuck
     for m in evidence:
         cores = cpu.get(m.pid)
@@ -277,15 +282,7 @@ def hung(sig: RuleInputs) -> Finding:
         agree.append(Evidence(f"{n} DataLoader worker{'s' if n > 1 else ''} idle too{at}",
                               "host"))  # fmt: skip
     if h is not None and h.process_cpu:
-        n = len(h.process_cpu)
-        which = f"all {n} processes of the job" if n > 1 else "the job's only process"
-        agree.append(
-            Evidence(
-                f"{which} under {QUIET_CPU:g} core of CPU and not writing, over the last "
-                f"{CPU_SPAN_S:.0f} s",
-                "host",
-            )
-        )
+        agree.append(_tree_quiet(h))
     summary = "no progress: " + _who_waits(evidence, ranks)
     return _finding("hung", agree, [], missing, summary, impact=1.0)
 
@@ -635,7 +632,7 @@ def data_input(sig: RuleInputs) -> Finding:
             and shares is not None
             and shares.get(stack.FETCH, 0) > STACK_SHARE
             # computing (CPU used, or queued for a CPU), not asleep on a remote read
-            and (h.cpu_cores or 0) + (h.runq or 0) >= MAIN_COMPUTING
+            and h.cpu_wanted >= MAIN_COMPUTING
         ):
             bound, summary = (
                 "data-input/cpu-transform",
@@ -1007,7 +1004,7 @@ def gpu_compute(sig: RuleInputs) -> Finding:
         h = sig.host
         compute = sum(shares.get(p, 0) for p in stack.MODEL_PHASES)
         need = _band(STACK_COMPUTE, sig, "gpu-compute")
-        working = (h.cpu_cores or 0) + (h.runq or 0)
+        working = h.cpu_wanted
         if compute >= need and working >= MAIN_COMPUTING and not h.exited:
             n = sig.stacks.samples if sig.stacks else 0
             agree.append(
@@ -1047,8 +1044,9 @@ def gpu_compute(sig: RuleInputs) -> Finding:
 
 IDLE_UTIL = 5.0
 """Mean GPU utilisation (%) under which, with no steps, nothing is training."""
-IDLE_CPU = 0.1
-"""CPU (cores) of the whole process tree, CPU plus run-queue wait, under which it does nothing."""
+IDLE_CPU = QUIET_CPU
+"""CPU (cores) of the whole process tree, CPU plus run-queue wait, under which it does nothing
+(the hang rule's figure for one process: a tree of blocked processes stays under it too)."""
 IDLE_STACKS = 0.8
 """Share of the main threads' stack samples asleep outside any wait (py-spy: idle) from which
 the stacks say nothing runs."""
@@ -1077,7 +1075,7 @@ def _quiet(sig: RuleInputs) -> tuple[list[Evidence], list[Evidence]]:
             busy.append(Evidence(f"{st.steps} training steps seen", "agent", False))
     h = sig.host
     if h is not None and not h.exited:
-        working = (h.cpu_cores or 0) + (h.runq or 0)
+        working = h.cpu_wanted
         if h.cpu_cores is None:
             pass
         elif working < IDLE_CPU:
@@ -1156,7 +1154,7 @@ def warming_up(sig: RuleInputs) -> str | None:
         return None
     doing = []
     if h is not None and h.cpu_cores is not None:
-        working = h.cpu_cores + (h.runq or 0)
+        working = h.cpu_wanted
         if working >= IDLE_CPU:
             doing.append(f"the job uses {working:.1f} cores of CPU")
     k = sig.stacks

@@ -278,6 +278,12 @@ class HostSignals:
         return self.mem_working_set / self.mem_limit
 
     @property
+    def cpu_wanted(self) -> float:
+        """CPU the tree wants (cores): what it used plus its run-queue wait, so a job squeezed
+        by a neighbour still counts as working."""
+        return (self.cpu_cores or 0) + (self.runq or 0)
+
+    @property
     def mem_near(self) -> bool:
         return (self.mem_share or 0) > MEM_NEAR
 

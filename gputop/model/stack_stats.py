@@ -56,14 +56,21 @@ def hottest_frames(window: Sequence[StacksSample], n: int = 5) -> list[tuple[Fra
     return c.most_common(n)
 
 
+def package(f: Frame) -> str:
+    """The top-level module a frame's file belongs to (py-spy's short file names are
+    module-relative: threading.py -> threading, torch/nn/modules/module.py -> torch)."""
+    return f.file.split("/", 1)[0].removesuffix(".py")
+
+
+def in_stdlib(f: Frame) -> bool:
+    """Python's own library, or frozen/generated code ("<frozen importlib._bootstrap>")."""
+    return package(f) in sys.stdlib_module_names or f.file.startswith("<")
+
+
 def outside_stdlib(frames: Sequence[Frame]) -> Frame | None:
     """The innermost frame whose module is not in Python's standard library (frames innermost
-    first; py-spy's short file names are module-relative, threading.py, queue.py...)."""
-    for f in frames:
-        top = f.file.split("/", 1)[0].removesuffix(".py")
-        if top not in sys.stdlib_module_names and not f.file.startswith("<"):
-            return f
-    return None
+    first)."""
+    return next((f for f in frames if not in_stdlib(f)), None)
 
 
 PAUSE_IDLE = 0.5
@@ -109,11 +116,8 @@ their package path: torch/nn/modules/module.py)."""
 def user_frame(frames: Sequence[Frame]) -> Frame | None:
     """The innermost frame of the job's own code: outside the stdlib and the libraries above
     (the line in train.py that called into torch, not the agent's hook inside backward)."""
-    for f in frames:
-        top = f.file.split("/", 1)[0].removesuffix(".py")
-        if top not in LIBRARIES and top not in sys.stdlib_module_names and f.file[:1] != "<":
-            return f
-    return outside_stdlib(frames)
+    own = next((f for f in frames if not in_stdlib(f) and package(f) not in LIBRARIES), None)
+    return own or outside_stdlib(frames)
 
 
 def waits_in(t: ThreadStack, by_phase: bool = True) -> Frame | None:
