@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gputop.diagnose import rules
 from gputop.diagnose.rules import SIDE_SHARE
 from gputop.diagnose.signals import MEM_NEAR, WORKERS_WAIT, RuleInputs
 from gputop.vocab import stacks as stack
@@ -172,9 +173,26 @@ def throttled_thermal(sig: RuleInputs) -> tuple[str, ...]:
     )
 
 
+SYNC_LEVER = "remove per-step syncs (.item(), .cpu(), .tolist(), printing tensors)"
+
+
 def host_overhead(sig: RuleInputs) -> tuple[str, ...]:
+    """When the loop's own Python is the cost, moving it off the step comes first, naming the
+    functions the stacks saw; tiny kernels get CUDA graphs and a larger batch."""
+    own = sig.stacks.own_code if sig.stacks is not None else None
+    loop = (sig.steps is not None and sig.steps.loop_share > rules.LOOP_SHARE * rules.HOLD) or (
+        own is not None and own.share > rules.LOOP_SHARE * rules.HOLD
+    )
+    if loop:
+        at = own.at if own is not None else ()
+        where = ", ".join(f"{f.name} ({rules.at(f)})" for f, _ in at) or "the per-step work"
+        return (
+            f"run {where} every N steps, or hand it to a background thread",
+            SYNC_LEVER,
+            "a larger batch: the same per-step cost over more samples",
+        )
     return (
-        "remove per-step syncs (.item(), .cpu(), printing tensors)",
+        SYNC_LEVER,
         'torch.compile(mode="reduce-overhead") (CUDA graphs)',
         "a larger batch: fewer, bigger kernels",
     )

@@ -134,6 +134,16 @@ helper thread that wakes ten times a second ~0.01; any real work is tenths of a 
 WRITING = 1e6
 """Bytes/s written to storage from which a quiet process is still working (a checkpoint on a
 slow disk waits in write, idle, but its bytes move)."""
+MAIN_MOVING = 0.001
+"""CPU (cores) of a main thread from which it is not blocked, however still its stack: 1 ms a
+second. A thread blocked in a lock, a queue, a pipe or a socket uses none (measured 0.00 ms/s
+in every hang of the corpus; a DataLoader's 5-s status check, microseconds), while one that
+wakes for each batch of a slow loader (remote reads: 24 wakeups and 4 ms a second) sits on the
+same line at every dump yet trains. A poll every few ms would pass for work: a missed hang
+rather than a false one."""
+POLLING = frozenset({stack.HOST_SYNC, stack.COLLECTIVE_WAIT})
+"""Waits that may poll or spin while stuck (a CUDA sync, NCCL's blocking wait): their main
+thread's CPU is no sign of progress."""
 IDLE_DUMPS = 0.7
 """Without CPU readings, the share of dumps py-spy must judge the thread idle in."""
 SPINS = stack.HOST_SYNC
@@ -143,7 +153,8 @@ at 100%: its CPU time and the GPU's are no sign of work, only the cadence tells 
 from a hang."""
 
 
-def _at(f: Frame | None) -> str:
+def at(f: Frame | None) -> str:
+    """file:line of a frame, as findings and levers name places."""
     return f"{f.file}:{f.line}" if f and f.line else (f.file if f else "?")
 
 
@@ -156,13 +167,13 @@ def _name(f: Frame) -> str:
 def _where(phase: str, leaf: Frame | None, caller: Frame | None, ranks: int) -> str:
     """'blocked in Queue.get at train.py:41': the frame it waits in and the code that called."""
     if phase == stack.BACKWARD and ranks > 1:
-        return f"in backward (where DDP's gradient all-reduce waits) at {_at(caller)}"
+        return f"in backward (where DDP's gradient all-reduce waits) at {at(caller)}"
     if leaf is None:
         return f"in {phase}"
     verb = "waits" if phase in (stack.COLLECTIVE_WAIT, stack.DATA_WAIT) else "blocked"
     if caller == leaf:  # its own line waits (`with lock:`, a C call): the line says what
-        return f"{verb} at {_at(leaf)} in {_name(leaf)}"
-    return f"{verb} in {_name(leaf)} at {_at(caller or leaf)}"
+        return f"{verb} at {at(leaf)} in {_name(leaf)}"
+    return f"{verb} in {_name(leaf)} at {at(caller or leaf)}"
 
 
 def _label(p: Stillness) -> str:
@@ -180,6 +191,10 @@ def _doing_nothing(p: ProcessCpu | None, idle_share: float | None = None) -> boo
     if p is not None and p.cores is not None:
         return p.cores < QUIET_CPU and p.write_rate < WRITING
     return idle_share is not None and idle_share >= IDLE_DUMPS
+
+
+def _main_moves(p: ProcessCpu | None) -> bool:
+    return p is not None and p.main_thread is not None and p.main_thread >= MAIN_MOVING
 
 
 def _tree_quiet(h: HostSignals) -> Evidence:
@@ -260,6 +275,8 @@ def hung(sig: RuleInputs) -> Finding:
         else:
             need = max(HANG_FLOOR_S, HANG_K * (m.before_s or 0))
         parked = m.phase == SPINS or _doing_nothing(cpu.get(m.pid), m.idle_share)
+        if parked and m.phase not in POLLING and _main_moves(cpu.get(m.pid)):
+            parked = False  # one line at every dump, but the thread wakes to work: a slow feed
         if m.still_s < need or not parked:
             return no  # this one still moves or works: the others wait on it, or it is slow
     spinning = {m.pid for m in evidence if m.phase == SPINS}
@@ -277,9 +294,9 @@ def hung(sig: RuleInputs) -> Finding:
         )
     if sk is not None and sk.workers_at and h is not None:
         leaf, caller = sk.workers_at[0][1], sk.workers_at[0][2]
-        at = f", last seen in {leaf.name} at {_at(caller or leaf)}" if leaf else ""
+        seen = f", last seen in {leaf.name} at {at(caller or leaf)}" if leaf else ""
         n = len(sk.workers_at)
-        agree.append(Evidence(f"{n} DataLoader worker{'s' if n > 1 else ''} idle too{at}",
+        agree.append(Evidence(f"{n} DataLoader worker{'s' if n > 1 else ''} idle too{seen}",
                               "host"))  # fmt: skip
     if h is not None and h.process_cpu:
         agree.append(_tree_quiet(h))
@@ -564,6 +581,37 @@ def _transforming(h: HostSignals, sig: RuleInputs) -> bool:
     )
 
 
+KERNEL_READS = 0.4
+"""Share of the loader's CPU spent in the kernel from which its work is reading, not
+transforming: a transform runs in user space (a few % system time), while a loader that opens,
+stats and reads many small files spends most of its CPU in those syscalls, even when the page
+cache serves them (domain.md's data-input/io: the workers "sit in read"; the lever is fewer,
+larger files, not a cheaper transform)."""
+LOADER_BUSY = 0.2
+"""CPU (cores per loader process) from which the kernel share is read: an idle loader's few
+system calls are no bottleneck."""
+
+
+def _kernel_reads(h: HostSignals, sig: RuleInputs) -> Evidence | None:
+    """The loader's CPU goes mostly to system calls (KERNEL_READS): evidence, else None."""
+    share = h.loader_kernel
+    need = _band(KERNEL_READS, sig, "data-input/io")
+    if share is None or share < need:
+        return None
+    if h.workers:
+        who, each = f"{h.workers} DataLoader workers spend {_pct(share)} of their", h.workers_busy
+        per = " each"
+    else:
+        who, each, per = f"the main process spends {_pct(share)} of its", h.cpu_cores, ""
+    if each is None or each < LOADER_BUSY:
+        return None
+    return Evidence(
+        f"{who} CPU in the kernel (>= {_pct(need)}), {_pct(each)} of a "
+        f"core{per}: opening and reading files, not transforming them",
+        "host",
+    )
+
+
 def data_input(sig: RuleInputs) -> Finding:
     """The GPU waits for batches: the agent's batch wait, the main thread's stacks in the
     loader, a starved GPU. Which resource the loader lacks names the variant: CPU for workers
@@ -607,7 +655,10 @@ def data_input(sig: RuleInputs) -> Finding:
     explains: tuple[str, ...] = ()
     h = sig.host
     if fired and h is not None and not h.exited:
-        if _transforming(h, sig):
+        if (kernel := _kernel_reads(h, sig)) is not None:
+            bound, summary = "data-input/io", "opening and reading the data is the bottleneck"
+            agree.append(kernel)
+        elif _transforming(h, sig):
             # pegged, or busy most of the time on a machine whose cores are shared
             bound, summary = "data-input/cpu-transform", "DataLoader workers are CPU-bound"
             wants = ""
@@ -868,36 +919,92 @@ SYNC_SHARE = 0.1
 """Share of stack samples of the main threads in explicit syncs that counts."""
 
 
+LOOP_SHARE = 0.3
+"""Share of a typical step the loop spends in its own Python outside every training phase
+(per-step metrics, logging, .item()/.tolist() syncs, bookkeeping) from which that is the
+bottleneck: the GPU idles through it every step (domain.md's host-overhead: "GPU gaps while
+the CPU is busy in Python; per-step .item() syncs"). Every step rather than a periodic spike,
+which is side-work. The same share of the main threads' stack samples without the agent."""
+
+
+def _in_own_code(sig: RuleInputs) -> tuple[float, int, str] | None:
+    """(share, samples, where) of the main threads' stack samples in the job's own code outside
+    every training phase since they began to train, when it crosses LOOP_SHARE over STACK_MIN
+    samples and the job computes (CPU used)."""
+    own = sig.stacks.own_code if sig.stacks is not None else None
+    h = sig.host
+    if (
+        own is None
+        or own.samples < STACK_MIN
+        or own.share <= _band(LOOP_SHARE, sig, "host-overhead")
+        or (h is not None and h.cpu_wanted < MAIN_COMPUTING)
+    ):
+        return None
+    where = ", ".join(f"{f.name} at {at(f)} {_pct(x)}" for f, x in own.at)
+    return own.share, own.samples, where
+
+
 def host_overhead(sig: RuleInputs) -> Finding:
+    """The GPU waits for the host: NVML shows many tiny kernels (util high, SMs or power low),
+    the main thread sits in explicit syncs, or, every step, the loop's own Python outside the
+    training phases takes over LOOP_SHARE (the agent's typical step; without the agent, the
+    main threads' stack samples in the job's own code while it uses CPU). With the agent, its
+    clock decides the loop's share and the stacks only say where it goes."""
     g = sig.gpu
-    if g is None:
-        return _finding(
-            "host-overhead", [], [], ["NVML"], "the GPU waits for the CPU to launch work"
-        )
     agree, missing = [], []
-    if g.sm_active is not None:
+    impact = 0.0
+    if g is None:
+        missing.append("NVML")
+    elif g.sm_active is not None:
         if g.util >= LAUNCH_UTIL and g.sm_active < TINY_KERNELS * g.util:
             agree.append(
                 Evidence(
                     f"util {g.util:.0f}% but SMs busy {g.sm_active:.0f}%: many tiny kernels", "NVML"
                 )
             )
+            impact = 0.3
     else:
         missing.append("GPM")
         if g.util >= LAUNCH_UTIL and g.power_ratio is not None and g.power_ratio < LOW_POWER:
             agree.append(
                 Evidence(f"util {g.util:.0f}% at {_pct(g.power_ratio)} of the power limit", "NVML")
             )
+            impact = 0.3
     if sig.stacks and sig.stacks.main_shares.get(stack.HOST_SYNC, 0) > SYNC_SHARE:
         agree.append(Evidence("main thread in explicit syncs", "stacks"))
-    return _finding(
-        "host-overhead",
-        agree,
-        [],
-        missing,
-        "the GPU waits for the CPU to launch work",
-        impact=0.3 if agree else 0.0,
-    )
+        impact = max(impact, 0.3)
+    st = sig.steps
+    need = _band(LOOP_SHARE, sig, "host-overhead")
+    own = _in_own_code(sig)
+    timed = st is not None and bool(st.shares) and st.steps >= STEPS_SEEN
+    loop = False
+    if st is not None and timed and st.loop_share > need:
+        loop = True
+        agree.append(
+            Evidence(
+                f"the typical step spends {_pct(st.loop_share)} outside its data, forward, "
+                f"backward and optimizer phases (> {_pct(need)}): the loop's own Python",
+                "agent",
+            )
+        )
+        impact = max(impact, st.loop_share)
+        if own is not None:
+            agree.append(Evidence(f"main thread in its own code: {own[2]}", "stacks"))
+    elif not timed and own is not None:
+        loop = True
+        agree.append(
+            Evidence(
+                f"main thread in its own code, outside every training phase, {_pct(own[0])} of "
+                f"{own[1]} stack samples since it began to train, using CPU (> {_pct(need)}): "
+                f"{own[2]}",
+                "stacks",
+            )
+        )
+        impact = max(impact, own[0])
+    summary = "the GPU waits for the CPU to launch work"
+    if loop:
+        summary = "the loop's own Python outside the training phases holds up every step"
+    return _finding("host-overhead", agree, [], missing, summary, impact=impact)
 
 
 DRAM_BUSY = 80.0

@@ -14,7 +14,9 @@ from gputop.model import DeviceInfo, GpuSample, Window
 from gputop.model.host import HostSample
 from gputop.model.ranks import RankWork, main_agent, rank_work, ranked
 from gputop.model.stack_stats import (
+    OwnCode,
     Stillness,
+    own_code,
     stillness,
     thread_shares,
     user_frame,
@@ -22,9 +24,10 @@ from gputop.model.stack_stats import (
     worker_mains,
 )
 from gputop.model.stacks import Frame, StacksSample
-from gputop.model.step_stats import Mfu, gc_share, mfu_of, phase_shares, usable
+from gputop.model.step_stats import Mfu, gc_share, loop_share, mfu_of, phase_shares, usable
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
 from gputop.vocab import stacks as stack
+from gputop.vocab import steps as step
 from gputop.vocab.reasons import POWER_REASONS, THERMAL_REASONS
 
 
@@ -202,6 +205,9 @@ class ProcessCpu:
     """Mean CPU (cores); None when no sample had it."""
     write_rate: float
     """Mean bytes/s written to storage (a checkpoint on a slow disk moves here, not on CPU)."""
+    main_thread: float | None = None
+    """Mean CPU (cores) of its main thread alone (None: not read): a main thread that keeps
+    waking for work that arrives (a slow loader's batches) uses some; a blocked one none."""
 
 
 CPU_SPAN_S = 6.0
@@ -244,6 +250,9 @@ class HostSignals:
     BLAS) rather than one thread per process (the main loop, each loader worker)."""
     processes: int = 0
     """Processes in the tree (main, ranks, workers, helpers) at the last running sample."""
+    loader_kernel: float | None = None
+    """Share of the data loader's CPU spent in the kernel (system time): the DataLoader
+    workers', or the main process's when it has none. None while they use almost no CPU."""
 
     @classmethod
     def exited_only(cls, oom_kills: int = 0) -> HostSignals:
@@ -351,22 +360,53 @@ def host_signals(window: Window[HostSample] | None) -> HostSignals | None:
             ]
         ),
         processes=len(last.processes),
+        loader_kernel=_kernel_share(recent),
         process_cpu=_process_cpu([h for h in running if h.t >= last.t - CPU_SPAN_S]),
     )
 
 
+KERNEL_MIN_CPU = 0.05
+"""CPU (cores, on average) the loader must use before its kernel share means anything."""
+
+
+def _kernel_share(samples: Sequence[HostSample]) -> float | None:
+    """System time over CPU time of the loader: the workers, else the main process."""
+    cpu = kernel = 0.0
+    n = 0
+    for h in samples:
+        loaders = h.workers or tuple(p for p in h.processes if p.role == "main")
+        for p in loaders:
+            if p.cpu_cores is not None and p.kernel_cores is not None:
+                cpu += p.cpu_cores
+                kernel += p.kernel_cores
+        n += 1
+    if not n or cpu / n < KERNEL_MIN_CPU:
+        return None
+    return min(1.0, kernel / cpu)
+
+
 def _process_cpu(samples: Sequence[HostSample]) -> tuple[ProcessCpu, ...]:
-    """Mean CPU and write rate per process over the samples, processes as the last one has
-    them (a worker that exited earlier is not waited on)."""
+    """Mean CPU, main-thread CPU and write rate per process over the samples, processes as the
+    last one has them (a worker that exited earlier is not waited on)."""
     cpu: dict[int, list[float]] = {}
+    main: dict[int, list[float]] = {}
     writes: dict[int, list[float]] = {}
     for h in samples:
         for p in h.processes:
             if p.cpu_cores is not None:
                 cpu.setdefault(p.pid, []).append(p.cpu_cores)
+            if p.main_thread_cores is not None:
+                main.setdefault(p.pid, []).append(p.main_thread_cores)
             writes.setdefault(p.pid, []).append(p.write_bytes_rate or 0.0)
     return tuple(
-        ProcessCpu(p.pid, p.role, p.rank, _mean(cpu.get(p.pid, [])), _mean(writes[p.pid]) or 0.0)
+        ProcessCpu(
+            p.pid,
+            p.role,
+            p.rank,
+            _mean(cpu.get(p.pid, [])),
+            _mean(writes[p.pid]) or 0.0,
+            _mean(main.get(p.pid, [])),
+        )
         for p in samples[-1].processes
     )
 
@@ -414,6 +454,9 @@ class StepSignals:
     """Steps the spikes were looked for in (``SPIKE_STEPS``, ``SPIKE_WINDOW_S``; 0: ``steps``)."""
     spike_median_ms: float = 0
     """The median step of those (0: ``median_ms``)."""
+    loop_share: float = 0.0
+    """The typical step's share outside the phases the agent marks (``step_stats.loop_share``):
+    the loop's own Python between batches, such as per-step metrics and logging."""
 
 
 SPIKE = 1.5
@@ -516,6 +559,7 @@ def step_signals(agents: AgentsSample | None, gpu_names: Sequence[str] = ()) -> 
         p99_ms=durs[int(0.99 * (len(durs) - 1))] / 1e6,
         spike_steps=len(longer),
         spike_median_ms=long_med / 1e6,
+        loop_share=loop_share(steps, (step.OTHER,)),
     )
 
 
@@ -533,6 +577,9 @@ class StackSignals:
     workers_at: tuple[tuple[int, Frame | None, Frame | None], ...] = ()
     """(pid, innermost frame, innermost frame outside the stdlib) of each DataLoader worker's
     main thread as last dumped: where a worker that does nothing sits."""
+    own_code: OwnCode | None = None
+    """The main threads' time in the job's own code outside every training phase (logging,
+    metrics, Python between batches) once they train, and where (``stack_stats.own_code``)."""
 
 
 def stack_signals(window: Window[StacksSample] | None) -> StackSignals | None:
@@ -563,6 +610,7 @@ def stack_signals(window: Window[StacksSample] | None) -> StackSignals | None:
         errors=errors,
         still=tuple(stillness(window.samples)),
         workers_at=workers_at,
+        own_code=own_code(window.samples),
     )
 
 

@@ -66,6 +66,12 @@ class ProcSample:
     ranks, and for a target that is itself one rank of a job."""
     local_rank: int | None = None
     world_size: int | None = None
+    kernel_cores: float | None = None
+    """The part of ``cpu_cores`` spent in the kernel (system time): syscalls such as opening and
+    reading files. A loader that reads many small files spends most of its CPU here."""
+    main_thread_cores: float | None = None
+    """CPU of the process's main thread alone (tid = pid), to the nanosecond: a thread blocked
+    for good uses none; one that wakes for each batch of a slow loader uses a few ms a second."""
 
 
 @dataclass(frozen=True, slots=True)

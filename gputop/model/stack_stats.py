@@ -9,7 +9,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gputop.model.stacks import Frame, StacksSample, ThreadStack
-from gputop.vocab.stacks import BLOCKED, IDLE, LOCK_WAIT, USER_CODE
+from gputop.vocab.stacks import (
+    BACKWARD,
+    BLOCKED,
+    COLLECTIVE_WAIT,
+    DATA_WAIT,
+    FETCH,
+    FORWARD,
+    HOST_SYNC,
+    IDLE,
+    LOCK_WAIT,
+    OPTIMIZER,
+    USER_CODE,
+)
 
 
 @dataclass(frozen=True)
@@ -118,6 +130,58 @@ def user_frame(frames: Sequence[Frame]) -> Frame | None:
     (the line in train.py that called into torch, not the agent's hook inside backward)."""
     own = next((f for f in frames if not in_stdlib(f) and package(f) not in LIBRARIES), None)
     return own or outside_stdlib(frames)
+
+
+TRAINING = frozenset({FETCH, DATA_WAIT, FORWARD, BACKWARD, OPTIMIZER, COLLECTIVE_WAIT, HOST_SYNC})
+"""Phases of a training loop at work: a main thread seen in one has begun to train."""
+
+
+@dataclass(frozen=True)
+class OwnCode:
+    """Where a training loop's main threads spend time in the job's own code (no phase)."""
+
+    share: float
+    """Share of their samples since they began to train (setup before that is not the loop)."""
+    samples: int
+    at: tuple[tuple[Frame, float], ...]
+    """The functions, with their share of those samples, largest first; the frame kept is the
+    line seen most often in the function."""
+
+
+def own_code(window: Sequence[StacksSample], n: int = 2) -> OwnCode | None:
+    """The main threads' (main process and ranks, not DataLoader workers) "user code" time in
+    the loop: counted from each thread's first sample in a ``TRAINING`` phase, by function, so
+    the lines inside one add up. None when no main thread has begun to train."""
+    by_function: Counter[tuple[str, str]] = Counter()
+    lines: dict[tuple[str, str], Counter[Frame]] = {}
+    training: set[tuple[int, int]] = set()
+    total = user = 0
+    for sample in window:
+        for proc in sample.processes:
+            if proc.role == "worker":
+                continue
+            for t in proc.threads:
+                key = (proc.pid, t.tid)
+                if t.name != "MainThread":
+                    continue
+                if t.phase in TRAINING:
+                    training.add(key)
+                if key not in training:
+                    continue
+                total += 1
+                own = user_frame(t.frames) if t.phase == USER_CODE else None
+                if own is None:
+                    continue
+                user += 1
+                fn = (own.file, own.name)
+                by_function[fn] += 1
+                lines.setdefault(fn, Counter())[own] += 1
+    if not total:
+        return None
+    at = tuple(
+        (lines[fn].most_common(1)[0][0], count / total) for fn, count in by_function.most_common(n)
+    )
+    return OwnCode(user / total, total, at)
 
 
 def waits_in(t: ThreadStack, by_phase: bool = True) -> Frame | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -110,6 +111,20 @@ def phase_shares(steps: Sequence[StepRecord]) -> list[tuple[str, float]]:
     if unmarked > 0.005:
         shares.append(("unmarked", unmarked))
     return shares
+
+
+def loop_share(steps: Sequence[StepRecord], outside: Sequence[str] = ()) -> float:
+    """The median step's share of time outside every phase the agent marks (``outside`` names
+    phases counted as outside too, such as "other"): what the loop's own Python takes in a
+    typical step. The median, so a periodic spike (an eval, a checkpoint) does not count; the
+    step's garbage collection is taken off (it pauses whatever runs, and is side work)."""
+    per_step = sorted(
+        max(0, s.unaccounted_ns + sum(s.phases.get(p, 0) for p in outside) - (s.gc_ns or 0))
+        / s.dur_ns
+        for s in steps
+        if s.dur_ns > 0
+    )
+    return statistics.median(per_step) if per_step else 0.0
 
 
 def median_ms(values: Sequence[float]) -> float | None:

@@ -69,8 +69,10 @@ class _Proc:
     name: str
     cmdline: str
     rank: RankId | None = None
-    cpu_prev: tuple[float, float] | None = None
+    cpu_prev: tuple[float, float, float] | None = None
+    """(when, CPU seconds, of them in the kernel) at the previous reading."""
     sched_prev: dict[int, float] = field(default_factory=dict)
+    main_cpu_prev: float | None = None
     sched_t: float | None = None
     thread_cpu_prev: dict[int, float] = field(default_factory=dict)
     thread_t: float | None = None
@@ -259,12 +261,13 @@ class HostSource:
         st = self._stat(p.pid)
         if st is None or st.start_ticks != p.start:
             return None
-        cpu = None
+        cpu = kernel = None
         if p.cpu_prev is not None and now > p.cpu_prev[0]:
             cpu = max(0.0, (st.cpu_s - p.cpu_prev[1]) / (now - p.cpu_prev[0]))
-        p.cpu_prev = (now, st.cpu_s)
+            kernel = max(0.0, (st.sys_s - p.cpu_prev[2]) / (now - p.cpu_prev[0]))
+        p.cpu_prev = (now, st.cpu_s, st.sys_s)
         tasks = self._tasks(p.pid)
-        runq = self._runq(p, tasks, now)
+        runq, main_thread = self._runq(p, tasks, now)
         if p.thread_t is None or now - p.thread_t >= self.thread_tier_s:
             self._threads(p, tasks, now)
         reads = self._io(p, now)
@@ -280,6 +283,8 @@ class HostSource:
             role=p.role,
             state=st.state,
             cpu_cores=cpu,
+            kernel_cores=kernel,
+            main_thread_cores=main_thread,
             rss_bytes=st.rss_bytes,
             uss_bytes=p.uss,
             pss_bytes=p.pss,
@@ -300,24 +305,33 @@ class HostSource:
             world_size=p.rank.world_size if p.rank else None,
         )
 
-    def _runq(self, p: _Proc, tasks: list[int], now: float) -> float | None:
-        """Run-queue wait per second summed over tasks; tasks that came or went add nothing."""
+    def _runq(self, p: _Proc, tasks: list[int], now: float) -> tuple[float | None, float | None]:
+        """(run-queue wait per second summed over tasks, the main thread's CPU in cores). Tasks
+        that came or went add nothing. The main thread (tid = pid) is read from schedstat's
+        nanosecond clock: a thread that wakes for each batch of a slow loader uses a few ms a
+        second, which stat's 10-ms ticks cannot tell from a blocked thread's none."""
         current: dict[int, float] = {}
+        main_cpu = None
         for tid in tasks:
             try:
-                current[tid] = parse_schedstat(
+                cpu_s, wait_s = parse_schedstat(
                     self._slurp(self._path(p.pid, "task", tid, "schedstat"))
-                )[1]
+                )
             except (OSError, ValueError, IndexError):
                 continue
-        wait = None
+            current[tid] = wait_s
+            if tid == p.pid:
+                main_cpu = cpu_s
+        wait = main = None
         if p.sched_t is not None and now > p.sched_t:
             delta = sum(
                 max(0.0, v - p.sched_prev[tid]) for tid, v in current.items() if tid in p.sched_prev
             )
             wait = delta / (now - p.sched_t)
-        p.sched_prev, p.sched_t = current, now
-        return wait
+            if main_cpu is not None and p.main_cpu_prev is not None:
+                main = max(0.0, main_cpu - p.main_cpu_prev) / (now - p.sched_t)
+        p.sched_prev, p.sched_t, p.main_cpu_prev = current, now, main_cpu
+        return wait, main
 
     def _threads(self, p: _Proc, tasks: list[int], now: float) -> None:
         infos = []

@@ -30,6 +30,8 @@ class Stat:
     ppid: int
     cpu_s: float
     """utime + stime in seconds (for a process: all its threads)."""
+    sys_s: float
+    """stime alone: time in the kernel on the process's behalf (syscalls: opens, reads, stats)."""
     num_threads: int
     start_ticks: int
     """Start time after boot in clock ticks: with the PID, the identity of a process."""
@@ -48,6 +50,7 @@ def parse_stat(text: str) -> Stat:
         state=rest[0],
         ppid=int(rest[1]),
         cpu_s=(int(rest[11]) + int(rest[12])) / CLK_TCK,
+        sys_s=int(rest[12]) / CLK_TCK,
         num_threads=int(rest[17]),
         start_ticks=int(rest[19]),
         rss_bytes=int(rest[21]) * PAGE,

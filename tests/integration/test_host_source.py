@@ -123,6 +123,49 @@ def test_dataloader_workers_are_found_and_the_spinning_one_uses_a_core():
     assert s.processes[0].role == "main"
 
 
+SYSCALLS = """
+import os, sys, tempfile, threading, time
+path = os.path.join(tempfile.mkdtemp(), "f")
+open(path, "wb").write(b"x" * 8192)
+def read_small_files():  # what a loader of many small files does: open, read, close
+    while True:
+        with open(path, "rb") as f:
+            f.read()
+def compute():  # a transform: pure user-space work
+    n = 0
+    while True:
+        n = (n * 31 + 7) % 1000003
+target = read_small_files if sys.argv[1] == "read" else compute
+threading.Thread(target=target, daemon=True).start()
+print("ready", flush=True)
+if sys.argv[2] == "wake":
+    while True:
+        time.sleep(0.005)  # the main thread wakes 200 times a second
+threading.Event().wait()
+"""
+
+
+@pytest.mark.parametrize(
+    ("work", "main"), [("read", "wake"), ("compute", "blocked")], ids=["reads", "computes"]
+)
+def test_kernel_time_and_the_main_threads_own_cpu_are_read(work, main):
+    p = start(SYSCALLS, work, main)
+    try:
+        s = watch(p.pid, seconds=2.0)
+    finally:
+        stop(p)
+    m = s.main
+    share = m.kernel_cores / m.cpu_cores
+    if work == "read":
+        assert share > 0.4, (m.kernel_cores, m.cpu_cores)
+    else:
+        assert share < 0.2, (m.kernel_cores, m.cpu_cores)
+    if main == "wake":
+        assert m.main_thread_cores > 0.001, m.main_thread_cores
+    else:  # blocked for good: not a nanosecond
+        assert m.main_thread_cores < 0.0005, m.main_thread_cores
+
+
 def test_target_that_exits_ends_in_the_exited_state():
     p = subprocess.Popen(
         [sys.executable, "-c", "import time; time.sleep(0.6); raise SystemExit(3)"]

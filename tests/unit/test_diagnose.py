@@ -101,13 +101,18 @@ def host(
     read_mbps: float = 0.0,
     mem_psi: float = 0.0,
     limit_hits: int = 0,
+    worker_kernel: float = 0.0,
 ) -> Window:
+    """``worker_kernel``: the share of each worker's CPU spent in the kernel (system time)."""
+
     def proc(pid: int, role: str, cpu: float, threads_running: int, wait: float, dw: int = 0,
              read: float | None = None):  # fmt: skip
         name = "python" if role == "main" else "pt_data_worker"
         ctx = (None, None, None)  # context switches, read chars: not used by the rules
+        kernel = cpu * worker_kernel if role == "worker" else 0.0
         return ProcSample(pid, 1, 1, name, "", role, "R", cpu, 1 << 30, None, None, 4,
-                          threads_running, dw, (), wait, *ctx, read, None, None)  # fmt: skip
+                          threads_running, dw, (), wait, *ctx, read, None, None,
+                          kernel_cores=kernel)  # fmt: skip
 
     main = proc(100, "main", 0.5, running, runq, disk_wait, read_mbps * 1e6)
     procs = (main, *(proc(200 + i, "worker", c, 1, 0.0) for i, c in enumerate(workers)))
@@ -168,6 +173,21 @@ def test_pegged_workers_make_it_cpu_transform():
                 host=host(cpus=4, workers=[0.97, 0.95, 0.99]))  # fmt: skip
     assert bound(v) == "data-input/cpu-transform"
     assert "move transforms to the GPU" in v.principal.levers[0]
+
+
+def test_workers_busy_in_system_calls_read_many_files_rather_than_transform():
+    """Many small files from the page cache: the workers are busy, but in open/read/close."""
+    v = verdict("starved", agents=agents({"data_wait": 60, "forward": 10}),
+                host=host(cpus=2, workers=[0.8, 0.75], worker_kernel=0.6))  # fmt: skip
+    assert bound(v) == "data-input/io"
+    assert v.principal.evidence[-1].text == (
+        "2 DataLoader workers spend 60% of their CPU in the kernel (>= 40%), 78% of a core each:"
+        " opening and reading files, not transforming them"
+    )
+    assert any("many small files" in lever for lever in v.principal.levers)
+    transform = verdict("starved", agents=agents({"data_wait": 60, "forward": 10}),
+                        host=host(cpus=2, workers=[0.8, 0.75], worker_kernel=0.05))  # fmt: skip
+    assert bound(transform) == "data-input/cpu-transform"
 
 
 def test_idle_workers_get_more_workers_even_past_the_cores():

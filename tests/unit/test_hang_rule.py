@@ -54,12 +54,19 @@ def stacks_window(
     return Window(tuple(samples), 0.0, seconds)
 
 
-def host_window(cpu: dict[int, tuple[str, float]], seconds: float, writes: float = 0.0) -> Window:
-    """A host reading every second: pid -> (role, CPU cores)."""
+def host_window(
+    cpu: dict[int, tuple[str, float]],
+    seconds: float,
+    writes: float = 0.0,
+    main_thread: float | None = None,
+) -> Window:
+    """A host reading every second: pid -> (role, CPU cores); ``main_thread``: each process's
+    main thread's own CPU (cores)."""
 
     def proc(pid: int, role: str, cores: float) -> ProcSample:
         return ProcSample(pid, 1, 1, "python", "", role, "S", cores, 1 << 30, None, None, 4,
-                          0, 0, (), 0.0, None, None, None, None, writes, None)  # fmt: skip
+                          0, 0, (), 0.0, None, None, None, None, writes, None,
+                          main_thread_cores=main_thread)  # fmt: skip
 
     procs = tuple(proc(p, r, c) for p, (r, c) in cpu.items())
     samples = tuple(
@@ -250,3 +257,24 @@ def test_an_agent_loaded_into_a_job_already_stuck_on_a_lock_keeps_the_floor():
     late = replace(late, agents=(replace(late.agents[0], since_step_s=40.0, rank=0),))
     stuck = stacks_window([(100, "main", None, still(USER_LOCK))], 12)
     assert hung(inputs(stuck, host_window(QUIET, 12), late)).fired
+
+
+# -- a slow feed is not a hang ----------------------------------------------------------------
+
+
+def test_a_main_thread_that_wakes_for_each_batch_of_a_slow_loader_is_not_hung():
+    """Remote reads: the main thread is in the DataLoader's wait at every dump and the whole tree
+    uses a few hundredths of a core, but its main thread wakes for each batch (4 ms a second)."""
+    window = stacks_window([(100, "main", None, still(DATA_WAIT))], 30)
+    slow_feed = host_window({100: ("main", 0.04)}, 30, main_thread=0.004)
+    assert not hung(inputs(window, slow_feed)).fired
+    blocked = host_window({100: ("main", 0.04)}, 30, main_thread=0.0)
+    assert hung(inputs(window, blocked)).fired
+
+
+def test_a_collective_that_polls_is_hung_though_its_main_thread_uses_cpu():
+    """NCCL's blocking wait polls: the main thread's CPU says nothing there; the cadence does."""
+    window = stacks_window([(100, "rank", 0, stuck_after(5, moving, ALL_REDUCE))], 30)
+    polling = host_window({100: ("rank", 0.02)}, 30, main_thread=0.02)
+    f = hung(inputs(window, polling, agents(since_step_s=25.0)))
+    assert f.fired
