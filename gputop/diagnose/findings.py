@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+NO_PROGRESS = "no progress for"
+"""How the note starts while the job stands still but not yet for its hang limit."""
+STALLED = "stalled"
+"""The timeline's label for such a verdict."""
 WARMING_UP = "warming up"
 """How the note of a verdict with no principal starts while the job is still starting
 (``rules.warming_up``): the timeline, the verdict pane and /metrics show it as such."""
@@ -61,9 +65,17 @@ class Verdict:
         return self.principal is None and self.note.startswith(WARMING_UP)
 
     @property
+    def stalled(self) -> bool:
+        """No principal yet, but the job has stopped moving (``rules.stalling``): a hang is
+        called if it lasts."""
+        return self.principal is None and self.note.startswith(NO_PROGRESS)
+
+    @property
     def label(self) -> str | None:
-        """What a timeline shows: the principal bound, "warming up", or None."""
-        return self.principal.bound if self.principal else WARMING_UP if self.warming_up else None
+        """What a timeline shows: the principal bound, "warming up", "stalled", or None."""
+        if self.principal:
+            return self.principal.bound
+        return WARMING_UP if self.warming_up else STALLED if self.stalled else None
 
 
 def confidence(sources: int, missing: int = 0) -> float:

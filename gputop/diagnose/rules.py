@@ -23,6 +23,8 @@ from gputop.diagnose.signals import (
     HostSignals,
     ProcessCpu,
     RuleInputs,
+    StackSignals,
+    StepSignals,
 )
 from gputop.model.ranks import STRAGGLER_EXCESS
 from gputop.model.stack_stats import Stillness, in_stdlib
@@ -225,6 +227,75 @@ def _who_waits(still: Sequence[Stillness], ranks: int) -> str:
     return f"{_label(m)} {_where(m.phase, m.leaf, m.caller, ranks)}"
 
 
+def _trainers(sk: StackSignals | None) -> tuple[list[Stillness], int]:
+    """(the main or rank threads whose stillness decides a hang, how many ranks): the ranks
+    when there are some, not a launcher (torchrun, spawn's parent) that only waits for them."""
+    still = list(sk.still) if sk is not None else []
+    trains = [m for m in still if m.role == "rank" or m.rank is not None or _in_collective(m, 1)]
+    return trains or still, len(trains)
+
+
+def _parked(m: Stillness, cpu: dict[int, ProcessCpu]) -> bool:
+    """The thread's process does nothing (or it spins in a CUDA sync), and its main thread does
+    not wake to work (a slow feed sits on one line at every dump too)."""
+    if m.phase == SPINS:
+        return True
+    p = cpu.get(m.pid)
+    return _doing_nothing(p, m.idle_share) and (m.phase in POLLING or not _main_moves(p))
+
+
+def _rest_quiet(evidence: Sequence[Stillness], cpu: dict[int, ProcessCpu]) -> bool:
+    """Every process of the tree quiet, but those spinning in a CUDA sync."""
+    spinning = {m.pid for m in evidence if m.phase == SPINS}
+    return all(_doing_nothing(p) for p in cpu.values() if p.pid not in spinning)
+
+
+def _has_cadence(st: StepSignals | None) -> bool:
+    return st is not None and st.steps >= STEPS_SEEN and st.since_step_s is not None
+
+
+def _step_limit(st: StepSignals) -> float:
+    """No step for longer than this is no progress by the agent's clock."""
+    return max(HANG_FLOOR_S, HANG_K * st.p99_ms / 1000)
+
+
+def _still_limit(m: Stillness, st: StepSignals | None) -> float:
+    """Without the agent's cadence, how long this thread must stand on one stack."""
+    if st is not None and m.phase in FIRST_STEP_WAITS:
+        return HANG_FIRST_S  # no step yet: ranks meeting, a first batch coming
+    return max(HANG_FLOOR_S, HANG_K * (m.before_s or 0))
+
+
+STALL_NOTE_S = 5.0
+"""Seconds of no progress from which the verdict says so before a hang is called: the previous
+principal's evidence has gone (the CPU fell), and "no bound stands out" would hide why."""
+
+
+def stalling(sig: RuleInputs) -> str | None:
+    """The note for a job that has stopped moving for STALL_NOTE_S but not yet for its hang
+    limit: who waits where, and when it will count as hung. None otherwise."""
+    sk, h, st = sig.stacks, sig.host, sig.steps
+    if sk is None or h is None or h.exited or not h.process_cpu:
+        return None
+    if st is not None and st.since_step_s is not None and st.since_step_s < STALL_NOTE_S:
+        return None
+    evidence, ranks = _trainers(sk)
+    cpu = {p.pid: p for p in h.process_cpu}
+    if not evidence or any(m.still_s < STALL_NOTE_S or not _parked(m, cpu) for m in evidence):
+        return None
+    if not _rest_quiet(evidence, cpu):
+        return None
+    for_s = min(m.still_s for m in evidence)
+    if _has_cadence(st):
+        assert st is not None
+        limit = _step_limit(st)
+    else:
+        limit = max(_still_limit(m, st) for m in evidence)
+    return (
+        f"no progress for {for_s:.0f} s: {_who_waits(evidence, ranks)} (hung after {limit:.0f} s)"
+    )
+
+
 def hung(sig: RuleInputs) -> Finding:
     """No progress for longer than the job's own cadence, confirmed by every process of the
     tree: each main or rank thread on one stack (any frame, user code included) and no process
@@ -237,10 +308,10 @@ def hung(sig: RuleInputs) -> Finding:
     no = _finding("hung", [], [], missing, "no progress: the job is stuck")
     if h is not None and h.exited:
         return no  # an exit is not a hang (the exit says why)
-    cadence = st is not None and st.steps >= STEPS_SEEN and st.since_step_s is not None
+    cadence = _has_cadence(st)
     if cadence:
         assert st is not None and st.since_step_s is not None
-        limit = max(HANG_FLOOR_S, HANG_K * st.p99_ms / 1000)
+        limit = _step_limit(st)
         if st.since_step_s <= limit:
             return no  # steps finish: progress
         where = f" in {st.open_phase}" if st.open_phase else ""
@@ -252,10 +323,7 @@ def hung(sig: RuleInputs) -> Finding:
             )
         )
     cpu = {p.pid: p for p in h.process_cpu} if h is not None else {}
-    still = list(sk.still) if sk is not None else []  # main and rank processes
-    trains = [m for m in still if m.role == "rank" or m.rank is not None or _in_collective(m, 1)]
-    ranks = len(trains)
-    evidence = trains or still  # not a launcher (torchrun, spawn's parent) that only waits
+    evidence, ranks = _trainers(sk)
     if not evidence:  # nothing to confirm with: the agent's clock and the CPU readings
         if not cadence:
             return no
@@ -268,19 +336,10 @@ def hung(sig: RuleInputs) -> Finding:
             return no
         return _finding("hung", agree, [], missing, "no progress: the job is stuck", impact=1.0)
     for m in evidence:  # a launcher (torchrun, spawn's parent) need only be quiet, below
-        if cadence:
-            need = PARKED_S
-        elif st is not None and m.phase in FIRST_STEP_WAITS:
-            need = HANG_FIRST_S  # no step yet: ranks meeting, a first batch coming
-        else:
-            need = max(HANG_FLOOR_S, HANG_K * (m.before_s or 0))
-        parked = m.phase == SPINS or _doing_nothing(cpu.get(m.pid), m.idle_share)
-        if parked and m.phase not in POLLING and _main_moves(cpu.get(m.pid)):
-            parked = False  # one line at every dump, but the thread wakes to work: a slow feed
-        if m.still_s < need or not parked:
+        need = PARKED_S if cadence else _still_limit(m, st)
+        if m.still_s < need or not _parked(m, cpu):
             return no  # this one still moves or works: the others wait on it, or it is slow
-    spinning = {m.pid for m in evidence if m.phase == SPINS}
-    if any(not _doing_nothing(p) for p in cpu.values() if p.pid not in spinning):
+    if not _rest_quiet(evidence, cpu):
         return no  # a worker, child or helper still computes or writes: slow, not stuck
     for m in evidence:
         cores = cpu.get(m.pid)
@@ -681,9 +740,9 @@ def data_input(sig: RuleInputs) -> Finding:
         elif (
             not h.workers
             and shares is not None
-            and shares.get(stack.FETCH, 0) > STACK_SHARE
+            and shares.get(stack.FETCH, 0) > _band(STACK_SHARE, sig, "data-input/cpu-transform")
             # computing (CPU used, or queued for a CPU), not asleep on a remote read
-            and h.cpu_wanted >= MAIN_COMPUTING
+            and h.cpu_wanted >= _band(MAIN_COMPUTING, sig, "data-input/cpu-transform")
         ):
             bound, summary = (
                 "data-input/cpu-transform",

@@ -370,11 +370,18 @@ KERNEL_MIN_CPU = 0.05
 
 
 def _kernel_share(samples: Sequence[HostSample]) -> float | None:
-    """System time over CPU time of the loader: the workers, else the main process."""
+    """System time over CPU time of the loader: the DataLoader workers when the latest sample
+    has some (samples from before they started do not count: the main process importing
+    torch is no loader), else the main process."""
+    if not samples:
+        return None
+    by_workers = bool(samples[-1].workers)
     cpu = kernel = 0.0
     n = 0
     for h in samples:
-        loaders = h.workers or tuple(p for p in h.processes if p.role == "main")
+        if by_workers and not h.workers:
+            continue
+        loaders = h.workers if by_workers else tuple(p for p in h.processes if p.role == "main")
         for p in loaders:
             if p.cpu_cores is not None and p.kernel_cores is not None:
                 cpu += p.cpu_cores

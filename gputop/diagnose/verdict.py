@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from gputop.diagnose.bounds import RULES, Tier, bound, judge
 from gputop.diagnose.findings import Finding, Verdict
-from gputop.diagnose.rules import warming_up
+from gputop.diagnose.rules import stalling, warming_up
 from gputop.diagnose.signals import RuleInputs
 
 SWITCH_AFTER = 3
@@ -97,8 +97,12 @@ def evaluate(sig: RuleInputs, now: float, state: State = State()) -> tuple[Verdi
     note = ""
     if principal is None:
         missing = sorted({m for f in findings for m in f.missing})
-        note = warming_up(sig) or (
-            "no bound stands out yet" + (f" (without: {', '.join(missing)})" if missing else "")
+        note = (
+            stalling(sig)
+            or warming_up(sig)
+            or (
+                "no bound stands out yet" + (f" (without: {', '.join(missing)})" if missing else "")
+            )
         )
     return Verdict(
         principal, secondary, findings, new.since if principal else None, note, inputs

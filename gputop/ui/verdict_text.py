@@ -34,6 +34,9 @@ def verdict_lines(
         if v.warming_up:  # the job is starting: its own tag, then how far it is
             _, _, how = v.note.partition(":")
             return [head.add(" WARMING UP ", "dim").label(f" {how.strip()}").text]
+        if v.stalled:  # stopped moving, not yet for the hang limit: who waits where
+            how = v.note.removeprefix("no progress ")
+            return [head.add(" STALLED ", "warn").label(f" {how}").text]
         return [head.label(v.note or "no bound stands out yet").text]
     entry = BY_NAME.get(p.bound)
     level = LEVEL[entry.style] if entry and entry.style else "bad"

@@ -8,6 +8,7 @@ from types import MappingProxyType as M
 import pytest
 
 from gputop.diagnose import evaluate, reduce_windows
+from gputop.diagnose.rules import data_input
 from gputop.model import Window
 from gputop.model.host import CgroupSample, HostSample, ProcSample
 from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack
@@ -522,3 +523,21 @@ def test_an_oom_kill_that_ended_the_job_is_said_after_its_running_readings_age_o
     assert "1 OOM kill(s) in the cgroup, then the target exited" in [
         e.text for e in v.principal.evidence
     ]
+
+
+def test_a_main_thread_that_prepares_its_batches_keeps_cpu_transform_in_its_band():
+    """num_workers=0 with a costly __getitem__: the fetch share of the stacks hovers near its
+    threshold; once cpu-transform is shown it holds down to the band."""
+    fetch = ("torch/utils/data/_utils/fetch.py", "_MapDatasetFetcher.fetch")
+    fwd = ("torch/nn/modules/module.py", "Module._call_impl")
+    frames = [fetch] * 5 + [fwd] * 15  # 25%: under 30%, over 30% x 0.7
+    sig = reduce_windows(
+        [],
+        [],
+        agents=agents({"data_wait": 30, "forward": 30}),
+        host=host(cpus=2, running=1, runq=0.2),
+        stacks=stacks(frames, n=20),
+    )
+    assert data_input(sig).bound == "data-input"
+    held = dataclasses.replace(sig, holding="data-input/cpu-transform")
+    assert data_input(held).bound == "data-input/cpu-transform"

@@ -10,7 +10,7 @@ from types import MappingProxyType as M
 
 from builders import agent, step
 
-from gputop.diagnose.rules import hung
+from gputop.diagnose.rules import hung, stalling
 from gputop.diagnose.signals import RuleInputs, host_signals, stack_signals, step_signals
 from gputop.model import Window
 from gputop.model.host import HostSample, ProcSample
@@ -278,3 +278,18 @@ def test_a_collective_that_polls_is_hung_though_its_main_thread_uses_cpu():
     polling = host_window({100: ("rank", 0.02)}, 30, main_thread=0.02)
     f = hung(inputs(window, polling, agents(since_step_s=25.0)))
     assert f.fired
+
+
+def test_a_stall_is_said_before_it_is_called_a_hang():
+    """Between the job stopping and the hang limit the verdict says who waits where; a slow feed
+    and a thread still moving get no such note."""
+    stuck = stacks_window([(100, "main", None, stuck_after(24, moving, USER_LOCK))], 31)
+    sig = inputs(stuck, host_window(QUIET, 31))
+    assert not hung(sig).fired
+    assert stalling(sig) == (
+        "no progress for 7 s: pid 100 blocked at train.py:33 in record_loss (hung after 10 s)"
+    )
+    feed = stacks_window([(100, "main", None, still(DATA_WAIT))], 8)
+    assert stalling(inputs(feed, host_window(QUIET, 8, main_thread=0.004))) is None
+    assert stalling(inputs(stacks_window([(100, "main", None, moving)], 31),
+                           host_window(QUIET, 31))) is None  # fmt: skip

@@ -407,7 +407,9 @@ def test_the_verdict_line_tags_a_job_warming_up():
 def test_a_main_thread_parked_on_a_lock_is_neither_idle_nor_warming_up():
     v, _ = run(with_stacks([LOCK] * 6, tree(proc(100, "main", 0.0))))
     assert v.principal is None and not v.warming_up
-    assert v.note.startswith("no bound stands out yet")
+    # five dumps on one lock, nothing else moving: said at once, called hung only at 10 s
+    assert v.note.startswith("no progress for 5 s: pid 100 ")
+    assert v.note.endswith("(hung after 10 s)")
 
 
 def test_idle_waits_for_every_source_present_to_say_so():
@@ -459,3 +461,18 @@ def test_a_quiet_gpu_alone_in_its_first_seconds_is_not_idle():
     assert not idle(reduce_windows(windows, devices)).fired
     windows, devices = _idle_gpu(seconds=4.0)
     assert idle(reduce_windows(windows, devices)).fired
+
+
+def test_a_stalled_job_has_its_own_tag_and_timeline_label():
+    from rich.style import Style
+
+    from gputop.ui.verdict_text import verdict_lines
+
+    note = "no progress for 7 s: pid 100 blocked at train.py:33 in record_loss (hung after 10 s)"
+    v = Verdict(None, (), (), None, note)
+    assert v.stalled and not v.warming_up and v.label == "stalled"
+    (line,) = verdict_lines(v, 1.0, lambda _: Style(), 120)
+    assert line.plain == (
+        " verdict  STALLED  for 7 s: pid 100 blocked at train.py:33 in record_loss"
+        " (hung after 10 s)"
+    )
