@@ -1194,8 +1194,9 @@ def gpu_compute(sig: RuleInputs) -> Finding:
     from_nvml = any(e.source == "NVML" for e in agree)
     from_stacks = any(e.source == "stacks" for e in agree)
     # the good case is the absence of a bottleneck: it can be told only once the sources that
-    # would show one have had their say (the agent's first steps, STACK_MIN dumps)
-    settled = (sig.steps is None or bool(sig.steps.shares)) and (
+    # would show one have had their say (the agent's first steps, STACK_MIN dumps); before the
+    # agent's third step of a slow loop (5-s steps), the stacks have seen where the steps go
+    settled = (sig.steps is None or bool(sig.steps.shares) or from_stacks) and (
         sig.stacks is None or sig.stacks.samples >= STACK_MIN
     )
     fired = settled and ((from_nvml and not against) or from_stacks)

@@ -98,6 +98,19 @@ def test_an_agent_with_fewer_than_three_steps_is_warming_up_not_idle():
     assert not fired(v, "idle")
 
 
+def test_slow_steps_stay_compute_bound_before_the_agent_has_three():
+    """5-s steps: the stacks and the CPU said compute before the agent connected; its first
+    step must not take that back until its third (measured: gpu-compute, warming up, none)."""
+    few = agents({"forward": 2000, "backward": 3000})
+    main = few.agents[0]
+    one = AgentsSample(100, 1.0, 0.0, (dataclasses.replace(main, steps=main.steps[:2]),))
+    frames = [FORWARD, BACKWARD, BACKWARD] * 3
+    sig = reduce_windows(*IDLE_GPU, agents=one, host=tree(proc(100, "main", 1.0)),
+                         stacks=dumps(frames))  # fmt: skip
+    v, _ = run(sig)
+    assert bound(v) == "gpu-compute"
+
+
 def test_a_job_busy_on_cpu_with_a_quiet_gpu_and_no_agent_is_warming_up():
     sig = with_stacks([(Frame("load", "train.py", 5), USER)] * 6, tree(proc(100, "main", 0.9)))
     v, _ = run(sig)
