@@ -881,6 +881,16 @@ mark). A step that is long because its forward, backward or batch wait was long 
 the machine, throttling or the loader: not work beside training."""
 
 
+OVERDUE_S = 1.0
+"""Seconds without a finished step, and over SPIKE x the median step, from which the step in
+progress is a spike whose cause only the stacks can show yet."""
+
+
+def _step_overdue(st: StepSignals) -> bool:
+    since = st.since_step_s
+    return since is not None and since > max(OVERDUE_S, SPIKE * st.median_ms / 1000)
+
+
 def side_work(sig: RuleInputs) -> Finding:
     """Work beside training that stalls it: the agent's checkpoint and eval/logging phases over
     SIDE_SHARE of step time; periodic spikes that grew in side work (SIDE_GROWTH) or GC taking
@@ -939,7 +949,10 @@ def side_work(sig: RuleInputs) -> Finding:
         n = sig.stacks.samples if sig.stacks else 0
         saving = shares.get(stack.CHECKPOINT_SAVE, 0)
         evaluating = shares.get(stack.EVAL, 0) + shares.get(stack.EVAL_LOG, 0)
-        if st is not None and st.shares:  # corroboration: the agent has the step's numbers
+        # the agent has the step's numbers, unless the step in progress is itself the side
+        # work: an eval pass of 10 s shows in no finished step until it ends
+        timed = st is not None and bool(st.shares) and not _step_overdue(st)
+        if timed:  # corroboration
             if saving > SAVE_SHARE:
                 agree.append(
                     Evidence(

@@ -153,7 +153,9 @@ SCENARIOS = (
         "plain",
         frozenset({"side-work"}),
         "10+ s of evaluation after every ~4 s of training: periodic work that is not training; "
-        "the steps stop for 10 s at a time but the process computes throughout, so hung is wrong",
+        "the steps stop for 10 s at a time but the process computes throughout, so hung is wrong. "
+        "The first eval pass starts after 150 steps (~5 s): the onset",
+        onset=5,
         never=HUNG,
     ),
     Scenario(

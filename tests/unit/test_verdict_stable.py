@@ -13,7 +13,7 @@ from test_diagnose import agents, gpu
 
 from gputop.diagnose import evaluate, reduce_windows
 from gputop.diagnose.findings import Verdict
-from gputop.diagnose.rules import HOLD, SPIKE_TIME, idle
+from gputop.diagnose.rules import HOLD, SPIKE_TIME, idle, side_work
 from gputop.diagnose.signals import RuleInputs, Spike, StepSignals
 from gputop.diagnose.verdict import State
 from gputop.headless import Diagnosis, _note
@@ -489,3 +489,16 @@ def test_a_stalled_job_has_its_own_tag_and_timeline_label():
         " verdict  STALLED  for 7 s: pid 100 blocked at train.py:33 in record_loss"
         " (hung after 10 s)"
     )
+
+
+def test_an_eval_pass_in_progress_is_side_work_before_its_step_ends():
+    """30-ms steps, then a 10-s eval pass: no finished step shows it until it ends, but the
+    stacks do while the step in progress is overdue."""
+    eval_pass = (Frame("Module._call_impl", "torch/nn/modules/module.py", 1),
+                Frame("evaluate", "train.py", 30), USER)  # fmt: skip
+    frames = [FORWARD, BACKWARD] * 3 + [eval_pass] * 4
+    for since, fires in ((0.02, False), (4.0, True)):
+        steps = agents({"forward": 10, "backward": 20}, since_step_s=since)
+        sig = reduce_windows(*IDLE_GPU, agents=steps, host=tree(proc(100, "main", 1.0)),
+                             stacks=dumps(frames))  # fmt: skip
+        assert side_work(sig).fired is fires
