@@ -206,13 +206,17 @@ class RankWork:
 def compare_ranks(rows: Sequence[RankRow], step_ms: float | None) -> RankWork:
     """Scores and the slowest rank from per-rank work times and the median step (None: no bar
     yet, nothing compared). Rows with the same name (an agent that restarted under its rank)
-    count once in the median, the last one."""
-    if step_ms is None or not rows:
+    count once in the median, the last one; rows with fewer than MIN_STEPS steps are scored
+    but not compared."""
+    settled = [r for r in rows if r.steps >= MIN_STEPS]
+    if step_ms is None or not settled:
         return RankWork(tuple(rows), None)
-    by_name = {r.name: r for r in rows}
+    # a rank with fewer than MIN_STEPS steps is still starting (its first step compiles, loads
+    # its first batch): it is shown, but not compared, so it cannot be the straggler yet
+    by_name = {r.name: r for r in settled}
     median = statistics.median(r.work_ms for r in by_name.values())
     scored = tuple(replace(r, score=r.work_ms / median if median > 0 else None) for r in rows)
-    compared = {r.name: r for r in scored}
+    compared = {r.name: r for r in scored if r.steps >= MIN_STEPS}
     slowest = None
     if len(compared) >= 2:
         slowest = Slowest(max(compared.values(), key=lambda r: r.work_ms), median, step_ms)

@@ -138,3 +138,15 @@ def test_compare_ranks_takes_rows_from_anywhere():
     w = compare_ranks(rows, 100.0)
     assert w.straggler is not None and w.straggler.row.rank == 2
     assert compare_ranks(rows, None).slowest is None
+
+
+def test_a_rank_still_in_its_first_steps_is_not_compared():
+    """One rank started late (its first step compiles, loads its first batch): it is shown but
+    cannot be the straggler until it has MIN_STEPS steps."""
+    rows = [RankRow(0, None, 10, 100.0, 80.0, 0.0), RankRow(1, None, MIN_STEPS - 1, 300.0,
+            280.0, 0.0), RankRow(2, None, 10, 100.0, 81.0, 0.0)]  # fmt: skip
+    w = compare_ranks(rows, 100.0)
+    assert w.straggler is None and w.slowest is not None and w.slowest.row.rank == 2
+    assert len(w.rows) == 3
+    settled = [*rows[:1], RankRow(1, None, MIN_STEPS, 300.0, 280.0, 0.0), rows[2]]
+    assert compare_ranks(settled, 100.0).straggler.row.rank == 1

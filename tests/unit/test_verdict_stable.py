@@ -13,7 +13,7 @@ from test_diagnose import agents, gpu
 
 from gputop.diagnose import evaluate, reduce_windows
 from gputop.diagnose.findings import Verdict
-from gputop.diagnose.rules import HOLD, SPIKE_TIME, idle, side_work
+from gputop.diagnose.rules import HOLD, SPIKE_TIME, idle, side_work, straggler
 from gputop.diagnose.signals import RuleInputs, Spike, StepSignals
 from gputop.diagnose.verdict import State
 from gputop.headless import Diagnosis, _note
@@ -502,3 +502,13 @@ def test_an_eval_pass_in_progress_is_side_work_before_its_step_ends():
         sig = reduce_windows(*IDLE_GPU, agents=steps, host=tree(proc(100, "main", 1.0)),
                              stacks=dumps(frames))  # fmt: skip
         assert side_work(sig).fired is fires
+
+
+def test_a_straggler_holds_in_its_band():
+    """Rank 1 works 8% of the step longer: not a straggler when first seen (10%), but one that
+    is shown stays while its excess is over 7% (data skew varies batch to batch)."""
+    sig = reduce_windows(*IDLE_GPU, agents=agents({"forward": 50, "backward": 40}, ranks=3,
+                                                  slow={1: 8.0}))  # fmt: skip
+    assert not straggler(sig).fired
+    held = straggler(dataclasses.replace(sig, holding="straggler"))
+    assert held.fired and "(>= 7% of the 98 ms step)" in held.evidence[0].text
