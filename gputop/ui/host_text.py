@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from gputop.diagnose.signals import WORKER_PEGGED as PEGGED
 from gputop.model.host import HostSample, ProcSample
 from gputop.ui.gpu_text import Line, StyleFor
 
 GIB = 1024**3
-PEGGED = 0.85
-"""A DataLoader worker at or above this share of a core is busy all the time."""
 
 
 def _n(v: float | None, fmt: str = "{:.0f}") -> str:
