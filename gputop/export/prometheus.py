@@ -64,6 +64,9 @@ has one series per name plus "none"."""
 NO_BOUND = "none"
 WARMING_UP_STATE = "warming-up"
 """The state while the job is still starting and no bound fires (``Verdict.warming_up``)."""
+STALLED_STATE = "stalled"
+"""The state while the job has stood still for a few seconds, short of its hang limit
+(``Verdict.stalled``): an alert can fire on it before ``hung`` does."""
 
 BUCKETS: tuple[float, ...] = (
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
@@ -255,7 +258,10 @@ class _VerdictState:
 
     def set(self, point: Any, v: Verdict) -> None:
         p = v.principal
-        self.bound = p.bound if p else WARMING_UP_STATE if v.warming_up else None
+        if p:
+            self.bound = p.bound
+        else:
+            self.bound = WARMING_UP_STATE if v.warming_up else STALLED_STATE if v.stalled else None
         self.confidence = p.confidence if p else 0.0
         now = getattr(point, "now", None)
         held = now - v.since if p and v.since is not None and now is not None else 0.0
@@ -478,7 +484,7 @@ def _agent_info(st: _StepState, devices: dict[int, DeviceInfo]) -> list[Metric]:
 def _verdict_metrics(v: _VerdictState | None) -> list[Metric]:
     if v is None:
         return []
-    states = [*BOUNDS, WARMING_UP_STATE, NO_BOUND]
+    states = [*BOUNDS, WARMING_UP_STATE, STALLED_STATE, NO_BOUND]
     current = v.bound or NO_BOUND
     if current not in states:
         states.append(current)  # a rule newer than this list: still exactly one 1

@@ -219,7 +219,7 @@ def test_the_verdict_state_set_has_exactly_one_state_on(bound):
     sink = fed()
     sink.verdict(EvalPoint(now=15.0), verdict(bound))
     states = {dict(k)["bound"]: v for k, v in values(scrape(sink)["gputop_verdict"]).items()}
-    assert set(states) == {*BOUNDS, "warming-up", "none"}
+    assert set(states) == {*BOUNDS, "warming-up", "stalled", "none"}
     assert [b for b, v in states.items() if v == 1.0] == [bound or "none"]
     assert sum(states.values()) == 1.0
 
@@ -382,3 +382,7 @@ def test_a_job_still_starting_is_the_warming_up_state():
     sink.verdict(EvalPoint(now=4.0), Verdict(None, (), (), None, "no bound stands out yet"))
     states = {dict(k)["bound"]: v for k, v in values(scrape(sink)["gputop_verdict"]).items()}
     assert [b for b, v in states.items() if v == 1.0] == ["none"]
+    stall = "no progress for 6 s: pid 100 blocked in Queue.get at t.py:4 (hung after 10 s)"
+    sink.verdict(EvalPoint(now=5.0), Verdict(None, (), (), None, stall))
+    states = {dict(k)["bound"]: v for k, v in values(scrape(sink)["gputop_verdict"]).items()}
+    assert [b for b, v in states.items() if v == 1.0] == ["stalled"]
