@@ -26,7 +26,8 @@ from gputop.sources.watchdog import Watchdog
 
 SCHEMA_VERSION = 1
 SETTLE_S = 0.25
-"""Gap between the two readings a snapshot takes: GPM and NVLink rates need two samples."""
+"""Gap between the two readings a snapshot takes: GPM metrics (100 ms apart at least) and NVLink
+rates need two samples."""
 
 
 def jsonable(obj: Any) -> Any:
@@ -48,10 +49,17 @@ def sample_pair(
     settle_s: float = SETTLE_S,
     sleep: Callable[[float], None] = time.sleep,
 ) -> list[GpuSample]:
-    """Two readings ``settle_s`` apart (so rates and GPM metrics exist); returns the second."""
+    """Two readings ``settle_s`` apart (so rates and GPM metrics exist); returns the second.
+
+    The monitor reads NVLink (and processes, MIG) at most once a second to keep its ticks
+    cheap, so a second reading 0.25 s later would reuse the first one's NVLink counters and have
+    no rate. Rather than wait a whole second for every value, the second reading is ``fresh``:
+    it reads the slow tier again, and NVLink's cumulative counters give a rate over the 0.25 s.
+    Every other value that needs two readings (GPM, 100 ms) is satisfied by the settle time.
+    """
     watchdog.call(source.sample)
     sleep(settle_s)
-    return watchdog.call(source.sample)
+    return watchdog.call(lambda: source.sample(fresh=True))
 
 
 def build_document(

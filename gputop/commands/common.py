@@ -38,7 +38,8 @@ def add_sim_flags(p: argparse.ArgumentParser) -> None:
         "--sim-driver",
         metavar="GEN",
         default=None,
-        help=f"driver generation of the simulated board: {', '.join(DRIVERS)} (default: newest)",
+        help=f"driver generation of the simulated board: {', '.join(DRIVERS)} (default: the "
+        "driver of the board's real capture)",
     )
     p.add_argument(
         "--sim-scenario",

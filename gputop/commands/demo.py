@@ -37,7 +37,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default="mixed",
         help=f"workload: {', '.join(SCENARIOS)} (default mixed: a different one per GPU)",
     )
-    p.add_argument("--driver", default=None, help="simulated driver generation")
+    p.add_argument(
+        "--driver",
+        default=None,
+        help="simulated driver generation (default: the driver of the board's real capture)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the simulated board's noise")
     p.add_argument(
         "--trainer",

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from gputop.sim.activity import STEP_S, DeviceState
 from gputop.sim.boards import MIB, BoardSpec, parse_board
-from gputop.sim.drivers import CURRENT_DRIVER, DriverGeneration, get_driver
+from gputop.sim.drivers import DriverGeneration, check_supported, get_driver
 from gputop.sim.scenarios import Scenario, get_scenario
 
 MAX_CATCH_UP_S = 3600.0
@@ -94,16 +94,20 @@ class SimBoard:
     def __init__(
         self,
         spec: BoardSpec | str = "h100",
-        driver: DriverGeneration | str = CURRENT_DRIVER,
+        driver: DriverGeneration | str | None = None,
         scenario: Scenario | str = "idle",
         seed: int = 0,
         clock: Callable[[], float] = time.monotonic,
         warmup_s: float = 0.0,
     ) -> None:
         """``warmup_s``: start as if the board had already run the scenario that long
-        (temperatures settled), capped at an hour."""
+        (temperatures settled), capped at an hour. ``driver``: None runs the board's capture's
+        driver; a driver that predates the board's architecture is refused (UnsupportedDriver)."""
         self.spec = parse_board(spec) if isinstance(spec, str) else spec
+        p = self.spec.profile
+        driver = p.default_driver if driver is None else driver
         self.driver = get_driver(driver) if isinstance(driver, str) else driver
+        check_supported(p.name, p.architecture, self.driver)
         self.scenario = get_scenario(scenario) if isinstance(scenario, str) else scenario
         self.seed = seed
         self._clock = clock
@@ -117,7 +121,6 @@ class SimBoard:
         """When set, ``sim_cpu_s`` accumulates the thread CPU time spent inside the fake
         library's device entry points (so benchmarks can subtract the simulator's share)."""
         self.sim_cpu_s = 0.0
-        p = self.spec.profile
         self.devices: list[SimDevice] = []
         for i in range(self.spec.count):
             own = self.scenario.for_device(i)

@@ -25,6 +25,9 @@ class BoardProfile:
     architecture: str
     nvml_arch: int
     """NVML_DEVICE_ARCH_* value."""
+    default_driver: str
+    """The driver generation (drivers.DRIVERS key) of the board's capture: what it runs when
+    the user names none."""
     pci_device_id: int
     pci_bus_ids: tuple[str, ...]
     """Bus ids of the captured board(s); more devices than captured get synthesised ids."""
@@ -34,6 +37,9 @@ class BoardProfile:
     max_video_clock: int
     idle_sm_clock: int
     idle_mem_clock: int
+    idle_video_clock: int
+    """The capture's idle video clock: it does not scale with the SM clock at idle (H100 idles
+    at 765 MHz video under 345 MHz SM)."""
     min_sm_clock: int
     clock_step: int
     # power, W
@@ -84,6 +90,7 @@ H100 = BoardProfile(
     name="NVIDIA H100 80GB HBM3",
     architecture="Hopper",
     nvml_arch=9,
+    default_driver="r580",
     pci_device_id=0x233010DE,
     pci_bus_ids=(
         "00000000:53:00.0",
@@ -100,6 +107,7 @@ H100 = BoardProfile(
     max_video_clock=1545,
     idle_sm_clock=345,
     idle_mem_clock=2619,
+    idle_video_clock=765,
     min_sm_clock=345,
     clock_step=15,
     power_limit=700.0,
@@ -134,6 +142,7 @@ A100 = BoardProfile(
     name="NVIDIA A100-SXM4-40GB",
     architecture="Ampere",
     nvml_arch=7,
+    default_driver="r570",
     pci_device_id=0x20B010DE,
     pci_bus_ids=("00000000:06:00.0",),
     max_sm_clock=1410,
@@ -141,6 +150,7 @@ A100 = BoardProfile(
     max_video_clock=1290,
     idle_sm_clock=210,
     idle_mem_clock=1215,
+    idle_video_clock=585,
     min_sm_clock=210,
     clock_step=15,
     power_limit=400.0,
@@ -176,6 +186,7 @@ L40S = BoardProfile(
     name="NVIDIA L40S",
     architecture="Ada Lovelace",
     nvml_arch=8,
+    default_driver="r595",
     pci_device_id=0x26B910DE,
     pci_bus_ids=("00000000:30:00.0",),
     max_sm_clock=2520,
@@ -183,6 +194,7 @@ L40S = BoardProfile(
     max_video_clock=1965,
     idle_sm_clock=2040,
     idle_mem_clock=9001,
+    idle_video_clock=1725,
     min_sm_clock=210,
     clock_step=15,
     power_limit=350.0,
@@ -217,6 +229,7 @@ T4 = BoardProfile(
     name="Tesla T4",
     architecture="Turing",
     nvml_arch=6,
+    default_driver="r595",
     pci_device_id=0x1EB810DE,
     pci_bus_ids=("00000000:00:1E.0",),
     max_sm_clock=1590,
@@ -224,6 +237,7 @@ T4 = BoardProfile(
     max_video_clock=1470,
     idle_sm_clock=1590,
     idle_mem_clock=5000,
+    idle_video_clock=1470,
     min_sm_clock=300,
     clock_step=15,
     power_limit=70.0,

@@ -106,15 +106,30 @@ DRIVERS: dict[str, DriverGeneration] = {
             "GPM and clock-event reasons; no TemperatureV",
         ),
         DriverGeneration(
+            "r570",
+            "570.148.08",
+            12080,
+            BASE_SYMBOLS | R510_SYMBOLS | GPM_SYMBOLS | R535_SYMBOLS | R565_SYMBOLS,
+            "every symbol gputop uses (the A100 capture's driver)",
+        ),
+        DriverGeneration(
             "r580",
             "580.105.08",
             13000,
             BASE_SYMBOLS | R510_SYMBOLS | GPM_SYMBOLS | R535_SYMBOLS | R565_SYMBOLS,
-            "current: every symbol gputop uses",
+            "every symbol gputop uses (the H100 capture's driver)",
+        ),
+        DriverGeneration(
+            "r595",
+            "595.91.07",
+            13020,
+            BASE_SYMBOLS | R510_SYMBOLS | GPM_SYMBOLS | R535_SYMBOLS | R565_SYMBOLS,
+            "every symbol gputop uses (the L40S and T4 captures' driver)",
         ),
     )
 }
 CURRENT_DRIVER = "r580"
+"""The driver of a board given no --driver when its profile names none: the H100 capture's."""
 
 
 class UnknownDriver(SimConfigError):
@@ -122,8 +137,55 @@ class UnknownDriver(SimConfigError):
 
 
 def get_driver(key: str) -> DriverGeneration:
+    """The generation named ``r580`` (any case); UnknownDriver listing the simulated ones."""
     try:
         return DRIVERS[key.strip().lower()]
     except KeyError:
         known = ", ".join(f"{d.key} ({d.version})" for d in DRIVERS.values())
         raise UnknownDriver(f"unknown simulated driver {key!r}: use one of {known}") from None
+
+
+def branch(driver: DriverGeneration) -> int:
+    """The release branch, 580 for 580.105.08: what NVIDIA's support statements are written in."""
+    return int(driver.version.split(".", 1)[0])
+
+
+MIN_BRANCH: dict[str, int] = {
+    "Turing": 410,
+    "Ampere": 450,
+    "Hopper": 520,
+    "Ada Lovelace": 525,
+}
+"""The first driver branch that runs each simulated architecture (NVML_DEVICE_ARCH names).
+
+Sources: Turing (T4) from R410, the first driver of CUDA 10.0, the toolkit that introduced sm_75;
+Ampere (A100) from R450, the first data-center branch with A100 (R450 release notes, which list
+HGX A100 VBIOSes); Hopper (H100) from R520: NVIDIA AI Enterprise 2.3's release notes add "Support
+for the NVIDIA H100 GPU" with bare-metal driver 520.61.05, the branch of CUDA 11.8 (the first
+toolkit with sm_90), and NVML's GPM calls, which exist for Hopper only, first appear in the 520.56
+headers (research/nvml-signals.md); so R515, which shipped Hopper only to early-access partners,
+is refused. Ada (L40S) from R525, the first data-center branch with Ada boards (L4/L40; CUDA 12.0);
+the L40S itself shipped in 2023 under R535, which changes nothing for the generations simulated
+here (r515 is refused either way).
+"""
+
+
+class UnsupportedDriver(SimConfigError):
+    """A board on a driver that predates its architecture: no such machine ever existed."""
+
+
+def supported_drivers(architecture: str) -> list[DriverGeneration]:
+    """The simulated generations that can run an architecture, oldest first."""
+    floor = MIN_BRANCH.get(architecture, 0)
+    return [d for d in DRIVERS.values() if branch(d) >= floor]
+
+
+def check_supported(name: str, architecture: str, driver: DriverGeneration) -> None:
+    """Refuse a board and driver combination that never existed, naming those that work."""
+    floor = MIN_BRANCH.get(architecture, 0)
+    if branch(driver) < floor:
+        ok = ", ".join(d.key for d in supported_drivers(architecture))
+        raise UnsupportedDriver(
+            f"{name} ({architecture}) needs driver R{floor} or later, not {driver.key} "
+            f"({driver.version}): use one of {ok}"
+        )

@@ -19,10 +19,20 @@ import pynvml as N
 
 from gputop.sim.activity import Counters, pcie_bytes_per_s
 from gputop.sim.board import SimBoard, SimDevice
+from gputop.sim.boards import BoardProfile
+from gputop.sim.drivers import branch
 
 DEVICE_TOKEN = 0x10000
 GPM_TOKEN_BASE = 0x7F000000
 MAX_MIG_DEVICES = 7
+
+V1_COUNTS_RESERVED_FROM = 510
+"""The branch from which nvmlDeviceGetMemoryInfo (v1) counts the driver's reservation as used:
+idle boards read ~0 MiB used before it and ~reserved (480 MiB on H100) from it (gpustat #141;
+research/nvml-signals.md). Before it, the reservation was left out of the total instead: a T4
+reads 15109 MiB total on R470 (nvidia-smi outputs users posted) against the 15360 MiB of the
+595 capture. The simulator keeps one reservation per board (the capture's, 448 MiB on T4, where
+R470's was 251 MiB), so its R470 total is the capture's total minus that reservation."""
 
 ARCH_NAMES = {6: "Turing", 7: "Ampere", 8: "Ada Lovelace", 9: "Hopper"}
 
@@ -204,7 +214,7 @@ class FakeNvmlLib:
             N.NVML_CLOCK_GRAPHICS: s.sm_clock,
             N.NVML_CLOCK_SM: s.sm_clock,
             N.NVML_CLOCK_MEM: b.idle_mem_clock if s.reasons & 0x1 else b.max_mem_clock,
-            N.NVML_CLOCK_VIDEO: int(b.max_video_clock * min(1.0, s.sm_clock / b.max_sm_clock)),
+            N.NVML_CLOCK_VIDEO: _video_clock(b, s.sm_clock),
         }
         k = _val(kind)
         if k not in clocks:
@@ -346,9 +356,12 @@ class FakeNvmlLib:
     def nvmlDeviceGetMemoryInfo(self, dev: SimDevice, mig: int | None, out: Any) -> int:
         total, reserved, used = self._memory(dev, mig)
         m = _out(out)
-        m.total = total
-        # v1 folds the driver's reservation into "used" (why v1 reads high on drivers >= 510)
-        m.used = used + reserved
+        if branch(self.board.driver) < V1_COUNTS_RESERVED_FROM:
+            # before R510 the reservation is hidden from v1 altogether: not in total, not used
+            m.total, m.used = total - reserved, used
+        else:
+            # R510+ fold the reservation into v1's "used" (why v1 reads high there)
+            m.total, m.used = total, used + reserved
         m.free = total - reserved - used
         return N.NVML_SUCCESS
 
@@ -622,6 +635,15 @@ class FakeNvmlLib:
             else:
                 m.nvmlReturn = N.NVML_ERROR_NOT_SUPPORTED
         return N.NVML_SUCCESS
+
+
+def _video_clock(b: BoardProfile, sm_clock: int) -> int:
+    """The video clock for an SM clock: the capture's idle value at the idle SM clock, rising
+    linearly to the max at the max SM clock, and cut in proportion below idle (throttled)."""
+    if sm_clock <= b.idle_sm_clock:
+        return int(b.idle_video_clock * sm_clock / b.idle_sm_clock)
+    frac = (sm_clock - b.idle_sm_clock) / (b.max_sm_clock - b.idle_sm_clock)
+    return int(b.idle_video_clock + min(1.0, frac) * (b.max_video_clock - b.idle_video_clock))
 
 
 def _pct(v: float) -> int:

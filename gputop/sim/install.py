@@ -44,12 +44,8 @@ def start_simulated_board(
     warmup_s: float = 0.0,
 ) -> SimBoard:
     """Build a board on the real clock and install it for the rest of the process (the CLI's
-    --sim-board and `gputop demo`)."""
-    from gputop.sim.drivers import CURRENT_DRIVER
-
-    board = SimBoard(
-        spec, driver=driver or CURRENT_DRIVER, scenario=scenario, seed=seed, warmup_s=warmup_s
-    )
+    --sim-board and `gputop demo`). No ``driver``: the board's capture's driver."""
+    board = SimBoard(spec, driver=driver or None, scenario=scenario, seed=seed, warmup_s=warmup_s)
     install(board)
     return board
 

@@ -375,15 +375,19 @@ class NvmlSource:
 
     # ---- per tick ----------------------------------------------------------------------------
 
-    def sample(self) -> list[GpuSample]:
-        """One GpuSample per physical device, in index order. Never raises for a device fault."""
+    def sample(self, fresh: bool = False) -> list[GpuSample]:
+        """One GpuSample per physical device, in index order. Never raises for a device fault.
+
+        ``fresh``: read the slow tier (NVLink, processes, MIG) now even if it was read less than
+        ``slow_tier_s`` ago, so a one-shot reading's NVLink rate spans the gap since the first
+        reading instead of being missing (NVLink counters are cumulative: any gap gives a rate)."""
         t = self._clock()
         wall = self._wall()
         out = []
         for dev in self._devices:
             if dev.lost is None:
                 try:
-                    out.append(self._sample_device(dev, t, wall))
+                    out.append(self._sample_device(dev, t, wall, fresh))
                     continue
                 except _DeviceLost:
                     dev.lost = LOST
@@ -391,7 +395,7 @@ class NvmlSource:
         self._pids.end_tick()
         return out
 
-    def _sample_device(self, dev: _Device, t: float, wall: float) -> GpuSample:
+    def _sample_device(self, dev: _Device, t: float, wall: float, fresh: bool) -> GpuSample:
         caps = self.capabilities
         assert caps is not None
         h = dev.handle
@@ -429,14 +433,19 @@ class NvmlSource:
         else:
             reason = dev.info.na.get("gpm", "not supported on this GPU")
             r.na.update(dict.fromkeys(GPM_METRICS, reason))
-        nv_tx, nv_rx = self._slow(dev, "nvlink", t, r, lambda sub: self._nvlink_rates(dev, sub))
-        processes = self._slow(dev, "processes", t, r, lambda sub: self._processes(dev, sub, h))
+        nv_tx, nv_rx = self._slow(
+            dev, "nvlink", t, r, lambda sub: self._nvlink_rates(dev, sub), fresh
+        )
+        processes = self._slow(
+            dev, "processes", t, r, lambda sub: self._processes(dev, sub, h), fresh
+        )
         mig = self._slow(
             dev,
             "mig",
             t,
             r,
             lambda _: tuple(self._sample_mig(k, mh) for k, mh in enumerate(dev.mig_handles)),
+            fresh,
         )
         return GpuSample(
             index=dev.info.index,
@@ -475,11 +484,18 @@ class NvmlSource:
         )
 
     def _slow(
-        self, dev: _Device, name: str, t: float, r: _Reader, read: Callable[[_Reader], Any]
+        self,
+        dev: _Device,
+        name: str,
+        t: float,
+        r: _Reader,
+        read: Callable[[_Reader], Any],
+        fresh: bool = False,
     ) -> Any:
-        """``read`` at most once per ``slow_tier_s``; in between, its last value and reasons."""
+        """``read`` at most once per ``slow_tier_s`` (always when ``fresh``); in between, its
+        last value and reasons."""
         hit = dev.slow.get(name)
-        if hit is not None and 0 <= t - hit[0] < self.slow_tier_s:
+        if not fresh and hit is not None and 0 <= t - hit[0] < self.slow_tier_s:
             r.na.update(hit[2])
             return hit[1]
         sub = _Reader(r.driver_version)

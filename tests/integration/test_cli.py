@@ -59,7 +59,7 @@ def test_table_names_the_simulation_and_throttling():
 
 
 def test_old_driver_table_says_why_fields_are_missing():
-    r = gputop("snapshot", "--sim-board", "h100", "--sim-driver", "r470")
+    r = gputop("snapshot", "--sim-board", "a100", "--sim-driver", "r470")
     assert r.returncode == 0, r.stderr
     assert "n/a (not in this driver (470.256.02))" in r.stdout
 
@@ -70,6 +70,8 @@ def test_old_driver_table_says_why_fields_are_missing():
         (["--sim-board", "v100"], "unknown simulated board 'v100'"),
         (["--sim-board", "t4-mig"], "does not support MIG"),
         (["--sim-board", "h100", "--sim-driver", "r999"], "unknown simulated driver"),
+        (["--sim-board", "h100", "--sim-driver", "r470"], "needs driver R520 or later"),
+        (["--sim-board", "l40s", "--sim-driver", "r515"], "use one of r535, r570, r580, r595"),
         (["--sim-board", "h100", "--sim-scenario", "nope"], "unknown scenario"),
         (["--sim-driver", "r470"], "need --sim-board"),
     ],

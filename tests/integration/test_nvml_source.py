@@ -11,9 +11,10 @@ import os
 import pynvml as N
 import pytest
 
-from gputop.sim import DRIVERS, Fault, SimProcess, uninstall
+from gputop.sim import BOARDS, DRIVERS, Fault, SimProcess, uninstall
 from gputop.sim.activity import Activity, constant
 from gputop.sim.boards import A100, H100, MIB, T4
+from gputop.sim.drivers import branch, supported_drivers
 from gputop.sim.scenarios import Scenario
 from gputop.sources.nvml import GPM_METRICS, NvmlSource
 from gputop.sources.nvml_errors import NvmlUnavailable
@@ -77,13 +78,26 @@ MISSING_BY_DRIVER = {
     "r470": GPM_FIELDS | {"mem_reserved_bytes"},
     "r515": GPM_FIELDS,
     "r535": frozenset(),
+    "r570": frozenset(),
     "r580": frozenset(),
+    "r595": frozenset(),
 }
+
+
+def hopper_or_ampere(driver: str) -> str:
+    """H100 where the driver runs Hopper; A100 on the older drivers (H100 there is refused)."""
+    return "h100" if DRIVERS[driver] in supported_drivers(H100.architecture) else "a100"
+
+
+def events_symbol(driver: str) -> bool:
+    """Clock *event* reasons exist from R535 (the older name stays)."""
+    return branch(DRIVERS[driver]) >= 535
 
 
 @pytest.mark.parametrize("driver", sorted(DRIVERS))
 def test_every_field_is_read_or_explained_on_each_driver(sim, driver):
-    s = sim("h100x2", driver=driver, scenario=busy_scenario())
+    board = BOARDS[hopper_or_ampere(driver)]
+    s = sim(f"{board.key}x2", driver=driver, scenario=busy_scenario())
     s.board.devices[0].processes.append(SimProcess(os.getpid(), 2 << 30))
     src = s.open()
     s.tick(10.0)
@@ -94,19 +108,20 @@ def test_every_field_is_read_or_explained_on_each_driver(sim, driver):
     assert all(g0.na[f] == f"not in this driver ({version})" for f in missing)
     for f in (*DYNAMIC_FIELDS, "mem_reserved_bytes", "nvlink_tx_kibps", *GPM_FIELDS):
         assert (getattr(g0, f) is None) == (f in missing), f
-    assert g0.sm_clock_mhz == 1980 and g0.temp_c > H100.idle_temp
+    assert g0.sm_clock_mhz == board.max_sm_clock and g0.temp_c > board.idle_temp
     assert g0.processes[0].sm_util_pct >= 98
     d = src.devices[0]
     assert set(d.na) == ({"gpm"} if missing >= GPM_FIELDS else set())
-    assert d.max_sm_clock_mhz == 1980 and d.temp_slowdown_c == 89
+    assert d.max_sm_clock_mhz == board.max_sm_clock
+    assert d.temp_slowdown_c == board.temp_slowdown
 
 
 @pytest.mark.parametrize("driver", sorted(DRIVERS))
 def test_injected_faults_on_each_driver_leave_the_rest_correct(sim, driver):
-    s = sim("h100x3", driver=driver, scenario="compute")
+    s = sim(f"{hopper_or_ampere(driver)}x3", driver=driver, scenario="compute")
     reasons_symbol = (
         "nvmlDeviceGetCurrentClocksEventReasons"
-        if driver in ("r535", "r580")
+        if events_symbol(driver)
         else "nvmlDeviceGetCurrentClocksThrottleReasons"
     )
     s.board.faults += [
@@ -186,8 +201,10 @@ def test_gpm_is_not_resampled_faster_than_its_refresh(sim):
     assert "sm_active_pct" not in b.na
 
 
-@pytest.mark.parametrize("driver", sorted(DRIVERS))
-@pytest.mark.parametrize("board", ["h100", "a100", "l40s", "t4"])
+@pytest.mark.parametrize(
+    ("board", "driver"),
+    [(b.key, d.key) for b in BOARDS.values() for d in supported_drivers(b.architecture)],
+)
 def test_each_driver_generation_degrades_field_by_field(sim, board, driver):
     s = sim(board, driver=driver, scenario="compute")
     src = s.open()
@@ -199,28 +216,28 @@ def test_each_driver_generation_degrades_field_by_field(sim, board, driver):
     for f in ("sm_clock_mhz", "power_w", "temp_c", "util_gpu_pct", "mem_used_bytes"):
         assert getattr(g, f) is not None, (f, g.na)
     assert g.reasons_mask is not None and g.reasons == ()
-    assert caps.clock_event_reasons == (driver in ("r535", "r580"))
-    assert caps.temperature_v == (driver == "r580")
+    assert caps.clock_event_reasons == events_symbol(driver)
+    assert caps.temperature_v == (branch(DRIVERS[driver]) >= 565)
     if driver == "r470":
         assert g.mem_reserved_bytes is None
         assert g.na["mem_reserved_bytes"] == f"not in this driver ({version})"
         assert not caps.processes_v3 and caps.processes_v2
     else:
         assert g.mem_reserved_bytes is not None
-    has_gpm = board == "h100" and driver in ("r535", "r580")
+    has_gpm = board == "h100"  # every driver that runs an H100 has GPM
     assert src.devices[0].gpm_supported == has_gpm
     if has_gpm:
         assert g.sm_active_pct is not None
     else:
         assert g.sm_active_pct is None
-        expected = "needs a Hopper" if driver in ("r535", "r580") else "not in this driver"
+        expected = "needs a Hopper" if branch(DRIVERS[driver]) >= 520 else "not in this driver"
         assert expected in g.na["sm_active_pct"]
     if board in ("l40s", "t4"):
         assert g.nvlink_tx_kibps is None and g.na["nvlink_tx_kibps"] == "no NVLink on this GPU"
 
 
 def test_throttle_reasons_fallback_decodes_the_same_bits(sim):
-    s = sim("h100", driver="r470", scenario="power-throttled")
+    s = sim("a100", driver="r470", scenario="power-throttled")
     src = s.open()
     (g,) = s.tick(30.0)
     assert not src.capabilities.clock_event_reasons

@@ -14,8 +14,11 @@ import sys
 import tempfile
 import xml.etree.ElementTree as ET
 
+import pynvml as N
 import pytest
 from tests_support import FIXTURES
+
+from gputop.sim import SimBoard, installed
 
 CAPTURES = FIXTURES / "nvidia-smi"
 BOARDS = {"h100": "qx-h100.xml", "a100": "qx-a100.xml", "l40s": "qx-l40s.xml", "t4": "qx-t4.xml"}
@@ -66,6 +69,9 @@ def test_simulated_board_equals_real_capture(key):
     assert doc["schema_version"] == 1
     assert doc["source"]["kind"] == "simulated"
     assert len(doc["devices"]) == len(gpus)
+    # each board runs its capture's driver when none is named
+    assert doc["source"]["driver_version"] == root.findtext("driver_version")
+    assert doc["source"]["cuda_version"] == root.findtext("cuda_version")
     for gpu, dev in zip(gpus, doc["devices"], strict=True):
         sample = dev["sample"]
         link = gpu.find("pci/pci_gpu_link_info")
@@ -93,7 +99,32 @@ def test_simulated_board_equals_real_capture(key):
         # the captures are idle boards: the simulated idle board reads like them
         assert sample["reasons"] == ["gpu_idle"]
         assert sample["sm_clock_mhz"] == _num(gpu.findtext("clocks/sm_clock"))
+        assert sample["graphics_clock_mhz"] == _num(gpu.findtext("clocks/graphics_clock"))
+        assert sample["mem_clock_mhz"] == _num(gpu.findtext("clocks/mem_clock"))
         assert sample["util_gpu_pct"] == 0
         assert abs(sample["temp_c"] - _num(gpu.findtext("temperature/gpu_temp"))) <= 4
         instant = _num(power.findtext("instant_power_draw"))
         assert abs(sample["power_w"] - instant) <= 0.1 * instant
+
+
+@pytest.mark.skipif(not CAPTURES.is_dir(), reason=f"no real captures at {CAPTURES}")
+@pytest.mark.parametrize("key", sorted(BOARDS))
+def test_idle_clocks_through_pynvml_equal_the_capture(key):
+    """gputop reads no video clock, so every idle clock is read here the way nvidia-smi does."""
+    gpu = ET.parse(CAPTURES / BOARDS[key]).getroot().find("gpu")
+    assert gpu is not None
+    kinds = {
+        "graphics_clock": N.NVML_CLOCK_GRAPHICS,
+        "sm_clock": N.NVML_CLOCK_SM,
+        "mem_clock": N.NVML_CLOCK_MEM,
+        "video_clock": N.NVML_CLOCK_VIDEO,
+    }
+    with installed(SimBoard(key, warmup_s=300)):
+        N.nvmlInit()
+        try:
+            h = N.nvmlDeviceGetHandleByIndex(0)
+            for name, kind in kinds.items():
+                want = _num(gpu.findtext(f"clocks/{name}"))
+                assert N.nvmlDeviceGetClockInfo(h, kind) == want, name
+        finally:
+            N.nvmlShutdown()
