@@ -53,6 +53,8 @@ class ClientRun:
     nvitop_once: str = ""
     gpustat: dict[str, Any] = field(default_factory=dict)
     gpustat_json: dict[str, Any] = field(default_factory=dict)
+    gputop: dict[str, Any] = field(default_factory=dict)
+    """gputop's own snapshot document (the `gputop snapshot --json` code path)."""
     after_shutdown: str = ""
     """What a per-device call answers once NVML is shut down."""
 
@@ -137,12 +139,19 @@ NVITOP_PROPERTIES = (
     "cuda_compute_capability",
     "mig_mode",
     "is_mig_device",
+    # through Device.__getattr__: nvmlDeviceGet<Name>
+    "curr_pcie_link_generation",
+    "curr_pcie_link_width",
+    "max_pcie_link_generation",
+    "max_pcie_link_width",
 )
+MIG_PROPERTIES = ("gpu_instance_id", "compute_instance_id")
 
 
 def _nvitop_device(dev: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"index": _plain(dev.index)}
-    for name in NVITOP_PROPERTIES:
+    names = NVITOP_PROPERTIES + (MIG_PROPERTIES if dev.is_mig_device() else ())
+    for name in names:
         out[name] = _plain(getattr(dev, name)())
     return out
 
@@ -196,6 +205,19 @@ def _run_gpustat(run: ClientRun) -> None:
     run.gpustat_json = json.loads(out.getvalue())
 
 
+def _run_gputop(run: ClientRun) -> None:
+    """gputop's snapshot document over the same board (one reading: static facts suffice)."""
+    from gputop.snapshot import build_document
+    from gputop.sources.nvml import NvmlSource
+
+    source = NvmlSource.open()
+    try:
+        doc = build_document(source.devices, source.capabilities, source.sample(), "sim")
+    finally:
+        source.close()
+    run.gputop = json.loads(json.dumps(doc, default=str))
+
+
 def _after_shutdown(run: ClientRun) -> None:
     """Initialise and shut down once more: a per-device call must answer UNINITIALIZED."""
     pynvml.nvmlInit()
@@ -222,6 +244,9 @@ def board_with_process(board: str, driver: str, scenario: str, pid: int) -> SimB
 
 
 STEPS: tuple[tuple[str, Callable[[ClientRun], None]], ...] = (
+    # gputop first: importing gpustat patches pynvml's symbol lookup process-wide (a missing
+    # *_v3 answers with *_v2), which would change what gputop probes
+    ("gputop snapshot", _run_gputop),
     ("nvitop API", _run_nvitop_api),
     ("nvitop -1", _run_nvitop_once),
     ("gpustat", _run_gpustat),
@@ -253,8 +278,7 @@ def run_clients(board: str, driver: str, scenario: str = "idle") -> ClientRun:
 
 def run_forked(board: str, driver: str, scenario: str = "idle") -> ClientRun:
     """``run_clients`` in a forked child (fresh client state), its result over a pipe."""
-    import gpustat  # noqa: F401
-    import nvitop.api.libnvml  # noqa: F401  imported once, before the fork
+    import nvitop.api.libnvml  # noqa: F401  imported once, before the fork (not gpustat: above)
 
     read_fd, write_fd = os.pipe()
     child = os.fork()
