@@ -112,6 +112,8 @@ class SimBoard:
         self.seed = seed
         self._clock = clock
         self._t0 = clock() - min(warmup_s, MAX_CATCH_UP_S)
+        self._wall0 = time.time() - (clock() - self._t0)
+        """Unix time at board time 0: NVML's timestamps are epoch microseconds."""
         self._steps = 0
         self._lock = threading.RLock()
         self._release = threading.Event()
@@ -151,6 +153,11 @@ class SimBoard:
     def elapsed(self) -> float:
         """Simulated seconds since the board was created."""
         return self._steps * STEP_S
+
+    def epoch_us(self) -> int:
+        """The board's time as NVML stamps samples and field values: Unix epoch microseconds
+        (clients ask for process samples "since one second ago" in wall time)."""
+        return int((self._wall0 + self.elapsed) * 1e6)
 
     def now(self) -> float:
         """Advance every device to the clock's time and return the board time."""

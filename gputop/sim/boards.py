@@ -80,6 +80,23 @@ class BoardProfile:
     thermal_resistance: float = 0.06
     """Kelvin per watt above idle power: steady-state temperature rise."""
     thermal_tau_s: float = 40.0
+    # facts real NVML clients (nvitop, gpustat) read; defaults are what every capture shows
+    bar1_total_mib: int = 0
+    bar1_used_mib: int = 0
+    """BAR1 (the PCIe aperture onto device memory), idle, as the capture's bar1_memory_usage."""
+    cuda_capability: tuple[int, int] = (0, 0)
+    """Compute capability (nvmlDeviceGetCudaComputeCapability): the architecture's, from
+    NVIDIA's CUDA GPU list; not in the captures."""
+    ecc_aggregate_corrected: int = 0
+    """Lifetime corrected ECC errors (capture: ecc_errors/aggregate, dram + sram correctable);
+    every volatile and uncorrected counter in the captures is 0."""
+    serial_base: int = 1650000000001
+    """Device i reports serial ``serial_base + i`` (the captures' scrubbed serials run
+    1650000000001..1650000000008 in bus order)."""
+    persistence_mode: bool = True
+    """Every capture: persistence_mode Enabled (so idle boards sit in P0)."""
+    has_fan: bool = False
+    """Passively cooled data-centre boards: every capture's fan_speed is N/A (NOT_SUPPORTED)."""
 
 
 # Facts below are from qx-h100.xml (driver 580.105.08): 8x H100 80GB HBM3, idle.
@@ -134,6 +151,9 @@ H100 = BoardProfile(
     mig_capable=True,
     mig_profiles=(("3g.40gb", 40192), ("3g.40gb", 40192)),
     thermal_resistance=0.055,
+    bar1_total_mib=131072,
+    bar1_used_mib=1,
+    cuda_capability=(9, 0),
 )
 
 # Facts from qx-a100.xml (driver 570.148.08): 1x A100-SXM4-40GB, idle. GA100 power is instantaneous.
@@ -177,6 +197,9 @@ A100 = BoardProfile(
     mig_capable=True,
     mig_profiles=(("3g.20gb", 19968), ("3g.20gb", 19968)),
     thermal_resistance=0.075,
+    bar1_total_mib=65536,
+    bar1_used_mib=1,
+    cuda_capability=(8, 0),
 )
 
 # Facts from qx-l40s.xml (driver 595.91.07): 1x L40S, idle, PCIe link trained at x8 of x16.
@@ -221,6 +244,9 @@ L40S = BoardProfile(
     mig_capable=False,
     thermal_resistance=0.16,
     thermal_tau_s=60.0,
+    bar1_total_mib=65536,
+    bar1_used_mib=0,
+    cuda_capability=(8, 9),
 )
 
 # Facts from qx-t4.xml (driver 595.91.07): 1x Tesla T4, idle at full clock, PCIe x8 of x16.
@@ -264,6 +290,10 @@ T4 = BoardProfile(
     mig_capable=False,
     thermal_resistance=1.1,
     thermal_tau_s=60.0,
+    bar1_total_mib=256,
+    bar1_used_mib=2,
+    cuda_capability=(7, 5),
+    ecc_aggregate_corrected=1,
 )
 
 BOARDS: dict[str, BoardProfile] = {b.key: b for b in (H100, A100, L40S, T4)}

@@ -53,9 +53,36 @@ BASE_SYMBOLS = frozenset(
         "nvmlDeviceIsMigDeviceHandle",
         "nvmlDeviceGetGpuInstanceId",
         "nvmlDeviceGetComputeInstanceId",
+        # what nvitop and gpustat read besides (docs/sim-nvml.md): all in NVML long before r470
+        "nvmlDeviceGetIndex",
+        "nvmlDeviceGetMinorNumber",
+        "nvmlDeviceGetSerial",
+        "nvmlDeviceGetHandleByUUID",
+        "nvmlDeviceGetHandleByPciBusId_v2",
+        "nvmlDeviceGetBAR1MemoryInfo",
+        "nvmlDeviceGetEncoderUtilization",
+        "nvmlDeviceGetDecoderUtilization",
+        "nvmlDeviceGetFanSpeed",
+        "nvmlDeviceGetPowerManagementLimit",
+        "nvmlDeviceGetPersistenceMode",
+        "nvmlDeviceGetDisplayActive",
+        "nvmlDeviceGetDisplayMode",
+        "nvmlDeviceGetDriverModel",
+        "nvmlDeviceGetPerformanceState",
+        "nvmlDeviceGetComputeMode",
+        "nvmlDeviceGetEccMode",
+        "nvmlDeviceGetTotalEccErrors",
+        "nvmlDeviceGetCudaComputeCapability",
+        "nvmlDeviceGetGraphicsRunningProcesses_v2",
     }
 )
-R510_SYMBOLS = frozenset({"nvmlDeviceGetMemoryInfo_v2", "nvmlDeviceGetComputeRunningProcesses_v3"})
+R510_SYMBOLS = frozenset(
+    {
+        "nvmlDeviceGetMemoryInfo_v2",
+        "nvmlDeviceGetComputeRunningProcesses_v3",
+        "nvmlDeviceGetGraphicsRunningProcesses_v3",
+    }
+)
 GPM_SYMBOLS = frozenset(
     {
         "nvmlGpmQueryDeviceSupport",

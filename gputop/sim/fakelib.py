@@ -33,6 +33,13 @@ research/nvml-signals.md). Before it, the reservation was left out of the total 
 reads 15109 MiB total on R470 (nvidia-smi outputs users posted) against the 15360 MiB of the
 595 capture. The simulator keeps one reservation per board (the capture's, 448 MiB on T4, where
 R470's was 251 MiB), so its R470 total is the capture's total minus that reservation."""
+MIB = 1024 * 1024
+CODEC_SAMPLE_PERIOD_US = 167_000
+"""Encoder/decoder utilisation sample period: a modelling choice (the header's shortest
+utilisation period, 1/6 s); no capture shows it."""
+DISPLAY_MODE_DEPRECATED_FROM = 580
+"""nvidia-smi prints display_mode as "Requested functionality has been deprecated" in the 580
+and 595 captures (H100, L40S, T4) and "Enabled" in the 570 one (A100)."""
 
 ARCH_NAMES = {6: "Turing", 7: "Ampere", 8: "Ada Lovelace", 9: "Hopper"}
 
@@ -70,6 +77,8 @@ def _device_entry(fn: Callable[..., int]) -> Callable[..., int]:
 
     def entry_body(self: FakeNvmlLib, handle: Any, *args: Any) -> int:
         self.board.calls += 1
+        if not self.initialised:  # after the last nvmlShutdown, as a real driver answers
+            return N.NVML_ERROR_UNINITIALIZED
         token = _token(handle)
         index, mig = divmod(token, DEVICE_TOKEN)
         index -= 1
@@ -173,7 +182,75 @@ class FakeNvmlLib:
         _set_pointer(_out(out), DEVICE_TOKEN * (i + 1))
         return N.NVML_SUCCESS
 
+    def _handle_where(self, symbol: str, match: Callable[[SimDevice, int | None], bool]) -> Any:
+        """The token of the first device or MIG instance ``match(dev, mig)`` accepts, or an
+        NVML error code (as a negative number) when none does."""
+        failed = self._global(symbol)
+        if failed is not None:
+            return -failed
+        for i, dev in enumerate(self.board.devices):
+            if match(dev, None):
+                return DEVICE_TOKEN * (i + 1)
+            for k in range(len(dev.mig)):
+                if match(dev, k):
+                    return DEVICE_TOKEN * (i + 1) + k + 1
+        return -N.NVML_ERROR_NOT_FOUND
+
+    def _set_handle(self, token: int, out: Any) -> int:
+        if token < 0:
+            return -token
+        _set_pointer(_out(out), token)
+        return N.NVML_SUCCESS
+
+    def nvmlDeviceGetHandleByUUID(self, uuid: Any, out: Any) -> int:
+        want = _text(uuid)
+        token = self._handle_where(
+            "nvmlDeviceGetHandleByUUID", lambda dev, mig: _uuid_of(dev, mig) == want
+        )
+        return self._set_handle(token, out)
+
+    def nvmlDeviceGetHandleByPciBusId_v2(self, bus_id: Any, out: Any) -> int:
+        want = _bus_key(_text(bus_id))
+        if want is None:
+            return N.NVML_ERROR_INVALID_ARGUMENT
+        token = self._handle_where(
+            "nvmlDeviceGetHandleByPciBusId_v2",
+            lambda dev, mig: mig is None and _bus_key(dev.pci_bus_id) == want,
+        )
+        return self._set_handle(token, out)
+
     # ---- identity ---------------------------------------------------------------------------
+
+    @_device_entry
+    def nvmlDeviceGetIndex(self, dev: SimDevice, mig: int | None, out: Any) -> int:
+        if mig is not None:  # not documented for MIG handles; clients ask the parent
+            return N.NVML_ERROR_NOT_SUPPORTED
+        _out(out).value = dev.state.index
+        return N.NVML_SUCCESS
+
+    @_device_entry
+    def nvmlDeviceGetMinorNumber(self, dev: SimDevice, mig: int | None, out: Any) -> int:
+        if mig is not None:
+            return N.NVML_ERROR_NOT_SUPPORTED
+        _out(out).value = dev.state.index  # the captures: minor_number 0..7 in bus order
+        return N.NVML_SUCCESS
+
+    @_device_entry
+    def nvmlDeviceGetSerial(self, dev: SimDevice, mig: int | None, buf: Any, size: Any) -> int:
+        if mig is not None:
+            return N.NVML_ERROR_NOT_SUPPORTED
+        serial = str(dev.state.board.serial_base + dev.state.index).encode()
+        if len(serial) >= _val(size):
+            return N.NVML_ERROR_INSUFFICIENT_SIZE
+        buf.value = serial
+        return N.NVML_SUCCESS
+
+    @_device_entry
+    def nvmlDeviceGetCudaComputeCapability(
+        self, dev: SimDevice, mig: int | None, major: Any, minor: Any
+    ) -> int:
+        _out(major).value, _out(minor).value = dev.state.board.cuda_capability
+        return N.NVML_SUCCESS
 
     @_device_entry
     def nvmlDeviceGetName(self, dev: SimDevice, mig: int | None, buf: Any, size: Any) -> int:
@@ -183,8 +260,7 @@ class FakeNvmlLib:
 
     @_device_entry
     def nvmlDeviceGetUUID(self, dev: SimDevice, mig: int | None, buf: Any, size: Any) -> int:
-        uuid = dev.uuid if mig is None else "MIG" + dev.uuid[3:-2] + f"{mig:02x}"
-        buf.value = uuid.encode()
+        buf.value = _uuid_of(dev, mig).encode()
         return N.NVML_SUCCESS
 
     @_device_entry
@@ -270,6 +346,15 @@ class FakeNvmlLib:
         return N.NVML_SUCCESS
 
     @_device_entry
+    def nvmlDeviceGetPowerManagementLimit(self, dev: SimDevice, mig: int | None, out: Any) -> int:
+        """The limit set (capture: current_power_limit); the board has no other limiter, so it
+        equals the enforced one."""
+        if mig is not None:
+            return N.NVML_ERROR_NOT_SUPPORTED
+        _out(out).value = int(dev.state.power_limit_w * 1000)
+        return N.NVML_SUCCESS
+
+    @_device_entry
     def nvmlDeviceGetTotalEnergyConsumption(self, dev: SimDevice, mig: int | None, out: Any) -> int:
         _out(out).value = int(dev.state.energy_mj)
         return N.NVML_SUCCESS
@@ -331,6 +416,87 @@ class FakeNvmlLib:
         _out(out).value = dev.state.reasons
         return N.NVML_SUCCESS
 
+    # ---- modes and states (physical facts: NOT_SUPPORTED on a MIG handle) -------------------
+
+    def _physical(self, mig: int | None, out: Any, value: int | None) -> int:
+        """Write ``value`` (None: the board has no such thing, a real driver's NOT_SUPPORTED)."""
+        if mig is not None or value is None:
+            return N.NVML_ERROR_NOT_SUPPORTED
+        _out(out).value = value
+        return N.NVML_SUCCESS
+
+    @_device_entry
+    def nvmlDeviceGetPersistenceMode(self, dev: SimDevice, mig: int | None, out: Any) -> int:
+        return self._physical(mig, out, int(dev.state.board.persistence_mode))
+
+    @_device_entry
+    def nvmlDeviceGetDisplayActive(self, dev: SimDevice, mig: int | None, out: Any) -> int:
+        return self._physical(mig, out, 0)  # every capture: display_active Disabled
+
+    @_device_entry
+    def nvmlDeviceGetDisplayMode(self, dev: SimDevice, mig: int | None, out: Any) -> int:
+        """A display can be attached (A100 capture, 570: display_mode Enabled; later captures
+        say display_attached Yes and print display_mode as deprecated from 580 on)."""
+        if _driver_major(self.board) >= DISPLAY_MODE_DEPRECATED_FROM:
+            return N.NVML_ERROR_DEPRECATED
+        return self._physical(mig, out, 1)
+
+    @_device_entry
+    def nvmlDeviceGetDriverModel(
+        self, dev: SimDevice, mig: int | None, current: Any, pending: Any
+    ) -> int:
+        return N.NVML_ERROR_NOT_SUPPORTED  # Windows only (every capture: driver_model N/A)
+
+    @_device_entry
+    def nvmlDeviceGetPerformanceState(self, dev: SimDevice, mig: int | None, out: Any) -> int:
+        return self._physical(mig, out, 0)  # P0: persistence on, idle or busy (captures)
+
+    @_device_entry
+    def nvmlDeviceGetComputeMode(self, dev: SimDevice, mig: int | None, out: Any) -> int:
+        return self._physical(mig, out, N.NVML_COMPUTEMODE_DEFAULT)  # captures: Default
+
+    @_device_entry
+    def nvmlDeviceGetFanSpeed(self, dev: SimDevice, mig: int | None, out: Any) -> int:
+        return self._physical(mig, out, 0 if dev.state.board.has_fan else None)
+
+    @_device_entry
+    def nvmlDeviceGetEccMode(
+        self, dev: SimDevice, mig: int | None, current: Any, pending: Any
+    ) -> int:
+        if mig is not None:
+            return N.NVML_ERROR_NOT_SUPPORTED
+        _out(current).value = _out(pending).value = 1  # captures: Enabled / Enabled
+        return N.NVML_SUCCESS
+
+    @_device_entry
+    def nvmlDeviceGetTotalEccErrors(
+        self, dev: SimDevice, mig: int | None, error_type: Any, counter_type: Any, out: Any
+    ) -> int:
+        corrected = _val(error_type) == N.NVML_MEMORY_ERROR_TYPE_CORRECTED
+        aggregate = _val(counter_type) == N.NVML_AGGREGATE_ECC
+        count = dev.state.board.ecc_aggregate_corrected if corrected and aggregate else 0
+        return self._physical(mig, out, count)
+
+    @_device_entry
+    def nvmlDeviceGetEncoderUtilization(
+        self, dev: SimDevice, mig: int | None, util: Any, period: Any
+    ) -> int:
+        return self._codec(mig, util, period)
+
+    @_device_entry
+    def nvmlDeviceGetDecoderUtilization(
+        self, dev: SimDevice, mig: int | None, util: Any, period: Any
+    ) -> int:
+        return self._codec(mig, util, period)
+
+    def _codec(self, mig: int | None, util: Any, period: Any) -> int:
+        """Training runs no video: 0 %, as every capture's encoder_util and decoder_util."""
+        if mig is not None:
+            return N.NVML_ERROR_NOT_SUPPORTED
+        _out(util).value = 0
+        _out(period).value = CODEC_SAMPLE_PERIOD_US
+        return N.NVML_SUCCESS
+
     # ---- utilisation and memory --------------------------------------------------------------
 
     @_device_entry
@@ -373,6 +539,18 @@ class FakeNvmlLib:
         total, reserved, used = self._memory(dev, mig)
         m.total, m.reserved, m.used = total, reserved, used
         m.free = total - reserved - used
+        return N.NVML_SUCCESS
+
+    @_device_entry
+    def nvmlDeviceGetBAR1MemoryInfo(self, dev: SimDevice, mig: int | None, out: Any) -> int:
+        """The capture's BAR1; a MIG instance gets the share of its memory slices (of 8)."""
+        b = dev.state.board
+        total, used = b.bar1_total_mib * MIB, b.bar1_used_mib * MIB
+        if mig is not None:
+            slices = max(1, round(dev.mig[mig].mem_total / b.mem_total * 8))
+            total, used = total * slices // 8, 0
+        m = _out(out)
+        m.bar1Total, m.bar1Used, m.bar1Free = total, used, total - used
         return N.NVML_SUCCESS
 
     # ---- PCIe and NVLink ---------------------------------------------------------------------
@@ -420,7 +598,7 @@ class FakeNvmlLib:
     ) -> int:
         arr = _out(values)
         b, s = dev.state.board, dev.state
-        ts = int(self.board.elapsed * 1e6)
+        ts = self.board.epoch_us()
         for k in range(_val(count)):
             v = arr[k]
             v.timestamp = ts
@@ -477,13 +655,31 @@ class FakeNvmlLib:
         return self._running(dev, mig, count, array)
 
     @_device_entry
+    def nvmlDeviceGetGraphicsRunningProcesses_v3(
+        self, dev: SimDevice, mig: int | None, count: Any, array: Any
+    ) -> int:
+        return self._no_graphics(count)
+
+    @_device_entry
+    def nvmlDeviceGetGraphicsRunningProcesses_v2(
+        self, dev: SimDevice, mig: int | None, count: Any, array: Any
+    ) -> int:
+        return self._no_graphics(count)
+
+    def _no_graphics(self, count: Any) -> int:
+        """Training processes hold compute contexts only: no graphics process (as on the
+        captured servers, which list no process at all)."""
+        _out(count).value = 0
+        return N.NVML_SUCCESS
+
+    @_device_entry
     def nvmlDeviceGetProcessUtilization(
         self, dev: SimDevice, mig: int | None, samples: Any, count: Any, since: Any
     ) -> int:
         if mig is not None or dev.mig:
             return N.NVML_ERROR_NOT_SUPPORTED
         a = dev.state.activity
-        now_us = int(self.board.elapsed * 1e6)
+        now_us = self.board.epoch_us()
         active = [p for p in dev.processes if p.sm_share > 0]
         if a.duty < 0.005 or not active or _val(since) >= now_us:
             return N.NVML_ERROR_NOT_FOUND
@@ -644,6 +840,30 @@ def _video_clock(b: BoardProfile, sm_clock: int) -> int:
         return int(b.idle_video_clock * sm_clock / b.idle_sm_clock)
     frac = (sm_clock - b.idle_sm_clock) / (b.max_sm_clock - b.idle_sm_clock)
     return int(b.idle_video_clock + min(1.0, frac) * (b.max_video_clock - b.idle_video_clock))
+
+
+def _text(arg: Any) -> str:
+    """A ``char *`` argument (pynvml passes c_char_p) as text."""
+    raw = arg.value if hasattr(arg, "value") else arg
+    return (raw or b"").decode() if isinstance(raw, bytes) else str(raw or "")
+
+
+def _uuid_of(dev: SimDevice, mig: int | None) -> str:
+    return dev.uuid if mig is None else "MIG" + dev.uuid[3:-2] + f"{mig:02x}"
+
+
+def _bus_key(bus_id: str) -> tuple[int, int, int, int] | None:
+    """domain:bus:device.function as numbers, so 0000:53:00.0 and 00000000:53:00.0 match."""
+    try:
+        domain, bus, rest = bus_id.strip().split(":")
+        device, function = rest.split(".")
+        return int(domain, 16), int(bus, 16), int(device, 16), int(function, 16)
+    except ValueError:
+        return None
+
+
+def _driver_major(board: SimBoard) -> int:
+    return int(board.driver.version.split(".")[0])
 
 
 def _pct(v: float) -> int:
