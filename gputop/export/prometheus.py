@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from prometheus_client import start_http_server
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -36,6 +35,7 @@ from prometheus_client.utils import floatToGoString
 from gputop import __version__
 from gputop.diagnose.bounds import NAMES
 from gputop.diagnose.findings import Verdict
+from gputop.export.http_server import start_server
 from gputop.model.gpu import DeviceInfo, GpuSample
 from gputop.model.host import HostSample
 from gputop.model.ranks import RankTotals, StepCounter, rank_labels, rank_work
@@ -131,7 +131,7 @@ def open_exporter(spec: str) -> PrometheusSink:
     host, port = parse_listen(spec)
     sink = PrometheusSink()
     try:
-        server, thread = start_http_server(port, host, registry=sink.registry)
+        server, thread = start_server(port, host, sink.registry)
     except OSError as e:  # socket.gaierror is one too
         raise ExportError(_listen_error(host, port, e)) from None
     sink.serve(server, thread, host)

@@ -4,6 +4,8 @@ prometheus-client's own parser (names, types, label sets, values), and the liste
 from __future__ import annotations
 
 import socket
+import threading
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -19,6 +21,7 @@ from gputop.diagnose.bounds import NAMES
 from gputop.diagnose.findings import Finding, Verdict
 from gputop.diagnose.point import EvalPoint
 from gputop.export import ExportError, PrometheusSink, open_exporter, parse_listen
+from gputop.export.http_server import MAX_CLIENTS
 from gputop.export.prometheus import BOUNDS, BUCKETS, PHASES, REASONS
 from gputop.model.gpu import GpuSample
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
@@ -386,3 +389,33 @@ def test_a_job_still_starting_is_the_warming_up_state():
     sink.verdict(EvalPoint(now=5.0), Verdict(None, (), (), None, stall))
     states = {dict(k)["bound"]: v for k, v in values(scrape(sink)["gputop_verdict"]).items()}
     assert [b for b, v in states.items() if v == 1.0] == ["stalled"]
+
+
+def test_slow_clients_cannot_pile_up_threads_and_scrapes_resume():
+    """500 connections that send nothing: at most MAX_CLIENTS threads serve at once (the rest
+    are closed unserved), each idle one is dropped after the timeout, and once they are gone a
+    scrape is answered. prometheus_client's own server started a thread for each (506)."""
+    sink = open_exporter("127.0.0.1:0")
+    addr = ("127.0.0.1", sink.address[1])
+    base = threading.active_count()
+    idle = []
+    try:
+        for _ in range(500):
+            idle.append(socket.create_connection(addr, timeout=5))
+        time.sleep(0.5)
+        assert threading.active_count() <= base + MAX_CLIENTS
+    finally:
+        for s in idle:
+            s.close()
+    try:
+        deadline = time.monotonic() + 15
+        while True:  # the slots free as their idle clients hang up
+            try:
+                with urllib.request.urlopen(f"http://{addr[0]}:{addr[1]}/metrics", timeout=5) as r:
+                    assert b"gputop_info" in r.read()
+                break
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+    finally:
+        sink.close()
