@@ -308,6 +308,8 @@ def hung(sig: RuleInputs) -> Finding:
     no = _finding("hung", [], [], missing, "no progress: the job is stuck")
     if h is not None and h.exited:
         return no  # an exit is not a hang (the exit says why)
+    if st is not None and st.agents and all(a.state == "exited" for a in st.agents):
+        return no  # every agent said goodbye: the job ended, whatever the host source still has
     cadence = _has_cadence(st)
     if cadence:
         assert st is not None and st.since_step_s is not None

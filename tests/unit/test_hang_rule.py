@@ -293,3 +293,13 @@ def test_a_stall_is_said_before_it_is_called_a_hang():
     assert stalling(inputs(feed, host_window(QUIET, 8, main_thread=0.004))) is None
     assert stalling(inputs(stacks_window([(100, "main", None, moving)], 31),
                            host_window(QUIET, 31))) is None  # fmt: skip
+
+
+def test_a_job_whose_agents_exited_is_not_hung_long_after():
+    """65 s after a clean exit, with the host readings gone from the window, the agent's clock
+    alone said hung; an agent that said goodbye ended with its job."""
+    gone = agents(since_step_s=65.0)
+    alive = hung(inputs(agents_=gone))
+    assert alive.fired  # no host, no stacks: the agent's clock alone, past 60 s
+    exited = replace(gone, agents=tuple(replace(a, state="exited") for a in gone.agents))
+    assert not hung(inputs(agents_=exited)).fired
