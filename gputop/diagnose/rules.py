@@ -720,9 +720,11 @@ def data_input(sig: RuleInputs) -> Finding:
     explains: tuple[str, ...] = ()
     h = sig.host
     if fired and h is not None and not h.exited:
-        if (kernel := _kernel_reads(h, sig)) is not None:
-            bound, summary = "data-input/io", "opening and reading the data is the bottleneck"
-            agree.append(kernel)
+        io = _io_evidence(h)
+        kernel = _kernel_reads(h, sig)
+        if kernel is not None:  # busy, but in opens and reads: reading, not transforming
+            bound, summary = "data-input/io", "reading the data is the bottleneck"
+            agree.extend(e for e in (io, kernel) if e is not None)
         elif _transforming(h, sig):
             # pegged, or busy most of the time on a machine whose cores are shared
             bound, summary = "data-input/cpu-transform", "DataLoader workers are CPU-bound"
@@ -740,7 +742,7 @@ def data_input(sig: RuleInputs) -> Finding:
             )
             if not pools_crowd(sig):
                 explains = ("cpu-oversubscribed",)
-        elif io := _io_evidence(h):
+        elif io is not None:
             bound, summary = "data-input/io", "reading the data is the bottleneck"
             agree.append(io)
         elif (
