@@ -177,13 +177,11 @@ SYNC_LEVER = "remove per-step syncs (.item(), .cpu(), .tolist(), printing tensor
 
 
 def host_overhead(sig: RuleInputs) -> tuple[str, ...]:
-    """When the loop's own Python is the cost, moving it off the step comes first, naming the
-    functions the stacks saw; tiny kernels get CUDA graphs and a larger batch."""
-    own = sig.stacks.own_code if sig.stacks is not None else None
-    loop = (sig.steps is not None and sig.steps.loop_share > rules.LOOP_SHARE * rules.HOLD) or (
-        own is not None and own.share > rules.LOOP_SHARE * rules.HOLD
-    )
-    if loop:
+    """When the loop's own Python is the cost (``rules.loop_share``), moving it off the step
+    comes first, naming the functions the stacks saw; tiny kernels get CUDA graphs and a larger
+    batch."""
+    if rules.loop_share(sig) is not None:
+        own = sig.stacks.own_code if sig.stacks is not None else None
         at = own.at if own is not None else ()
         where = ", ".join(f"{f.name} ({rules.at(f)})" for f, _ in at) or "the per-step work"
         return (

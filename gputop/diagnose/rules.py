@@ -27,7 +27,7 @@ from gputop.diagnose.signals import (
     StepSignals,
 )
 from gputop.model.ranks import STRAGGLER_EXCESS
-from gputop.model.stack_stats import Stillness, in_stdlib
+from gputop.model.stack_stats import OwnCode, Stillness, in_stdlib
 from gputop.model.stacks import Frame
 from gputop.vocab import stacks as stack
 from gputop.vocab import steps as step
@@ -506,7 +506,7 @@ def straggler(sig: RuleInputs) -> Finding:
     # batch to batch, and a median excess near 10% would hand the verdict to the comms wait
     # it causes and back
     need = _band(STRAGGLER_EXCESS, sig, "straggler")
-    if slow.step_ms and slow.excess_ms >= need * slow.step_ms:
+    if slow.step_ms and slow.exceeds(need):
         agree.append(
             Evidence(
                 f"rank {slow.row.name} works {slow.row.work_ms:.0f} ms per step vs median "
@@ -1007,29 +1007,47 @@ the CPU is busy in Python; per-step .item() syncs"). Every step rather than a pe
 which is side-work. The same share of the main threads' stack samples without the agent."""
 
 
-def _in_own_code(sig: RuleInputs) -> tuple[float, int, str] | None:
-    """(share, samples, where) of the main threads' stack samples in the job's own code outside
-    every training phase since they began to train, when it crosses LOOP_SHARE over STACK_MIN
-    samples and the job computes (CPU used)."""
+def _agent_times_the_loop(sig: RuleInputs) -> bool:
+    """The agent has steps enough to time the loop: its clock decides, the stacks say where."""
+    st = sig.steps
+    return st is not None and bool(st.shares) and st.steps >= STEPS_SEEN
+
+
+def _own_code_counts(sig: RuleInputs) -> OwnCode | None:
+    """The main threads' own-code samples (since they began to train) when there are STACK_MIN
+    of them and the job computes (CPU used): sleeping in its own code costs no step time."""
     own = sig.stacks.own_code if sig.stacks is not None else None
     h = sig.host
-    if (
-        own is None
-        or own.samples < STACK_MIN
-        or own.share <= _band(LOOP_SHARE, sig, "host-overhead")
-        or (h is not None and h.cpu_wanted < MAIN_COMPUTING)
-    ):
+    if own is None or own.samples < STACK_MIN or (h is not None and h.cpu_wanted < MAIN_COMPUTING):
         return None
-    where = ", ".join(f"{f.name} at {at(f)} {_pct(x)}" for f, x in own.at)
-    return own.share, own.samples, where
+    return own
+
+
+def loop_share(sig: RuleInputs) -> float | None:
+    """The share of a typical step the loop spends in its own Python outside every training
+    phase, when it crosses LOOP_SHARE (its band while host-overhead is shown): the agent's
+    clock when it has steps, else the main threads' own-code samples; None otherwise. The rule
+    and its levers both read it, so a lever never follows a decision the rule did not make."""
+    need = _band(LOOP_SHARE, sig, "host-overhead")
+    if _agent_times_the_loop(sig):
+        assert sig.steps is not None
+        share: float | None = sig.steps.loop_share
+    else:
+        own = _own_code_counts(sig)
+        share = own.share if own is not None else None
+    return share if share is not None and share > need else None
+
+
+def own_functions(own: OwnCode) -> str:
+    """The job's functions the loop's own time goes to: "log_metrics at train.py:18 40%"."""
+    return ", ".join(f"{f.name} at {at(f)} {_pct(x)}" for f, x in own.at)
 
 
 def host_overhead(sig: RuleInputs) -> Finding:
     """The GPU waits for the host: NVML shows many tiny kernels (util high, SMs or power low),
     the main thread sits in explicit syncs, or, every step, the loop's own Python outside the
-    training phases takes over LOOP_SHARE (the agent's typical step; without the agent, the
-    main threads' stack samples in the job's own code while it uses CPU). With the agent, its
-    clock decides the loop's share and the stacks only say where it goes."""
+    training phases takes over LOOP_SHARE (``loop_share``: the agent's typical step; without
+    the agent, the main threads' stack samples in the job's own code while it uses CPU)."""
     g = sig.gpu
     agree, missing = [], []
     impact = 0.0
@@ -1053,37 +1071,33 @@ def host_overhead(sig: RuleInputs) -> Finding:
     if sig.stacks and sig.stacks.main_shares.get(stack.HOST_SYNC, 0) > SYNC_SHARE:
         agree.append(Evidence("main thread in explicit syncs", "stacks"))
         impact = max(impact, 0.3)
-    st = sig.steps
-    need = _band(LOOP_SHARE, sig, "host-overhead")
-    own = _in_own_code(sig)
-    timed = st is not None and bool(st.shares) and st.steps >= STEPS_SEEN
-    loop = False
-    if st is not None and timed and st.loop_share > need:
-        loop = True
-        agree.append(
-            Evidence(
-                f"the typical step spends {_pct(st.loop_share)} outside its data, forward, "
-                f"backward and optimizer phases (> {_pct(need)}): the loop's own Python",
-                "agent",
-            )
-        )
-        impact = max(impact, st.loop_share)
-        if own is not None:
-            agree.append(Evidence(f"main thread in its own code: {own[2]}", "stacks"))
-    elif not timed and own is not None:
-        loop = True
-        agree.append(
-            Evidence(
-                f"main thread in its own code, outside every training phase, {_pct(own[0])} of "
-                f"{own[1]} stack samples since it began to train, using CPU (> {_pct(need)}): "
-                f"{own[2]}",
-                "stacks",
-            )
-        )
-        impact = max(impact, own[0])
     summary = "the GPU waits for the CPU to launch work"
-    if loop:
+    share = loop_share(sig)
+    if share is not None:
         summary = "the loop's own Python outside the training phases holds up every step"
+        impact = max(impact, share)
+        need = _band(LOOP_SHARE, sig, "host-overhead")
+        own = _own_code_counts(sig)
+        if _agent_times_the_loop(sig):
+            agree.append(
+                Evidence(
+                    f"the typical step spends {_pct(share)} outside its data, forward, "
+                    f"backward and optimizer phases (> {_pct(need)}): the loop's own Python",
+                    "agent",
+                )
+            )
+            if own is not None and own.share > need:  # the stacks agree, and say where
+                agree.append(Evidence(f"main thread in its own code: {own_functions(own)}",
+                                      "stacks"))  # fmt: skip
+        elif own is not None:
+            agree.append(
+                Evidence(
+                    f"main thread in its own code, outside every training phase, "
+                    f"{_pct(share)} of {own.samples} stack samples since it began to train, "
+                    f"using CPU (> {_pct(need)}): {own_functions(own)}",
+                    "stacks",
+                )
+            )
     return _finding("host-overhead", agree, [], missing, summary, impact=impact)
 
 

@@ -180,9 +180,14 @@ class Slowest:
         """The excess as a share of the median step (0 without a step time)."""
         return self.excess_ms / self.step_ms if self.step_ms else 0
 
+    def exceeds(self, share: float) -> bool:
+        """Its excess is at least ``share`` of the median step (the straggler bar, or the
+        verdict's band of it while straggler is shown)."""
+        return self.excess_ms >= share * self.step_ms
+
     @property
     def straggler(self) -> bool:
-        return self.excess_ms >= STRAGGLER_EXCESS * self.step_ms
+        return self.exceeds(STRAGGLER_EXCESS)
 
 
 @dataclass(frozen=True, slots=True)

@@ -161,9 +161,9 @@ def own_code(window: Sequence[StacksSample], n: int = 2) -> OwnCode | None:
             if proc.role == "worker":
                 continue
             for t in proc.threads:
-                key = (proc.pid, t.tid)
                 if t.name != "MainThread":
                     continue
+                key = (proc.pid, t.tid)
                 if t.phase in TRAINING:
                     training.add(key)
                 if key not in training:

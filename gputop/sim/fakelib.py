@@ -437,7 +437,7 @@ class FakeNvmlLib:
     def nvmlDeviceGetDisplayMode(self, dev: SimDevice, mig: int | None, out: Any) -> int:
         """A display can be attached (A100 capture, 570: display_mode Enabled; later captures
         say display_attached Yes and print display_mode as deprecated from 580 on)."""
-        if _driver_major(self.board) >= DISPLAY_MODE_DEPRECATED_FROM:
+        if branch(self.board.driver) >= DISPLAY_MODE_DEPRECATED_FROM:
             return N.NVML_ERROR_DEPRECATED
         return self._physical(mig, out, 1)
 
@@ -860,10 +860,6 @@ def _bus_key(bus_id: str) -> tuple[int, int, int, int] | None:
         return int(domain, 16), int(bus, 16), int(device, 16), int(function, 16)
     except ValueError:
         return None
-
-
-def _driver_major(board: SimBoard) -> int:
-    return int(board.driver.version.split(".")[0])
 
 
 def _pct(v: float) -> int:

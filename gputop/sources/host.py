@@ -267,7 +267,7 @@ class HostSource:
             kernel = max(0.0, (st.sys_s - p.cpu_prev[2]) / (now - p.cpu_prev[0]))
         p.cpu_prev = (now, st.cpu_s, st.sys_s)
         tasks = self._tasks(p.pid)
-        runq, main_thread = self._runq(p, tasks, now)
+        runq, main_thread = self._schedstat(p, tasks, now)
         if p.thread_t is None or now - p.thread_t >= self.thread_tier_s:
             self._threads(p, tasks, now)
         reads = self._io(p, now)
@@ -305,7 +305,9 @@ class HostSource:
             world_size=p.rank.world_size if p.rank else None,
         )
 
-    def _runq(self, p: _Proc, tasks: list[int], now: float) -> tuple[float | None, float | None]:
+    def _schedstat(
+        self, p: _Proc, tasks: list[int], now: float
+    ) -> tuple[float | None, float | None]:
         """(run-queue wait per second summed over tasks, the main thread's CPU in cores). Tasks
         that came or went add nothing. The main thread (tid = pid) is read from schedstat's
         nanosecond clock: a thread that wakes for each batch of a slow loader uses a few ms a
