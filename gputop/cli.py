@@ -41,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from gputop.record.fileformat import RecordingError
     from gputop.sim import SimConfigError
     from gputop.sinks import SinkError
-    from gputop.sources.host import TargetNotFound
+    from gputop.sources.target import TargetNotFound
 
     commands = {c.NAME: c for c in SUBCOMMANDS}
     command = commands.get(args.command, MONITOR)

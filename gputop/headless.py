@@ -34,6 +34,9 @@ class Diagnosis:
     """The latest MFU of the main rank (None: no agent steps to compute it over)."""
     label: str | None = None
     """What the timeline's last line shows (``Verdict.label``)."""
+    target_exit: dict[str, Any] | None = None
+    """When the attached process ended during the run: t_s, pid, exit_code (None: unknown,
+    a process gputop did not start)."""
 
 
 def diagnose(
@@ -70,6 +73,10 @@ def _note(out: Diagnosis, state: SessionState, kind: str) -> None:
         problem = state.stacks.problem
         if problem and problem not in out.problems:
             out.problems.append(problem)
+    host = state.host
+    if kind == "host" and host is not None and host.state == "exited" and not out.target_exit:
+        out.target_exit = {"t_s": round(max(0.0, host.t - out.started), 2), "pid": host.pid,
+                           "exit_code": host.exit_code}  # fmt: skip
     verdict = state.verdict
     if verdict is None or state.point is None:
         return
@@ -102,6 +109,7 @@ def document(d: Diagnosis, source: dict[str, Any]) -> dict[str, Any]:
         "gputop_version": __version__,
         "source": source,
         "exit_code": d.exit_code,
+        "target_exit": d.target_exit,
         "timeline": d.timeline,
         "verdict": {
             "principal": _finding(v.principal) if v and v.principal else None,
@@ -128,11 +136,22 @@ def _mfu_line(m: dict[str, Any]) -> str:
     return f"MFU {m['value']:.1%} of {against} ({why})"
 
 
+def _exit_line(ended: dict[str, Any]) -> str:
+    status = "" if ended["exit_code"] is None else f" with status {ended['exit_code']}"
+    return f"  {ended['t_s']:>7.1f} s  pid {ended['pid']} exited{status}: nothing more to watch"
+
+
 def render(doc: dict[str, Any]) -> str:
     lines = ["gputop diagnose"]
+    ended = doc.get("target_exit")
     for e in doc["timeline"]:
+        if ended and e["t_s"] >= ended["t_s"]:
+            lines.append(_exit_line(ended))
+            ended = None
         label = e["bound"] or (e["note"] or "no bound")
         lines.append(f"  {e['t_s']:>7.1f} s  {label}  ({e['confidence']:.0%})")
+    if ended:
+        lines.append(_exit_line(ended))
     v = doc["verdict"]
     lines.append("")
     p = v["principal"]

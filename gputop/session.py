@@ -142,11 +142,16 @@ class Session:
         self._state: SessionState | None = None
         self._agents_steered = -FOLLOW_S
         """When the agents' phases last steered the follower."""
+        self.awaits_host = False
+        """A target is attached: nothing is evaluated before its first host reading (the GPUs
+        alone, quiet in the first second, would call a job idle that is training)."""
 
     # ---- lifecycle ----
 
     def start(self, meta: Mapping[str, Any]) -> None:
-        """Once, before the first reading: tells the sinks what the session is."""
+        """Once, before the first reading: tells the sinks what the session is (``pid``: a
+        target is attached, see ``awaits_host``)."""
+        self.awaits_host = meta.get("pid") is not None
         if self.sinks:
             self.sinks.start(self.devices, {**self.sinks.meta, **meta})
         self._collect_problems()
@@ -214,8 +219,11 @@ class Session:
         """Where the verdict is evaluated now: the newest GPU reading's time, and the host and
         stack windows ending at their own latest readings. Without GPUs (no driver) the newest
         reading of any source sets the clock; with GPUs, nothing is evaluated before their
-        first reading (the GPU windows would be empty)."""
+        first reading (the GPU windows would be empty), nor before an attached target's first
+        host reading."""
         h, st = self._host, self._stacks
+        if self.awaits_host and h is None:
+            return None
         if self._gpus:
             now = max(s.t for s in self._gpus.values())
         elif self.devices:

@@ -251,6 +251,8 @@ class Attached:
     host: Any = None
     agents: Any = None
     stacks: Any = None
+    identity: Any = None
+    """The target's ``TargetId``: what the keys ask before acting on its PID."""
 
     @property
     def pid(self) -> int | None:
@@ -271,18 +273,26 @@ def attach(pid: int | None) -> Attached:
     return with_tree(HostSource.open(pid), pid)
 
 
-def with_tree(host: Any, pid: int) -> Attached:
+def with_tree(host: Any, pid: int, identity: Any = None) -> Attached:
     """The agent link and the stack sampler of ``pid`` beside its host source (which may be
-    None: a job that exited before it could be read still has its agents' last words)."""
+    None: a job that exited before it could be read still has its agents' last words). All
+    follow one identity (the host source's, else ``identity``): once the target has exited,
+    a later process given its PID is neither sampled nor searched for agents."""
     from gputop.model.host import merge_hints
     from gputop.sources.agent_link import AgentLink
+    from gputop.sources.procfs import descendants
     from gputop.sources.stacks import StackSource
 
-    link = AgentLink(pid)
-    stacks = StackSource(pid, hints=link.hints)
+    identity = getattr(host, "identity", None) or identity
+
+    def tree() -> list[int]:
+        return [] if identity is not None and not identity.alive() else descendants(pid)
+
+    link = AgentLink(pid, pids=tree)
+    stacks = StackSource(pid, hints=link.hints, identity=identity)
     if host is not None:  # roles settled by all the evidence: the tree, the stacks, the agents
         host.hints = lambda: merge_hints(stacks.hints(), link.hints())
-    return Attached(host, link, stacks)
+    return Attached(host, link, stacks, identity)
 
 
 def roles_of(attached: Attached) -> dict[int, str] | None:
@@ -303,6 +313,10 @@ def offer_agent(attached: Attached, load: bool, say: Any = None) -> None:
     from gputop.inject import load_agent, plan_load
 
     say = say or (lambda line: print(f"gputop: {line}", file=sys.stderr))
+    if attached.identity is not None and not attached.identity.alive():
+        if load:
+            say(f"the agent was not loaded: {attached.identity.gone()}")
+        return
     plan = plan_load(attached.pid, roles_of(attached), check_import=load)
     if plan.nothing_to_do:
         if load:
@@ -394,7 +408,7 @@ def run_tui(
     if target is not None and job is None:
         from gputop.ui.load_agent import AgentOffer
 
-        offer = AgentOffer(target.pid, now=attach_now)
+        offer = AgentOffer(target.pid, now=attach_now, identity=attached.identity)
     app = GputopApp(
         gpus.source,
         config=config,

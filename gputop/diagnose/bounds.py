@@ -63,6 +63,10 @@ class Bound:
     style: Style | None = None
     description: str = ""
     """One line: what the bound means."""
+    after_exit: bool = False
+    """Still the principal once the target has exited: it says why the job ended (an OOM
+    kill) or that it did. Every other bound read the job's last readings: it stays secondary
+    (what the job was doing), never the verdict on a job that is gone."""
 
 
 REGISTRY: tuple[Bound, ...] = (
@@ -79,6 +83,7 @@ REGISTRY: tuple[Bound, ...] = (
         rules.host_memory_pressure,
         levers.host_memory_pressure,
         style=Style.BAD,
+        after_exit=True,
         description="the working set near the cgroup's memory limit: reclaim stalls, OOM kills",
     ),
     Bound(
@@ -180,6 +185,7 @@ REGISTRY: tuple[Bound, ...] = (
         levers.idle,
         tier=Tier.FALLBACK,
         style=Style.NEUTRAL,
+        after_exit=True,
         description="nothing runs: GPU, CPU and stacks quiet with no steps, or the target exited",
     ),
 )

@@ -28,9 +28,10 @@ class State:
     streak: int = 0
 
 
-def rank(findings: Sequence[Finding]) -> list[Finding]:
-    """Fired findings, strongest first: not explained by another (the registry's ``explains``
-    and the finding's own), tier, confidence, then rule priority."""
+def rank(findings: Sequence[Finding], ended: bool = False) -> list[Finding]:
+    """Fired findings, strongest first: once the target has ``ended``, the bounds that speak
+    after an exit (``Bound.after_exit``); then not explained by another (the registry's
+    ``explains`` and the finding's own), tier, confidence, then rule priority."""
     order = {f.bound: i for i, f in enumerate(findings)}
     fired = [f for f in findings if f.fired]
     entries = {f.bound: bound(f.bound) for f in fired}
@@ -38,6 +39,7 @@ def rank(findings: Sequence[Finding]) -> list[Finding]:
 
     def key(f: Finding) -> tuple:
         return (
+            ended and not entries[f.bound].after_exit,
             f.bound in explained,
             -entries[f.bound].tier,
             -round(f.confidence, 1),
@@ -54,7 +56,8 @@ def evaluate(sig: RuleInputs, now: float, state: State = State()) -> tuple[Verdi
     the state is a value, so replay recomputes the same holds."""
     sig = replace(sig, holding=state.principal)
     findings = tuple(judge(rule, sig) for rule in RULES)
-    ranked = rank(findings)
+    ended = sig.host is not None and sig.host.exited
+    ranked = rank(findings, ended)
     inputs = tuple(
         name
         for name, present in (
@@ -88,6 +91,7 @@ def evaluate(sig: RuleInputs, now: float, state: State = State()) -> tuple[Verdi
             or current is None
             or not current.fired
             or (leader is not None and bound(leader).tier is Tier.OVERRIDE)
+            or (ended and not bound(state.principal).after_exit)  # a fact, not evidence
         ):
             new = State(leader, now, None, 0)
         else:

@@ -42,6 +42,7 @@ from gputop.sources.procfs import (
     parse_stat,
     tree_facts,
 )
+from gputop.sources.target import TargetId
 
 ENV_KEYS = (
     "OMP_NUM_THREADS",
@@ -53,12 +54,11 @@ ENV_KEYS = (
     "LOCAL_WORLD_SIZE",
 )
 DENIED = "n/a (needs same user or root)"
+CPU_RATE_MIN_S = 0.2
+"""The shortest interval a CPU rate is taken over: /proc/P/stat counts 10-ms ticks, so a busy
+process read twice within a few ms uses "0.00 cores" (and the job looks idle)."""
 THREAD_TIER_S = 3.0
 SLOW_TIER_S = 30.0
-
-
-class TargetNotFound(RuntimeError):
-    """The PID to attach to does not exist; the message is for the user."""
 
 
 @dataclass
@@ -120,6 +120,8 @@ class HostSource:
         self._facts: dict[tuple[int, int], ProcFacts] = {}
         self.hints = hints
         self._start: int | None = None
+        self.identity: TargetId | None = None
+        """The target as opened (``open``): the other sources and the keys follow it."""
         self._children_t: float | None = None
         self._slow_t: float | None = None
         self._cgroup_paths: cg.CgroupPaths | None = None
@@ -132,12 +134,8 @@ class HostSource:
     @classmethod
     def open(cls, pid: int, **kwargs) -> HostSource:
         source = cls(pid, **kwargs)
-        stat = source._stat(pid)
-        if stat is None:
-            raise TargetNotFound(
-                f"no process with PID {pid} (it may have exited); check it with `ps -p {pid}`"
-            )
-        source._start = stat.start_ticks
+        source.identity = TargetId.of(pid, source._root)  # TargetNotFound: one line
+        source._start = source.identity.start_ticks
         return source
 
     # ---- small readers ---------------------------------------------------------------------
@@ -262,10 +260,14 @@ class HostSource:
         if st is None or st.start_ticks != p.start:
             return None
         cpu = kernel = None
-        if p.cpu_prev is not None and now > p.cpu_prev[0]:
+        if p.cpu_prev is None:
+            p.cpu_prev = (now, st.cpu_s, st.sys_s)
+        elif now - p.cpu_prev[0] >= CPU_RATE_MIN_S:
             cpu = max(0.0, (st.cpu_s - p.cpu_prev[1]) / (now - p.cpu_prev[0]))
             kernel = max(0.0, (st.sys_s - p.cpu_prev[2]) / (now - p.cpu_prev[0]))
-        p.cpu_prev = (now, st.cpu_s, st.sys_s)
+            p.cpu_prev = (now, st.cpu_s, st.sys_s)
+        # else: too soon to say (the first look at a target is followed within milliseconds
+        # by the first tick): unknown, and the next reading measures from the earlier one
         tasks = self._tasks(p.pid)
         runq, main_thread = self._schedstat(p, tasks, now)
         if p.thread_t is None or now - p.thread_t >= self.thread_tier_s:

@@ -22,6 +22,7 @@ from gputop.model.host import RANK, WORKER, ProcFacts, RankId, RoleHint, merge_h
 from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack
 from gputop.sources.procfs import tree_facts
 from gputop.sources.stack_phases import classify
+from gputop.sources.target import TargetId
 
 DUMP_TIMEOUT_S = 5.0
 BACKOFF_MAX_S = 60.0
@@ -168,10 +169,13 @@ class StackSource:
         wall: Callable[[], float] = time.time,
         proc_root: str = "/proc",
         hints: Callable[[], Mapping[int, RoleHint]] | None = None,
+        identity: TargetId | None = None,
     ) -> None:
         """``hints``: role evidence from elsewhere (``AgentLink.hints``), beside the stacks'
-        own (``stack_role``)."""
+        own (``stack_role``). ``identity``: the target as attached; once it is not alive the
+        tree is empty (a later process with its PID is never sampled)."""
         self.pid = pid
+        self.identity = identity
         self.spy = spy or PySpy()
         self._clock = clock
         self._wall = wall
@@ -189,7 +193,10 @@ class StackSource:
 
     def tree(self) -> list[tuple[int, str]]:
         """(pid, role) of the target and every process below it, roles by ``roles`` from
-        /proc, the stacks seen so far and the hints."""
+        /proc, the stacks seen so far and the hints; none once the target has exited."""
+        if self.identity is not None and not self.identity.alive():
+            self._facts, self._start, self._seen, self._ranks = {}, {}, {}, {}
+            return []
         facts = tree_facts(self.pid, self._proc, self._facts)
         self._facts = {(f.pid, f.start_ticks): f for f in facts}
         self._start = {f.pid: f.start_ticks for f in facts}
@@ -210,6 +217,9 @@ class StackSource:
         if self.spy.binary is None:
             return StacksSample(self.pid, now, self._wall(), (), problem=NO_PY_SPY)
         tree = self.tree()
+        if not tree and self.identity is not None and not self.identity.alive():
+            self._last.clear()
+            return StacksSample(self.pid, now, self._wall(), (), problem=self.identity.gone())
         alive = {pid for pid, _ in tree}
         workers = [pid for pid, role in tree if role == "worker"]
         due = [pid for pid, role in tree if role != "worker"]

@@ -173,6 +173,7 @@ class GputopApp(App):
             post=lambda view: self.post_message(CaptureUpdate(view)),
             run_thread=lambda work, group: self.run_worker(work, thread=True, group=group),
             capture_dir=str(self.config.capture_dir) if self.config.capture_dir else None,
+            identity=getattr(stacks, "identity", None),
         )
         self.target = target
         self.offer = offer
@@ -356,9 +357,10 @@ class GputopApp(App):
             self.query_one(VerdictPane).show(state.verdict, state.verdict_now)
             if changed in (None, "gpu", "host"):
                 self._update_header()
-            if len(state.problems) > self._seen_problems:
+            exited = changed == "host" and state.host is not None and state.host.state == "exited"
+            if len(state.problems) > self._seen_problems or exited:
                 self._update_status()
-        if changed in (None, "gpu", "agents"):
+        if changed in (None, "gpu", "agents", "host"):
             self._refresh_bindings_if_changed()
         if self._agent_came(changed):  # another way (the script imported it): not missing
             assert self.offer is not None
@@ -426,7 +428,10 @@ class GputopApp(App):
         self._seen_problems = len(problems)
         lines = [self.trouble] if self.trouble else []
         if self.offer is not None and self.offer.line:
-            lines.append(self.offer.line)
+            if self.offer.missing_said and self.offer.gone() is not None:
+                self.offer.line, self.offer.missing_said = "", False  # nothing to load into
+            else:
+                lines.append(self.offer.line)
         lines += self._problems
         status = self.query_one(StatusLine)
         status.update("\n".join(lines))
@@ -450,6 +455,8 @@ class GputopApp(App):
             return "no reading yet"
         if action == "dump_stacks" and self.stacks is None:
             return "needs a target (--pid or gputop run)"
+        if action == "dump_stacks" and (gone := self._target_gone()):
+            return gone
         if action in CAPTURE_ACTIONS:
             return self._capture_unavailable(action.removeprefix("capture_"))
         if action == "cancel_capture" and not self.capture_keys.running:
@@ -461,6 +468,12 @@ class GputopApp(App):
         if action == "interrupt" and self.job.poll() is not None:
             return "the job has exited"
         return None
+
+    def _target_gone(self) -> str | None:
+        """Why the target cannot be acted on any more (it exited; its PID may be another
+        process's now), or None."""
+        identity = getattr(self.stacks, "identity", None)
+        return identity.gone() if identity is not None and not identity.alive() else None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "interrupt" and self.job is None:
@@ -500,6 +513,8 @@ class GputopApp(App):
             return "needs a target (gputop --pid)"
         if self.offer.busy:
             return "loading the agent"
+        if (gone := self.offer.gone()) is not None:
+            return gone
         agents = self.session.state.agents
         if agents is not None and any(a.state == "connected" for a in agents.agents):
             return "the agent is loaded"
@@ -527,6 +542,8 @@ class GputopApp(App):
         """At start: with --attach, load; else say in one line that the agent is missing and
         how to load it (nothing when it is there)."""
         assert self.offer is not None
+        if self.offer.gone() is not None:
+            return  # exited before the screen opened: the host pane says so
         if self.offer.now:
             self._plan_then(confirm=False)
             return

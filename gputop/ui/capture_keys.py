@@ -44,9 +44,12 @@ class CaptureKeys:
         run_thread: Callable[[Callable[[], None], str], None],
         capture_dir: str | None = None,
         seconds: float = 10.0,
+        identity: Any = None,
     ) -> None:
         self.pid = pid
         """The target (None: no target, the keys say so)."""
+        self.identity = identity
+        """Its ``TargetId``: once it is not alive no capture starts (its PID may be reused)."""
         self._post = post
         self._run_thread = run_thread
         self.capture_dir = capture_dir
@@ -82,6 +85,8 @@ class CaptureKeys:
         """Why the ``capture_<what>`` key cannot work now, or None when it can."""
         if self.pid is None:
             return "needs a target (--pid or gputop run)"
+        if self.identity is not None and not self.identity.alive():
+            return self.identity.gone()
         if what == "nsys":
             if self._nsys_missing:
                 return self._nsys_missing
@@ -105,7 +110,7 @@ class CaptureKeys:
 
     def start(self, what: str) -> CaptureView | None:
         """Start the capture behind ``capture_<what>`` on a worker thread; its first view."""
-        if self.pid is None:
+        if self.pid is None or (self.identity is not None and not self.identity.alive()):
             return None
         kind = CAPTURE_KINDS[what]
         key = max(self.views, default=0) + 1

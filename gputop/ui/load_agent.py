@@ -24,10 +24,14 @@ class AgentOffer:
         now: bool = False,
         plan: Callable[..., Any] | None = None,
         load: Callable[..., Any] | None = None,
+        identity: Any = None,
     ) -> None:
+        """``identity``: the target's ``TargetId``; once it is not alive nothing is planned
+        or loaded (its PID may be another process's by then)."""
         from gputop.inject import load_agent, plan_load
 
         self.pid = pid
+        self.identity = identity
         self.now = now
         """--attach: load at start without asking (the flag was the answer)."""
         self._plan = plan or plan_load
@@ -38,12 +42,26 @@ class AgentOffer:
         self.missing_said = False
         """The line says the agent is missing (cleared when one connects another way)."""
 
+    def gone(self) -> str | None:
+        """Why the target can no longer be loaded into, or None."""
+        if self.identity is None or self.identity.alive():
+            return None
+        return self.identity.gone()
+
     def plan(self, roles: Mapping[int, str] | None, check_import: bool = True) -> Any:
         """``roles``: the host source's latest (DataLoader workers get no agent)."""
+        if (gone := self.gone()) is not None:
+            raise TargetGone(gone)
         return self._plan(self.pid, roles, check_import=check_import)
 
     def load(self, plan: Any, progress: Callable[[str], None]) -> str:
+        if (gone := self.gone()) is not None:  # asked again: the confirmation took a while
+            return f"the agent was not loaded: {gone}"
         return self._load(plan, progress=progress).line()
+
+
+class TargetGone(RuntimeError):
+    """The target exited before the agent could be planned; the message is for the user."""
 
 
 class LoadAgentScreen(ModalScreen[bool]):

@@ -16,7 +16,8 @@ import pytest
 from tests_support import as_nobody
 
 from gputop.model.host import DATALOADER_WORKER
-from gputop.sources.host import DENIED, HostSource, TargetNotFound
+from gputop.sources.host import DENIED, HostSource
+from gputop.sources.target import TargetNotFound
 
 BUSY_THREADS = """
 import hashlib, os, sys, threading
@@ -181,6 +182,22 @@ def test_target_that_exits_ends_in_the_exited_state():
 def test_missing_pid_is_a_clear_error():
     with pytest.raises(TargetNotFound, match="no process with PID 4000000"):
         HostSource.open(4_000_000)
+
+
+def test_a_cpu_rate_is_never_taken_over_a_few_milliseconds():
+    """stat counts 10-ms ticks: a busy process looked at twice within milliseconds (the first
+    look at a target, then the first tick) read 0.00 cores, and the job was called idle."""
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)
+        host = HostSource.open(busy.pid)
+        host.sample()  # the first look
+        assert host.sample().main.cpu_cores is None  # too soon to say, not "0.00"
+        time.sleep(0.5)
+        assert host.sample().main.cpu_cores > 0.1  # measured from the first look
+    finally:
+        busy.kill()
+        busy.wait()
 
 
 def test_reused_pid_is_a_new_process(tmp_path):
