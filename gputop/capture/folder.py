@@ -15,8 +15,10 @@ made, and nothing else is chmodded."""
 from __future__ import annotations
 
 import contextlib
+import grp
 import hashlib
 import os
+import pwd
 import shutil
 import socket
 import stat
@@ -187,7 +189,10 @@ def new_folder(root: Path, kind: str, now: float | None = None, host: str | None
     here), held open; a second capture in the same second gets a suffix. The caller closes it."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now if now is not None else time.time()))
     name = f"{stamp}-{kind}-{_safe(host or socket.gethostname())}"
-    root_fd = open_root(root)
+    try:
+        root_fd = open_root(root)
+    except OSError as e:  # the walk's own lookups say what they found; this is the rest
+        raise CaptureError(f"cannot open the capture folder {root}: {e.strerror}") from e
     try:
         for n in range(100):
             one = name if n == 0 else f"{name}-{n}"
@@ -214,11 +219,16 @@ def _hold_new(root: Path, name: str, root_fd: int) -> int:
         fd = os.open(name, _DIR, dir_fd=root_fd)
     except OSError as e:
         raise CaptureError(swapped) from e
-    st = os.fstat(fd)
-    if st.st_uid != os.geteuid():
+    try:
+        mine = os.fstat(fd).st_uid == os.geteuid()
+        if mine:
+            os.fchmod(fd, 0o700)  # whatever the umask
+    except OSError as e:
+        os.close(fd)
+        raise CaptureError(f"cannot make {root / name} private: {e.strerror}") from e
+    if not mine:
         os.close(fd)
         raise CaptureError(swapped)
-    os.fchmod(fd, 0o700)  # whatever the umask
     return fd
 
 
@@ -299,7 +309,7 @@ def _lookup(fd: int, name: str, shown: str, root: Path, make: bool = True) -> os
         return None
     except OSError as e:
         raise CaptureError(f"cannot open {shown}: {e.strerror}") from e
-    if os.fstat(fd).st_mode & 0o022 and st.st_uid not in (0, os.geteuid()):
+    if _writers(os.fstat(fd)) and st.st_uid not in (0, os.geteuid()):
         what = "a symlink" if stat.S_ISLNK(st.st_mode) else "a folder"
         raise CaptureError(
             f"{shown} is {what} of uid {st.st_uid} in a folder every user may write: its "
@@ -311,9 +321,32 @@ def _lookup(fd: int, name: str, shown: str, root: Path, make: bool = True) -> os
 def _check_dir(shown: str, st: os.stat_result) -> None:
     """Refuse a folder others may write without the sticky bit: they could rename what is in
     it and plant a link (with the sticky bit, only an entry's owner may)."""
-    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
-        who = "other users" if st.st_mode & 0o002 else "its group"
+    who = _writers(st)
+    if who and not st.st_mode & stat.S_ISVTX:
         raise CaptureError(
             f"{shown} can be written by {who} (mode {stat.S_IMODE(st.st_mode):04o}, no sticky "
             f"bit): they could swap a capture folder for a link; {FIX}"
         )
+
+
+def _writers(st: os.stat_result) -> str | None:
+    """Who besides the folder's owner may write in it: "other users", "its group", or None.
+    A user-private group (the owner's own, named after them, no other member: Debian's default
+    with umask 002) lets no one else in."""
+    if st.st_mode & 0o002:
+        return "other users"
+    if st.st_mode & 0o020 and not _private_group(st.st_uid, st.st_gid):
+        return "its group"
+    return None
+
+
+def _private_group(uid: int, gid: int) -> bool:
+    try:
+        owner, group = pwd.getpwuid(uid), grp.getgrgid(gid)
+    except KeyError:
+        return False
+    return (
+        owner.pw_gid == gid
+        and group.gr_name == owner.pw_name
+        and set(group.gr_mem) <= {owner.pw_name}
+    )

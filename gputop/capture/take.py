@@ -125,7 +125,10 @@ def _run(
         requested_at=time.time(),
         options=dict(options or {}),
     )
-    manifest.write(folder, m)
+    try:
+        manifest.write(folder, m)
+    except OSError as e:
+        raise CaptureError(f"cannot write in {folder.path}: {e.strerror or e}") from e
     started(folder.path)
     try:
         if kind == "pyspy-flame":

@@ -53,9 +53,12 @@ def test_a_folder_swapped_for_a_link_once_made_still_gets_every_file(tmp_path, v
     assert entry.path == "stacks.txt" and entry.bytes == 10
 
 
+@pytest.mark.parametrize("planted", ["link", "their folder"])
 def test_a_folder_swapped_between_mkdir_and_chmod_is_refused_and_the_target_not_chmodded(
-    tmp_path, victim, monkeypatch
+    tmp_path, victim, monkeypatch, planted
 ):
+    if planted == "their folder" and os.geteuid() != 0:
+        pytest.skip("needs root to plant a folder of another user")
     root = tmp_path / "caps"
     root.mkdir(mode=0o700)
     name = "19700101T000000Z-pyspy-dump-box"
@@ -63,13 +66,31 @@ def test_a_folder_swapped_between_mkdir_and_chmod_is_refused_and_the_target_not_
 
     def mkdir_then_swap(path, *args, **kwargs):  # the attacker wins the race every time
         real_mkdir(path, *args, **kwargs)
-        if os.path.basename(path) == name:
+        if os.path.basename(path) != name:
+            return
+        if planted == "link":
             swap(root, name, victim)
+        else:
+            os.rename(root / name, root / (name + ".moved"))
+            real_mkdir(root / name)
+            os.chmod(root / name, 0o755)
+            os.chown(root / name, NOBODY, NOBODY)
 
     monkeypatch.setattr(os, "mkdir", mkdir_then_swap)
     with pytest.raises(CaptureError, match=f"{name} was replaced right after it was made"):
         fold.new_folder(root, "pyspy-dump", now=0.0, host="box")
     assert untouched(victim)
+    if planted == "their folder":
+        assert stat.S_IMODE((root / name).stat().st_mode) == 0o755  # not chmodded
+
+
+def test_a_current_folder_that_is_gone_is_said_in_one_line(tmp_path, monkeypatch):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    with pytest.raises(CaptureError, match="cannot open the capture folder caps: No such file"):
+        fold.new_folder(Path("caps"), "pyspy-dump")
 
 
 def test_a_tool_given_the_folder_writes_through_the_descriptor(tmp_path, victim):
@@ -127,9 +148,20 @@ def test_a_root_others_may_write_without_the_sticky_bit_is_refused(tmp_path):
     root.chmod(0o777)
     line = refused(root)
     assert line.startswith(f"{root} can be written by other users (mode 0777, no sticky bit)")
+    assert os.listdir(root) == []
+
+
+@root_only
+def test_a_root_a_shared_group_may_write_is_refused_a_private_group_is_not(tmp_path):
+    root = tmp_path / "caps"
+    root.mkdir()
     root.chmod(0o770)
+    os.chown(root, 0, NOBODY)  # nogroup: not root's own group
     assert refused(root).startswith(f"{root} can be written by its group (mode 0770")
     assert os.listdir(root) == []
+    os.chown(root, 0, 0)  # root's user-private group (umask 002 on Debian makes these 0775)
+    with fold.new_folder(root, "pyspy-dump", now=0.0, host="box") as f:
+        f.write("x", b"1")
 
 
 def test_a_parent_others_may_write_is_refused_and_nothing_is_made_below_it(tmp_path):
