@@ -262,10 +262,12 @@ def open_root(root: Path) -> int:
                 if target.startswith("/"):
                     fd, here = _step(fd, "/", "/"), "/"
                 continue
+            made = st is None and part != ".."
             fd, here = _step(fd, part, there), there
-            if st is None and part != "..":  # made just now
-                os.fchmod(fd, 0o700)
             st = os.fstat(fd)
+            if made and st.st_uid == os.geteuid():  # made just now: 0700 whatever the umask
+                os.fchmod(fd, 0o700)
+                st = os.fstat(fd)
             _check_dir(here, st)
             if not parts and st.st_uid not in (0, os.geteuid()):
                 raise CaptureError(
