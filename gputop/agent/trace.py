@@ -10,15 +10,18 @@ training: every failure becomes a result the monitor reads.
 
 The request is not trusted: the folder must be absolute, a real directory (not a symlink),
 owned by this process's user and private (no group or other bits), and the bounds in range.
+The folder is opened once, when the request is checked, and held until its result: every file
+is written through that descriptor (torch gets ``/proc/self/fd/N/<name>``), so renaming the
+folder and planting a link in its place later sends nothing elsewhere (issue 17).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import os
 import shutil
-import stat
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -50,6 +53,17 @@ class Request:
     record_shapes: bool = False
     with_stack: bool = False
     profile_memory: bool = False
+    dir_fd: int = -1
+    """The folder, held from the check to the result; files are made relative to it."""
+
+    def path(self, name: str) -> str:
+        """``name`` in the held folder, as a path for torch: through the descriptor."""
+        return f"/proc/self/fd/{self.dir_fd}/{name}"
+
+    def release(self) -> None:
+        if self.dir_fd >= 0:
+            os.close(self.dir_fd)
+            self.dir_fd = -1
 
 
 @dataclass
@@ -83,13 +97,21 @@ def _check(msg: dict[str, Any]) -> Request | str:
     if not isinstance(folder, str) or not os.path.isabs(folder) or "\0" in folder:
         return "the folder must be an absolute path"
     try:
-        st = os.lstat(folder)
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENOTDIR):
+            return PRIVATE
         return f"cannot use the folder: {e.strerror}"
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
-        return "the folder must be a private directory (0700) of this process's user"
+    st = os.fstat(fd)
+    if st.st_uid != os.getuid() or st.st_mode & 0o077:
+        os.close(fd)
+        return PRIVATE
     flags = {k: opts.get(k) is True for k in ("record_shapes", "with_stack", "profile_memory")}
-    return Request(rid, kind, steps, folder, cap, **flags)
+    return Request(rid, kind, steps, folder, cap, **flags, dir_fd=fd)
+
+
+PRIVATE = "the folder must be a private directory (0700) of this process's user"
+_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class TraceCapture:
@@ -114,6 +136,7 @@ class TraceCapture:
             return req
         with self._lock:
             if self.pending is not None or self.running is not None:
+                req.release()
                 return "a capture is already running in this process"
             self.pending = req
         return None
@@ -199,48 +222,52 @@ class TraceCapture:
 
         import torch
 
-        final = os.path.join(run.req.folder, f"{self._name()}.memory.pickle")
+        req = run.req
+        final = f"{self._name()}.memory.pickle"
         tmp = final + ".partial"
         try:
-            torch.cuda.memory._dump_snapshot(tmp)
-            size = os.path.getsize(tmp)
-            with open(tmp, "rb") as f:
+            torch.cuda.memory._dump_snapshot(req.path(tmp))
+            with os.fdopen(_read(req, tmp), "rb") as f:
+                os.fchmod(f.fileno(), 0o600)
+                size = os.fstat(f.fileno()).st_size
                 snap = pickle.load(f)  # our own file, just written by torch
             if size < MEMORY_MIN_BYTES or not (isinstance(snap, dict) and snap.get("segments")):
                 run.error = "the snapshot holds no allocations (nothing allocated on the GPU?)"
             else:
-                os.chmod(tmp, 0o600)
-                os.replace(tmp, final)
-                run.files.append(os.path.basename(final))
-                if size > run.req.max_bytes:
-                    run.error = f"the snapshot is over the {run.req.max_bytes} byte cap"
+                os.replace(tmp, final, src_dir_fd=req.dir_fd, dst_dir_fd=req.dir_fd)
+                run.files.append(final)
+                if size > req.max_bytes:
+                    run.error = f"the snapshot is over the {req.max_bytes} byte cap"
         except Exception as e:
             run.error = f"dumping the snapshot failed: {type(e).__name__}: {e}"
         finally:
             with contextlib.suppress(Exception):
                 torch.cuda.memory._record_memory_history(enabled=None)
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+            _remove(req, tmp)
 
     def _write(self, run: Running, prof: Any) -> None:
         """on_trace_ready: a gzipped chrome trace, written as .partial and renamed."""
-        final = os.path.join(run.req.folder, f"{self._name()}.pt.trace.json.gz")
+        req = run.req
+        final = f"{self._name()}.pt.trace.json.gz"
         raw = final[: -len(".gz")] + ".partial"
         try:
-            prof.export_chrome_trace(raw)
-            with open(raw, "rb") as src, gzip.open(final + ".partial", "wb") as dst:
+            prof.export_chrome_trace(req.path(raw))
+            out = os.open(final + ".partial", _NEW, 0o600, dir_fd=req.dir_fd)
+            with (
+                os.fdopen(_read(req, raw), "rb") as src,
+                os.fdopen(out, "wb") as sink,
+                gzip.GzipFile(fileobj=sink, mode="wb") as dst,
+            ):
                 shutil.copyfileobj(src, dst)
-            os.chmod(final + ".partial", 0o600)
-            os.replace(final + ".partial", final)
-            run.files.append(os.path.basename(final))
-            if os.path.getsize(final) > run.req.max_bytes:
-                run.error = f"the trace is over the {run.req.max_bytes} byte cap"
+            os.replace(final + ".partial", final, src_dir_fd=req.dir_fd, dst_dir_fd=req.dir_fd)
+            run.files.append(final)
+            if os.stat(final, dir_fd=req.dir_fd).st_size > req.max_bytes:
+                run.error = f"the trace is over the {req.max_bytes} byte cap"
         except Exception as e:
             run.error = f"writing the trace failed: {type(e).__name__}: {e}"
         finally:
             for leftover in (raw, final + ".partial"):
-                if os.path.exists(leftover):
-                    os.unlink(leftover)
+                _remove(req, leftover)
 
     def _finish(self, run: Running, step_no: int) -> None:
         self.running = None
@@ -263,6 +290,7 @@ class TraceCapture:
     ) -> None:
         if req is None:
             return
+        req.release()
         torch = sys.modules.get("torch")
         with self._lock:
             self.results.append(
@@ -276,3 +304,13 @@ class TraceCapture:
                     "python": sys.version.split()[0],
                 }
             )
+
+
+def _read(req: Request, name: str) -> int:
+    """A file in the held folder, opened to read without following a link."""
+    return os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=req.dir_fd)
+
+
+def _remove(req: Request, name: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(name, dir_fd=req.dir_fd)

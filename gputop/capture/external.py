@@ -33,9 +33,11 @@ def run_tool(
     timeout: float,
     cancel: threading.Event | None = None,
     env: dict[str, str] | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> ToolRun:
     """Run ``argv`` to completion, or until ``timeout`` seconds or ``cancel``; never raises for
-    the tool's own failures (they are in the result)."""
+    the tool's own failures (they are in the result). ``pass_fds``: descriptors the tool gets
+    (a capture folder it writes into through ``/proc/self/fd/N``)."""
     clean = dict(env if env is not None else os.environ)
     clean.pop("RUST_BACKTRACE", None)  # py-spy would append Rust backtraces to its errors
     try:
@@ -46,6 +48,7 @@ def run_tool(
             stdin=subprocess.DEVNULL,
             start_new_session=True,
             env=clean,
+            pass_fds=tuple(pass_fds),
             umask=0o077,  # what the tool writes is private to the user, like the folder
         )
     except FileNotFoundError:

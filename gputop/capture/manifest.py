@@ -7,11 +7,10 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from gputop import __version__
-from gputop.capture.folder import FileEntry, write_partial
+from gputop.capture.folder import FileEntry, Folder
 
 SCHEMA = "gputop.capture/1"
 STATUSES = ("running", "ok", "partial", "failed", "timeout", "cancelled")
@@ -111,6 +110,6 @@ def document(m: Manifest) -> dict[str, Any]:
     }
 
 
-def write(folder: Path, m: Manifest) -> None:
+def write(folder: Folder, m: Manifest) -> None:
     data = json.dumps(document(m), indent=2).encode() + b"\n"
-    write_partial(folder / "manifest.json", data)
+    folder.write("manifest.json", data)

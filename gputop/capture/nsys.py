@@ -6,17 +6,15 @@ that session. For any other job the capture explains this and prints the relaunc
 
 from __future__ import annotations
 
-import os
 import shlex
 import shutil
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from pathlib import Path
 
 from gputop.capture.external import run_tool
-from gputop.capture.folder import entry
+from gputop.capture.folder import Folder
 from gputop.capture.manifest import CaptureTarget, Manifest, Progress, Tool
 from gputop.sources.procfs import descendants, parse_environ, start_ticks
 
@@ -75,7 +73,7 @@ def not_under_nsys(pid: int, proc_root: str = "/proc") -> str:
 
 def window(
     m: Manifest,
-    folder: Path,
+    folder: Folder,
     pid: int,
     seconds: float,
     max_bytes: int,
@@ -88,7 +86,9 @@ def window(
     session = session_of(pid)
     if session is None:
         return m.ended("failed", not_under_nsys(pid))
-    out = folder / "nsys"
+    # nsys writes from its session's own process, which cannot share our descriptor: it gets
+    # the held folder's path now, below a root checked to be safe from other users
+    out = folder.real_path() / "nsys"
     start = [nsys, "start", f"--session={session}", f"--output={out}"]
     stop = [nsys, "stop", f"--session={session}"]
     m = replace(m, targets=(CaptureTarget(pid, "main", start_ticks(pid)),),
@@ -106,10 +106,11 @@ def window(
     ended = run_tool(stop, STOP_S)  # always stop, even when cancelled: the session stays usable
     tool = Tool("nsys", m.tool.version if m.tool else None, (*start, "&&", *stop),
                 (began.stderr_tail + ended.stderr_tail)[-2000:])  # fmt: skip
-    reports = sorted(p for p in folder.iterdir() if p.suffix in (".nsys-rep", ".qdrep"))
-    for p in reports:
-        os.chmod(p, 0o600)
-    files = tuple(entry(folder, p) for p in reports)
+    reports = [n for n in folder.names() if n.endswith((".nsys-rep", ".qdrep"))]
+    reports = [n for n in reports if folder.size(n) is not None]  # regular files only
+    for n in reports:
+        folder.make_private(n)
+    files = tuple(folder.entry(n) for n in reports)
     took = time.monotonic() - t0
     if ended.returncode != 0 or not files:
         why = ended.stderr_tail.strip().splitlines()[-1:] or ["no report was written"]

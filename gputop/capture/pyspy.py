@@ -8,11 +8,10 @@ import json
 import threading
 import time
 from dataclasses import replace
-from pathlib import Path
 
 from gputop.capture.external import run_tool
 from gputop.capture.flamegraph import merge, render
-from gputop.capture.folder import entry, partial, write_partial
+from gputop.capture.folder import Folder
 from gputop.capture.manifest import CaptureTarget, Manifest, Progress, Tool
 from gputop.model.stacks import ThreadStack
 from gputop.render.stacks import dump_text
@@ -72,7 +71,7 @@ def _version(binary: str) -> str | None:
 
 def flame(
     m: Manifest,
-    folder: Path,
+    folder: Folder,
     pid: int,
     seconds: float,
     rate: int,
@@ -81,17 +80,19 @@ def flame(
     progress=lambda p: None,
 ) -> Manifest:
     """``py-spy record`` of ``pid`` and its subprocesses as speedscope JSON, and an SVG drawn
-    from the same samples."""
+    from the same samples. py-spy writes through the held folder's descriptor (passed to it,
+    ``/proc/self/fd/N/...``): no folder name is looked up on the way."""
     binary = find_py_spy()
     if binary is None:
         return m.ended("failed", NO_PY_SPY)
     ticks = start_ticks(pid)
     if ticks is None:
         return m.ended("failed", f"pid {pid} is not running")
-    out = folder / "pyspy.speedscope.json"
+    out = "pyspy.speedscope.json"
+    tmp = out + ".partial"
     argv = [binary, "record", "--pid", str(pid), "--duration", str(max(1, round(seconds))),
             "--rate", str(rate), "--format", "speedscope", "--idle", "--nonblocking",
-            "--subprocesses", "--output", str(partial(out))]  # fmt: skip
+            "--subprocesses", "--output", folder.tool_path(tmp)]  # fmt: skip
     tool = Tool("py-spy", _version(binary), tuple(argv))
     tree = StackSource(pid).tree()  # the processes --subprocesses will follow, as they are now
     targets = with_versions(pid, tuple(CaptureTarget(p, r, start_ticks(p)) for p, r in tree))
@@ -106,7 +107,8 @@ def flame(
     ticker = threading.Thread(target=tick, daemon=True)
     ticker.start()
     try:
-        result = run_tool(argv, timeout=seconds + OVERRUN_S, cancel=cancel)
+        result = run_tool(argv, timeout=seconds + OVERRUN_S, cancel=cancel,
+                          pass_fds=(folder.fd,))  # fmt: skip
     finally:
         done.set()
     took = time.monotonic() - started
@@ -116,9 +118,8 @@ def flame(
     # py-spy ends a recording early only when the target is gone (it may still be exiting)
     short = took < seconds - 1.5 and not result.cancelled and not result.timed_out
     exited = short or start_ticks(pid) != ticks
-    have = partial(out).exists() and partial(out).stat().st_size > 0
-    if not have:
-        partial(out).unlink(missing_ok=True)
+    if not folder.size(tmp):
+        folder.remove(tmp)
         if result.cancelled:
             return m.ended("cancelled", "cancelled before py-spy wrote anything", tool=tool)
         reason = (
@@ -127,13 +128,9 @@ def flame(
             else explain(result.stderr_tail, result.returncode, pid)
         )
         return m.ended("timeout" if result.timed_out else "failed", reason, tool=tool)
-    partial(out).rename(out)
-    files = [entry(folder, out)]
-    try:
-        doc = json.loads(out.read_text())
-    except (OSError, ValueError):
-        return m.ended("failed", "py-spy's output is not JSON", tool=tool, files=tuple(files))
-    size = out.stat().st_size
+    folder.rename(tmp, out)
+    files = [folder.entry(out)]
+    size = files[0].bytes
     if size > max_bytes:
         return m.ended(
             "partial",
@@ -142,9 +139,13 @@ def flame(
             tool=tool,
             files=tuple(files),
         )
-    svg = folder / "flame.svg"
-    write_partial(svg, render(merge(doc), f"pid {pid} and its subprocesses, {took:.0f} s").encode())
-    files.append(entry(folder, svg))
+    try:  # read once it is known to be under the cap
+        doc = json.loads(folder.read(out))
+    except (OSError, ValueError):
+        return m.ended("failed", "py-spy's output is not JSON", tool=tool, files=tuple(files))
+    svg = render(merge(doc), f"pid {pid} and its subprocesses, {took:.0f} s").encode()
+    folder.write("flame.svg", svg)
+    files.append(folder.entry("flame.svg"))
     status, reason = "ok", ""
     if result.cancelled:
         status, reason = "cancelled", f"cancelled after {took:.0f} s; kept what was recorded"
@@ -175,7 +176,7 @@ def _dump_one(spy: PySpy, pid: int) -> tuple[list[ThreadStack] | None, str | Non
     return threads, error, ""
 
 
-def dump(m: Manifest, folder: Path, pid: int, max_bytes: int) -> Manifest:
+def dump(m: Manifest, folder: Folder, pid: int, max_bytes: int) -> Manifest:
     """Every process and thread of the tree now, as text and JSON (phases classified)."""
     spy = PySpy()
     if spy.binary is None:
@@ -198,14 +199,13 @@ def dump(m: Manifest, folder: Path, pid: int, max_bytes: int) -> Manifest:
         status = "failed" if error else "ok"
         targets.append(CaptureTarget(p, role, start_ticks(p), status=status, note=error or note))
     tool = Tool("py-spy", _version(spy.binary), (spy.binary, "dump", "--json", "--nonblocking"))
-    text_path, json_path = folder / "stacks.txt", folder / "stacks.json"
-    write_partial(text_path, dump_text(results).encode())
+    folder.write("stacks.txt", dump_text(results).encode())
     doc = [
         {"pid": p, "role": role, "error": error, "threads": jsonable(threads or [])}
         for p, role, threads, error in results
     ]
-    write_partial(json_path, json.dumps(doc, indent=1).encode())
-    files = (entry(folder, text_path), entry(folder, json_path))
+    folder.write("stacks.json", json.dumps(doc, indent=1).encode())
+    files = (folder.entry("stacks.txt"), folder.entry("stacks.json"))
     ok = [t for t in targets if t.status == "ok"]
     if capped:
         status, reason = "partial", f"stopped at the {max_bytes / 2**20:g} MiB cap"

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gputop.capture import manifest, nsys, pyspy, torch_trace
-from gputop.capture.folder import CaptureError, check_free, new_folder
+from gputop.capture.folder import CaptureError, Folder, check_free, new_folder
 from gputop.capture.manifest import Manifest
 from gputop.sources.procfs import start_ticks
 
@@ -94,48 +94,66 @@ def take(
         _running.add(key)
     try:
         check_free(root, b.max_bytes)
-        folder = new_folder(root, kind)
-        m = Manifest(
-            id=folder.name,
-            kind=kind,
-            bounds={
-                "seconds": b.seconds,
-                "rate": b.rate,
-                "max_bytes": b.max_bytes,
-                "steps": b.steps,
-            },
-            requested_at=time.time(),
-            options=dict(options or {}),
-        )
-        manifest.write(folder, m)
-        started(folder)
-        try:
-            if kind == "pyspy-flame":
-                assert b.seconds is not None and b.rate is not None
-                m = pyspy.flame(
-                    m, folder, pid, b.seconds, b.rate, b.max_bytes, cancel or threading.Event(),
-                    progress,
-                )  # fmt: skip
-            elif kind == "nsys":
-                assert b.seconds is not None
-                m = nsys.window(m, folder, pid, b.seconds, b.max_bytes,
-                                cancel or threading.Event(), progress)  # fmt: skip
-            elif kind in torch_trace.STEPS:
-                assert b.steps is not None
-                m = torch_trace.trace(m, folder, pid, b.steps, b.max_bytes,
-                                      cancel or threading.Event(), progress, kind=kind,
-                                      options=m.options)  # fmt: skip
-            else:
-                m = pyspy.dump(m, folder, pid, b.max_bytes)
-        except CaptureError as e:  # found out once started (no agent): said in the manifest
-            m = m.ended("failed", str(e))
-        except OSError as e:  # disk full, folder removed under us: said, never raised on
-            m = m.ended("failed", f"writing the capture failed: {e.strerror or e}")
-        try:
-            manifest.write(folder, m)
-        except OSError as e:
-            m = m.ended("failed", f"cannot write the manifest: {e.strerror or e}")
-        return m, folder
+        with new_folder(root, kind) as folder:
+            return _run(kind, pid, b, folder, cancel, progress, started, options)
     finally:
         with _lock:
             _running.discard(key)
+
+
+def _run(
+    kind: str,
+    pid: int,
+    b: Bounds,
+    folder: Folder,
+    cancel: threading.Event | None,
+    progress: Callable[[object], None],
+    started: Callable[[Path], None],
+    options: dict[str, bool] | None,
+) -> tuple[Manifest, Path]:
+    """The capture in its held folder, from the first manifest to the last."""
+    assert b.max_bytes is not None
+    m = Manifest(
+        id=folder.name,
+        kind=kind,
+        bounds={
+            "seconds": b.seconds,
+            "rate": b.rate,
+            "max_bytes": b.max_bytes,
+            "steps": b.steps,
+        },
+        requested_at=time.time(),
+        options=dict(options or {}),
+    )
+    try:
+        manifest.write(folder, m)
+    except OSError as e:
+        raise CaptureError(f"cannot write in {folder.path}: {e.strerror or e}") from e
+    started(folder.path)
+    try:
+        if kind == "pyspy-flame":
+            assert b.seconds is not None and b.rate is not None
+            m = pyspy.flame(
+                m, folder, pid, b.seconds, b.rate, b.max_bytes, cancel or threading.Event(),
+                progress,
+            )  # fmt: skip
+        elif kind == "nsys":
+            assert b.seconds is not None
+            m = nsys.window(m, folder, pid, b.seconds, b.max_bytes,
+                            cancel or threading.Event(), progress)  # fmt: skip
+        elif kind in torch_trace.STEPS:
+            assert b.steps is not None
+            m = torch_trace.trace(m, folder, pid, b.steps, b.max_bytes,
+                                  cancel or threading.Event(), progress, kind=kind,
+                                  options=m.options)  # fmt: skip
+        else:
+            m = pyspy.dump(m, folder, pid, b.max_bytes)
+    except CaptureError as e:  # found out once started (no agent): said in the manifest
+        m = m.ended("failed", str(e))
+    except OSError as e:  # disk full, folder removed under us: said, never raised on
+        m = m.ended("failed", f"writing the capture failed: {e.strerror or e}")
+    try:
+        manifest.write(folder, m)
+    except OSError as e:
+        m = m.ended("failed", f"cannot write the manifest: {e.strerror or e}")
+    return m, folder.path

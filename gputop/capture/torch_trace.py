@@ -9,9 +9,8 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 
-from gputop.capture.folder import CaptureError, entry
+from gputop.capture.folder import CaptureError, Folder, plain
 from gputop.capture.manifest import CaptureTarget, Manifest, Progress, Tool
 from gputop.sources.agent_link import AgentLink
 from gputop.sources.procfs import start_ticks
@@ -42,7 +41,7 @@ def _connect(pid: int, link: AgentLink) -> list[tuple[int, dict]]:
 
 def trace(
     m: Manifest,
-    folder: Path,
+    folder: Folder,
     pid: int,
     steps: int,
     max_bytes: int,
@@ -58,6 +57,7 @@ def trace(
         agents = _connect(pid, link)
         if not agents:
             raise CaptureError(NO_AGENT.format(pid=pid))
+        where = str(folder.real_path())  # the agents are other processes: a path they can open
         rid = {p: f"{folder.name}-{p}"[-64:] for p, _ in agents}
         targets: dict[int, CaptureTarget] = {}
         for p, hello in agents:
@@ -65,7 +65,7 @@ def trace(
             targets[p] = CaptureTarget(p, "rank" if rank is not None else "main", start_ticks(p),
                                 rank=rank, python=hello.get("python"))  # fmt: skip
             sent = link.send(p, {"type": "capture", "kind": kind, "id": rid[p],
-                                 "steps": steps, "dir": str(folder.resolve()),
+                                 "steps": steps, "dir": where,
                                  "max_bytes": max_bytes, "options": options or {}})  # fmt: skip
             if not sent:
                 targets[p] = replace(targets[p], status="failed", note="lost the connection")
@@ -86,10 +86,9 @@ def trace(
                     targets[p] = replace(t, status=r["status"], note=r["message"],
                                          steps=r["steps"], torch=r["torch"],
                                          python=r["python"] or t.python)  # fmt: skip
-                    for name in r["files"]:
-                        f = folder / name
-                        if f.is_file():
-                            m = replace(m, files=(*m.files, entry(folder, f)))
+                    for name in r["files"]:  # names from the agent: only plain ones, here
+                        if isinstance(name, str) and plain(name) and folder.size(name) is not None:
+                            m = replace(m, files=(*m.files, folder.entry(name)))
                 elif link.state_of(p) == "exited":
                     targets[p] = replace(t, status="failed", note=f"pid {p} exited")
             progress(Progress(0, steps, "steps"))  # per-step progress is the agent's to tell

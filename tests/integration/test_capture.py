@@ -133,7 +133,7 @@ def test_a_target_py_spy_may_not_read_fails_with_the_fix(tmp_path):
         time.sleep(0.5)
         # pytest's own tmp is root-only, and so may $TMPDIR be: /tmp is open to every user
         root = Path(tempfile.mkdtemp(prefix="gputop-caps-", dir="/tmp"))
-        os.chmod(root, 0o777)
+        os.chmod(root, 0o1777)  # sticky, like /tmp: without it captures are refused there
         # this environment's py-spy may sit in a folder only root may enter (CI's mktemp venv)
         spy = root / "bin" / "py-spy"
         spy.parent.mkdir(mode=0o755)

@@ -84,19 +84,25 @@ def test_folders_are_private_named_by_time_kind_and_host(tmp_path):
         os.umask(old)
     assert a.name == "19700101T000000Z-pyspy-dump-gpu_box_1"
     assert b.name == a.name + "-1"
-    for p in (root, a, b):
+    b.close()
+    for p in (root, a.path, b.path):
         assert stat.S_IMODE(p.stat().st_mode) == 0o700
-    fold.write_partial(a / "x.txt", b"hello")
-    assert stat.S_IMODE((a / "x.txt").stat().st_mode) == 0o600
-    assert not (a / "x.txt.partial").exists()
-    assert fold.entry(a, a / "x.txt").sha256.startswith("2cf24dba")
+    with a:
+        a.write("x.txt", b"hello")
+        assert a.entry("x.txt").sha256.startswith("2cf24dba")
+    assert stat.S_IMODE((a.path / "x.txt").stat().st_mode) == 0o600
+    assert not (a.path / "x.txt.partial").exists()
 
 
 def test_a_symlink_planted_for_a_file_is_not_followed(tmp_path):
     (tmp_path / "elsewhere").write_text("theirs")
-    os.symlink(tmp_path / "elsewhere", tmp_path / "x.txt.partial")
-    with pytest.raises(OSError):
-        fold.write_partial(tmp_path / "x.txt", b"mine")
+    with fold.new_folder(tmp_path / "caps", "pyspy-dump") as f:
+        os.symlink(tmp_path / "elsewhere", f.path / "x.txt.partial")
+        with pytest.raises(OSError):
+            f.write("x.txt", b"mine")
+        os.symlink(tmp_path / "elsewhere", f.path / "y.txt")
+        with pytest.raises(OSError):
+            f.entry("y.txt")  # a link is not described as the capture's own file
     assert (tmp_path / "elsewhere").read_text() == "theirs"
 
 
@@ -116,8 +122,9 @@ def test_the_manifest_matches_its_schema_while_running_and_after(tmp_path):
         files=(FileEntry("flame.svg", 3, "0" * 64),),
         tool=Tool("py-spy", "py-spy 0.4.3", ("py-spy", "record"), "tail"),
     )  # fmt: skip
-    write(tmp_path, done)
-    doc = json.loads((tmp_path / "manifest.json").read_text())
+    with fold.new_folder(tmp_path / "caps", "pyspy-flame") as f:
+        write(f, done)
+    doc = json.loads((f.path / "manifest.json").read_text())
     jsonschema.validate(doc, SCHEMA)
     assert doc["status"] == "partial" and doc["targets"][0]["steps"] == [3, 9]
     assert doc["requested_at"] == "1970-01-01T00:00:01.500Z"
