@@ -270,7 +270,9 @@ class GputopApp(App):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGHUP, signal.SIGTERM):
-                loop.add_signal_handler(sig, self.exit)
+                loop.add_signal_handler(sig, self._leave_on_signal, sig)
+        if self.job is not None and self.job.ending is not None:  # it came before the screen
+            self.exit()
         if self._start_sampler:
             self._start_samplers()
         if self.offer is not None:
@@ -304,6 +306,15 @@ class GputopApp(App):
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGHUP, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
+        if self.job is not None:  # removing the loop's handlers left the default (death)
+            self.job.forward_signals()
+
+    def _leave_on_signal(self, sig: int) -> None:
+        """SIGHUP (the terminal is gone) or SIGTERM: leave, restoring the terminal. A job
+        started by `gputop run` gets the signal too, as it would have without gputop."""
+        if self.job is not None:
+            self.job.pass_on(sig)
+        self.exit()
 
     # ---- data in: every reading goes to the session; its state is drawn unless paused ----
 
