@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from textual.app import App
 from textual.binding import Binding
-from textual.keys import _character_to_key
+from textual.keys import _character_to_key, key_to_character
 from textual.screen import Screen
 
 from gputop.config import shown
@@ -28,7 +28,7 @@ NAMED_KEYS = frozenset(
     + ["pagedown", "pageup", "right", "space", "tab", "up"]
     + [f"f{n}" for n in range(1, 25)]
 )
-CHARACTER_NAMES = frozenset(_character_to_key(chr(c)) for c in range(33, 127))
+ASCII_NAMES = frozenset(_character_to_key(chr(c)) for c in range(33, 127))
 """Printable ASCII characters by the names Textual gives them (question_mark, plus, comma)."""
 
 
@@ -52,7 +52,7 @@ def parse_key(text: str) -> str:
     if mods and len(name) == 1 and name.isupper():  # what the terminal sends for alt+P
         mods, name = [*mods, "shift"] if "shift" not in mods else mods, name.lower()
     key = _key_name(name)
-    if mods == ["shift"] and (len(name) == 1 or key in CHARACTER_NAMES):
+    if mods == ["shift"] and (len(name) == 1 or _names_a_character(key)):
         raise ValueError(f"shift+{name} never arrives (write the character itself, e.g. Q)")
     return "+".join([*sorted(mods), key])
 
@@ -61,11 +61,21 @@ def _key_name(name: str) -> str:
     if len(name) == 1:
         if not name.isprintable() or name.isspace():
             raise ValueError(f"{shown(name)} is not a key")
-        return _character_to_key(name)
+        # Textual names other characters itself (set_keymap), by names not all spellable back
+        return _character_to_key(name) if name.isascii() else name
     lower = name.lower()
-    if lower in NAMED_KEYS or lower in CHARACTER_NAMES:
+    if lower in NAMED_KEYS or _names_a_character(lower):
         return lower
     raise ValueError(f"{shown(name)} is not a key name (a character, or e.g. escape, f1, up)")
+
+
+def _names_a_character(name: str) -> bool:
+    """The name Textual gives a character when it is pressed (question_mark, plus,
+    inverted_exclamation_mark), not another spelling of it."""
+    if name in ASCII_NAMES:  # some are Textual's own short names (plus), not Unicode's
+        return True
+    character = key_to_character(name)
+    return character is not None and _character_to_key(character) == name
 
 
 def parse_keys(text: str) -> tuple[str, ...]:
