@@ -46,8 +46,19 @@ SHOWN = 60
 """Characters of a bad value quoted in a problem line."""
 
 
+NO_HOME = Path("/nonexistent")
+"""The home of a user with none: no $HOME and no passwd entry (a container's --user 12345)."""
+
+
 def default_config_dir() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    """``$XDG_CONFIG_HOME/gputop`` or ``~/.config/gputop``; a user without a home has no
+    config file there, which is not an error."""
+    base = os.environ.get("XDG_CONFIG_HOME")
+    if not base:
+        try:
+            base = str(Path.home() / ".config")
+        except RuntimeError:
+            base = str(NO_HOME / ".config")
     return Path(base) / "gputop"
 
 
