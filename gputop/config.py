@@ -1,7 +1,9 @@
 """Settings: built-in defaults < config file (~/.config/gputop/config.toml) < command-line flags.
 
 A bad config file never stops gputop: each problem becomes one line in ``Config.problems``
-(shown once at start) and the bad value is replaced by its default.
+(shown once at start: the file, the setting, what is wrong, what is used instead) and the bad
+value is replaced by its default. Key strings are checked by the screen (``ui/keymap.py``),
+which knows the bindings.
 
     # ~/.config/gputop/config.toml
     interval = 2.0          # seconds between screen updates (0.5 .. 10)
@@ -20,6 +22,7 @@ A bad config file never stops gputop: each problem becomes one line in ``Config.
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -36,10 +39,26 @@ INTERVAL_MIN = 0.5
 INTERVAL_MAX = 10.0
 COLOR_MODES = ("auto", "truecolor", "256", "16", "mono")
 LOW_BANDWIDTH_INTERVAL = 5.0
+FILE_LIMIT = 1 << 20
+"""Bytes read at most from a config or theme file (a FIFO or /dev/zero must not hang or fill
+memory)."""
+SHOWN = 60
+"""Characters of a bad value quoted in a problem line."""
+
+
+NO_HOME = Path("/nonexistent")
+"""The home of a user with none: no $HOME and no passwd entry (a container's --user 12345)."""
 
 
 def default_config_dir() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    """``$XDG_CONFIG_HOME/gputop`` or ``~/.config/gputop``; a user without a home has no
+    config file there, which is not an error."""
+    base = os.environ.get("XDG_CONFIG_HOME")
+    if not base:
+        try:
+            base = str(Path.home() / ".config")
+        except RuntimeError:
+            base = str(NO_HOME / ".config")
     return Path(base) / "gputop"
 
 
@@ -57,9 +76,12 @@ class Config:
     capture_dir: Path | None = None
     """Where capture folders go; None: $GPUTOP_CAPTURE_DIR or ./gputop-captures."""
     keys: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """Binding id -> key string as written; checked against the bindings by the screen."""
     themes_dir: Path = field(default_factory=lambda: default_config_dir() / "themes")
     problems: tuple[str, ...] = ()
     """One line per problem found in the config file or flags (bad values were ignored)."""
+    file: Path | None = None
+    """The config file read, if any (the screen names it in key-binding problems)."""
 
     def effective(self) -> Config:
         """Apply the low-bandwidth preset on top of whatever was not chosen explicitly."""
@@ -77,64 +99,182 @@ def clamp_interval(value: float) -> float:
     return min(INTERVAL_MAX, max(INTERVAL_MIN, value))
 
 
+def shown(value: object) -> str:
+    """A value as a problem line quotes it: short, one line, never a nested structure's repr
+    (which may be huge or too deep to print)."""
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return f"a list of {len(value)}"
+    text = repr(value)
+    return text if len(text) <= SHOWN else text[: SHOWN - 3] + "..."
+
+
+def one_line(text: str) -> str:
+    """Problem lines are one line each, whatever a parser's message or a file name holds."""
+    return " ".join(text.split())
+
+
+def read_small_text(path: Path, limit: int = FILE_LIMIT) -> str:
+    """The text of a regular file of at most ``limit`` bytes. Raises OSError,
+    UnicodeDecodeError, or ValueError (not a regular file, too large)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("it is not a regular file")
+        chunks, size = [], 0
+        while size <= limit and (chunk := os.read(fd, 65536)):
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise ValueError(f"it is larger than {limit // 1024} KiB")
+    return b"".join(chunks).decode()
+
+
+def parse_toml(text: str) -> dict[str, Any]:
+    """TOML text -> its table; ValueError with one line on any failure (deep nesting makes
+    tomllib recurse until RecursionError)."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"it is not valid TOML ({one_line(str(e))})") from None
+    except RecursionError:
+        raise ValueError("it is nested too deeply to read") from None
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """A small TOML file's table; ValueError with one line (OSError for a missing file)."""
+    try:
+        text = read_small_text(path)
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        raise ValueError(f"it cannot be read ({e.strerror or e})") from None
+    except UnicodeDecodeError:
+        raise ValueError("it is not UTF-8 text") from None
+    return parse_toml(text)
+
+
+def _expanded(name: str, value: str, problems: list[str], instead: str) -> Path | None:
+    """``~`` and ``~user`` expanded; a user that does not exist is a problem, not a crash."""
+    if "\0" in value:
+        problems.append(f"{name} = {shown(value)} holds a NUL byte; using {instead}")
+        return None
+    try:
+        return Path(value).expanduser()
+    except RuntimeError:  # ~nosuchuser, or ~ with no $HOME and no passwd entry
+        user = value[1:].split("/", 1)[0] or "the current user"
+        problems.append(f"{name} = {shown(value)}: no home directory for {user}; using {instead}")
+        return None
+
+
+DEFAULT_WORDS = {
+    "interval": f"{Config.interval} s",
+    "theme": Config.theme,
+    "color": Config.color,
+    "mouse": str(Config.mouse).lower(),
+    "low_bandwidth": str(Config.low_bandwidth).lower(),
+    "snapshot_dir": "the current directory",
+    "capture_dir": "$GPUTOP_CAPTURE_DIR or ./gputop-captures",
+    "themes_dir": "~/.config/gputop/themes",
+}
+"""What a bad setting falls back to, as its problem line says."""
+
+
+def _keys(value: Any, problems: list[str]) -> Mapping[str, str] | None:
+    """The [keys] table's string entries; others are reported one line each (the screen
+    checks the key strings themselves)."""
+    if not isinstance(value, dict):
+        problems.append(
+            f'keys must be a table of binding id = "key[,key...]", not {shown(value)}; '
+            "using the default keys"
+        )
+        return None
+    good = {}
+    for bid, keys in value.items():
+        if isinstance(keys, str):
+            good[bid] = keys
+        else:
+            problems.append(
+                f'[keys] {bid} must be a string like "q" or "ctrl+q,x", not {shown(keys)}; '
+                "keeping its default keys"
+            )
+    return MappingProxyType(good)
+
+
 def _check(name: str, value: Any, problems: list[str]) -> Any:
     """The value if valid for ``name``, else None (with a problem recorded)."""
+    instead = DEFAULT_WORDS.get(name, "")
     if name == "interval":
         if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
             if not INTERVAL_MIN <= value <= INTERVAL_MAX:
                 problems.append(
-                    f"interval {value} is outside {INTERVAL_MIN}..{INTERVAL_MAX} s; clamped"
+                    f"interval {shown(value)} is outside {INTERVAL_MIN}..{INTERVAL_MAX} s; clamped"
                 )
             return clamp_interval(float(value))
-        problems.append(f"interval must be a number of seconds, not {value!r}")
+        problems.append(
+            f"interval must be a number of seconds, not {shown(value)}; using {instead}"
+        )
     elif name == "color":
         if value in COLOR_MODES:
             return value
-        problems.append(f"color must be one of {', '.join(COLOR_MODES)}, not {value!r}")
+        problems.append(
+            f"color must be one of {', '.join(COLOR_MODES)}, not {shown(value)}; using {instead}"
+        )
     elif name in ("mouse", "low_bandwidth"):
         if isinstance(value, bool):
             return value
-        problems.append(f"{name} must be true or false, not {value!r}")
+        problems.append(f"{name} must be true or false, not {shown(value)}; using {instead}")
     elif name == "theme":
         if isinstance(value, str) and value:
             return value
-        problems.append(f"theme must be a theme name, not {value!r}")
+        problems.append(f"theme must be a theme name, not {shown(value)}; using {instead}")
     elif name in ("snapshot_dir", "themes_dir", "capture_dir"):
         if isinstance(value, str) and value:
-            return Path(value).expanduser()
-        problems.append(f"{name} must be a path, not {value!r}")
+            return _expanded(name, value, problems, instead)
+        problems.append(f"{name} must be a path, not {shown(value)}; using {instead}")
     elif name == "keys":
-        if isinstance(value, dict) and all(
-            isinstance(k, str) and isinstance(v, str) and v for k, v in value.items()
-        ):
-            return MappingProxyType(dict(value))
-        problems.append('keys must be a table of binding id = "key[,key...]"')
+        return _keys(value, problems)
     else:
-        problems.append(f"unknown setting {name!r} (ignored)")
+        problems.append(f"unknown setting {shown(name)} (ignored)")
     return None
+
+
+def _unknown_in_one_line(problems: list[str]) -> list[str]:
+    """Unknown settings as one line, however many a file has."""
+    unknown = [p for p in problems if p.startswith("unknown setting ")]
+    if len(unknown) <= 1:
+        return problems
+    names = [p.removeprefix("unknown setting ").removesuffix(" (ignored)") for p in unknown]
+    more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+    line = f"unknown settings {', '.join(names[:5])}{more} (ignored)"
+    return [p for p in problems if p not in unknown] + [line]
 
 
 def load_config(path: Path | None = None) -> Config:
     """Read the config file (default location when ``path`` is None); never raises."""
     explicit = path is not None
     path = path or Path(os.environ.get("GPUTOP_CONFIG", default_config_dir() / "config.toml"))
-    problems: list[str] = []
     try:
-        data = tomllib.loads(path.read_text())
+        data = read_toml(path)
     except FileNotFoundError:
         if explicit:
-            problems.append(f"config file {path} does not exist; using defaults")
-        return Config(problems=tuple(problems))
-    except (OSError, UnicodeDecodeError) as e:
-        return Config(problems=(f"cannot read config file {path}: {e}; using defaults",))
-    except tomllib.TOMLDecodeError as e:
-        return Config(problems=(f"config file {path} is not valid TOML ({e}); using defaults",))
+            return Config(
+                problems=(one_line(f"config file {path} does not exist; using defaults"),)
+            )
+        return Config()
+    except (OSError, ValueError) as e:
+        return Config(problems=(one_line(f"config file {path}: {e}; using defaults"),))
+    problems: list[str] = []
     values = {}
     for name, value in data.items():
         checked = _check(name, value, problems)
         if checked is not None:
             values[name] = checked
-    return Config(**values, problems=tuple(f"{path}: {p}" for p in problems))
+    problems = _unknown_in_one_line(problems)
+    return Config(**values, file=path, problems=tuple(one_line(f"{path}: {p}") for p in problems))
 
 
 def with_flags(config: Config, **flags: Any) -> Config:

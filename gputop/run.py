@@ -23,6 +23,9 @@ from gputop.sources.procfs import descendants
 
 BOOTSTRAP = Path(__file__).resolve().parent / "agent" / "_bootstrap"
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
+ENDING = (signal.SIGTERM, signal.SIGHUP)
+"""Passed on, and gputop ends once the job has: someone wants the whole run stopped (SIGTERM)
+or its terminal is gone (SIGHUP)."""
 
 
 class RunError(RuntimeError):
@@ -90,6 +93,8 @@ class Job:
             if out is not None:
                 out.close()
         self.pid = self.proc.pid
+        self.ending: int | None = None
+        """An ``ENDING`` signal gputop passed on: gputop waits for the job, then ends."""
 
     def poll(self) -> int | None:
         return self.proc.poll()
@@ -100,13 +105,25 @@ class Job:
         return exit_status(code) if code is not None else None
 
     def signal(self, sig: int) -> None:
-        """To the whole job: the child's process group and every descendant (torchrun starts
-        its ranks in sessions of their own)."""
-        for pid in descendants(self.pid):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, sig)
+        """Once to every process of the job: its process group, then each descendant outside
+        it (torchrun starts its ranks in sessions of their own). Twice would run a handler
+        twice: a trainer that checkpoints on SIGINT does it again, torchrun takes a second
+        SIGINT as "give up the clean stop"."""
+        tree = descendants(self.pid)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, sig)
+        for pid in tree:
+            try:
+                if os.getpgid(pid) != self.pid:
+                    os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                continue
+
+    def pass_on(self, sig: int) -> None:
+        """A signal gputop received, for the job (as if gputop were not between them)."""
+        if sig in ENDING:
+            self.ending = sig
+        self.signal(sig)
 
     def stop(self, grace: float = 5.0) -> int:
         """SIGINT (like ctrl+c), then SIGTERM, then SIGKILL; returns the exit status."""
@@ -120,8 +137,10 @@ class Job:
         return exit_status(self.proc.wait())
 
     def forward_signals(self) -> None:
+        """From now on the ``FORWARDED`` signals gputop gets go to the job (the screen, while
+        it runs, handles SIGTERM and SIGHUP itself and passes them on the same way)."""
         for sig in FORWARDED:
-            signal.signal(sig, lambda s, _f: self.signal(s))
+            signal.signal(sig, lambda s, _f: self.pass_on(s))
 
     def wait(self) -> int:
         return self.proc.wait()

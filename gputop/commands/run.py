@@ -4,6 +4,7 @@ starts (no code change), and watch it; gputop exits with the job's status."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -50,7 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gputop.run import Job, RunError, exit_status, run_headless
+    from gputop.run import Job, RunError, run_headless
     from gputop.sources.agent_link import AgentLink
     from gputop.sources.host import HostSource
 
@@ -92,15 +93,33 @@ def run(args: argparse.Namespace) -> int:
         host = None  # it already exited: the log says why
     gpus = open_gpus(board)
     run_tui(gpus, config, new_session(gpus, sinks, follower), with_tree(host, job.pid), job=job)
+    return _after_screen(job)
+
+
+def _after_screen(job) -> int:
+    """The screen has closed: the job's status once it ended (waiting for it when gputop passed
+    it SIGTERM or SIGHUP), else where it goes on."""
+    import signal
+
+    if job.poll() is None and job.ending is not None:
+        name = signal.Signals(job.ending).name
+        _say(f"gputop: passed {name} on to the job (pid {job.pid}); waiting for it to end")
+        job.wait()  # further signals are passed on meanwhile
     if job.poll() is None:
-        print(
-            f"gputop: the job goes on as pid {job.pid}; its output: {job.log_path}",
-            file=sys.stderr,
-        )
+        _say(f"gputop: the job goes on as pid {job.pid}; its output: {job.log_path}")
         return 0
+    from gputop.run import exit_status
+
     code = exit_status(job.wait())
     tail = job.tail()
     if tail:
-        print(tail)
-    print(f"gputop: the job exited with status {code}; its output: {job.log_path}", file=sys.stderr)
+        _say(tail, sys.stdout)
+    _say(f"gputop: the job exited with status {code}; its output: {job.log_path}")
     return code
+
+
+def _say(line: str, out=None) -> None:
+    """A last line; after SIGHUP the terminal may be gone, which must not cost the job's
+    status."""
+    with contextlib.suppress(OSError, ValueError):
+        print(line, file=out or sys.stderr, flush=True)

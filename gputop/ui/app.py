@@ -23,7 +23,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Footer
 
-from gputop.config import INTERVAL_MAX, INTERVAL_MIN, Config, clamp_interval
+from gputop.config import INTERVAL_MAX, INTERVAL_MIN, Config, clamp_interval, shown
 from gputop.diagnose import Verdict
 from gputop.model import DeviceInfo, GpuSample, Timeline
 from gputop.model.host import HostSample
@@ -36,6 +36,7 @@ from gputop.ui.captures_text import CaptureView
 from gputop.ui.detail import DetailScreen
 from gputop.ui.gpu_text import short_name
 from gputop.ui.help import HelpScreen
+from gputop.ui.keymap import checked_keymap
 from gputop.ui.messages import CaptureUpdate, Reading, SourceTrouble
 from gputop.ui.themes import DEFAULT_THEME, GPUTOP_VARIABLES, all_theme_dirs, load_themes
 from gputop.ui.widgets import (
@@ -190,20 +191,27 @@ class GputopApp(App):
         self._seen_problems = 0
         self._start_sampler = start_sampler
         self._samplers: list[Any] = []
-        themes, theme_problems = load_themes(all_theme_dirs(self.config.themes_dir))
+        wanted = self.config.theme
+        if self.config.color == "mono" and wanted == DEFAULT_THEME:
+            wanted = "gputop-mono"
+        themes, theme_problems, skipped = load_themes(
+            all_theme_dirs(self.config.themes_dir), chosen=wanted
+        )
         self._problems += theme_problems
         self.gputop_themes = [t.name for t in themes]
         for theme in themes:
             self.register_theme(theme)
-        wanted = self.config.theme
-        if self.config.color == "mono" and wanted == DEFAULT_THEME:
-            wanted = "gputop-mono"
         if wanted not in self.available_themes:
-            self._problems.append(f"theme {wanted!r} not found; using {DEFAULT_THEME}")
-            wanted = DEFAULT_THEME
+            if wanted not in skipped:  # a skipped file's line already says so
+                self._problems.append(f"theme {shown(wanted)} not found; using {DEFAULT_THEME}")
+            wanted = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
         self.theme = wanted
-        if self.config.keys:
-            self.set_keymap(dict(self.config.keys))
+        keymap, key_problems = checked_keymap(
+            self.config.keys, self.all_bindings(), str(self.config.file or "")
+        )
+        self._problems += key_problems
+        if keymap:
+            self.set_keymap(keymap)
 
     # ---- what the session holds now (tests and actions read these) ----
 
@@ -271,7 +279,9 @@ class GputopApp(App):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGHUP, signal.SIGTERM):
-                loop.add_signal_handler(sig, self.exit)
+                loop.add_signal_handler(sig, self._leave_on_signal, sig)
+        if self.job is not None and self.job.ending is not None:  # it came before the screen
+            self.exit()
         if self._start_sampler:
             self._start_samplers()
         if self.offer is not None:
@@ -305,6 +315,15 @@ class GputopApp(App):
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGHUP, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
+        if self.job is not None:  # removing the loop's handlers left the default (death)
+            self.job.forward_signals()
+
+    def _leave_on_signal(self, sig: int) -> None:
+        """SIGHUP (the terminal is gone) or SIGTERM: leave, restoring the terminal. A job
+        started by `gputop run` gets the signal too, as it would have without gputop."""
+        if self.job is not None:
+            self.job.pass_on(sig)
+        self.exit()
 
     # ---- data in: every reading goes to the session; its state is drawn unless paused ----
 

@@ -210,4 +210,8 @@ class SimBanner(Static):
 
 
 class StatusLine(Static):
-    """Persistent problems: a stalled driver, a bad config or theme file."""
+    """Persistent problems: a stalled driver, a bad config or theme file. Plain text: the lines
+    quote what files hold, and "[/x]" read as markup would stop the screen."""
+
+    def __init__(self, content: str = "", *, id: str | None = None) -> None:
+        super().__init__(content, markup=False, id=id)

@@ -236,18 +236,23 @@ async def test_save_failure_is_one_message_not_a_crash(make_app, tmp_path):
 
 async def test_keys_are_remapped_from_the_config_file(make_app, tmp_path):
     cfg = tmp_path / "config.toml"
-    cfg.write_text('[keys]\nquit = "x"\npause = "z"\n')
+    cfg.write_text('[keys]\nquit = "w"\npause = "z"\n')
     from gputop.config import load_config
 
     config = load_config(cfg)
     assert config.problems == ()
     app = make_app(config=config)
     async with app.run_test() as pilot:
-        await pilot.press("q")
-        assert app.is_running
+        await pilot.press("p")  # no longer pause's
+        assert not app.paused and app.is_running
         await pilot.press("z")
         assert app.paused
-        await pilot.press("x")
+        await pilot.press("w")
+        await pilot.pause()
+    assert not app.is_running
+    app = make_app(config=config)
+    async with app.run_test() as pilot:
+        await pilot.press("q")  # q quits whatever quit is mapped to
         await pilot.pause()
     assert not app.is_running
 
