@@ -931,6 +931,8 @@ def side_work(sig: RuleInputs) -> Finding:
         if spikes and len(spikes) <= periodic and total and excess / total > spike_time:
             phases = sorted({s.grew for s in spikes})
             gc_spikes = any(p.startswith("gc") for p in phases)
+            if "gc" in phases and "gc (full collections)" in phases:
+                phases.remove("gc")  # one GC entry: a young collection lengthened by load too
             agree.append(
                 Evidence(
                     f"{len(spikes)} of {n} steps over {SPIKE:g}x the median "

@@ -118,7 +118,9 @@ def test_dataloader_workers_are_found_and_the_spinning_one_uses_a_core():
     assert len(workers) == 3
     assert all(w.name == DATALOADER_WORKER and w.ppid == p.pid for w in workers)
     spinning = max(workers, key=lambda w: w.cpu_cores)
-    assert spinning.cpu_cores == pytest.approx(1.0, abs=0.3)
+    # in cores: a whole one on an idle machine, its share of one on a busy one (the rate over
+    # the last 0.5 s, within what a loaded machine gives a spinning process)
+    assert 0.2 < spinning.cpu_cores <= 1.15
     assert all(w.cpu_cores < 0.1 for w in workers if w is not spinning)
     assert s.main.role == "main" and s.main.cpu_cores < 0.1
     assert s.processes[0].role == "main"

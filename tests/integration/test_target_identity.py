@@ -11,12 +11,12 @@ import time
 from pathlib import Path
 
 import pytest
+from tests_support import REPO
 
 from gputop.commands.common import attach
 from gputop.sources.target import TargetId, TargetNotFound
 from gputop.ui.capture_keys import CaptureKeys
 from gputop.ui.load_agent import AgentOffer, TargetGone
-from tests_support import REPO
 
 SLEEPER = "import time\nwhile True: time.sleep(0.05)"
 AGENT_SERVER = (
