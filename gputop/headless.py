@@ -34,6 +34,8 @@ class Diagnosis:
     """The latest MFU of the main rank (None: no agent steps to compute it over)."""
     label: str | None = None
     """What the timeline's last line shows (``Verdict.label``)."""
+    denied: set[str] = field(default_factory=set)
+    """What of the target's /proc could not be read (another user's process): said once."""
     target_exit: dict[str, Any] | None = None
     """When the attached process ended during the run: t_s, pid, exit_code (None: unknown,
     a process gputop did not start)."""
@@ -60,6 +62,11 @@ def diagnose(
         if now - out.started >= duration or stop():
             break
         sleep(max(0.0, min(due.values()) - clock()))
+    if out.denied and session.state.host is not None:
+        out.problems.append(
+            f"pid {session.state.host.pid}: could not read its {', '.join(sorted(out.denied))} "
+            "(another user's process: run gputop as that user or as root)"
+        )
     for problem in session.state.problems:
         if problem not in out.problems:
             out.problems.append(problem)
@@ -70,10 +77,12 @@ def _note(out: Diagnosis, state: SessionState, kind: str) -> None:
     """The verdict timeline (a line when the principal changes), the main rank's MFU and
     what the stacks source could not do."""
     if kind == "stacks" and state.stacks is not None:
-        problem = state.stacks.problem
-        if problem and problem not in out.problems:
-            out.problems.append(problem)
+        for problem in (state.stacks.problem, *(p.error for p in state.stacks.processes)):
+            if problem and problem not in out.problems:
+                out.problems.append(problem)
     host = state.host
+    if kind == "host" and host is not None and host.main is not None:
+        out.denied.update(host.main.na)
     if kind == "host" and host is not None and host.state == "exited" and not out.target_exit:
         out.target_exit = {"t_s": round(max(0.0, host.t - out.started), 2), "pid": host.pid,
                            "exit_code": host.exit_code}  # fmt: skip

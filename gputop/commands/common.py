@@ -323,6 +323,10 @@ def offer_agent(attached: Attached, load: bool, say: Any = None) -> None:
             say(plan.summary())  # asked for: say why nothing is done
         return
     if not load:
+        if not plan.todo and plan.refusals:  # --attach would fail: say why instead
+            say(f"pid {attached.pid} has no gputop agent, and it cannot be loaded: "
+                f"{plan.refusals[0]}")  # fmt: skip
+            return
         say(
             f"pid {attached.pid} has no gputop agent (no step phases; stacks only): add "
             "--attach to load it without a restart"

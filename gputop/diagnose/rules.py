@@ -1313,6 +1313,11 @@ def idle(sig: RuleInputs) -> Finding:
     if sig.host is not None and sig.host.exited:
         exited = Evidence("the target process has exited", "host")
         return _finding("idle", [exited], [], [], "nothing is training")
+    inside = sig.steps is not None or (sig.stacks is not None and sig.stacks.samples > 0)
+    if sig.host is not None and not inside:
+        # a live process that uses no CPU is asleep or stuck: only its steps or its stacks
+        # tell idle from hung (py-spy denied or missing, no agent): never concluded without
+        return _finding("idle", [], [], ["agent", "stacks"], "nothing is training")
     quiet, busy = _quiet(sig)
     # every source that is there must have said so: a first host reading has no CPU rate yet
     present = {

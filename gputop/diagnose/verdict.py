@@ -64,9 +64,9 @@ def evaluate(sig: RuleInputs, now: float, state: State = State()) -> tuple[Verdi
             ("NVML", sig.gpu),
             ("host", sig.host),
             ("agent", sig.steps),
-            ("stacks", sig.stacks),
+            ("stacks", sig.stacks and sig.stacks.samples),  # dumps that all failed: none
         )
-        if present is not None
+        if present
     )
     if not inputs:
         return Verdict(

@@ -567,7 +567,10 @@ class GputopApp(App):
             self._plan_then(confirm=False)
             return
         plan = self.offer.plan(self._roles(), check_import=False)
-        if not plan.nothing_to_do:
+        if not plan.todo and plan.refusals:  # the key would fail: say why once, offer nothing
+            self._say_agent(f"pid {self.offer.pid} has no gputop agent, and it cannot be "
+                            f"loaded: {plan.refusals[0]}")  # fmt: skip
+        elif not plan.nothing_to_do:
             self._say_agent(f"pid {self.offer.pid} has no gputop agent (stacks only): press a "
                             "to load it, no restart")  # fmt: skip
             self.offer.missing_said = True

@@ -21,6 +21,7 @@ class FakePlan:
     def __init__(self, todo: bool = True, loaded: bool = False) -> None:
         self.todo = ("x",) if todo else ()
         self.nothing_to_do = loaded
+        self.refusals = () if todo or loaded else (self.summary(),)
 
     def lines(self) -> list[str]:
         return [f"pid {PID} (Python 3.11): gdb queues a pending call", "needs: the same user"]
