@@ -17,6 +17,7 @@ from gputop.model.step_stats import Mfu
 from gputop.session import Session, SessionState
 from gputop.snapshot import jsonable
 from gputop.sources.feeds import Feed
+from gputop.sources.watchdog import SourceStalled, Watchdog
 
 SCHEMA_VERSION = 1
 
@@ -53,15 +54,29 @@ def diagnose(
     ``duration`` passes or ``stop()`` is true; the verdict timeline is noted as it changes."""
     out = Diagnosis(started=clock())
     due = {f.kind: out.started for f in sources}
-    while True:
-        now = clock()
-        for f in sources:
-            if now >= due[f.kind]:
-                due[f.kind] = max(due[f.kind] + f.period, now)
-                _note(out, session.take(f.kind, f.read()), f.kind)
-        if now - out.started >= duration or stop():
-            break
-        sleep(max(0.0, min(due.values()) - clock()))
+    # each read on a worker thread with the feed's deadline, as the screen's samplers do: a
+    # wedged driver costs one timeout, then its reads fail fast while the others go on, and the
+    # main thread stays where SIGINT and the duration can stop the run
+    dogs = {f.kind: Watchdog(f.what, timeout=f.timeout) for f in sources}
+    try:
+        while True:
+            now = clock()
+            for f in sources:
+                if now >= due[f.kind]:
+                    due[f.kind] = max(due[f.kind] + f.period, now)
+                    try:
+                        reading = dogs[f.kind].call(f.read)
+                    except SourceStalled as e:
+                        if str(e) not in out.problems:
+                            out.problems.append(str(e))
+                        continue
+                    _note(out, session.take(f.kind, reading), f.kind)
+            if clock() - out.started >= duration or stop():
+                break
+            sleep(max(0.0, min(due.values()) - clock()))
+    finally:
+        for dog in dogs.values():
+            dog.close()
     if out.denied and session.state.host is not None:
         out.problems.append(
             f"pid {session.state.host.pid}: could not read its {', '.join(sorted(out.denied))} "

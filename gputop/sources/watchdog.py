@@ -34,7 +34,7 @@ class Watchdog:
     def __init__(self, name: str, timeout: float = 2.0) -> None:
         self.name = name
         self.timeout = timeout
-        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], _Slot]] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], _Slot] | None] = queue.SimpleQueue()
         self._busy_since: float | None = None
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._work, name=f"gputop-{name}", daemon=True)
@@ -42,7 +42,10 @@ class Watchdog:
 
     def _work(self) -> None:
         while True:
-            fn, slot = self._jobs.get()
+            job = self._jobs.get()
+            if job is None:
+                return  # closed
+            fn, slot = job
             try:
                 slot.value = fn()
             except BaseException as e:  # handed back to the caller, who re-raises it
@@ -65,6 +68,10 @@ class Watchdog:
         if slot.error is not None:
             raise slot.error
         return slot.value
+
+    def close(self) -> None:
+        """The worker thread ends once its current call (if any) returns; no calls after."""
+        self._jobs.put(None)
 
     @property
     def stalled(self) -> bool:
