@@ -18,25 +18,53 @@ from gputop.commands import MONITOR, SUBCOMMANDS
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser; each subcommand's own parser is in its ``commands`` attribute (a
+    usage error found while running a subcommand is said with that command's usage)."""
     parser = argparse.ArgumentParser(
         prog="gputop",
         description="Attach to a training job and see why it is slow: GPU, host, stacks, steps. "
         "With no command, gputop opens the live monitor on this machine's GPUs.",
+        epilog=MONITOR.EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"gputop {__version__}")
     MONITOR.add_arguments(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parsers: dict[str | None, argparse.ArgumentParser] = {None: parser}
     for command in SUBCOMMANDS:
-        p = sub.add_parser(command.NAME, help=command.HELP, description=command.DESCRIPTION)
+        p = sub.add_parser(
+            command.NAME,
+            help=command.HELP,
+            description=command.DESCRIPTION,
+            epilog=getattr(command, "EXAMPLES", None),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         command.add_arguments(p)
+        parsers[command.NAME] = p
+    parser.set_defaults(parsers=parsers)
     return parser
+
+
+def once_alias(argv: list[str], parser: argparse.ArgumentParser) -> list[str]:
+    """``-1`` means ``--once`` where it stands alone (nvitop's habit). Not an argparse option:
+    one that looks like a negative number makes argparse read ``--interval -1`` as a flag
+    without its value, and the range error would be lost."""
+    takes_value = {
+        s for a in parser._actions for s in a.option_strings if a.nargs != 0
+    }  # the top level's own: a subcommand's flags come after its name, where -1 is left alone
+    out: list[str] = []
+    for i, arg in enumerate(argv):
+        if arg == "--" or (arg in {c.NAME for c in SUBCOMMANDS}):
+            return out + argv[i:]
+        out.append("--once" if arg == "-1" and (not out or out[-1] not in takes_value) else arg)
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     # gputop itself must never start an agent, even inside a `gputop run` job's environment
     os.environ.pop("GPUTOP_AGENT_AUTOSTART", None)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(once_alias(list(sys.argv[1:] if argv is None else argv), parser))
     from gputop.commands.common import UsageError
     from gputop.record.fileformat import RecordingError
     from gputop.sim import SimConfigError
@@ -47,8 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = commands.get(args.command, MONITOR)
     try:
         return command.run(args)
-    except (SimConfigError, UsageError) as e:
-        parser.error(str(e))
+    except (SimConfigError, UsageError) as e:  # exit 2 with the command's own usage
+        args.parsers.get(args.command, parser).error(str(e))
     except (SinkError, RecordingError) as e:
         print(f"gputop: {e}", file=sys.stderr)
         return 2

@@ -41,6 +41,10 @@ class CaptureError(Exception):
     """A capture that cannot start or go on: the message says what happened and what to do."""
 
 
+class CaptureBoundsError(CaptureError):
+    """A bound given out of its range (--seconds, --rate, --steps, --max-mb): a usage error."""
+
+
 @dataclass(frozen=True)
 class FileEntry:
     """One file of a capture, as its manifest lists it: size and hash let a copy be checked."""

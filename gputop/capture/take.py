@@ -11,7 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gputop.capture import manifest, nsys, pyspy, torch_trace
-from gputop.capture.folder import CaptureError, Folder, check_free, new_folder
+from gputop.capture.folder import (
+    CaptureBoundsError,
+    CaptureError,
+    Folder,
+    check_free,
+    new_folder,
+)
 from gputop.capture.manifest import Manifest
 from gputop.sources.procfs import start_ticks
 
@@ -34,25 +40,27 @@ class Bounds:
 def checked(kind: str, b: Bounds) -> Bounds:
     """Defaults filled in; a bound outside its range is an error that says the range."""
     if kind not in KINDS:
-        raise CaptureError(f"unknown capture kind {kind!r}: one of {', '.join(KINDS)}")
+        raise CaptureBoundsError(f"unknown capture kind {kind!r}: one of {', '.join(KINDS)}")
     if kind == "pyspy-flame":
         seconds = pyspy.FLAME_SECONDS if b.seconds is None else b.seconds
         if not 1 <= seconds <= pyspy.FLAME_SECONDS_MAX:
-            raise CaptureError(f"--seconds {seconds:g}: from 1 to {pyspy.FLAME_SECONDS_MAX:g}")
+            raise CaptureBoundsError(
+                f"--seconds {seconds:g}: from 1 to {pyspy.FLAME_SECONDS_MAX:g}"
+            )
         rate = pyspy.FLAME_RATE if b.rate is None else b.rate
         if not 1 <= rate <= pyspy.FLAME_RATE_MAX:
-            raise CaptureError(f"--rate {rate}: from 1 to {pyspy.FLAME_RATE_MAX} samples/s")
+            raise CaptureBoundsError(f"--rate {rate}: from 1 to {pyspy.FLAME_RATE_MAX} samples/s")
         cap = pyspy.FLAME_MAX_BYTES if b.max_bytes is None else b.max_bytes
     elif kind == "nsys":
         seconds = nsys.SECONDS if b.seconds is None else b.seconds
         if not 1 <= seconds <= nsys.SECONDS_MAX:
-            raise CaptureError(f"--seconds {seconds:g}: from 1 to {nsys.SECONDS_MAX:g}")
+            raise CaptureBoundsError(f"--seconds {seconds:g}: from 1 to {nsys.SECONDS_MAX:g}")
         cap = nsys.MAX_BYTES if b.max_bytes is None else b.max_bytes
         return _capped(Bounds(seconds, None, cap))
     elif kind in torch_trace.STEPS:
         steps = torch_trace.STEPS[kind] if b.steps is None else b.steps
         if not 1 <= steps <= torch_trace.STEPS_MAX:
-            raise CaptureError(f"--steps {steps}: from 1 to {torch_trace.STEPS_MAX}")
+            raise CaptureBoundsError(f"--steps {steps}: from 1 to {torch_trace.STEPS_MAX}")
         cap = torch_trace.MAX_BYTES[kind] if b.max_bytes is None else b.max_bytes
         return _capped(Bounds(None, None, cap, steps))
     else:
@@ -67,7 +75,7 @@ MAX_BYTES_LIMIT = 64 * 2**30
 
 def _capped(b: Bounds) -> Bounds:
     if b.max_bytes is None or not 0 < b.max_bytes <= MAX_BYTES_LIMIT:
-        raise CaptureError(f"--max-mb must be above 0 and at most {MAX_BYTES_LIMIT // 2**20}")
+        raise CaptureBoundsError(f"--max-mb must be above 0 and at most {MAX_BYTES_LIMIT // 2**20}")
     return b
 
 

@@ -22,6 +22,15 @@ DESCRIPTION = (
 KINDS = ("pyspy-flame", "pyspy-dump", "torch-trace", "memory-snapshot", "nsys")
 
 
+EXAMPLES = """\
+examples:
+  gputop capture pyspy-dump --pid 1234        every Python thread of the job now
+  gputop capture pyspy-flame --pid 1234 --seconds 20
+  gputop capture torch-trace --pid 1234 --steps 5   needs the agent in the job
+"""
+"""Shown after the flags in --help."""
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("kind", choices=KINDS, help="what to capture")
     p.add_argument("--pid", type=int, required=True, metavar="PID", help="the target process")
@@ -54,7 +63,7 @@ def _capture_dir_from_config() -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gputop.capture.folder import CaptureError, capture_root
+    from gputop.capture.folder import CaptureBoundsError, CaptureError, capture_root
     from gputop.capture.manifest import document
     from gputop.capture.take import Bounds, take
 
@@ -74,9 +83,12 @@ def run(args: argparse.Namespace) -> int:
                 if getattr(args, k)
             },
         )
-    except CaptureError as e:
-        print(f"gputop: {e}", file=sys.stderr)
+    except CaptureBoundsError as e:  # a flag out of range: usage, as argparse's own errors
+        print(f"gputop capture: {e}", file=sys.stderr)
         return 2
+    except CaptureError as e:  # the target gone, a folder refused, no room: the world
+        print(f"gputop: {e}", file=sys.stderr)
+        return 1
     finally:
         signal.signal(signal.SIGINT, previous)
     if args.json:

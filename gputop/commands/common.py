@@ -21,6 +21,25 @@ class UsageError(Exception):
 
 # ---- flag groups ----
 
+BUNDLED_THEMES = ("gputop-dark", "gputop-light", "gputop-ansi", "gputop-mono")
+"""The themes in themes/ (a test holds this to the folder): listed in --help without reading it."""
+
+
+def interval_seconds(text: str) -> float:
+    """--interval: seconds within the range the screen keeps (argparse says the range and exits
+    2 otherwise, before anything opens)."""
+    from gputop.config import INTERVAL_MAX, INTERVAL_MIN
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not INTERVAL_MIN <= value <= INTERVAL_MAX:
+        raise argparse.ArgumentTypeError(
+            f"{text} s is outside {INTERVAL_MIN:g}..{INTERVAL_MAX:g} seconds"
+        )
+    return value
+
 
 def add_sim_flags(p: argparse.ArgumentParser) -> None:
     """--sim-board and its companions: a simulated board below pynvml instead of the driver."""
@@ -63,7 +82,7 @@ def add_ui_flags(
 
     p.add_argument(
         "--interval",
-        type=float,
+        type=interval_seconds,
         metavar="S",
         help="seconds between screen updates, 0.5..10 (default 2; 5 with --low-bandwidth)",
     )
@@ -72,7 +91,12 @@ def add_ui_flags(
         choices=COLOR_MODES,
         help="colours to use (default auto: from COLORTERM and TERM); mono is black and white",
     )
-    p.add_argument("--theme", metavar="NAME", help="theme name (default gputop-dark)")
+    p.add_argument(
+        "--theme",
+        metavar="NAME",
+        help=f"theme: {', '.join(BUNDLED_THEMES)} or one in the themes folder (default "
+        "gputop-dark)",
+    )
     p.add_argument(
         "--no-mouse",
         dest="mouse",
@@ -142,8 +166,29 @@ def ui_config(args: argparse.Namespace):  # -> Config
         theme=args.theme,
         mouse=args.mouse,
         low_bandwidth=args.low_bandwidth,
+    ).effective()
+    if getattr(args, "theme", None):  # asked for on the command line: known before anything opens
+        check_theme(config)
+    return config
+
+
+def check_theme(config: Any) -> None:
+    """UsageError (exit 2, with the valid names) for a --theme no folder or Textual has. Sets
+    the terminal's colour environment first: Textual reads it once, when it is imported."""
+    from gputop.ui.terminal import apply_terminal_env
+
+    apply_terminal_env(config.color, config.low_bandwidth)
+    from textual.theme import BUILTIN_THEMES
+
+    from gputop.ui.themes import all_theme_dirs, load_themes
+
+    ours = [t.name for t in load_themes(all_theme_dirs(config.themes_dir))[0]]
+    if config.theme in ours or config.theme in BUILTIN_THEMES:
+        return
+    raise UsageError(
+        f"--theme {config.theme}: no such theme; gputop's: {', '.join(ours)}; Textual's: "
+        f"{', '.join(sorted(BUILTIN_THEMES))}"
     )
-    return config.effective()
 
 
 # ---- the GPU source ----

@@ -23,8 +23,17 @@ HELP = "the live monitor on a simulated board (no GPU needed)"
 DESCRIPTION = "Run the live monitor against a simulated board with a scripted workload."
 
 
+EXAMPLES = """\
+examples:
+  gputop demo                                 8 simulated H100s, a different workload each
+  gputop demo --board a100x4 --scenario power-throttled
+  gputop demo --trainer '--workers 0 --slow-transform-ms 50'   a real CPU trainer, attached
+"""
+"""Shown after the flags in --help."""
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from gputop.sim import BOARDS, SCENARIOS
+    from gputop.sim import BOARDS, DRIVERS, SCENARIOS
 
     p.add_argument(
         "--board",
@@ -40,7 +49,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--driver",
         default=None,
-        help="simulated driver generation (default: the driver of the board's real capture)",
+        help=f"simulated driver generation: {', '.join(DRIVERS)} (default: the driver of the "
+        "board's real capture)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the simulated board's noise")
     p.add_argument(

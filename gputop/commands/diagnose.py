@@ -18,6 +18,7 @@ from gputop.commands.common import (
     close_session,
     command_of,
     follower_for,
+    interval_seconds,
     new_session,
     offer_agent,
     open_gpus,
@@ -32,11 +33,22 @@ DESCRIPTION = (
 )
 
 
+EXAMPLES = """\
+examples:
+  gputop diagnose --pid 1234                  30 s of a running job, then the verdict
+  gputop diagnose --pid 1234 --attach --json  with step phases (agent loaded), as JSON
+  gputop diagnose --duration 60 -- python train.py --epochs 1   start it, watch, stop it
+"""
+"""Shown after the flags in --help."""
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pid", type=int, metavar="PID", help="the training process to diagnose")
     add_attach_flag(p)
     p.add_argument("--duration", type=float, default=30.0, help="seconds to watch (default 30)")
-    p.add_argument("--interval", type=float, default=1.0, help="seconds between readings")
+    p.add_argument(
+        "--interval", type=interval_seconds, default=1.0, help="seconds between readings"
+    )
     p.add_argument("--json", action="store_true", help="JSON (schema: docs/diagnose.md)")
     p.add_argument("--log", type=Path, metavar="FILE", help="where CMD's output goes")
     add_output_flags(p)

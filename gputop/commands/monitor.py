@@ -24,7 +24,26 @@ NAME = None
 """The bare command: its flags are the top-level parser's."""
 
 
+EXAMPLES = """\
+examples:
+  gputop                          the live monitor on this machine's GPUs
+  gputop --pid 1234               ... attached to a training process (steps, stacks, verdict)
+  gputop --pid 1234 --attach      ... and load the agent into it, no restart
+  gputop -1                       print one reading and exit (as gputop snapshot)
+  gputop demo                     try it on a simulated board (no GPU needed)
+
+exit status: 0 ok; 1 something to watch is missing (no NVML without --pid, no such PID);
+2 a bad flag or value; 127 a command that cannot be started
+"""
+"""Shown after the flags in --help."""
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--once",
+        action="store_true",
+        help="(or -1) print one reading and exit, as `gputop snapshot` (nvitop's habit)",
+    )
     add_ui_flags(p)
     add_attach_flag(p)
     add_sim_flags(p)
@@ -34,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
     """With a target, GPUs are one input among four: without a driver the screen still shows the
     process, its stacks and steps, and the verdict from them. Without a target there is nothing
     to show but GPUs."""
+    if args.once:
+        return _once(args)
     config = ui_config(args)
     if args.attach and args.pid is None:
         raise UsageError("--attach needs --pid: the process to load the agent into")
@@ -53,3 +74,15 @@ def run(args: argparse.Namespace) -> int:
     return run_tui(
         gpus, config, new_session(gpus, sinks, follower), attached, attach_now=bool(args.attach)
     )
+
+
+def _once(args: argparse.Namespace) -> int:
+    """`gputop --once`: the snapshot command over the same target and board."""
+    from gputop.commands import snapshot
+
+    if args.attach:
+        raise UsageError("--once reads without loading anything: drop --attach")
+    flags = {
+        k: getattr(args, k) for k in ("pid", "sim_board", "sim_driver", "sim_scenario", "seed")
+    }
+    return snapshot.run(argparse.Namespace(json=False, timeout=5.0, **flags))

@@ -18,6 +18,7 @@ from gputop.commands.common import (
     board_from_flags,
     close_session,
     follower_for,
+    interval_seconds,
     new_session,
     offer_agent,
     open_gpus,
@@ -32,12 +33,23 @@ DESCRIPTION = (
 )
 
 
+EXAMPLES = """\
+examples:
+  gputop record --pid 1234 -o run.gputop      until ctrl+c or the job ends
+  gputop record --pid 1234 -o run.gputop --duration 600 --prometheus 9400
+  gputop report run.gputop                    then read it; gputop replay run.gputop to watch
+"""
+"""Shown after the flags in --help."""
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pid", type=int, required=True, metavar="PID", help="the process to record")
     p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE",
                    help="the recording to write (never overwritten)")  # fmt: skip
     p.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
-    p.add_argument("--interval", type=float, default=2.0, help="seconds between readings")
+    p.add_argument(
+        "--interval", type=interval_seconds, default=2.0, help="seconds between readings"
+    )
     p.add_argument("--prometheus", metavar="[ADDR:]PORT", help="also serve Prometheus metrics")
     add_attach_flag(p)
     add_sim_flags(p)

@@ -13,6 +13,15 @@ HELP = "the live screen over a recording, with pause, seek and speed keys"
 DESCRIPTION = "Play a recording in the live monitor's screen."
 
 
+EXAMPLES = """\
+examples:
+  gputop replay run.gputop                    the screen over a recording (space pauses)
+  gputop replay run.gputop --speed 4          four times as fast
+  gputop replay run.gputop --check            recompute every verdict and compare (CI)
+"""
+"""Shown after the flags in --help."""
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", type=Path, metavar="FILE", help="a recording (--record FILE)")
     p.add_argument("--speed", type=float, default=1.0, help="playback speed (default 1)")

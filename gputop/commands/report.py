@@ -16,6 +16,14 @@ DESCRIPTION = (
 )
 
 
+EXAMPLES = """\
+examples:
+  gputop report run.gputop                    verdicts, steps, GPUs and findings as text
+  gputop report run.gputop --json             the same as JSON
+"""
+"""Shown after the flags in --help."""
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", type=Path, metavar="FILE", help="a recording (--record FILE)")
     p.add_argument("--json", action="store_true", help="JSON (schema: docs/report.md)")

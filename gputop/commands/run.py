@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from gputop.commands.common import (
+    UsageError,
     add_sim_flags,
     add_ui_flags,
     board_from_flags,
@@ -30,6 +31,17 @@ DESCRIPTION = (
     "Run CMD with gputop's agent in every Python process it starts (no code change), and watch "
     "it. Signals reach the whole job; gputop exits with its exit code."
 )
+
+
+EXAMPLES = """\
+examples:
+  gputop run -- python train.py               the screen beside the job (agent enabled)
+  gputop run --no-tui -- torchrun --nproc-per-node 8 train.py   a one-line summary at the end
+  gputop run --nsys -- python train.py        so that `gputop capture nsys` works later
+
+signals sent to gputop run reach every process of the job once; it exits with the job's status
+"""
+"""Shown after the flags in --help."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -56,6 +68,10 @@ def run(args: argparse.Namespace) -> int:
     from gputop.sources.host import HostSource
 
     command = command_of(args)
+    if not command:
+        raise UsageError("nothing to run: give a command after --, e.g. gputop run -- python "
+                         "train.py")  # fmt: skip
+    config = None if args.no_tui else ui_config(args)  # a bad --theme stops us before the job
     follower = follower_for(args, command or None)
     board = board_from_flags(args, follower)
     env = None
@@ -86,7 +102,6 @@ def run(args: argparse.Namespace) -> int:
     if args.no_tui:
         return run_headless(job, AgentLink(job.pid))
     job.forward_signals()
-    config = ui_config(args)
     try:
         host = HostSource.open(job.pid, exit_code=job.exit_status)
     except Exception:

@@ -14,6 +14,14 @@ HELP = "print one reading of every GPU (a table, or JSON with --json)"
 DESCRIPTION = "Take one reading of every GPU and print it. Exits 1 when NVML is missing."
 
 
+EXAMPLES = """\
+examples:
+  gputop snapshot                             a table of every GPU now
+  gputop snapshot --pid 1234 --json           with the process tree, as JSON (docs/snapshot.md)
+"""
+"""Shown after the flags in --help."""
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON (schema: docs/snapshot.md)")
     p.add_argument("--pid", type=int, metavar="PID", help="also read this process tree (host data)")

@@ -97,6 +97,56 @@ def test_help_lists_the_commands():
     assert "snapshot" in r.stdout and "demo" in r.stdout
 
 
+@pytest.mark.parametrize("command", [None, "demo", "diagnose", "record", "replay", "report",
+                                     "run", "snapshot", "capture"])  # fmt: skip
+def test_every_command_has_help_with_examples(command):
+    r = gputop(*([command] if command else []), "--help")
+    assert r.returncode == 0, r.stderr
+    assert "\nexamples:\n  gputop" in r.stdout
+
+
+def test_once_prints_one_reading_as_snapshot_does():
+    for flag in ("-1", "--once"):
+        r = gputop(flag, "--sim-board", "h100x2")
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.startswith("gputop snapshot") and "GPU 1" in r.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "usage", "words"),
+    [
+        (["demo", "--board", "nosuch"], "usage: gputop demo", "unknown simulated board"),
+        (["demo", "--interval", "-1"], "usage: gputop demo", "-1 s is outside 0.5..10 seconds"),
+        (["--interval", "-1"], "usage: gputop [", "-1 s is outside 0.5..10 seconds"),
+        (["--interval", "0"], "usage: gputop [", "0 s is outside 0.5..10 seconds"),
+        (["diagnose", "--interval", "20"], "usage: gputop diagnose", "20 s is outside"),
+        (["--theme", "nope", "--sim-board", "h100"], "usage: gputop [", "gputop-dark"),
+        (["demo", "--theme", "nope"], "usage: gputop demo", "--theme nope: no such theme"),
+        (["run"], "usage: gputop run", "nothing to run: give a command after --"),
+    ],
+)
+def test_bad_values_stop_before_the_screen_with_the_commands_usage(args, usage, words):
+    r = gputop(*args)  # no terminal here: a screen that opened would fail differently
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith(usage), r.stderr
+    assert words in r.stderr.splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--pid", "999999999"],
+        ["snapshot", "--pid", "999999999", "--sim-board", "h100"],
+        ["diagnose", "--pid", "999999999", "--duration", "1"],
+        ["capture", "pyspy-dump", "--pid", "999999999"],
+    ],
+)
+def test_a_missing_pid_exits_1_in_every_command(args, tmp_path):
+    r = gputop(*args, "--dir", str(tmp_path)) if args[0] == "capture" else gputop(*args)
+    assert r.returncode == 1, r.stderr
+    assert "999999999" in r.stderr and "Traceback" not in r.stderr
+
+
 def test_installed_console_script():
     script = Path(sys.executable).parent / "gputop"
     assert script.exists(), "install the package (pip install -e .) to get the gputop command"
