@@ -91,7 +91,9 @@ class AgentLink:
         self._wall = wall
         self._agents: dict[int, _Agent] = {}
         self.problems: list[str] = []
-        """One line per socket refused as not the target's (each said once)."""
+        """One line per socket refused as not the target's."""
+        self._told = 0
+        """How many of ``problems`` a reading has carried: each is in one reading only."""
         self._refused: set[str] = set()
         self._tree: set[int] = set()
         self._next_scan = 0.0
@@ -127,8 +129,13 @@ class AgentLink:
             t=now,
             wall=self._wall(),
             agents=tuple(self._state(a, now) for a in sorted(self._agents.values(), key=_order)),
-            problems=tuple(self.problems),
+            problems=self._news(),
         )
+
+    def _news(self) -> tuple[str, ...]:
+        new = tuple(self.problems[self._told :])
+        self._told = len(self.problems)
+        return new
 
     def _discover(self, now: float) -> None:
         tree = list(self._pids())
@@ -148,12 +155,11 @@ class AgentLink:
 
     def _adopt(self, pid: int, candidates: Iterable[Path]) -> None:
         """The first candidate socket for ``pid`` in a directory that is its user's alone."""
-        uid = _euid(pid, self._proc)
+        present = [p for p in candidates if str(p) not in self._refused and os.path.lexists(p)]
+        uid = _euid(pid, self._proc) if present else None
         if uid is None:
             return
-        for path in candidates:
-            if str(path) in self._refused or not os.path.lexists(path):
-                continue
+        for path in present:
             try:
                 os.close(open_private_dir(path.parent, uid))
             except UnsafeDirectory as e:
