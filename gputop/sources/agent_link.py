@@ -223,8 +223,10 @@ class AgentLink:
         peer_pid, peer_uid = cred
         if peer_pid != pid and peer_pid not in self._tree:
             return f"it is served by pid {peer_pid}, not by pid {pid} or its job"
-        if peer_uid != uid or (os.geteuid() != 0 and peer_uid != os.geteuid()):
+        if peer_uid != uid:
             return f"it is served as uid {peer_uid}, not as uid {uid} (the user pid {pid} runs as)"
+        if os.geteuid() not in (0, peer_uid):
+            return f"it is served as uid {peer_uid}, not as us (uid {os.geteuid()})"
         return None
 
     def _distrust(self, a: _Agent, why: str) -> None:

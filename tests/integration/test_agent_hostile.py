@@ -308,3 +308,38 @@ def test_exit_is_not_held_up_by_clients_that_do_not_read(tmp_path, trainers):
             s.close()
     assert t.p.returncode == 0, err
     assert exit_s < 5.0, exit_s
+
+
+@needs_root
+def test_a_process_of_the_job_serving_as_another_user_is_not_believed(tmp_path):
+    """A process in the target's tree that runs as nobody serves a socket named for the target
+    in a directory that passes the owner check: its uid gives it away."""
+    target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    base = Path(tempfile.mkdtemp(prefix="gputop-uid-"))
+    d = base / "agents"
+    try:
+        os.chmod(base, 0o1777)
+        assert as_nobody(lambda: os.mkdir(d, 0o700) or "made") == "made"
+        path = socket_path(target.pid, d)
+        child = _nobody_fake_agent(path, target.pid)
+        try:
+            until(lambda: os.path.lexists(path), what="the fake socket")
+            os.chown(d, 0, 0)  # the directory now looks like the target's (root's)
+            link = AgentLink(target.pid, pids=lambda: [target.pid, child], directories=lambda: [d])
+            said = []
+            for _ in range(5):
+                sample = link.sample()
+                said += sample.problems
+                assert not any(a.steps for a in sample.agents)
+                time.sleep(0.1)
+            link.close()
+        finally:
+            os.kill(child, signal.SIGKILL)
+            os.waitpid(child, 0)
+        nobody = pwd.getpwnam("nobody").pw_uid
+        (line,) = said
+        assert f"served as uid {nobody}, not as uid 0" in line, line
+    finally:
+        target.kill()
+        target.wait()
+        shutil.rmtree(base, ignore_errors=True)
