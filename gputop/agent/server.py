@@ -150,6 +150,7 @@ class AgentServer:
     # ---- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> bool:
+        directory, why = None, None
         try:
             directory, why = serving_dir(self.directory)
             path = socket_path(os.getpid(), directory)
@@ -162,6 +163,9 @@ class AgentServer:
             listener.setblocking(False)
         except Exception as e:  # no socket: training goes on, the buffer still fills
             self.problem = f"gputop agent: no socket ({type(e).__name__}: {e})"
+            if why is not None and directory is not None:  # the fallback made for nothing
+                with contextlib.suppress(OSError):
+                    directory.rmdir()
             return False
         if why is not None:
             self._made_dir = directory
