@@ -185,6 +185,8 @@ class Session:
     def agents(self, sample: AgentsSample) -> SessionState:
         self.timeline.append(sample.key, sample)
         self._agents = sample
+        # a socket refused as not the target's agent: each reading carries its lines once
+        self._problems += [p for p in sample.problems if p not in self._problems]
         if self.sinks:
             self.sinks.agents(sample)
         state = self._after_reading()

@@ -135,6 +135,8 @@ def init(
                               idle_alone=idle_alone)  # fmt: skip
         if _server.start():
             atexit.register(shutdown)
+            if _server.notice:  # the default directory was taken: say where it serves
+                print(_server.notice, file=sys.stderr)
         elif _server.problem:
             print(_server.problem, file=sys.stderr)
     if torch_hooks and "torch" in sys.modules:  # now, not at the agent thread's next tick

@@ -1,21 +1,25 @@
-"""The agent's daemon thread: serves finished steps to any number of monitors.
+"""The agent's daemon thread: serves finished steps to a few monitors.
 
-A Unix stream socket at ``<runtime dir>/agent-<pid>.sock`` (directory 0700 and verified,
-socket 0600); each connecting peer is checked by kernel credentials (SO_PEERCRED) and only
-the same user or root is served. A monitor that connects gets a hello (identity and config
-fingerprint) and the last few hundred steps, then new steps as they finish and a heartbeat
-with the open phase every second. A slow or misbehaving monitor is dropped; training never
-waits for any of this (the recorder's memory is all the training thread touches).
+A Unix stream socket at ``<runtime dir>/agent-<pid>.sock`` (directory 0700 and verified, socket
+0600; a directory another user took first is left for a fresh private one, and a line says
+where); each connecting peer is checked by kernel credentials (SO_PEERCRED) and only the same
+user or root is served. A monitor that connects gets a hello (identity and config fingerprint)
+and the last few hundred steps, then new steps as they finish and a heartbeat with the open
+phase every second. Training never waits for any of this (the recorder's memory is all the
+training thread touches), and what clients do cannot make the agent cost more: at most
+MAX_CLIENTS are served (more are closed as they come), each with bounded input and output
+(one that falls behind is dropped), a bounded number of commands per pass, passes at most
+every MIN_PASS_S, and a goodbye at exit that takes EXIT_FLUSH_S at most whoever is connected.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import os
 import selectors
 import socket
-import struct
 import sys
 import threading
 import time
@@ -23,27 +27,36 @@ from pathlib import Path
 from typing import Any
 
 from gputop.agent import ranks
-from gputop.agent.paths import ensure_private_dir, runtime_dir, socket_path
+from gputop.agent.paths import peer_credentials, runtime_dir, serving_dir, socket_path
 from gputop.agent.recorder import StepRecorder
-from gputop.agent.wire import MAX_LINE, WIRE_VERSION, encode
+from gputop.agent.wire import WIRE_VERSION, encode
 
 TICK_S = 0.1
 HEARTBEAT_S = 1.0
 FINGERPRINT_S = 0.5
-MAX_OUTBUF = 8 << 20
-"""A monitor that falls this far behind is disconnected (it can reconnect)."""
+MAX_OUTBUF = 4 << 20
+"""A monitor that falls this far behind is disconnected (it can reconnect): with MAX_CLIENTS,
+the most the agent ever holds for clients is 64 MiB (a new one's backlog is ~0.3 MiB)."""
+MAX_CLIENTS = 16
+"""Monitors served at once; a connection past this is closed as soon as it is accepted."""
+MAX_INBUF = 64 << 10
+"""A command line longer than this is a protocol error (commands are a few hundred bytes)."""
+READ_CHUNK = 16 << 10
+COMMANDS_PER_PASS = 8
+"""Command lines handled per client per pass; the rest waits (and no more is read) meanwhile."""
+ACCEPTS_PER_PASS = 8
+MIN_PASS_S = 0.02
+"""The agent thread's passes are at least this far apart, however busy its clients keep it."""
+EXIT_FLUSH_S = 0.3
+"""At exit, what monitors are sent (last steps, goodbye) gets this long in all."""
 MAX_BAD_LINES = 8
 STEPS_PER_MESSAGE = 100
 ENV_IDENTITY = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK")
 
 
 def peer_uid(sock: socket.socket) -> int | None:
-    try:
-        raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    except OSError:
-        return None
-    _pid, uid, _gid = struct.unpack("3i", raw)
-    return uid
+    cred = peer_credentials(sock)
+    return None if cred is None else cred[1]
 
 
 def identity(rank_info: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -72,11 +85,14 @@ def identity(rank_info: dict[str, Any] | None = None) -> dict[str, Any]:
 
 
 class _Client:
-    __slots__ = ("bad", "inbuf", "outbuf", "sock")
+    __slots__ = ("bad", "inbuf", "outbuf", "scanned", "sock")
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.inbuf = bytearray()
+        self.scanned = 0
+        """Bytes at the start of ``inbuf`` known to hold no newline: each byte is looked at
+        once however it arrives (linear, where re-scanning a growing line was quadratic)."""
         self.outbuf = bytearray()
         self.bad = 0
 
@@ -101,37 +117,59 @@ class AgentServer:
         """A TraceCapture: torch traces asked for by monitors, run on the training thread."""
         self.directory = directory or runtime_dir()
         self.path: Path | None = None
+        self._made_dir: Path | None = None
+        """The fallback directory this server created (removed at stop)."""
         self._fingerprint_fn = fingerprint
         self.fingerprint: dict[str, Any] = {}
         self._tick_hooks = tick_hooks or []
         self._clients: dict[int, _Client] = {}
+        self._pending: set[_Client] = set()
+        """Clients with complete command lines still buffered (over COMMANDS_PER_PASS)."""
         self._sel = selectors.DefaultSelector()
         self._listener: socket.socket | None = None
         self._sent_seq = -1
         self._gpu_sent_seq = -1
+        self._history: collections.deque[tuple[int, bytes]] = collections.deque()
+        self._gpu_history: collections.deque[tuple[int, bytes]] = collections.deque()
+        """(last seq, encoded message) of what was published, so a new monitor's backlog is
+        copied, not encoded again: an accept costs microseconds, not milliseconds."""
+        self._next_fp = self._next_beat = 0.0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.problem: str | None = None
+        self.notice: str | None = None
+        """One line for the terminal when the agent serves somewhere else than asked."""
         self.refused = 0
+        self.turned_away = 0
+        """Connections closed because MAX_CLIENTS were already served."""
+        self.lagged = 0
+        """Monitors dropped for falling MAX_OUTBUF behind."""
         self.ranks: dict[str, Any] = ranks.current()
         """What the hello says about the rank; re-read every tick, a change re-sent."""
 
     # ---- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> bool:
+        directory, why = None, None
         try:
-            ensure_private_dir(self.directory)
-            path = socket_path(os.getpid(), self.directory)
+            directory, why = serving_dir(self.directory)
+            path = socket_path(os.getpid(), directory)
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()  # a stale socket of a dead process that had our PID
             listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             listener.bind(str(path))
             os.chmod(path, 0o600)
-            listener.listen(16)
+            listener.listen(MAX_CLIENTS)
             listener.setblocking(False)
         except Exception as e:  # no socket: training goes on, the buffer still fills
             self.problem = f"gputop agent: no socket ({type(e).__name__}: {e})"
+            if why is not None and directory is not None:  # the fallback made for nothing
+                with contextlib.suppress(OSError):
+                    directory.rmdir()
             return False
+        if why is not None:
+            self._made_dir = directory
+            self.notice = f"gputop agent: {why}: not serving there; serving at {path} instead"
         self.path = path
         self._listener = listener
         self._sel.register(listener, selectors.EVENT_READ, None)
@@ -140,20 +178,20 @@ class AgentServer:
         return True
 
     def stop(self) -> None:
-        """Say goodbye to monitors and remove the socket (atexit)."""
+        """Send monitors the last steps and a goodbye, within EXIT_FLUSH_S in all however many
+        are connected and whether or not they read, then remove the socket (atexit)."""
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(1.0)
-        with contextlib.suppress(Exception):  # the last steps, then goodbye
+        with contextlib.suppress(Exception):  # the last steps
             self._refresh_fingerprint()
             self._publish_steps()
-            for c in list(self._clients.values()):
-                c.sock.setblocking(True)
-                c.sock.settimeout(0.5)
-            self._flush_all()
+        bye = encode("bye", pid=os.getpid())
         for c in list(self._clients.values()):
-            with contextlib.suppress(OSError):
-                c.sock.send(encode("bye", pid=os.getpid()), socket.MSG_NOSIGNAL)
+            c.outbuf += bye
+        with contextlib.suppress(Exception):
+            self._flush_before(time.monotonic() + EXIT_FLUSH_S)
+        for c in list(self._clients.values()):
             self._drop(c)
         if self._listener is not None:
             with contextlib.suppress(OSError):
@@ -161,48 +199,89 @@ class AgentServer:
         if self.path is not None:
             with contextlib.suppress(OSError):
                 self.path.unlink()
+        if self._made_dir is not None:
+            with contextlib.suppress(OSError):
+                self._made_dir.rmdir()
+
+    def _flush_before(self, deadline: float) -> None:
+        """Non-blocking sends to whoever can take them until ``deadline``; the rest is lost."""
+        with selectors.DefaultSelector() as sel:
+            for c in self._clients.values():
+                if c.outbuf:
+                    sel.register(c.sock, selectors.EVENT_WRITE, c)
+            while sel.get_map() and (left := deadline - time.monotonic()) > 0:
+                for key, _ in sel.select(left):
+                    c = key.data
+                    try:
+                        del c.outbuf[: c.sock.send(c.outbuf, socket.MSG_NOSIGNAL)]
+                    except BlockingIOError:
+                        continue
+                    except OSError:
+                        c.outbuf.clear()
+                    if not c.outbuf:
+                        sel.unregister(c.sock)
 
     # ---- the loop --------------------------------------------------------------------------------
 
     def _run(self) -> None:
-        next_beat = next_fp = 0.0
+        next_tick = 0.0
         while not self._stop.is_set():
+            started = time.monotonic()
             try:
-                for key, _ in self._sel.select(TICK_S):
+                for key, _ in self._sel.select(max(0.0, next_tick - started)):
                     if key.data is None:
                         self._accept()
                     else:
                         self._read(key.data)
-                now = time.monotonic()
-                for hook in self._tick_hooks:
-                    hook()
-                if now >= next_fp:
-                    next_fp = now + FINGERPRINT_S
-                    self._refresh_fingerprint()
-                self._refresh_ranks()
-                self._publish_steps()
-                if self.trace is not None:
-                    for result in self.trace.take_results():
-                        self._broadcast(encode("capture_done", **result))
-                if now >= next_beat:
-                    next_beat = now + HEARTBEAT_S
-                    self._broadcast(self._heartbeat())
+                for client in list(self._pending):
+                    self._commands(client)
+                if time.monotonic() >= next_tick:
+                    next_tick = time.monotonic() + TICK_S
+                    self._tick()
                 self._flush_all()
             except Exception:  # the agent thread must never die of a bug
                 self.rec.errors += 1
                 time.sleep(TICK_S)
+            rest = MIN_PASS_S - (time.monotonic() - started)
+            if rest > 0:  # however busy the clients keep the socket
+                self._stop.wait(rest)
+
+    def _tick(self) -> None:
+        now = time.monotonic()
+        for hook in self._tick_hooks:
+            hook()
+        if now >= self._next_fp:
+            self._next_fp = now + FINGERPRINT_S
+            self._refresh_fingerprint()
+        self._refresh_ranks()
+        self._publish_steps()
+        if self.trace is not None:
+            for result in self.trace.take_results():
+                self._broadcast(encode("capture_done", **result))
+        if now >= self._next_beat:
+            self._next_beat = now + HEARTBEAT_S
+            self._broadcast(self._heartbeat())
 
     def _accept(self) -> None:
+        """A few connections per pass (the rest wait in the kernel's queue); past MAX_CLIENTS
+        or of another user, closed at once: the agent's fds and work stay bounded."""
         assert self._listener is not None
-        try:
-            sock, _ = self._listener.accept()
-        except OSError:
-            return
-        uid = peer_uid(sock)
-        if uid is None or (uid != os.getuid() and uid != 0):
-            self.refused += 1
-            sock.close()
-            return
+        for _ in range(ACCEPTS_PER_PASS):
+            try:
+                sock, _ = self._listener.accept()
+            except OSError:  # none left, or no fd to spare (EMFILE): the process's, not ours
+                return
+            uid = peer_uid(sock)
+            if uid is None or (uid != os.getuid() and uid != 0):
+                self.refused += 1
+                sock.close()
+            elif len(self._clients) >= MAX_CLIENTS:
+                self.turned_away += 1
+                sock.close()
+            else:
+                self._serve(sock)
+
+    def _serve(self, sock: socket.socket) -> None:
         sock.setblocking(False)
         client = _Client(sock)
         self._clients[sock.fileno()] = client
@@ -210,20 +289,21 @@ class AgentServer:
             self._idled = False
             self.rec.wake()
         self._sel.register(sock, selectors.EVENT_READ, client)
-        client.outbuf += self._hello()
+        out = client.outbuf
+        out += self._hello()
         if self.fingerprint:
-            client.outbuf += encode("fingerprint", config=self.fingerprint)
-        backlog = list(self.rec.records)
-        for i in range(0, len(backlog), STEPS_PER_MESSAGE):
-            client.outbuf += self._steps_message(backlog[i : i + STEPS_PER_MESSAGE])
-        gpu = list(self.rec.gpu_records)
-        if gpu:
-            client.outbuf += self._gpu_message(gpu)
-        client.outbuf += self._heartbeat()
+            out += encode("fingerprint", config=self.fingerprint)
+        for _, message in self._history:
+            out += message
+        for _, message in self._gpu_history:
+            out += message
+        out += self._heartbeat()
 
     def _read(self, client: _Client) -> None:
+        if client in self._pending:
+            return  # what it sent before is not handled yet: read nothing more meanwhile
         try:
-            data = client.sock.recv(65536)
+            data = client.sock.recv(READ_CHUNK)
         except BlockingIOError:
             return
         except OSError:
@@ -233,11 +313,28 @@ class AgentServer:
             self._drop(client)
             return
         client.inbuf += data
-        while b"\n" in client.inbuf:
-            line, _, rest = bytes(client.inbuf).partition(b"\n")
-            client.inbuf = bytearray(rest)
-            self._command(client, line)
-        if len(client.inbuf) > MAX_LINE or client.bad > MAX_BAD_LINES:
+        self._commands(client)
+
+    def _commands(self, client: _Client) -> None:
+        """Up to COMMANDS_PER_PASS lines of ``client``'s input, each byte scanned once."""
+        buf, start, done = client.inbuf, 0, 0
+        self._pending.discard(client)
+        while True:
+            nl = buf.find(b"\n", max(start, client.scanned))
+            if nl < 0:
+                client.scanned = len(buf)
+                break
+            if done == COMMANDS_PER_PASS:
+                self._pending.add(client)
+                break
+            self._command(client, bytes(buf[start:nl]))
+            start, done = nl + 1, done + 1
+            if client.bad > MAX_BAD_LINES:
+                self._drop(client)
+                return
+        del buf[:start]
+        client.scanned = max(0, client.scanned - start)
+        if len(buf) > MAX_INBUF:
             self._drop(client)
 
     def _command(self, client: _Client, line: bytes) -> None:
@@ -343,16 +440,28 @@ class AgentServer:
         if fresh:
             self._sent_seq = fresh[-1][0]
             for i in range(0, len(fresh), STEPS_PER_MESSAGE):
-                self._broadcast(self._steps_message(fresh[i : i + STEPS_PER_MESSAGE]))
+                chunk = fresh[i : i + STEPS_PER_MESSAGE]
+                message = self._steps_message(chunk)
+                self._history.append((chunk[-1][0], message))
+                self._broadcast(message)
         gpu = [g for g in list(self.rec.gpu_records) if g[0] > self._gpu_sent_seq]
         if gpu:
             self._gpu_sent_seq = gpu[-1][0]
             for i in range(0, len(gpu), STEPS_PER_MESSAGE):
-                self._broadcast(self._gpu_message(gpu[i : i + STEPS_PER_MESSAGE]))
+                chunk = gpu[i : i + STEPS_PER_MESSAGE]
+                message = self._gpu_message(chunk)
+                self._gpu_history.append((chunk[-1][0], message))
+                self._broadcast(message)
+        _trim(self._history, self.rec.records)
+        _trim(self._gpu_history, self.rec.gpu_records)
 
     def _broadcast(self, data: bytes) -> None:
         for c in list(self._clients.values()):
-            c.outbuf += data
+            if len(c.outbuf) + len(data) > MAX_OUTBUF:
+                self.lagged += 1  # not reading: dropped rather than buffered without end
+                self._drop(c)
+            else:
+                c.outbuf += data
 
     def _flush_all(self) -> None:
         for c in list(self._clients.values()):
@@ -365,12 +474,11 @@ class AgentServer:
                 pass
             except OSError:
                 self._drop(c)
-                continue
-            if len(c.outbuf) > MAX_OUTBUF:
-                self._drop(c)
 
     def _drop(self, c: _Client) -> None:
-        self._clients.pop(c.sock.fileno(), None)
+        if self._clients.pop(c.sock.fileno(), None) is None:
+            return
+        self._pending.discard(c)
         if self.idle_alone and not self._clients and self.rec.on:
             self._idled = True  # the last monitor left an attached agent: idle until one comes
             self.rec.idle()
@@ -378,3 +486,13 @@ class AgentServer:
             self._sel.unregister(c.sock)
         with contextlib.suppress(OSError):
             c.sock.close()
+
+
+def _trim(history: collections.deque[tuple[int, bytes]], records: collections.deque) -> None:
+    """Forget published messages whose steps the recorder no longer holds."""
+    if not records:
+        history.clear()
+        return
+    oldest = records[0][0]
+    while history and history[0][0] < oldest:
+        history.popleft()

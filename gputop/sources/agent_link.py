@@ -4,6 +4,13 @@ stay connected (reconnect when an agent restarts), and turn what they send into 
 Everything read is untrusted: it goes through agent_decode, reads are budgeted per tick (a
 flood of garbage costs this thread a bounded amount of work and never reaches the UI thread),
 and a peer that keeps sending malformed data is disconnected and left alone for a while.
+
+Before a byte is read, the socket must be the target's: its directory owned by the user the
+named process runs as and closed to everyone else (checked on an open fd, connected through
+it), and the server's kernel credentials (SO_PEERCRED) that process, or another in the
+target's tree, of that user (and of ours unless we are root). Where a socket was found (our
+runtime dir, the target's, the kernel's list of bound sockets for a fallback directory) is
+only a hint; one that fails is dropped with one line in ``problems`` and never tried again.
 """
 
 from __future__ import annotations
@@ -20,7 +27,14 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from gputop.agent.paths import runtime_dir, socket_path
+from gputop.agent.paths import (
+    UnsafeDirectory,
+    bound_agent_sockets,
+    open_private_dir,
+    peer_credentials,
+    runtime_dir,
+    socket_path,
+)
 from gputop.agent.wire import MAX_LINE
 from gputop.model.host import RANK, RankId, RoleHint
 from gputop.model.steps import AgentsSample, AgentState
@@ -32,6 +46,10 @@ READ_BUDGET = 1 << 20
 """Bytes read from one agent per tick at most; the rest waits for the next tick."""
 MAX_DROPPED_PER_TICK = 50
 BACKOFF_S = 5.0
+SCAN_S = 2.0
+"""The kernel's socket list is read at most this often (only while a process has no agent)."""
+MAX_PROBLEMS = 32
+MAX_REFUSED = 1024
 
 
 @dataclass
@@ -73,6 +91,12 @@ class AgentLink:
         self._wall = wall
         self._agents: dict[int, _Agent] = {}
         self.problems: list[str] = []
+        """One line per socket refused as not the target's."""
+        self._told = 0
+        """How many of ``problems`` a reading has carried: each is in one reading only."""
+        self._refused: set[str] = set()
+        self._tree: set[int] = set()
+        self._next_scan = 0.0
 
     def _default_dirs(self) -> list[Path]:
         """Our own runtime dir, and the target's if its environment says otherwise."""
@@ -105,34 +129,110 @@ class AgentLink:
             t=now,
             wall=self._wall(),
             agents=tuple(self._state(a, now) for a in sorted(self._agents.values(), key=_order)),
+            problems=self._news(),
         )
 
+    def _news(self) -> tuple[str, ...]:
+        new = tuple(self.problems[self._told :])
+        self._told = len(self.problems)
+        return new
+
     def _discover(self, now: float) -> None:
+        tree = list(self._pids())
+        self._tree = set(tree)
+        missing = [pid for pid in tree if pid not in self._agents]
+        if not missing:
+            return
         dirs = list(self._dirs())
-        for pid in self._pids():
-            if pid in self._agents:
+        for pid in missing:
+            self._adopt(pid, [socket_path(pid, d) for d in dirs])
+        missing = [pid for pid in missing if pid not in self._agents]
+        if missing and now >= self._next_scan:  # a fallback directory: the kernel knows where
+            self._next_scan = now + SCAN_S
+            bound = bound_agent_sockets(self.target, self._proc)
+            for pid in missing:
+                self._adopt(pid, bound.get(pid, []))
+
+    def _adopt(self, pid: int, candidates: Iterable[Path]) -> None:
+        """The first candidate socket for ``pid`` in a directory that is its user's alone."""
+        present = [p for p in candidates if str(p) not in self._refused and os.path.lexists(p)]
+        uid = _euid(pid, self._proc) if present else None
+        if uid is None:
+            return
+        for path in present:
+            try:
+                os.close(open_private_dir(path.parent, uid))
+            except UnsafeDirectory as e:
+                self._refuse(path, f"{e} (the user pid {pid} runs as)")
                 continue
-            for d in dirs:
-                path = socket_path(pid, d)
-                if path.exists():
-                    self._agents[pid] = _Agent(pid=pid, path=path)
-                    break
+            except OSError:
+                continue
+            self._agents[pid] = _Agent(pid=pid, path=path)
+            return
+
+    def _refuse(self, path: Path, why: str) -> None:
+        """Never trust ``path``: one line says so, once."""
+        if len(self._refused) < MAX_REFUSED:
+            self._refused.add(str(path))
+        line = f"ignored {path}: {why}; someone may be posing as the agent (nothing read from it)"
+        if line not in self.problems and len(self.problems) < MAX_PROBLEMS:
+            self.problems.append(line)
 
     def _connect(self, a: _Agent, now: float) -> None:
-        if not a.path.exists():
+        if not os.path.lexists(a.path):
             if a.state == "reconnecting" and not os.path.exists(f"{self._proc}/{a.pid}"):
                 a.state = "exited"
+            return
+        uid = _euid(a.pid, self._proc)
+        if uid is None:
+            a.retry_after = now + 1.0
+            return
+        try:  # connected through the checked directory's fd: it cannot be swapped meanwhile
+            dfd = open_private_dir(a.path.parent, uid)
+        except UnsafeDirectory as e:
+            self._distrust(a, f"{e} (the user pid {a.pid} runs as)")
+            return
+        except OSError:
+            a.retry_after = now + 1.0
             return
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             s.settimeout(0.5)
-            s.connect(str(a.path))
+            s.connect(f"/proc/self/fd/{dfd}/{a.path.name}")
             s.setblocking(False)
         except OSError:
             s.close()
             a.retry_after = now + 1.0
             return
+        finally:
+            os.close(dfd)
+        why = self._impostor(s, a.pid, uid)
+        if why is not None:
+            s.close()
+            self._distrust(a, why)
+            return
         a.sock, a.state, a.buf = s, "connected", bytearray()
+
+    def _impostor(self, s: socket.socket, pid: int, uid: int) -> str | None:
+        """Why the server behind ``s`` is not ``pid``'s agent, or None when it is: its kernel
+        credentials must be ``pid`` (or a process of the target's tree) running as ``uid``, and
+        as us unless we are root."""
+        cred = peer_credentials(s)
+        if cred is None:
+            return "its server's credentials cannot be read"
+        peer_pid, peer_uid = cred
+        if peer_pid != pid and peer_pid not in self._tree:
+            return f"it is served by pid {peer_pid}, not by pid {pid} or its job"
+        if peer_uid != uid:
+            return f"it is served as uid {peer_uid}, not as uid {uid} (the user pid {pid} runs as)"
+        if os.geteuid() not in (0, peer_uid):
+            return f"it is served as uid {peer_uid}, not as us (uid {os.geteuid()})"
+        return None
+
+    def _distrust(self, a: _Agent, why: str) -> None:
+        """Forget ``a``: another socket for its pid may still be found (a fallback directory)."""
+        self._refuse(a.path, why)
+        self._agents.pop(a.pid, None)
 
     def _disconnect(self, a: _Agent, state: str, now: float, backoff: float = 1.0) -> None:
         if a.sock is not None:
@@ -175,6 +275,10 @@ class AgentLink:
             except dec.Dropped:
                 bad += 1
         a.dropped += bad
+        if len(a.buf) > MAX_LINE:  # what is held of one agent stays under a line
+            a.dropped += 1
+            self._disconnect(a, "reconnecting", now, BACKOFF_S)
+            return
         if closed:
             self._disconnect(a, "exited" if a.state == "exited" else "reconnecting", now)
         elif bad > MAX_DROPPED_PER_TICK:
@@ -301,6 +405,18 @@ class AgentLink:
             if a.sock is not None:
                 with contextlib.suppress(OSError):
                     a.sock.close()
+
+
+def _euid(pid: int, proc_root: str) -> int | None:
+    """The effective uid ``pid`` runs as (what its agent's directory and socket are owned by)."""
+    try:
+        with open(f"{proc_root}/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"Uid:"):
+                    return int(line.split()[2])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def _aged(value: float | None, at: float | None, now: float) -> float | None:
