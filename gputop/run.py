@@ -18,7 +18,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from gputop.agent.paths import ensure_private_dir, runtime_dir
+from gputop.agent.paths import runtime_dir, serving_dir
 from gputop.sources.procfs import descendants
 
 BOOTSTRAP = Path(__file__).resolve().parent / "agent" / "_bootstrap"
@@ -70,10 +70,17 @@ class Job:
         self.log_path: Path | None = None
         out = None
         if not passthrough:
-            self.log_path = log or ensure_private_dir(runtime_dir()) / (
+            # the default folder, or a fresh private one when another user took it first (the
+            # log's path is said when gputop ends, wherever it is)
+            self.log_path = log or serving_dir(runtime_dir())[0] / (
                 f"run-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
             )
-            fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | (0 if log else os.O_NOFOLLOW)
+            try:
+                fd = os.open(self.log_path, flags, 0o600)
+            except OSError as e:
+                raise RunError(f"cannot write the job's log {self.log_path}: {e.strerror}; "
+                               "pass --log FILE") from None  # fmt: skip
             out = os.fdopen(fd, "wb")
         try:
             self.proc = subprocess.Popen(

@@ -40,6 +40,7 @@ from gputop.model.host import RANK, RankId, RoleHint
 from gputop.model.steps import AgentsSample, AgentState
 from gputop.sources import agent_decode as dec
 from gputop.sources.procfs import descendants, parse_environ
+from gputop.sources.target import start_of
 
 STEP_HISTORY = 512
 READ_BUDGET = 1 << 20
@@ -56,6 +57,9 @@ MAX_REFUSED = 1024
 class _Agent:
     pid: int
     path: Path
+    start: int | None = None
+    """The process's start time when its socket was found: a later process given the same PID
+    (serving its own agent under the same name) is another process, never reconnected to."""
     sock: socket.socket | None = None
     buf: bytearray = field(default_factory=bytearray)
     state: str = "connecting"
@@ -167,7 +171,7 @@ class AgentLink:
                 continue
             except OSError:
                 continue
-            self._agents[pid] = _Agent(pid=pid, path=path)
+            self._agents[pid] = _Agent(pid=pid, path=path, start=start_of(pid, self._proc))
             return
 
     def _refuse(self, path: Path, why: str) -> None:
@@ -179,6 +183,9 @@ class AgentLink:
             self.problems.append(line)
 
     def _connect(self, a: _Agent, now: float) -> None:
+        if a.start is not None and start_of(a.pid, self._proc) != a.start:
+            a.state = "exited"  # gone, or its PID is another process's now
+            return
         if not os.path.lexists(a.path):
             if a.state == "reconnecting" and not os.path.exists(f"{self._proc}/{a.pid}"):
                 a.state = "exited"

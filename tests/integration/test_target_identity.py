@@ -44,12 +44,21 @@ def _take_pid(pid: int, argv: list[str], env: dict[str, str]) -> subprocess.Pope
 )
 def test_a_later_process_given_the_targets_pid_is_not_followed(tmp_path):
     env = {**os.environ, "GPUTOP_DIR": str(tmp_path / "run"), "PYTHONPATH": str(REPO)}
-    first = subprocess.Popen([sys.executable, "-c", SLEEPER], env=env)
+    first = subprocess.Popen([sys.executable, "-c", AGENT_SERVER], env=env, stdout=subprocess.PIPE,
+                             text=True)  # fmt: skip
     later = None
     try:
-        time.sleep(0.3)
-        attached = attach(first.pid)
+        assert first.stdout is not None and first.stdout.readline().strip() == "ready"
         os.environ["GPUTOP_DIR"] = env["GPUTOP_DIR"]  # the link looks where the agent serves
+        attached = attach(first.pid)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            agents = attached.agents.sample().agents
+            if agents and agents[0].state == "connected" and agents[0].steps:
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail("the first process's agent never connected")
         first.kill()
         first.wait()
         later = _take_pid(first.pid, [sys.executable, "-c", AGENT_SERVER], env)
@@ -62,8 +71,9 @@ def test_a_later_process_given_the_targets_pid_is_not_followed(tmp_path):
         assert stacks.processes == ()
         assert "now belongs to another process" in (stacks.problem or "")
         deadline = time.monotonic() + 3
-        while time.monotonic() < deadline:  # the later process serves an agent socket
-            assert attached.agents.sample().agents == ()
+        while time.monotonic() < deadline:  # the later one serves an agent under the same name
+            agents = attached.agents.sample().agents
+            assert all(a.state != "connected" for a in agents), agents
             time.sleep(0.2)
         keys = CaptureKeys(first.pid, post=lambda v: None, run_thread=lambda w, g: None,
                            identity=attached.identity)  # fmt: skip
