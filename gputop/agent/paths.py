@@ -151,3 +151,23 @@ def peer_credentials(sock: socket.socket) -> tuple[int, int] | None:
         return None
     pid, uid, _gid = struct.unpack("3i", raw)
     return pid, uid
+
+
+def serves_agent(path: Path, pid: int, uid: int) -> bool:
+    """Whether ``pid`` (running as ``uid``) itself listens on ``path``, in a directory that is
+    ``uid``'s alone: what "this process has an agent" means. A socket another process serves
+    under the name, or a stale file of a process that died, does not count."""
+    try:
+        dfd = open_private_dir(path.parent, uid)
+    except (OSError, UnsafeDirectory):
+        return False
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.settimeout(0.5)
+        s.connect(f"/proc/self/fd/{dfd}/{path.name}")
+        return peer_credentials(s) == (pid, uid)
+    except OSError:
+        return False
+    finally:
+        s.close()
+        os.close(dfd)

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gputop.agent.paths import runtime_dir, socket_path
+from gputop.agent.paths import bound_agent_sockets, runtime_dir, serves_agent, socket_path
 from gputop.sources.procfs import parse_environ, parse_stat
 
 CAP_SYS_PTRACE = 19
@@ -49,29 +48,19 @@ class InjectTarget:
         """Where this process's agent puts its socket (its environment's runtime dir), and ours."""
         return list(dict.fromkeys([runtime_dir(self.environ, self.uid), runtime_dir()]))
 
-    def has_agent(self) -> bool:
-        """An agent listens on this process's socket (a file left by a process that died
-        with the same pid does not count)."""
-        return any(listening(socket_path(self.pid, d)) for d in self.agent_dirs)
+    def has_agent(self, proc: str = "/proc") -> bool:
+        """This process serves its agent: on its socket in its runtime dir, ours, or the
+        fallback its agent took when those were another user's (the kernel's list of bound
+        sockets finds it). A stale file, or a socket someone else serves under its name, does
+        not count (checked as the monitor checks: owner, mode, the server's credentials)."""
+        candidates = [socket_path(self.pid, d) for d in self.agent_dirs]
+        candidates += bound_agent_sockets(self.pid, proc).get(self.pid, [])
+        return any(serves_agent(p, self.pid, self.uid) for p in dict.fromkeys(candidates))
 
     @property
     def label(self) -> str:
         v = f"{self.version[0]}.{self.version[1]}" if self.version else "?"
         return f"pid {self.pid} (Python {v})"
-
-
-def listening(path: Path) -> bool:
-    if not path.exists():
-        return False
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        s.settimeout(0.5)
-        s.connect(str(path))
-        return True
-    except OSError:
-        return False
-    finally:
-        s.close()
 
 
 def version_of(exe: str, maps: str = "") -> tuple[int, int] | None:

@@ -343,3 +343,36 @@ def test_a_process_of_the_job_serving_as_another_user_is_not_believed(tmp_path):
         target.kill()
         target.wait()
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_loading_the_agent_is_not_skipped_for_a_socket_someone_else_serves(tmp_path):
+    """The attach plan's "already has an agent" asks the same questions as the monitor: a
+    listener under the target's name that the target does not serve is not its agent."""
+    from gputop.inject.target import read_process
+
+    d = tmp_path / "agents"
+    d.mkdir(mode=0o700)
+    env = {**os.environ, "GPUTOP_DIR": str(d)}
+    target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], env=env)
+    listener = fake_agent(socket_path(target.pid, d), target.pid)
+    try:
+        until(lambda: read_process(target.pid) is not None and
+              read_process(target.pid).environ.get("GPUTOP_DIR") == str(d))  # fmt: skip
+        info = read_process(target.pid)
+        assert info is not None and not info.has_agent()
+    finally:
+        listener.close()
+        target.kill()
+        target.wait()
+
+
+def test_an_agent_serving_from_its_fallback_directory_counts_as_loaded(tmp_path, trainers):
+    from gputop.inject.target import read_process
+
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o755)
+    os.chmod(shared, 0o755)  # open to others: the trainer serves from a private one instead
+    t = trainers(shared)
+    assert "instead" in t.p.stderr.readline()
+    info = read_process(t.pid)
+    assert info is not None and info.has_agent()  # found through the kernel's socket list
