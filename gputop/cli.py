@@ -65,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.pop("GPUTOP_AGENT_AUTOSTART", None)
     parser = build_parser()
     args = parser.parse_args(once_alias(list(sys.argv[1:] if argv is None else argv), parser))
-    from gputop.commands.common import UsageError
+    from gputop.commands.common import NoTerminal, UsageError
     from gputop.record.fileformat import RecordingError
     from gputop.sim import SimConfigError
     from gputop.sinks import SinkError
@@ -80,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (SinkError, RecordingError) as e:
         print(f"gputop: {e}", file=sys.stderr)
         return 2
-    except TargetNotFound as e:
+    except (TargetNotFound, NoTerminal) as e:
         print(f"gputop: {e}", file=sys.stderr)
         return 1
     except BrokenPipeError:  # `gputop snapshot | head`

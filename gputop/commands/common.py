@@ -156,7 +156,7 @@ def command_of(args: argparse.Namespace) -> list[str]:
     return args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
 
 
-def ui_config(args: argparse.Namespace):  # -> Config
+def ui_config(args: argparse.Namespace, terminal: bool = True):  # -> Config
     from gputop.config import load_config, with_flags
 
     config = with_flags(
@@ -169,7 +169,24 @@ def ui_config(args: argparse.Namespace):  # -> Config
     ).effective()
     if getattr(args, "theme", None):  # asked for on the command line: known before anything opens
         check_theme(config)
+    if terminal:
+        require_terminal()
     return config
+
+
+def require_terminal() -> None:
+    """NoTerminal unless stdin and stdout are a terminal: the screen modes check before they
+    start anything (a job, a recording)."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise NoTerminal(
+            "the live screen needs a terminal (stdin and stdout are not one here): use "
+            "`gputop diagnose`, `gputop record`, `gputop snapshot`, or `gputop run --no-tui`"
+        )
+
+
+class NoTerminal(RuntimeError):
+    """A screen mode started without a terminal (a pipe, /dev/null, cron): one line, exit 1.
+    Textual would start anyway and busy-poll its input thread long after the job ended."""
 
 
 def check_theme(config: Any) -> None:
@@ -204,6 +221,14 @@ class Board:
     """A scenario name, or a Scenario (the PhaseFollower's)."""
     seed: int = 0
     warmup_s: float = 300.0
+
+    def checked(self) -> Board:
+        """Itself, once its names are known to the simulator (SimConfigError otherwise): a bad
+        --sim-board stops the command before anything starts (a job, a screen)."""
+        from gputop.sim.board import SimBoard
+
+        SimBoard(self.spec, self.driver, self.scenario, self.seed)
+        return self
     short_label: bool = False
     """The demo's banner label (board and workload) instead of the full one."""
 
@@ -218,7 +243,7 @@ def board_from_flags(args: argparse.Namespace, follower: Any = None) -> Board | 
             raise SimConfigError("--sim-driver and --sim-scenario need --sim-board")
         return None
     scenario = follower.scenario() if follower is not None else args.sim_scenario
-    return Board(args.sim_board, args.sim_driver, scenario, args.seed)
+    return Board(args.sim_board, args.sim_driver, scenario, args.seed).checked()
 
 
 def follower_for(args: argparse.Namespace, target: Any) -> Any:

@@ -4,11 +4,14 @@ trainer, whose phases the simulated GPUs then follow."""
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import shlex
 import sys
+from typing import Any
 
 from gputop.commands.common import (
     Board,
+    UsageError,
     add_ui_flags,
     attach,
     new_session,
@@ -64,6 +67,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.trainer is not None and importlib.util.find_spec("torch") is None:
+        print(
+            f"gputop: --trainer runs a PyTorch trainer and {sys.executable} has no torch: "
+            "pip install 'gputop[torch]' (a CPU build is enough), or drop --trainer",
+            file=sys.stderr,
+        )
+        return 1
+    Board(args.board, args.driver, args.scenario, args.seed).checked()  # before the screen
     config = ui_config(args)
     sinks = open_outputs(args, "demo")
     job = follower = None
@@ -75,7 +86,11 @@ def run(args: argparse.Namespace) -> int:
         from gputop.sim.scenarios import PhaseFollower
 
         script = bundled_examples_dir() / "mlp_train.py"
-        knobs = shlex.split(args.trainer)  # a list for exec: no shell is involved
+        try:
+            knobs = shlex.split(args.trainer)  # a list for exec: no shell is involved
+        except ValueError as e:
+            sinks.close()
+            raise UsageError(f"--trainer {args.trainer!r}: {e}") from None
         job = Job([sys.executable, str(script), "--steps", "100000000", *knobs], owned=True)
         job.forward_signals()
         pid = job.pid
@@ -85,10 +100,28 @@ def run(args: argparse.Namespace) -> int:
         attached = attach(pid)
         board = Board(args.board, args.driver, scenario, args.seed, 120.0, short_label=True)
         gpus = open_gpus(board)
-        return run_tui(gpus, config, new_session(gpus, sinks, follower), attached, job=job)
+        code = run_tui(gpus, config, new_session(gpus, sinks, follower), attached, job=job)
+        return _trainer_ended(job) if job is not None else code
     except BaseException:
         sinks.close()  # nothing was recorded: an unstarted recorder leaves no file
         raise
     finally:
         if job is not None and job.poll() is None:
             job.stop()
+
+
+def _trainer_ended(job: Any) -> int:
+    """After the screen: a trainer that ended by itself says why (its last lines) and the
+    demo exits with its status; one still running is stopped by the caller (exit 0)."""
+    from gputop.run import exit_status
+
+    status = job.poll()
+    if status is None:
+        return 0
+    code = exit_status(status)
+    tail = job.tail(10)
+    if tail:
+        print(tail, file=sys.stderr)
+    print(f"gputop: the trainer exited with status {code}; its output: {job.log_path}",
+          file=sys.stderr)  # fmt: skip
+    return code or 0

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from gputop.commands.common import (
+    NoTerminal,
     UsageError,
     add_attach_flag,
     add_sim_flags,
@@ -16,6 +17,7 @@ from gputop.commands.common import (
     new_session,
     open_gpus,
     open_outputs,
+    require_terminal,
     run_tui,
     ui_config,
 )
@@ -55,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     to show but GPUs."""
     if args.once:
         return _once(args)
-    config = ui_config(args)
+    config = ui_config(args, terminal=False)  # no driver and no target is said first
     if args.attach and args.pid is None:
         raise UsageError("--attach needs --pid: the process to load the agent into")
     follower = follower_for(args, args.pid)
@@ -71,6 +73,12 @@ def run(args: argparse.Namespace) -> int:
         )
         sinks.close()
         return 1
+    try:
+        require_terminal()
+    except NoTerminal:
+        gpus.close()
+        sinks.close()
+        raise
     return run_tui(
         gpus, config, new_session(gpus, sinks, follower), attached, attach_now=bool(args.attach)
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 OUTSIDE = tempfile.gettempdir()
+REPO_ROOT = Path(__file__).resolve().parents[2]
 """Run from outside the checkout, so the installed package is what runs."""
 
 
@@ -145,6 +147,28 @@ def test_a_missing_pid_exits_1_in_every_command(args, tmp_path):
     r = gputop(*args, "--dir", str(tmp_path)) if args[0] == "capture" else gputop(*args)
     assert r.returncode == 1, r.stderr
     assert "999999999" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize(
+    "args", [["demo"], ["--sim-board", "h100"], ["run", "--", "touch", "STARTED"]]
+)
+def test_no_terminal_no_screen_one_line_and_nothing_started(args, tmp_path):
+    """stdin from /dev/null, stdout a pipe: Textual would start and spin a core for minutes."""
+    r = subprocess.run([sys.executable, "-m", "gputop", *args], stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True, timeout=60, cwd=tmp_path)  # fmt: skip
+    assert r.returncode == 1, r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert "needs a terminal" in line and "gputop run --no-tui" in line and "diagnose" in line
+    assert not (tmp_path / "STARTED").exists()  # the job was not started either
+
+
+def test_demo_trainer_without_torch_says_so(tmp_path):
+    """A Python without torch: one line naming the extra, before any screen or job."""
+    (tmp_path / "sitecustomize.py").write_text("import sys\nsys.modules['torch'] = None\n")
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}:{REPO_ROOT}"}  # torch: not importable
+    r = gputop("demo", "--trainer", "--workers 0", env=env)
+    assert r.returncode == 1, r.stderr
+    assert "has no torch" in r.stderr and "gputop[torch]" in r.stderr
 
 
 def test_installed_console_script():
