@@ -49,9 +49,11 @@ def diagnose(
     stop: Callable[[], bool] = lambda: False,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    progress: Callable[[Diagnosis, float], None] | None = None,
 ) -> Diagnosis:
     """Read every source on its schedule (``sources.feeds``) into ``session`` until
-    ``duration`` passes or ``stop()`` is true; the verdict timeline is noted as it changes."""
+    ``duration`` passes or ``stop()`` is true; the verdict timeline is noted as it changes.
+    ``progress(diagnosis, seconds so far)`` after each round of readings (``Feedback``)."""
     out = Diagnosis(started=clock())
     due = {f.kind: out.started for f in sources}
     # each read on a worker thread with the feed's deadline, as the screen's samplers do: a
@@ -71,6 +73,8 @@ def diagnose(
                             out.problems.append(str(e))
                         continue
                     _note(out, session.take(f.kind, reading), f.kind)
+            if progress is not None:
+                progress(out, clock() - out.started)
             if clock() - out.started >= duration or stop():
                 break
             sleep(max(0.0, min(due.values()) - clock()))
@@ -165,16 +169,22 @@ def _exit_line(ended: dict[str, Any]) -> str:
     return f"  {ended['t_s']:>7.1f} s  pid {ended['pid']} exited{status}: nothing more to watch"
 
 
-def render(doc: dict[str, Any]) -> str:
-    lines = ["gputop diagnose"]
+def _timeline_line(e: dict[str, Any]) -> str:
+    label = e["bound"] or (e["note"] or "no bound")
+    return f"  {e['t_s']:>7.1f} s  {label}  ({e['confidence']:.0%})"
+
+
+def render(doc: dict[str, Any], timeline: bool = True) -> str:
+    """The text form; ``timeline=False`` when its lines were already printed as they came
+    (``Feedback``)."""
+    lines = ["gputop diagnose"] if timeline else []
     ended = doc.get("target_exit")
-    for e in doc["timeline"]:
+    for e in doc["timeline"] if timeline else ():
         if ended and e["t_s"] >= ended["t_s"]:
             lines.append(_exit_line(ended))
             ended = None
-        label = e["bound"] or (e["note"] or "no bound")
-        lines.append(f"  {e['t_s']:>7.1f} s  {label}  ({e['confidence']:.0%})")
-    if ended:
+        lines.append(_timeline_line(e))
+    if ended and timeline:
         lines.append(_exit_line(ended))
     v = doc["verdict"]
     lines.append("")
@@ -197,3 +207,62 @@ def render(doc: dict[str, Any]) -> str:
     if doc["exit_code"] is not None:
         lines.append(f"the command exited with status {doc['exit_code']}")
     return "\n".join(lines) + "\n"
+
+
+class Feedback:
+    """What a long diagnosis says while it runs, so a user is not left with a silent terminal:
+    on a terminal, the timeline lines as the verdict changes (then the findings at the end, not
+    the timeline again); with --json or a redirected stdout, a progress line on stderr when
+    that is a terminal (redrawn in place, erased at the end). Nothing on a pipe: the output
+    a script reads is unchanged."""
+
+    def __init__(self, out: Any, err: Any, duration: float, json_out: bool) -> None:
+        self.out, self.err = out, err
+        self.duration = duration
+        self.stream = not json_out and _tty(out)
+        """Timeline lines go to stdout as they come."""
+        self.line = not self.stream and _tty(err)
+        """A progress line on stderr."""
+        self._printed = 0
+        self._exit_said = False
+        self._width = 0
+
+    def start(self, what: str) -> None:
+        """One line saying what is watched and for how long (stderr)."""
+        print(f"gputop: {what}", file=self.err, flush=True)
+        if self.stream:
+            print("gputop diagnose", file=self.out, flush=True)
+
+    def __call__(self, d: Diagnosis, elapsed: float) -> None:
+        if self.stream:
+            for e in d.timeline[self._printed :]:
+                if d.target_exit and not self._exit_said and e["t_s"] >= d.target_exit["t_s"]:
+                    self._say_exit(d)
+                print(_timeline_line(e), file=self.out, flush=True)
+            self._printed = len(d.timeline)
+            if d.target_exit and not self._exit_said:
+                self._say_exit(d)
+        elif self.line:
+            label = d.label or "starting"
+            of = f"/{self.duration:g}" if self.duration != float("inf") else ""
+            text = f"gputop: {elapsed:.0f}{of} s  {label}"[:79]
+            self.err.write("\r" + text.ljust(self._width))
+            self.err.flush()
+            self._width = len(text)
+
+    def end(self) -> None:
+        if self.line and self._width:
+            self.err.write("\r" + " " * self._width + "\r")
+            self.err.flush()
+
+    def _say_exit(self, d: Diagnosis) -> None:
+        assert d.target_exit is not None
+        print(_exit_line(d.target_exit), file=self.out, flush=True)
+        self._exit_said = True
+
+
+def _tty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False

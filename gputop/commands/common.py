@@ -229,6 +229,7 @@ class Board:
 
         SimBoard(self.spec, self.driver, self.scenario, self.seed)
         return self
+
     short_label: bool = False
     """The demo's banner label (board and workload) instead of the full one."""
 

@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from gputop.commands.common import (
     UsageError,
@@ -57,7 +58,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gputop.headless import diagnose, document, render
+    from gputop.headless import Feedback, diagnose, document, render
     from gputop.run import Job, RunError, exit_status
     from gputop.sources.feeds import feeds
 
@@ -95,7 +96,12 @@ def run(args: argparse.Namespace) -> int:
                    "interval": args.interval})  # fmt: skip
     try:
         sources = feeds(gpus.source, attached.host, attached.agents, attached.stacks, args.interval)
-        d = diagnose(session, sources, args.duration, stop=stop)
+        feedback = Feedback(sys.stdout, sys.stderr, args.duration, args.json)
+        feedback.start(watching(pid, command, gpus, sources, args.duration))
+        try:
+            d = diagnose(session, sources, args.duration, stop=stop, progress=feedback)
+        finally:
+            feedback.end()
     finally:
         gpus.close()
         close_session(session)
@@ -116,5 +122,13 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
-        sys.stdout.write(render(doc))
+        sys.stdout.write(render(doc, timeline=not feedback.stream))
     return 0
+
+
+def watching(pid: int | None, command: list[str], gpus: Any, sources: Any, seconds: float) -> str:
+    """The first line: what is watched, through which sources, for how long."""
+    who = f"`{' '.join(command)}` (pid {pid})" if command else (f"pid {pid}" if pid else "the GPUs")
+    board = f" on {gpus.simulated}" if gpus.simulated else ""
+    names = ", ".join(f.what for f in sources)
+    return f"watching {who}{board} for {seconds:g} s through {names}; the verdict as it changes:"
