@@ -39,6 +39,15 @@ def _more_workers(sig: RuleInputs, loader: dict[str, Any]) -> str:
     past the core count); near the memory limit only after freeing memory."""
     workers = loader.get("num_workers")
     cpus, where = _cpus(sig)
+    full = saturated(sig)
+    if full is not None:  # more workers would share CPUs the job already wants in full
+        h = sig.host
+        wait = f", {h.runq:.1f} of it waiting for a CPU" if h and h.runq else ""
+        return (
+            f"do not add DataLoader workers (now {workers if workers is not None else '?'}): "
+            f"the job already wants {full:.1f} of the {where}'s CPUs{wait}; make each batch "
+            "cheaper, or use fewer threads per process (torch.set_num_threads, OMP_NUM_THREADS)"
+        )
     target = max(1, int(cpus) - 1) if cpus else None
     first = (
         f"DataLoader num_workers={workers} on a {where}: try {target or 'cores-1'}"
@@ -67,13 +76,20 @@ def _more_workers(sig: RuleInputs, loader: dict[str, Any]) -> str:
 
 
 def _loader_settings(loader: dict[str, Any]) -> tuple[str, ...]:
-    """The DataLoader settings every data-input bound suggests: those not on (or not known)."""
+    """The DataLoader settings every data-input bound suggests: those not on (or not known).
+    persistent_workers and prefetch_factor exist only with workers: with num_workers=0 (torch
+    refuses prefetch_factor there) they are said as what comes with the first workers."""
     out = []
-    if loader.get("persistent_workers") is False or not loader:
-        out.append("persistent_workers=True (workers survive between epochs)")
+    workers = loader.get("num_workers")
+    if workers == 0:
+        out.append("with workers: persistent_workers=True and prefetch_factor=2-4")
+    else:
+        if loader.get("persistent_workers") is False or not loader:
+            out.append("persistent_workers=True (workers survive between epochs)")
+        now = f" (now {loader['prefetch_factor']})" if loader.get("prefetch_factor") else ""
+        out.append(f"prefetch_factor=3-4 for bursty loading{now}")
     if loader.get("pin_memory") is False or not loader:
         out.append("pin_memory=True with .to(device, non_blocking=True)")
-    out.append(f"prefetch_factor=3-4 for bursty loading (now {loader.get('prefetch_factor')})")
     return tuple(out)
 
 

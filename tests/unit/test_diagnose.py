@@ -200,6 +200,27 @@ def test_idle_workers_get_more_workers_even_past_the_cores():
     assert v.principal.levers[0].startswith("DataLoader num_workers=4: try 8;")
 
 
+def test_no_worker_settings_that_need_workers_when_there_are_none():
+    """persistent_workers and prefetch_factor exist only with workers (torch refuses
+    prefetch_factor with num_workers=0): said as what comes with the first workers."""
+    v = verdict("starved", agents=agents({"data_wait": 60, "forward": 10}), host=host(cpus=16))
+    levers = v.principal.levers
+    assert levers[0] == "DataLoader num_workers=0 on a 16-CPU quota: try 15"
+    assert not any(lv.startswith(("persistent_workers", "prefetch_factor")) for lv in levers)
+    assert "with workers: persistent_workers=True and prefetch_factor=2-4" in levers
+
+
+def test_no_more_workers_on_cpus_the_job_already_wants_in_full():
+    """A 2-CPU box whose workers wait on a run queue (1.7 waiting): 'try 4' would add
+    processes to the same two CPUs."""
+    loader = {"dataloader": M({"num_workers": 2, "pin_memory": True, "persistent_workers": True})}
+    v = verdict("starved", agents=agents({"data_wait": 60, "forward": 10}, fingerprint=loader),
+                host=host(cpus=2, runq=1.7, workers=[0.05, 0.05]))  # fmt: skip
+    (data,) = [f for f in v.findings if f.fired and f.bound.startswith("data-input")]
+    assert not any("try 4" in lv for lv in data.levers), data.levers
+    assert data.levers[0].startswith("do not add DataLoader workers (now 2): the job already ")
+
+
 def test_disk_wait_makes_it_io():
     v = verdict("starved", agents=agents({"data_wait": 60, "forward": 10}),
                 host=host(workers=[0.1, 0.1], disk_wait=3, io_psi=30))  # fmt: skip
