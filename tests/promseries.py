@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 import re
 import subprocess
@@ -81,8 +82,9 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario(
             "input_bound_throttled",
             ("--sim-board", "h100x4", "--sim-scenario", "mixed"),
+            # 5 ms of CPU work per batch in the training process: the loop waits for its input
             (PY, *MLP, "--slow-transform-ms", "5"),
-            ready="verdict",
+            ready="bound=data-input/cpu-transform",
             expect={
                 "GputopDataBound": [{"bound": "data-input/cpu-transform"}],
                 "GputopRankWaitsForData": [{"rank": "0"}],
@@ -193,6 +195,8 @@ def series_of(scrapes: list[dict[str, Any]]) -> Series:
 
 def _num(v: float) -> str:
     """A number promtool's series notation reads: no exponent (``1e+09+0x5`` is ambiguous)."""
+    if not math.isfinite(v):
+        return "NaN" if math.isnan(v) else ("Inf" if v > 0 else "-Inf")
     if v == int(v) and abs(v) < 1e18:
         return str(int(v))
     text = f"{v:.9f}".rstrip("0").rstrip(".")
@@ -208,8 +212,8 @@ def values_of(name: str, values: list[float | None], hold: int = HOLD_S) -> str:
     (while they only went up over the window), other gauges at their last value. A series
     absent from the last scrape ends there."""
     words = ["_" if v is None else _num(v) for v in values]
-    if values[-1] is None:
-        return " ".join(words)
+    if values[-1] is None or not math.isfinite(values[-1]):
+        return " ".join(words)  # absent or not a number at the end: nothing to continue
     present = [(i, v) for i, v in enumerate(values) if v is not None]
     (i0, v0), (i1, v1) = present[0], present[-1]
     slope = 0.0
