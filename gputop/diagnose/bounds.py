@@ -39,6 +39,19 @@ class Tier(enum.IntEnum):
     (no hysteresis)."""
 
 
+class PerGpu(enum.Enum):
+    """Whether one GPU of several can show the bound alone (``verdict.on_each_gpu``)."""
+
+    NO = "no"
+    """A bound of the job (its steps, its processes), or of the board as a whole."""
+    ALWAYS = "always"
+    """Heat, power, DRAM: one GPU can be held while the others are not, and in a synchronous
+    job that one GPU gates every rank."""
+    GPU_VIEW = "gpu-view"
+    """Read from NVML alone when nothing else speaks for the job (no agent): with the agent
+    its steps say it for the job."""
+
+
 class Style(enum.Enum):
     """How the verdict pane shows the bound when it is the principal."""
 
@@ -63,6 +76,8 @@ class Bound:
     style: Style | None = None
     description: str = ""
     """One line: what the bound means."""
+    per_gpu: PerGpu = PerGpu.NO
+    """Asked of each GPU's readings when the board's means do not show it."""
     after_exit: bool = False
     """Still the principal once the target has exited: it says why the job ended (an OOM
     kill) or that it did. Every other bound read the job's last readings: it stays secondary
@@ -90,6 +105,7 @@ REGISTRY: tuple[Bound, ...] = (
         "throttled-thermal",
         rules.throttled_thermal,
         levers.throttled_thermal,
+        per_gpu=PerGpu.ALWAYS,
         style=Style.BAD,
         description="SM clocks cut to keep the GPU cool",
     ),
@@ -97,6 +113,7 @@ REGISTRY: tuple[Bound, ...] = (
         "throttled-power",
         rules.throttled_power,
         levers.throttled_power,
+        per_gpu=PerGpu.ALWAYS,
         style=Style.BAD,
         description="SM clocks cut to stay under the power limit",
     ),
@@ -119,6 +136,7 @@ REGISTRY: tuple[Bound, ...] = (
         "data-input",
         rules.data_input,
         levers.data_input,
+        per_gpu=PerGpu.GPU_VIEW,
         style=Style.BAD,
         description="the GPU waits for the next batch",
     ),
@@ -147,6 +165,7 @@ REGISTRY: tuple[Bound, ...] = (
         "h2d-copy",
         rules.h2d_copy,
         levers.h2d_copy,
+        per_gpu=PerGpu.GPU_VIEW,
         style=Style.BAD,
         description="host-to-device copies on the critical path",
     ),
@@ -161,6 +180,7 @@ REGISTRY: tuple[Bound, ...] = (
         "host-overhead",
         rules.host_overhead,
         levers.host_overhead,
+        per_gpu=PerGpu.GPU_VIEW,
         style=Style.BAD,
         description="the GPU waits for the CPU to launch work: tiny kernels, per-step syncs",
     ),
@@ -168,6 +188,7 @@ REGISTRY: tuple[Bound, ...] = (
         "memory-bandwidth",
         rules.memory_bandwidth,
         levers.memory_bandwidth,
+        per_gpu=PerGpu.ALWAYS,
         style=Style.BAD,
         description="DRAM bandwidth is the limit while the tensor cores idle",
     ),

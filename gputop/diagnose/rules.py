@@ -20,6 +20,7 @@ from gputop.diagnose.signals import (
     SPIKE,
     WORKER_PEGGED,
     WORKERS_COMPUTE,
+    GpuSignals,
     HostSignals,
     ProcessCpu,
     RuleInputs,
@@ -449,13 +450,27 @@ def throttled_thermal(sig: RuleInputs) -> Finding:
     if temps and g.hottest >= g.slowdown - SLOWDOWN_MARGIN_C:
         agree.append(Evidence(f"{g.hottest:.0f} C, slowdown at {g.slowdown} C", "NVML"))
     fired_clock = g.clock_ratio is not None and g.clock_ratio < THERMAL_CLOCK
+    fired = fired_clock or len(agree) > 1
+    against = [] if fired and agree else [_thermal_numbers(g)]
     return _finding(
         "throttled-thermal",
-        agree if fired_clock or len(agree) > 1 else [],
-        [],
+        agree if fired else [],
+        against,
         [],
         "clocks cut to keep the GPU cool",
         impact=1 - (g.clock_ratio or 1),
+    )
+
+
+def _thermal_numbers(g: GpuSignals) -> Evidence:
+    """What the thermal rule read, shown when it does not fire (the why screen)."""
+    temp = f", hottest {g.hottest:.0f} C (slowdown at {g.slowdown} C)" if g.hottest else ""
+    clock = f", SM clock {_pct(g.clock_ratio)} of max" if g.clock_ratio is not None else ""
+    return Evidence(
+        f"thermal clock reasons {_pct(g.thermal_throttled)} of busy time (fires from "
+        f"{_pct(THERMAL_SHARE)}){clock}{temp}",
+        "NVML",
+        False,
     )
 
 
@@ -484,10 +499,19 @@ def throttled_power(sig: RuleInputs) -> Finding:
         )
         if g.limit_lowered:
             agree.append(Evidence("enforced power limit below the card's default", "NVML"))
+    against = []
+    if not agree:
+        clock = f", SM clock {_pct(g.clock_ratio)} of max" if g.clock_ratio is not None else ""
+        power = f", power {_pct(g.power_ratio)} of the limit" if g.power_ratio is not None else ""
+        text = (
+            f"power-cap reason {_pct(g.power_throttled)} of busy time (fires from "
+            f"{_pct(POWER_SHARE)} with the clock under {_pct(POWER_CLOCK)}){clock}{power}"
+        )
+        against.append(Evidence(text, "NVML", False))  # fmt: skip
     return _finding(
         "throttled-power",
         agree,
-        [],
+        against,
         [],
         "clocks cut to stay under the power limit",
         impact=1 - (g.clock_ratio or 1),
@@ -677,6 +701,17 @@ def _kernel_reads(h: HostSignals, sig: RuleInputs) -> Evidence | None:
     )
 
 
+STARVED_FROM = 2 * 5.0
+"""GPU utilisation (%) from which a GPU seen alone works at all (twice IDLE_UTIL)..."""
+BURSTY = 0.2
+"""... and the variation (coefficient) of its utilisation from which it works in bursts."""
+
+
+def _gpu_view(sig: RuleInputs) -> bool:
+    """Only NVML speaks: no target attached (the plain monitor, the demo's board)."""
+    return sig.steps is None and sig.host is None and sig.stacks is None
+
+
 def data_input(sig: RuleInputs) -> Finding:
     """The GPU waits for batches: the agent's batch wait, the main thread's stacks in the
     loader, a starved GPU. Which resource the loader lacks names the variant: CPU for workers
@@ -710,10 +745,23 @@ def data_input(sig: RuleInputs) -> Finding:
     else:
         missing.append("stacks")
     if sig.gpu is not None:
-        if sig.gpu.util < GPU_STARVED and agree:
-            agree.append(Evidence(f"GPU busy only {sig.gpu.util:.0f}% of the time", "NVML"))
-        elif sig.gpu.util >= GPU_BUSY:
-            against.append(Evidence(f"GPU busy {sig.gpu.util:.0f}% of the time", "NVML", False))
+        g = sig.gpu
+        if g.util < GPU_STARVED and agree:
+            agree.append(Evidence(f"GPU busy only {g.util:.0f}% of the time", "NVML"))
+        elif g.util >= GPU_BUSY:
+            against.append(Evidence(f"GPU busy {g.util:.0f}% of the time", "NVML", False))
+        elif _gpu_view(sig) and STARVED_FROM <= g.util < GPU_STARVED and g.util_cv >= BURSTY:
+            # nothing but NVML speaks for the job: a GPU that works in bursts and waits between
+            # them is starved, most often of batches (attached, the job's own signals say which)
+            agree.append(
+                Evidence(
+                    f"GPU busy only {g.util:.0f}% of the time, in bursts (variation "
+                    f"{g.util_cv:.2f} >= {BURSTY:g}): it waits between batches of work",
+                    "NVML",
+                )
+            )
+        else:
+            against.append(Evidence(f"GPU busy {g.util:.0f}% of the time", "NVML", False))
     fired = bool(agree) and (share is None or share > warn)
     bound = "data-input"
     summary = "the GPU waits for the next batch"
@@ -799,10 +847,17 @@ def h2d_copy(sig: RuleInputs) -> Finding:
             )
         elif share > H2D_SHARE:
             agree.append(Evidence(f"PCIe to the GPU {g.pcie_rx_gbps:.1f} GB/s", "NVML"))
+    against = []
+    if not agree and g is not None and g.pcie_rx_gbps is not None:
+        text = (
+            f"PCIe to the GPU {g.pcie_rx_gbps:.1f} GB/s (fires from {H2D_RX_GBPS:g} with the "
+            f"SMs under {H2D_SM_IDLE:.0f}% busy)"
+        )
+        against.append(Evidence(text, "NVML", False))  # fmt: skip
     return _finding(
         "h2d-copy",
         agree,
-        [],
+        against,
         missing,
         "host-to-device copies on the critical path",
         impact=share or (0.3 if agree else 0.0),
@@ -1051,7 +1106,7 @@ def host_overhead(sig: RuleInputs) -> Finding:
     training phases takes over LOOP_SHARE (``loop_share``: the agent's typical step; without
     the agent, the main threads' stack samples in the job's own code while it uses CPU)."""
     g = sig.gpu
-    agree, missing = [], []
+    agree, against, missing = [], [], []
     impact = 0.0
     if g is None:
         missing.append("NVML")
@@ -1063,6 +1118,15 @@ def host_overhead(sig: RuleInputs) -> Finding:
                 )
             )
             impact = 0.3
+        else:
+            against.append(
+                Evidence(
+                    f"util {g.util:.0f}%, SMs busy {g.sm_active:.0f}% (tiny kernels: util from "
+                    f"{LAUNCH_UTIL:.0f}% with SMs under {_pct(TINY_KERNELS)} of it)",
+                    "NVML",
+                    False,
+                )
+            )
     else:
         missing.append("GPM")
         if g.util >= LAUNCH_UTIL and g.power_ratio is not None and g.power_ratio < LOW_POWER:
@@ -1100,7 +1164,7 @@ def host_overhead(sig: RuleInputs) -> Finding:
                     "stacks",
                 )
             )
-    return _finding("host-overhead", agree, [], missing, summary, impact=impact)
+    return _finding("host-overhead", agree, against, missing, summary, impact=impact)
 
 
 DRAM_BUSY = 80.0
@@ -1113,22 +1177,22 @@ def memory_bandwidth(sig: RuleInputs) -> Finding:
     g = sig.gpu
     if g is None:
         return _finding("memory-bandwidth", [], [], ["NVML"], "DRAM bandwidth is the limit")
-    agree, missing = [], []
+    agree, against, missing = [], [], []
     if g.dram is not None:
+        text = (
+            f"DRAM bandwidth {g.dram:.0f}% of peak (fires from {DRAM_BUSY:.0f}%), tensor cores "
+            f"{g.tensor or 0:.0f}% (under {TENSOR_LOW:.0f}%)"
+        )
         if g.dram >= DRAM_BUSY and (g.tensor or 0) < TENSOR_LOW:
-            agree.append(
-                Evidence(
-                    f"DRAM bandwidth {g.dram:.0f}% of peak (>= {DRAM_BUSY:.0f}%), tensor cores "
-                    f"{g.tensor or 0:.0f}%",
-                    "NVML",
-                )
-            )
+            agree.append(Evidence(text, "NVML"))
+        else:
+            against.append(Evidence(text, "NVML", False))
     else:
         missing.append("GPM")
     return _finding(
         "memory-bandwidth",
         agree,
-        [],
+        against,
         missing,
         "DRAM bandwidth is the limit",
         impact=0.2 if agree else 0.0,
@@ -1161,6 +1225,7 @@ def gpu_compute(sig: RuleInputs) -> Finding:
     g = sig.gpu
     agree, against, missing = [], [], []
     held = sig.holding == "gpu-compute"
+    numbers = None  # what NVML read, shown against when the rule does not fire (why screen)
     if g is None:
         missing.append("NVML")
     else:
@@ -1183,6 +1248,14 @@ def gpu_compute(sig: RuleInputs) -> Finding:
                     + (f", SMs busy {sm:.0f}%" if sm is not None else ""),
                     "NVML",
                 )
+            )
+        else:
+            numbers = Evidence(
+                f"GPU busy {util:.0f}% (needs {busy:.0f}%), SM clock {_pct(g.clock_ratio or 0)} "
+                f"of max (needs {_pct(COMPUTE_CLOCK)}), no throttling"
+                + (f", SMs busy {sm:.0f}%" if sm is not None else ""),
+                "NVML",
+                False,
             )
     if sig.steps and sig.steps.shares:
         compute = sum(sig.steps.shares.get(p, 0) for p in step.MODEL_PHASES)
@@ -1237,6 +1310,8 @@ def gpu_compute(sig: RuleInputs) -> Finding:
         sig.stacks is None or sig.stacks.samples >= STACK_MIN
     )
     fired = settled and ((from_nvml and not against) or from_stacks)
+    if not fired and numbers is not None and not any(e.source == "NVML" for e in against):
+        against.append(numbers)
     return _finding(
         "gpu-compute",
         agree if fired else [],

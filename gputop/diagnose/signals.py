@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gputop.model import DeviceInfo, GpuSample, Window
 from gputop.model.host import HostSample
@@ -58,6 +58,9 @@ class GpuSignals:
     a few seconds ago is busy now, while the window's mean still counts the quiet start."""
     sm_recent: float | None = None
     """SMs busy (%, GPM) over the same last RECENT_S."""
+    per_gpu: tuple[tuple[int, GpuSignals], ...] = ()
+    """(index, that GPU's readings alone) for each GPU of a board of several: one GPU
+    throttled among eight vanishes in the board's means (``verdict.on_each_gpu``)."""
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -643,8 +646,12 @@ def reduce_windows(
 ) -> RuleInputs:
     """The windows of every source -> the rules' inputs (the MFU needs the GPUs' names)."""
     names = [d.name for d in devices if d.name]
+    board = gpu_signals(gpus, devices)
+    if board is not None and len(gpus) > 1:
+        each = ((d.index, gpu_signals([w], [d])) for w, d in zip(gpus, devices, strict=False))
+        board = replace(board, per_gpu=tuple((i, g) for i, g in each if g is not None))
     return RuleInputs(
-        gpu=gpu_signals(gpus, devices),
+        gpu=board,
         host=host_signals(host),
         steps=step_signals(agents, names),
         stacks=stack_signals(stacks),

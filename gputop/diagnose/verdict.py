@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from gputop.diagnose.bounds import RULES, Tier, bound, judge
+from gputop.diagnose.bounds import RULES, PerGpu, Tier, bound, judge
 from gputop.diagnose.findings import Finding, Verdict
 from gputop.diagnose.rules import stalling, warming_up
 from gputop.diagnose.signals import RuleInputs
@@ -49,13 +49,52 @@ def rank(findings: Sequence[Finding], ended: bool = False) -> list[Finding]:
     return sorted(fired, key=key)
 
 
+def on_each_gpu(findings: tuple[Finding, ...], sig: RuleInputs) -> tuple[Finding, ...]:
+    """A bound one GPU can show alone (``Bound.per_gpu``) that the board's means do not show
+    is asked of each GPU's readings: the GPUs it holds make one finding that names them ("GPU
+    2: power-cap reason 100% of busy time ..."), so a throttled GPU among eight, or each GPU's
+    own problem on a board shared by several jobs, is a finding of its own."""
+    g = sig.gpu
+    if g is None or len(g.per_gpu) < 2:
+        return findings
+    out = []
+    for f in findings:
+        entry = bound(f.bound)
+        asked = entry.per_gpu is PerGpu.ALWAYS or (
+            entry.per_gpu is PerGpu.GPU_VIEW and sig.steps is None
+        )
+        if f.fired or not asked or entry.rule is None:
+            out.append(f)
+            continue
+        held = [
+            (i, one)
+            for i, gi in g.per_gpu
+            if (one := judge(entry.rule, replace(sig, gpu=gi))).fired
+        ]
+        out.append(_on_gpus(held) if held else f)
+    return tuple(out)
+
+
+def _on_gpus(held: Sequence[tuple[int, Finding]]) -> Finding:
+    """One finding for the GPUs that show the bound: each GPU's evidence under its index, the
+    strongest GPU's confidence, impact and levers."""
+    first = max((f for _, f in held), key=lambda f: (f.confidence, f.impact))
+    which = ", ".join(str(i) for i, _ in held)
+    evidence = tuple(replace(e, text=f"GPU {i}: {e.text}") for i, f in held for e in f.evidence)
+    return replace(
+        first,
+        summary=f"{first.summary} (GPU{'s' if len(held) > 1 else ''} {which})",
+        evidence=evidence,
+    )
+
+
 def evaluate(sig: RuleInputs, now: float, state: State = State()) -> tuple[Verdict, State]:
     """Every rule, the principal with hysteresis. The rules see the principal the state holds
     (``RuleInputs.holding``): its own rule keeps it while the evidence stays in the band
     (rules.HOLD), so a share near its threshold does not flip the verdict reading by reading;
     the state is a value, so replay recomputes the same holds."""
     sig = replace(sig, holding=state.principal)
-    findings = tuple(judge(rule, sig) for rule in RULES)
+    findings = on_each_gpu(tuple(judge(rule, sig) for rule in RULES), sig)
     ended = sig.host is not None and sig.host.exited
     ranked = rank(findings, ended)
     inputs = tuple(
