@@ -268,6 +268,31 @@ def test_overwritten_bytes_anywhere_stop_the_reading_there_and_say_so(folder, or
     assert prefix(got, b), parts
 
 
+@pytest.mark.parametrize(
+    ("kind", "part", "at"),
+    [(DATA, "t", 13), (DATA, "flags", 1), (SUMMARY, "t", 9), (SUMMARY, "flags", 1)],
+)
+def test_a_frame_time_or_flag_overwritten_stops_the_reading_at_that_frame(
+    folder, original, kind, part, at
+):
+    """What the hypothesis test above hits only when it draws these bytes (it once expected
+    every record to read past them; the reader was right: the frame header's own checksum
+    covers them, and reading stops at that frame, keeping every record before it)."""
+    b = original
+    frames_of_kind = [start for k, start, _ in b.spans if k == kind]
+    start = frames_of_kind[len(frames_of_kind) // 2]
+    assert _field_of(b, start + at) == (kind, part)
+    damaged = bytearray(b.data)
+    damaged[start + at] ^= 0x10
+    recording, got = exercise(write(folder, bytes(damaged)))
+    assert recording is not None and recording.damage == (
+        f"damaged at byte {start:,} (frame header checksum mismatch)"
+    )
+    before = list(open_recording(write(folder, b.data[:start])).records())
+    assert tuple(got) == tuple(before) == b.records[: len(before)]
+    assert 0 < len(got) < len(b.records)
+
+
 @FUZZ
 @given(st.binary(min_size=1, max_size=64))
 def test_garbage_after_the_last_frame_is_damage_after_every_record(folder, original, junk):
