@@ -264,8 +264,9 @@ def _depth(value: Any) -> int:
 
 
 class _Clock:
-    """Each source's readings go forward in time (the session's timeline refuses a step back):
-    a time that is no number, or earlier than the one before it, is damage."""
+    """Each source's readings go forward in time (the live session's timeline refused a step
+    back before the recorder saw it, and replay's refuses it too): a time that is no number, or
+    earlier than the one before it from the same source, is damage."""
 
     def __init__(self) -> None:
         self.last: dict[Any, float] = {}
@@ -276,12 +277,11 @@ class _Clock:
                 self._at(s.key, s.t)
         elif rec.kind in ("host", "agents", "stacks"):
             self._at(rec.value.key, rec.value.t)
-        elif rec.kind == "verdict":
+        elif rec.kind == "verdict":  # a point may go back (its window ends are what it is)
             point = rec.value[0]
-            self._at(("verdict",), point.now)
-            for end in (point.host, point.stacks):
-                if end is not None and not _finite(end[1]):
-                    raise CodecError("an evaluation at a time no clock gives")
+            ends = [e[1] for e in (point.host, point.stacks) if e is not None]
+            if not all(_finite(t) for t in (point.now, *ends)):
+                raise CodecError("an evaluation at a time no clock gives")
         elif not _finite(rec.t):
             raise CodecError("an event at a time no clock gives")
 
