@@ -71,8 +71,17 @@ def run(args: argparse.Namespace) -> int:
     stopping = threading.Event()
     signals = (signal.SIGINT, signal.SIGTERM)
     previous = {sig: signal.signal(sig, lambda *_: stopping.set()) for sig in signals}
+    recorders = [s for s in sinks.sinks if hasattr(s, "bytes_written")]
     session.start({"simulated": gpus.simulated, "pid": args.pid, "command": attached.command(),
                    "interval": args.interval})  # fmt: skip
+    failed = [r.problem for r in recorders if r.problem]
+    if failed:  # the file could not even start (disk full): nothing to record into
+        gpus.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        close_session(session)
+        print(f"gputop: {failed[0]}", file=sys.stderr)
+        return 1
     watched = NoticingExit(attached.host)
     print(f"gputop: recording pid {args.pid} to {args.output} (ctrl+c stops)", file=sys.stderr)
     try:

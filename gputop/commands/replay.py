@@ -4,6 +4,7 @@ every recorded verdict recomputed from the recorded readings and compared."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from gputop.commands.common import add_ui_flags, ui_config
@@ -41,11 +42,15 @@ def run(args: argparse.Namespace) -> int:
     if args.check:
         result = check(recording)
         print(result.text())
-        return 0 if result.ok else 1
+        return 0 if result.ok and not recording.bad else 1
     config = ui_config(args)
     from gputop.ui.terminal import apply_terminal_env
 
     apply_terminal_env(config.color, config.low_bandwidth)
     from gputop.ui.replay_app import run_replay
 
-    return run_replay(recording, config, speed=args.speed)
+    code = run_replay(recording, config, speed=args.speed)
+    if recording.bad:  # played up to the damage, which the status line said
+        print(f"gputop: {args.file} {recording.damage}", file=sys.stderr)
+        return 1
+    return code

@@ -42,4 +42,4 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(render_report(doc, charts=not args.no_charts))
     if recording.damage:
         print(f"gputop: {args.file} {recording.damage}", file=sys.stderr)
-    return 0
+    return 1 if recording.bad else 0  # reported up to the damage, which the line says

@@ -65,6 +65,9 @@ _SCALARS: dict[Any, tuple[type, ...]] = {
     bool: (bool,),
 }
 """Checked on decode: a number where text belongs is a corrupt file, not a later crash."""
+MAX_INT = 2**64
+"""No count, size or nanosecond figure is larger; a larger int would overflow the first float
+it meets (10**4000 reads as JSON)."""
 
 
 class Schema:
@@ -253,5 +256,7 @@ class Decoder:
             ok = _SCALARS[kind[1]]
             if not isinstance(raw, ok) or (kind[1] is not bool and isinstance(raw, bool)):
                 raise CodecError(f"{kind[1].__name__} expected, found {type(raw).__name__}")
+            if type(raw) is int and not -MAX_INT <= raw <= MAX_INT:
+                raise CodecError("a number larger than any reading")
             return raw
         return _frozen(raw)

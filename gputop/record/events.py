@@ -25,7 +25,7 @@ from typing import Any
 from gputop.diagnose.findings import Finding, Verdict
 from gputop.diagnose.point import EvalPoint
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
-from gputop.record.codec import CodecError, Decoder, Schema
+from gputop.record.codec import MAX_INT, CodecError, Decoder, Schema
 
 _AGENT_FIELDS = tuple(f.name for f in dataclasses.fields(AgentState) if f.name != "steps")
 
@@ -180,7 +180,7 @@ class AgentsDecoder:
 
 
 def _number(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
+    return type(v) is float or (type(v) is int and -MAX_INT <= v <= MAX_INT)
 
 
 # ---- verdicts ----

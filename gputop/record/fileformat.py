@@ -125,8 +125,12 @@ def frames(
         offset += FRAME.size + length
 
 
+CUT = "ends inside a frame"
+"""How the damage of a file cut short starts (the recorder killed mid-write): not a bad file."""
+
+
 def _cut(offset: int) -> str:
     return (
-        f"ends inside a frame at byte {offset:,}: the recorder stopped mid-write (killed or "
-        "out of disk); everything before it is read"
+        f"{CUT} at byte {offset:,}: the recorder stopped mid-write (killed or out of disk); "
+        "everything before it is read"
     )

@@ -57,9 +57,12 @@ class Playback:
         self._next: Record | None = next(self._records, None)
 
     def advance(self, to: float) -> list[dict[str, Any]]:
-        """Apply every record up to ``to`` seconds; the capture events met on the way."""
+        """Apply every record up to ``to`` seconds; the capture events met on the way. At the
+        end, every record left: the span ends at the last frame's start or the last summary,
+        and the last second's readings (and the verdicts on them) come after it."""
         captures = []
-        while self._next is not None and self._next.t - self.start_t <= to:
+        end = to >= self.total
+        while self._next is not None and (end or self._next.t - self.start_t <= to):
             rec = self._next
             recomputed = self.player.apply(rec)
             if rec.kind == "event" and rec.value[0] == "capture":

@@ -2,13 +2,20 @@
 
 Total over any input: a file that is not a recording, from a newer format, cut short or
 damaged gives a ``RecordingError`` (nothing usable) or, once the header is read, stops at the
-damage and says where in ``damage`` while keeping everything before it.
+damage and says where in ``damage`` while keeping everything before it. Bounded on any input:
+a frame inflates to at most MAX_INFLATED bytes, read a MiB at a time; a record is at most
+MAX_LINE bytes and MAX_DEPTH deep; a reading's time is a number no earlier than the one before
+it from the same source (what the session's timeline needs). A crafted file (a zlib bomb, deep
+nesting, a checksummed record of any shape) is damage at that point, never a traceback.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import zlib
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,8 +25,9 @@ from gputop.model.gpu import DeviceInfo, GpuSample
 from gputop.model.host import HostSample
 from gputop.model.stacks import StacksSample
 from gputop.record import events as ev
-from gputop.record.codec import CodecError, Decoder, Schema
+from gputop.record.codec import MAX_INT, CodecError, Decoder, Schema
 from gputop.record.fileformat import (
+    CUT,
     DATA,
     FORMAT_VERSION,
     HEADER,
@@ -32,6 +40,21 @@ from gputop.record.fileformat import (
 from gputop.record.summary import Accumulator
 
 __all__ = ["Record", "Recording", "RecordingError", "open_recording"]
+
+MAX_INFLATED = 64 << 20
+"""Bytes one data frame may inflate to: a second of records is far less (a 370 KB zlib bomb
+inflated to 370 MB and took `gputop report` to 760 MB)."""
+MAX_SUMMARY = 16 << 20
+"""Bytes one summary may inflate to (a minute's summary is kilobytes)."""
+MAX_HEADER = 1 << 20
+MAX_LINE = 8 << 20
+"""Bytes of one record (an agents record with every step of 64 ranks is under a MiB)."""
+MAX_DEPTH = 32
+"""Nesting of one record: gputop writes under ten levels; a deeper one is damage before
+anything recurses over it."""
+_CHUNK = 1 << 20
+_BRACKETS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
+_NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[{]}")))
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +83,13 @@ class Recording:
     _starts: list[tuple[float, int]] | None = None
 
     @property
+    def bad(self) -> bool:
+        """Damaged inside (a checksum, a record that cannot be, a bomb): the commands exit 1.
+        A file cut at its end (the recorder killed or out of disk) is not: it was written
+        right up to where it stops."""
+        return self.damage is not None and not self.damage.startswith(CUT)
+
+    @property
     def session(self) -> dict[str, Any]:
         s = self.header.get("session")
         return s if isinstance(s, dict) else {}
@@ -74,6 +104,7 @@ class Recording:
         agents = ev.AgentsDecoder(dec)
         stream: Any = None
         last_verdict: ev.RecordedVerdict | None = None
+        clock = _Clock()
         begin = None
         if start is not None or from_offset is not None:
             starts = self.segment_starts()
@@ -94,19 +125,19 @@ class Recording:
                     self.damage = f"damaged at byte {fr.offset:,} (data outside a segment)"
                     return
                 try:
-                    text = stream.decompress(fr.payload)
-                    lines = text.decode().splitlines()
+                    for line in _frame_lines(stream, fr.payload):
+                        rec, last_verdict = _decode(_json(line), dec, agents, last_verdict)
+                        if rec is None:
+                            continue
+                        clock.check(rec)
+                        if from_offset is None or fr.offset >= from_offset:
+                            yield rec
                 except (zlib.error, UnicodeDecodeError):
                     self.damage = f"damaged at byte {fr.offset:,} (does not decompress)"
                     return
-                for line in lines:
-                    try:
-                        rec, last_verdict = _decode(json.loads(line), dec, agents, last_verdict)
-                    except (ValueError, CodecError, TypeError) as e:
-                        self.damage = f"damaged at byte {fr.offset:,} ({e})"
-                        return
-                    if rec is not None and (from_offset is None or fr.offset >= from_offset):
-                        yield rec
+                except (ValueError, CodecError, TypeError, OverflowError) as e:
+                    self.damage = f"damaged at byte {fr.offset:,} ({e})"
+                    return
         self.damage = scan.damage
 
     def span(self) -> tuple[float, float]:
@@ -172,10 +203,108 @@ class Recording:
         return parts
 
 
+def _frame_lines(stream: Any, payload: bytes) -> Iterator[bytes]:
+    """The records of one data frame, inflated a MiB at a time: memory is one record and one
+    chunk, whatever the payload inflates to (CodecError past MAX_INFLATED or MAX_LINE)."""
+    buf = bytearray()
+    total = 0
+    data = payload
+    while True:
+        chunk = stream.decompress(data, _CHUNK)
+        data = stream.unconsumed_tail
+        total += len(chunk)
+        if total > MAX_INFLATED:
+            raise CodecError(f"a frame inflates past {MAX_INFLATED >> 20} MiB")
+        buf += chunk
+        start = 0
+        while (nl := buf.find(b"\n", start)) >= 0:
+            yield bytes(buf[start:nl])
+            start = nl + 1
+        del buf[:start]
+        if len(buf) > MAX_LINE:
+            raise CodecError(f"a record longer than {MAX_LINE >> 20} MiB")
+        if not data and len(chunk) < _CHUNK:
+            break
+    if buf.strip():
+        yield bytes(buf)
+
+
+def _json(raw: bytes) -> Any:
+    """One record's JSON, nested at most MAX_DEPTH deep (CodecError, or ValueError)."""
+    text = raw.decode()
+    if not text.strip():
+        raise CodecError("an empty record")
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise CodecError("a record nested deeper than any gputop writes") from None
+    if _upper_depth(raw) > MAX_DEPTH and _depth(value) > MAX_DEPTH:
+        raise CodecError("a record nested deeper than any gputop writes")
+    return value
+
+
+def _upper_depth(raw: bytes) -> int:
+    """Nesting of ``raw`` counting brackets inside strings too (at least the real one): C
+    speed, so only a line that may be too deep is walked."""
+    steps = array("b", raw.translate(_BRACKETS, _NOT_BRACKETS))
+    return max(itertools.accumulate(steps), default=0)
+
+
+def _depth(value: Any) -> int:
+    """Nesting of a JSON value, without recursion."""
+    deepest = 0
+    todo = [(value, 1)]
+    while todo:
+        v, d = todo.pop()
+        if isinstance(v, list | dict):
+            deepest = max(deepest, d)
+            if d <= MAX_DEPTH:
+                todo.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return deepest
+
+
+class _Clock:
+    """Each source's readings go forward in time (the live session's timeline refused a step
+    back before the recorder saw it, and replay's refuses it too): a time that is no number, or
+    earlier than the one before it from the same source, is damage."""
+
+    def __init__(self) -> None:
+        self.last: dict[Any, float] = {}
+
+    def check(self, rec: Record) -> None:
+        if rec.kind == "gpu":
+            for s in rec.value:
+                self._at(s.key, s.t)
+        elif rec.kind in ("host", "agents", "stacks"):
+            self._at(rec.value.key, rec.value.t)
+        elif rec.kind == "verdict":  # a point may go back (its window ends are what it is)
+            point = rec.value[0]
+            ends = [e[1] for e in (point.host, point.stacks) if e is not None]
+            if not all(_finite(t) for t in (point.now, *ends)):
+                raise CodecError("an evaluation at a time no clock gives")
+        elif not _finite(rec.t):
+            raise CodecError("an event at a time no clock gives")
+
+    def _at(self, key: Any, t: Any) -> None:
+        if not _finite(t):
+            raise CodecError("a reading at a time no clock gives")
+        if t < self.last.get(key, -math.inf):
+            raise CodecError(f"the time of {key[0]} readings goes back")
+        self.last[key] = t
+
+
+def _finite(t: Any) -> bool:
+    return _num(t) and math.isfinite(t)
+
+
 def _summary(payload: bytes) -> dict[str, Any] | None:
     try:
-        part = json.loads(zlib.decompress(payload))
-    except (zlib.error, ValueError):
+        inflate = zlib.decompressobj()
+        raw = inflate.decompress(payload, MAX_SUMMARY)
+        if inflate.unconsumed_tail or len(raw) >= MAX_SUMMARY:
+            return None  # larger than any summary gputop writes
+        part = _json(raw)
+    except (zlib.error, ValueError, CodecError):
         return None
     if not isinstance(part, dict) or not _summary_shape(part):
         return None
@@ -207,7 +336,7 @@ def _summary_shape(p: dict[str, Any]) -> bool:
 
 def _int_key(k: Any) -> bool:
     """What int() reads back: ASCII digits ("²".isdigit() too), one sign, text at all."""
-    return isinstance(k, str) and k.isascii() and k.removeprefix("-").isdigit()
+    return isinstance(k, str) and len(k) < 20 and k.isascii() and k.removeprefix("-").isdigit()
 
 
 def _finding(f: Any) -> bool:
@@ -239,7 +368,11 @@ def _change(c: Any) -> bool:
 
 
 def _num(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
+    return type(v) is float or (type(v) is int and -MAX_INT <= v <= MAX_INT)
+
+
+def _count(n: Any) -> bool:
+    return type(n) is int and 0 <= n <= MAX_INT
 
 
 def _maybe_num(v: Any) -> bool:
@@ -269,14 +402,11 @@ def _rank(r: Any) -> bool:
     return (
         isinstance(r, dict)
         and all(_num(r.get(k)) for k in numbers)
-        and _map_of(r.get("hist"), lambda n: type(n) is int)
+        and _map_of(r.get("hist"), _count)
         and all(_int_key(k) for k in r["hist"])
         and (  # absent from files written before it
             r.get("work_hist") is None
-            or (
-                _map_of(r["work_hist"], lambda n: type(n) is int)
-                and all(_int_key(k) for k in r["work_hist"])
-            )
+            or (_map_of(r["work_hist"], _count) and all(_int_key(k) for k in r["work_hist"]))
         )
         and _map_of(r.get("phases"), _num)
         and isinstance(r.get("fingerprint", {}), dict)
@@ -369,8 +499,12 @@ def open_recording(path: Path | str) -> Recording:
     if first is None or first.kind != HEADER:
         why = scan.damage or "it has no header"
         raise RecordingError(f"{path} cannot be read: {why}")
+    if len(first.payload) > MAX_HEADER:
+        raise RecordingError(f"{path} cannot be read: its header is larger than any gputop writes")
     try:
-        header = json.loads(first.payload)
+        header = _json(first.payload)
+    except CodecError as e:
+        raise RecordingError(f"{path} cannot be read: its header is damaged ({e})") from None
     except ValueError:
         raise RecordingError(f"{path} cannot be read: its header is not JSON") from None
     if not isinstance(header, dict) or header.get("format") != "gputop.recording":

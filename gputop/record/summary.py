@@ -38,7 +38,7 @@ def _cursors(m: Any) -> dict[int, StepCursor]:
     return {
         int(k): (v[0], v[1])
         for k, v in m.items()
-        if isinstance(k, str) and k.isascii() and k.isdigit()
+        if isinstance(k, str) and len(k) < 20 and k.isascii() and k.isdigit()
         and isinstance(v, list | tuple) and len(v) == 2 and all(type(x) is int for x in v)
     }  # fmt: skip
 
@@ -50,11 +50,16 @@ def _held(t: Any, reasons: Any) -> dict[int, tuple[float, tuple[str, ...]]]:
     times, reasons = _typed(t, (int, float)), reasons if isinstance(reasons, dict) else {}
     out = {}
     for k, v in times.items():
-        if k.isascii() and k.removeprefix("-").isdigit():
+        if _real(v) and len(k) < 20 and k.isascii() and k.removeprefix("-").isdigit():
             r = reasons.get(k)
             ok = isinstance(r, list) and all(isinstance(x, str) for x in r)
             out[int(k)] = (float(v), tuple(r) if ok else ())
     return out
+
+
+def _real(v: Any) -> bool:
+    """A time from a file that arithmetic with floats survives (10**400 reads as JSON)."""
+    return isinstance(v, int | float) and not isinstance(v, bool) and abs(v) < 1e300
 
 
 def _typed(m: Any, kind: type | tuple[type, ...]) -> dict[str, Any]:
@@ -117,7 +122,7 @@ class Accumulator:
         """Each step once, under its rank label (readings repeat hundreds)."""
         self.throttle = ThrottleClock(_held(carry.get("gpu_t"), carry.get("gpu_reasons")))
         at = carry.get("verdict_at")
-        self.verdict_at: float | None = at if isinstance(at, int | float) else None
+        self.verdict_at: float | None = at if _real(at) else None
         principal = carry.get("principal")
         self.principal: str | None = principal if isinstance(principal, str) else None
         self.exited: bool = carry.get("exited") is True

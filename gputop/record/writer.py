@@ -96,6 +96,9 @@ class Recorder:
         }
         payload = _JSON.encode(header).encode()
         self._write(MAGIC + pack(HEADER, 0, header["t0"], payload))
+        self._disk.drain()  # once, at the start: a file without its header must not stay
+        if self._disk.error is not None:
+            self._abandon(self._disk.error)
 
     def gpu(self, samples: Sequence[GpuSample]) -> None:
         if samples:
@@ -143,12 +146,28 @@ class Recorder:
             self._flush(summary=True, segment=True)
         finally:
             self._disk.close()
-            os.close(self._fd)
-            self._fd = -1
+            if self._disk.written == 0:  # never started (NVML or the job failed first)
+                _remove_own(self.path, self._fd)
+            self._close_fd()
             self._check_disk()
-            if self.bytes_written == 0:  # never started (NVML or the job failed first)
-                with contextlib.suppress(OSError):
-                    self.path.unlink()
+
+    def _close_fd(self) -> None:
+        if not self._disk.busy:
+            os.close(self._fd)
+        self._fd = -1
+
+    def _abandon(self, e: OSError) -> None:
+        """The header could not be written: the file holds nothing readable and would only
+        block the name, so it goes, and the recording stops in one line."""
+        self._disk.close()
+        _remove_own(self.path, self._fd)
+        self._close_fd()
+        self.bytes_written = 0
+        why = "the disk is full" if e.errno == errno.ENOSPC else e.strerror
+        self.problem = (
+            f"cannot record to {self.path}: {why}; nothing was recorded and the file was "
+            "removed (free some space or give -o a path on another disk)"
+        )
 
     def drain(self) -> None:
         """Wait until every frame handed over so far is on disk (or failed)."""
@@ -219,13 +238,20 @@ class Recorder:
             return
         if self._fd >= 0:
             self._disk.close()
-            os.close(self._fd)
-            self._fd = -1
+            self._close_fd()
         why = "the disk is full" if e.errno == errno.ENOSPC else e.strerror
         self.problem = (
             f"recording stopped: {why} writing {self.path}; it is readable up to the "
             "last second written"
         )
+
+
+def _remove_own(path: Path, fd: int) -> None:
+    """Remove ``path`` if it is still the file open as ``fd`` (never one put in its place)."""
+    with contextlib.suppress(OSError):
+        mine, there = os.fstat(fd), os.lstat(path)
+        if (mine.st_dev, mine.st_ino) == (there.st_dev, there.st_ino):
+            path.unlink()
 
 
 class _Disk:
@@ -251,6 +277,12 @@ class _Disk:
         if self._thread.is_alive():
             self._queue.put(None)
             self._thread.join(timeout)
+
+    @property
+    def busy(self) -> bool:
+        """Still writing after ``close`` gave up waiting (a disk that hangs): its descriptor
+        must stay open, or a later file given the same number would get its frames."""
+        return self._thread.is_alive()
 
     def _run(self) -> None:
         while True:

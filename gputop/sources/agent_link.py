@@ -65,8 +65,11 @@ class _Agent:
     state: str = "connecting"
     hello: dict[str, Any] = field(default_factory=dict)
     fingerprint: dict[str, Any] = field(default_factory=dict)
-    steps: collections.deque = field(default_factory=lambda: collections.deque(maxlen=STEP_HISTORY))
-    gpu: dict[int, dict[str, int]] = field(default_factory=dict)
+    steps: collections.deque = field(default_factory=collections.deque)
+    """Every step read since the last reading and the STEP_HISTORY before (``_trim``)."""
+    gpu: dict[int, MappingProxyType] = field(default_factory=dict)
+    """GPU times per step number, each a snapshot replaced on change: a reading keeps the
+    times it was given (a recorder compares readings to see the later ones)."""
     beat: dict[str, Any] = field(default_factory=dict)
     beat_t: float | None = None
     dropped: int = 0
@@ -128,12 +131,11 @@ class AgentLink:
                 self._connect(a, now)
             if a.sock is not None:
                 self._read(a, now)
+        agents = tuple(self._state(a, now) for a in sorted(self._agents.values(), key=_order))
+        for a in self._agents.values():
+            _trim(a)
         return AgentsSample(
-            target=self.target,
-            t=now,
-            wall=self._wall(),
-            agents=tuple(self._state(a, now) for a in sorted(self._agents.values(), key=_order)),
-            problems=self._news(),
+            target=self.target, t=now, wall=self._wall(), agents=agents, problems=self._news()
         )
 
     def _news(self) -> tuple[str, ...]:
@@ -306,10 +308,7 @@ class AgentLink:
         if kind == "gpu":
             items, dropped = dec.parse_gpu(msg)
             for step, name, ns in items:
-                a.gpu.setdefault(step, {})[name] = ns
-            if len(a.gpu) > STEP_HISTORY:
-                for k in sorted(a.gpu)[: len(a.gpu) - STEP_HISTORY]:
-                    del a.gpu[k]
+                a.gpu[step] = MappingProxyType({**a.gpu.get(step, {}), name: ns})
             return dropped
         if kind == "heartbeat":
             beat = dec.parse_heartbeat(msg)
@@ -345,10 +344,7 @@ class AgentLink:
 
     def _state(self, a: _Agent, now: float) -> AgentState:
         beat = a.beat
-        steps = tuple(
-            replace(s, gpu=MappingProxyType(a.gpu[s.step])) if s.step in a.gpu else s
-            for s in a.steps
-        )
+        steps = tuple(replace(s, gpu=a.gpu[s.step]) if s.step in a.gpu else s for s in a.steps)
         return AgentState(
             pid=a.pid,
             state=a.state,
@@ -424,6 +420,17 @@ def _euid(pid: int, proc_root: str) -> int | None:
     except (OSError, ValueError, IndexError):
         pass
     return None
+
+
+def _trim(a: _Agent) -> None:
+    """After a reading: the last STEP_HISTORY steps and GPU times stay. A reading carries every
+    step read since the one before however many (600 steps/s read once a second lost one in
+    six at a fixed 512); READ_BUDGET bounds what one reading can add."""
+    while len(a.steps) > STEP_HISTORY:
+        a.steps.popleft()
+    if len(a.gpu) > STEP_HISTORY:
+        for k in sorted(a.gpu)[: len(a.gpu) - STEP_HISTORY]:
+            del a.gpu[k]
 
 
 def _aged(value: float | None, at: float | None, now: float) -> float | None:

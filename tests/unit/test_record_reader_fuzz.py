@@ -25,7 +25,7 @@ from gputop.model.gpu import GpuSample
 from gputop.model.host import HostSample, ProcSample
 from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
-from gputop.record import writer
+from gputop.record import reader, writer
 from gputop.record.fileformat import (
     DATA,
     FRAME,
@@ -38,7 +38,9 @@ from gputop.record.fileformat import (
     frames,
     pack,
 )
-from gputop.record.reader import Record, Recording, open_recording
+from gputop.record.playback import Playback
+from gputop.record.reader import MAX_DEPTH, Record, Recording, open_recording
+from gputop.record.replay import check
 from gputop.record.report import build_report, render_report
 from gputop.record.writer import Recorder
 
@@ -178,6 +180,8 @@ def exercise(path: Path) -> tuple[Recording | None, list[Record]]:
     assert "Time per verdict" in text
     assert doc["recording"]["damage"] == recording.damage
     recording.report_damage = recording.damage  # type: ignore[attr-defined]
+    playback = Playback(recording, speed=64.0)  # replay: every record through a session
+    playback.seek(playback.total)
     recording.damage = damage
     return recording, got
 
@@ -264,6 +268,31 @@ def test_overwritten_bytes_anywhere_stop_the_reading_there_and_say_so(folder, or
     assert prefix(got, b), parts
 
 
+@pytest.mark.parametrize(
+    ("kind", "part", "at"),
+    [(DATA, "t", 13), (DATA, "flags", 1), (SUMMARY, "t", 9), (SUMMARY, "flags", 1)],
+)
+def test_a_frame_time_or_flag_overwritten_stops_the_reading_at_that_frame(
+    folder, original, kind, part, at
+):
+    """What the hypothesis test above hits only when it draws these bytes (it once expected
+    every record to read past them; the reader was right: the frame header's own checksum
+    covers them, and reading stops at that frame, keeping every record before it)."""
+    b = original
+    frames_of_kind = [start for k, start, _ in b.spans if k == kind]
+    start = frames_of_kind[len(frames_of_kind) // 2]
+    assert _field_of(b, start + at) == (kind, part)
+    damaged = bytearray(b.data)
+    damaged[start + at] ^= 0x10
+    recording, got = exercise(write(folder, bytes(damaged)))
+    assert recording is not None and recording.damage == (
+        f"damaged at byte {start:,} (frame header checksum mismatch)"
+    )
+    before = list(open_recording(write(folder, b.data[:start])).records())
+    assert tuple(got) == tuple(before) == b.records[: len(before)]
+    assert 0 < len(got) < len(b.records)
+
+
 @FUZZ
 @given(st.binary(min_size=1, max_size=64))
 def test_garbage_after_the_last_frame_is_damage_after_every_record(folder, original, junk):
@@ -348,34 +377,79 @@ def test_a_checksummed_summary_of_any_shape_is_read_or_damage(folder, original, 
     assert tuple(got) == b.records
 
 
+def resegment(b: Base, text: bytes) -> bytes:
+    """The file with its first segment replaced by one data frame of ``text`` (records as JSON
+    lines), checksums right: what only a bug or a hand-made file could hold."""
+    header_end = min(b.boundaries)
+    second = [start for kind, start, _ in b.spans if kind == DATA and b.data[start + 1] & 1][1]
+    return (
+        b.data[:header_end] + pack(DATA, NEW_STREAM, 500.0, zlib.compress(text)) + (b.data[second:])
+    )
+
+
+def as_text(lines: list[Any]) -> bytes:
+    return "".join(json.dumps(x) + "\n" for x in lines).encode()
+
+
+def records_before(lines: list[Any], i: int) -> int:
+    """Records the lines before line ``i`` decode to (a frame table is none)."""
+    return sum(1 for x in lines[:i] if x[0] != "F")
+
+
+def test_a_first_segment_rewritten_as_it_was_reads_the_same(folder, original):
+    b = original
+    recording, got = exercise(write(folder, resegment(b, as_text(list(b.lines)))))
+    assert recording is not None and recording.damage is None
+    assert tuple(got) == b.records
+
+
 @FUZZ
 @given(st.data())
 def test_checksummed_records_of_any_shape_are_read_or_damage(folder, original, data):
     b = original
     lines = json.loads(json.dumps(b.lines))
+    first = len(lines)
     for _ in range(data.draw(st.integers(1, 2))):
         i = data.draw(st.integers(0, len(lines) - 1))
         lines[i] = mutate(data, lines[i])
-    text = "".join(json.dumps(x) + "\n" for x in lines).encode()
-    extra = pack(DATA, NEW_STREAM, 1e9, zlib.compress(text))
-    _, got = exercise(write(folder, b.data + extra))
-    assert tuple(got[: len(b.records)]) == b.records
+        first = min(first, i)
+    _, got = exercise(write(folder, resegment(b, as_text(lines))))
+    n = records_before(lines, first)
+    assert tuple(got[:n]) == b.records[:n]
 
 
-@pytest.mark.parametrize("t", [float("inf"), float("-inf"), float("nan"), 1e308])
-def test_a_reading_at_a_time_no_clock_gives_is_summarised_without_a_chart_point(
-    folder, original, t
-):
+@pytest.mark.parametrize(
+    ("t", "says"),
+    [
+        (float("inf"), "at a time no clock gives"),
+        (float("-inf"), "at a time no clock gives"),
+        (float("nan"), "at a time no clock gives"),
+        (1e308, "the time of gpu readings goes back"),  # the next reading is earlier
+    ],
+)
+def test_a_reading_at_a_time_no_clock_gives_is_damage_there(folder, original, t, says):
+    """`replay --check` died on these (ValueError: timestamps must not go back)."""
     b = original
     lines = json.loads(json.dumps(b.lines))
-    gpu = next(x for x in lines if x[0] == "g")
-    gpu[1][0][1] = t  # GpuSample.t
-    text = "".join(json.dumps(x) + "\n" for x in lines).encode()
-    recording, got = exercise(
-        write(folder, b.data + pack(DATA, NEW_STREAM, 1e9, zlib.compress(text)))
-    )
-    assert recording is not None and recording.damage is None
-    assert len(got) == len(b.records) + len(lines) - sum(x[0] == "F" for x in lines)
+    i, j = [i for i, x in enumerate(lines) if x[0] == "g"][:2]
+    lines[i][1][0][1] = t  # GpuSample.t
+    recording, got = exercise(write(folder, resegment(b, as_text(lines))))
+    assert recording is not None and says in recording.damage
+    stop = j if t == 1e308 else i  # a later time reads; the next one, earlier, is the damage
+    assert len(got) == records_before(lines, stop)
+    assert tuple(got[: records_before(lines, i)]) == b.records[: records_before(lines, i)]
+
+
+def test_readings_that_go_back_in_time_are_damage_there(folder, original):
+    b = original
+    lines = json.loads(json.dumps(b.lines))
+    hosts = [i for i, x in enumerate(lines) if x[0] == "h"]
+    lines[hosts[1]], lines[hosts[2]] = lines[hosts[2]], lines[hosts[1]]
+    recording, got = exercise(write(folder, resegment(b, as_text(lines))))
+    assert recording is not None and "the time of host readings goes back" in recording.damage
+    assert len(got) == records_before(lines, hosts[2])
+    n = records_before(lines, hosts[1])
+    assert tuple(got[:n]) == b.records[:n]
 
 
 # ---- headers ----
@@ -518,3 +592,161 @@ def test_a_missing_file_and_a_folder_are_refused_in_one_line(folder):
         with pytest.raises(RecordingError, match=says) as e:
             open_recording(path)
         assert str(path) in str(e.value)
+
+
+# ---- hostile structure under valid checksums (issue 17 item 10) ----
+
+_SLOT = "\x00hostile\x00"
+HOSTILE = st.one_of(
+    st.integers(MAX_DEPTH + 1, 3000).map(lambda n: "[" * n + "]" * n),
+    st.integers(MAX_DEPTH + 1, 3000).map(lambda n: '{"a":' * n + "1" + "}" * n),
+    st.integers(100, 6000).map(lambda n: "9" * n),  # more digits than int() reads
+    st.sampled_from([
+        "1e999", "-1e999", "NaN", "Infinity", "-Infinity", "1e308", "-0.0", "0", "-1",
+        "9223372036854775808", "-9223372036854775809", "true", "false", "null", '""', "[]",
+        "{}", "[[1,2],[3]]", '{"x":[]}', '[{"a":1}]', '"\\u0000"', '"\\ud800"', '"x"',
+    ]),
+    JSON_VALUES.map(json.dumps),
+)  # fmt: skip
+"""Raw JSON where a value was: deeper than any record, numbers no clock or int holds, the
+wrong type (a list or object where a hashable value is expected)."""
+
+
+def _plant(data: st.DataObject, v: Any) -> Any:
+    """``v`` with one value somewhere inside replaced by the slot (a raw token goes there)."""
+    if isinstance(v, dict) and v and data.draw(st.integers(0, 3)):
+        k = data.draw(st.sampled_from(sorted(v)))
+        v[k] = _plant(data, v[k])
+        return v
+    if isinstance(v, list) and v and data.draw(st.integers(0, 3)):
+        i = data.draw(st.integers(0, len(v) - 1))
+        v[i] = _plant(data, v[i])
+        return v
+    return _SLOT
+
+
+def _hostile_text(data: st.DataObject, v: Any) -> str:
+    return json.dumps(_plant(data, v)).replace(json.dumps(_SLOT), data.draw(HOSTILE), 1)
+
+
+def _replayed(path: Path) -> tuple[Recording | None, list[Record]]:
+    """``exercise`` and `gputop replay --check` too."""
+    recording, got = exercise(path)
+    if recording is not None:
+        check(recording).text()
+    return recording, got
+
+
+@settings(FUZZ, max_examples=60)
+@given(st.data())
+def test_checksummed_hostile_records_are_damage_where_they_are(folder, original, data):
+    """`report` and `replay --check` died on these (RecursionError, ValueError: timestamps
+    must not go back, TypeError: unhashable)."""
+    b = original
+    lines = [json.dumps(x) for x in b.lines]
+    how = data.draw(st.sampled_from(["token", "token", "token", "swap", "copy", "drop"]))
+    i = data.draw(st.integers(0, len(lines) - 1), label="line")
+    first = i
+    if how == "token":
+        lines[i] = _hostile_text(data, json.loads(lines[i]))
+    else:
+        j = data.draw(st.integers(0, len(lines) - 1), label="other")
+        first = min(i, j)
+        if how == "swap":
+            lines[i], lines[j] = lines[j], lines[i]
+        elif how == "copy":
+            lines.insert(j, lines[i])
+        else:
+            del lines[i]
+            first = i
+    text = "".join(line + "\n" for line in lines).encode()
+    recording, got = _replayed(write(folder, resegment(b, text)))
+    assert recording is not None
+    n = records_before(list(b.lines), first)
+    assert tuple(got[:n]) == b.records[:n]
+
+
+@settings(FUZZ, max_examples=40)
+@given(st.data())
+def test_checksummed_hostile_summaries_are_skipped_as_damage(folder, original, data):
+    b = original
+    part = json.loads(json.dumps(data.draw(st.sampled_from(b.summaries))))
+    if data.draw(st.booleans()):  # what the minutes after it are summarised from
+        part["carry"] = _plant(data, part["carry"])
+        text = json.dumps(part).replace(json.dumps(_SLOT), data.draw(HOSTILE), 1)
+    else:
+        text = _hostile_text(data, part)
+    extra = pack(SUMMARY, 0, 1e9, zlib.compress(text.encode()))
+    # a minute after the summary, which the report summarises from its records and the carry
+    after = pack(DATA, NEW_STREAM, 2e9, zlib.compress(as_text(list(b.lines[:12]))))
+    _, got = exercise(write(folder, b.data + extra + after))
+    assert tuple(got[: len(b.records)]) == b.records
+
+
+@settings(FUZZ, max_examples=40)
+@given(st.data())
+def test_a_hostile_header_is_read_or_refused_in_one_line(folder, original, data):
+    header = json.loads(json.dumps(original.header))
+    body = _hostile_text(data, header).encode()
+    _replayed(
+        write(
+            folder, MAGIC + pack(HEADER, 0, 500.0, body) + original.data[min(original.boundaries) :]
+        )
+    )
+
+
+def _bomb(original: Base, chunk: bytes, times: int) -> bytes:
+    """The real file's header, then one data frame that inflates to ``chunk * times``."""
+    z = zlib.compressobj(9)
+    payload = b"".join(z.compress(chunk) for _ in range(times)) + z.flush(zlib.Z_SYNC_FLUSH)
+    return original.data[: min(original.boundaries)] + pack(DATA, NEW_STREAM, 500.0, payload)
+
+
+def test_a_zlib_bomb_is_damage_in_bounded_memory(folder, original):
+    """370 KB that inflate to 370 MB took `gputop report` to 760 MB; now a record may be
+    8 MiB and is read a MiB at a time."""
+    import tracemalloc
+
+    path = write(folder, _bomb(original, b" " * (1 << 20), 360))
+    assert path.stat().st_size < 400_000
+    tracemalloc.start()
+    try:
+        recording, got = exercise(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert recording is not None and got == []
+    assert "a record longer than 8 MiB" in recording.damage and recording.bad
+    assert peak < 48 << 20, peak
+
+
+def test_a_frame_that_inflates_past_the_cap_is_damage(folder, original, monkeypatch):
+    """Records that are each fine but more than a frame could ever hold (capped low here:
+    the real cap is 64 MiB)."""
+    monkeypatch.setattr(reader, "MAX_INFLATED", 1 << 20)
+    line = (json.dumps(original.lines[0]) + "\n").encode()  # the same verdict, again and again
+    path = write(folder, _bomb(original, line * 1000, 40))
+    recording, got = exercise(path)
+    assert recording is not None and "a frame inflates past 1 MiB" in recording.damage
+    assert 0 < len(got) < 40_000
+
+
+def test_commands_say_a_damaged_file_in_one_line_and_exit_1(folder, original):
+    """`report`, `replay --check` over a file damaged inside: what was before it, one line,
+    exit 1; a file cut at its end (killed) is no error."""
+    import subprocess
+    import sys
+
+    deep = ("[" * 5000 + "]" * 5000 + "\n").encode()  # after the last summary: report reads it
+    bad = write(folder, original.data + pack(DATA, NEW_STREAM, 1e9, zlib.compress(deep)))
+    for args in (["report", "--no-charts"], ["report", "--json"], ["replay", "--check"]):
+        r = subprocess.run([sys.executable, "-m", "gputop", *args, str(bad)],
+                           capture_output=True, text=True, timeout=120)  # fmt: skip
+        said = (r.stdout + r.stderr).lower()
+        assert r.returncode == 1, (args, r.stdout, r.stderr)
+        assert "traceback" not in said and "nested deeper than any gputop writes" in said, args
+    cut = folder / "cut.gputop"
+    cut.write_bytes(original.data[:-5])
+    r = subprocess.run([sys.executable, "-m", "gputop", "report", "--no-charts", str(cut)],
+                       capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert r.returncode == 0 and "ends inside a frame" in r.stderr

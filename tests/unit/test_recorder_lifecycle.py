@@ -79,3 +79,38 @@ def test_the_monitor_thread_never_writes_the_file(tmp_path, monkeypatch):
     rec.close()
     assert writers == {"gputop-recorder"}
     assert len([r for r in open_recording(tmp_path / "s.rec").records() if r.kind == "gpu"]) == 3
+
+
+def test_a_disk_full_before_the_header_removes_the_file_and_says_so(tmp_path, monkeypatch):
+    """Issue 17 item 8: the header failed, a 0-byte file stayed and blocked the name."""
+    path = tmp_path / "full.rec"
+    real_write = os.write
+
+    def full(fd, data):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "write", full)
+    rec = Recorder(path)
+    sinks = Sinks([rec])
+    sinks.start((device(0),), {"mode": "record"})
+    assert sinks.problems == [
+        f"cannot record to {path}: the disk is full; nothing was recorded and the file was "
+        "removed (free some space or give -o a path on another disk)"
+    ]
+    assert not path.exists() and not sinks.sinks
+    sinks.close()
+    monkeypatch.setattr(os, "write", real_write)
+    again = Recorder(path)  # the name is free for the next try
+    again.start((device(0),), {"mode": "record"})
+    again.close()
+    assert open_recording(path).devices == (device(0),)
+
+
+def test_a_file_put_in_place_of_the_recording_is_never_removed(tmp_path):
+    """A recording that never started removes its file, only if it is still its own."""
+    path = tmp_path / "never.rec"
+    rec = Recorder(path)
+    path.unlink()
+    path.write_text("someone else's")
+    rec.close()
+    assert path.read_text() == "someone else's"
