@@ -65,6 +65,30 @@ def test_gpu_side_classes_on_the_simulated_board(scenario, expected):
     assert doc["source"]["simulated"]
 
 
+def test_each_gpu_of_the_demo_board_has_its_problem_as_a_finding():
+    """The demo's board: a different workload per GPU. The board's means hide them; each GPU's
+    problem is a finding naming it, and a principal is named within seconds."""
+    doc = diagnose("--sim-board", "h100x8", "--sim-scenario", "mixed", duration=6)
+    fired = {f["bound"]: f for f in doc["findings"] if f["fired"]}
+    expected = {"memory-bandwidth": 1, "throttled-power": 2, "throttled-thermal": 3,
+                "data-input": 4, "host-overhead": 5}  # fmt: skip
+    for name, gpu in expected.items():
+        assert name in fired, (name, sorted(fired))
+        assert fired[name]["summary"].endswith(f"(GPU {gpu})")
+        assert all(e["text"].startswith(f"GPU {gpu}: ") for e in fired[name]["evidence"])
+    assert principal(doc) in expected
+    first = next(e for e in doc["timeline"] if e["bound"])
+    assert first["t_s"] < 6
+
+
+def test_a_rule_that_does_not_fire_shows_its_numbers():
+    doc = diagnose("--sim-board", "h100", "--sim-scenario", "compute", duration=3)
+    quiet = {f["bound"]: f for f in doc["findings"] if not f["fired"]}
+    for name in ("throttled-power", "throttled-thermal", "memory-bandwidth", "host-overhead"):
+        numbers = [e["text"] for e in quiet[name]["evidence"] if not e["supports"]]
+        assert numbers and any(c.isdigit() for c in numbers[0]), (name, quiet[name])
+
+
 def trainer(*knobs: str) -> list[str]:
     return ["--", sys.executable, str(EXAMPLES / "mlp_plain.py"), "--steps", "100000",
             "--seconds", "22", "--threads", "1", *knobs]  # fmt: skip
