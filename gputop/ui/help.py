@@ -46,9 +46,19 @@ PANES = [
         "slowdown temperature); dim: idle or not available",
     ),
     (
+        "▶",
+        "marks the selected GPU (j/k move it, enter opens it)",
+    ),
+    (
         "status line",
-        "a driver that stopped answering, and problems with the config or theme "
+        "why the key just pressed cannot work now; that the job or target ended, with its "
+        "exit status; a driver that stopped answering; problems with the config or theme "
         "files (they were skipped)",
+    ),
+    (
+        "key bar",
+        "the main keys; dim: cannot work now; '? more keys' where the terminal is too narrow "
+        "for all of them (this screen lists every one)",
     ),
 ]
 

@@ -109,15 +109,16 @@ def step_lines(
         bar.label("| gc pauses ").add(f"{gc:.0%}", "warn" if gc > 0.1 else "value")
         if full:
             bar.label(f" ({full} full)")
-    now = Line(style).label(" now ")
-    if ended is not None or a.state == "exited":
-        now.add(ended or f"pid {a.pid} exited", "dim")
+    if ended is not None or a.state == "exited":  # not "now": nothing runs any more
+        now = Line(style).label(" end ").add(ended or f"pid {a.pid} exited", "dim")
         if a.open_phase:
             now.label(f"; its last phase was {a.open_phase}")
     elif a.open_phase:
+        now = Line(style).label(" now ")
         level = "bad" if (a.open_age_s or 0) > max(60.0, 10 * (med or 0) / 1e3) else "value"
         now.add(f"{a.open_phase} for {a.open_age_s or 0:.1f} s", level)
     else:
+        now = Line(style).label(" now ")
         now.label(f"between phases, {a.since_step_s or 0:.1f} s since the last step")
     fp = a.fingerprint
     loader = fp.get("dataloader") or {}
