@@ -215,3 +215,22 @@ def test_f10_quits_the_demo(tmux, tmp_path):
     tmux.keys("F10")
     tmux.wait_for("READY$")
     assert "SIMULATED" not in tmux.screen()
+
+
+def test_run_says_the_job_ended_with_its_status_and_offers_q(tmux80, tmp_path):
+    """Issue 18 item 8: after the job of `gputop run` exits the screen says so, with its
+    status, offers q, and names GPU rows only where there are some."""
+    tmux = tmux80
+    config = tmp_path / "config.toml"
+    config.write_text("# defaults only\n")
+    job = tmp_path / "job.py"
+    job.write_text("import time\ntime.sleep(1)\nraise SystemExit(3)\n")
+    cmd = f"{sys.executable} -m gputop run --interval 0.5 --config {config} --"
+    tmux.type(f"{cmd} {sys.executable} {job}; echo gputop-said-$?")
+    screen = tmux.wait_for("the job ended (status 3): q quits", timeout=60)
+    assert "exited with status 3" in screen
+    if not Path("/proc/driver/nvidia").exists():  # no GPU rows: none "go on"
+        assert "GPU rows" not in screen and "GPU panes" not in screen
+    tmux.keys("q")
+    screen = tmux.wait_for("gputop-said-3")
+    assert "the job exited with status 3" in screen
