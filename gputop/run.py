@@ -170,8 +170,34 @@ def exit_status(code: int) -> int:
     return 128 - code if code < 0 else code
 
 
-def summary(agents: Sequence, out=sys.stdout) -> None:
-    """A plain-text account of the steps the agents reported (for --no-tui and logs)."""
+class StepTally:
+    """Every step each agent reported, counted once across readings. A reading repeats only
+    the agent's last few hundred steps (the summary's medians use the last 50), so the total
+    comes from here: steps seen once each, plus those whose numbers were skipped between two
+    readings (more steps than a reading holds went by)."""
+
+    def __init__(self) -> None:
+        self.cursors: dict[int, tuple[int, int]] = {}
+        self.counts: dict[int, int] = {}
+
+    def add(self, agents: Sequence) -> None:
+        from gputop.model.steps import new_steps
+
+        for a in agents:
+            old = self.cursors.get(a.pid)
+            fresh, cursor = new_steps(a.steps, old)
+            if not fresh or cursor is None:
+                continue
+            first = fresh[0].step  # agents number steps from 0
+            unseen = first - old[0] - 1 if old is not None and first > old[0] else first
+            self.counts[a.pid] = self.counts.get(a.pid, 0) + len(fresh) + max(0, unseen)
+            self.cursors[a.pid] = cursor
+
+
+def summary(agents: Sequence, out=sys.stdout, totals: dict[int, int] | None = None) -> None:
+    """A plain-text account of the steps the agents reported (for --no-tui and logs):
+    ``totals`` (pid -> steps, a ``StepTally``'s) the whole run's count; medians are over the
+    recent steps."""
     from gputop.model.ranks import rank_work
     from gputop.model.step_stats import phase_shares, usable
 
@@ -186,8 +212,10 @@ def summary(agents: Sequence, out=sys.stdout) -> None:
             f"{name} {share:.0%}" if share >= 0.01 else f"{name} {share:.1%}"
             for name, share in phase_shares(usable(a.steps))
         )
+        total = max((totals or {}).get(a.pid, 0), len(a.steps))
+        over = f" over the last {r.steps}" if r.steps < total - 1 else ""
         print(
-            f"gputop: {who}: {r.steps} steps, median {r.step_ms:.1f} ms"
+            f"gputop: {who}: {total} steps, median {r.step_ms:.1f} ms{over}"
             f" (work {r.work_ms:.1f} ms, sync wait {r.sync_ms:.1f} ms); {shares}",
             file=out,
         )
@@ -196,15 +224,18 @@ def summary(agents: Sequence, out=sys.stdout) -> None:
 def run_headless(job: Job, link, poll_s: float = 0.5) -> int:
     """--no-tui: the job's output passes through; the agents' account is printed at the end."""
     job.forward_signals()
-    agents = ()
+    agents: Sequence = ()
+    tally = StepTally()
     while job.poll() is None:
         agents = link.sample().agents
+        tally.add(agents)
         time.sleep(poll_s)
     for _ in range(3):  # the last steps may still be in flight
         agents = link.sample().agents or agents
+        tally.add(agents)
         time.sleep(0.1)
     link.close()
     from gputop.model.ranks import ranked
 
-    summary(ranked(agents))
+    summary(ranked(agents), totals=tally.counts)
     return exit_status(job.wait())

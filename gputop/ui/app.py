@@ -21,7 +21,6 @@ from typing import Any, Protocol
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import Footer
 
 from gputop.config import INTERVAL_MAX, INTERVAL_MIN, Config, clamp_interval, shown
 from gputop.diagnose import Verdict
@@ -36,6 +35,7 @@ from gputop.ui.captures_text import CaptureView
 from gputop.ui.detail import DetailScreen
 from gputop.ui.gpu_text import short_name
 from gputop.ui.help import HelpScreen
+from gputop.ui.keybar import KeyItem, key_name
 from gputop.ui.keymap import checked_keymap
 from gputop.ui.messages import CaptureUpdate, Reading, SourceTrouble
 from gputop.ui.themes import DEFAULT_THEME, GPUTOP_VARIABLES, all_theme_dirs, load_themes
@@ -44,6 +44,7 @@ from gputop.ui.widgets import (
     GpuRow,
     HeaderLine,
     HostPane,
+    KeyBar,
     RanksPane,
     SimBanner,
     StacksPane,
@@ -56,6 +57,22 @@ INTERVAL_STEPS = (0.5, 1.0, 2.0, 3.0, 5.0, 10.0)
 DETAIL_HISTORY_S = 300.0
 PANES = frozenset({"host", "agents", "stacks"})
 """Panes shown only with their source (a target's tree, its agents, its stacks)."""
+FLASH_S = 5.0
+"""How long the status line says why a key cannot work now."""
+
+
+def header_text(who: str, board: str, driver: str, when: str, width: int) -> str:
+    """The header for ``width`` columns: the driver goes first, then the command is cut; the
+    time and the refresh state (PAUSED) always show."""
+    text = f"gputop  {who}  {board}{driver}  {when}"
+    if len(text) <= width:
+        return text
+    text = f"gputop  {who}  {board}  {when}"
+    over = len(text) - width
+    if over > 0 and len(who) > 12:
+        keep = max(12, len(who) - over - 1)
+        text = f"gputop  {who[:keep].rstrip()}…  {board}  {when}"
+    return text
 
 
 class GpuFeed(Protocol):
@@ -84,9 +101,9 @@ class GputopApp(App):
     ENABLE_COMMAND_PALETTE = False
 
     BINDINGS = [
-        Binding("q", "quit", "Quit", id="quit"),
+        Binding("q,f10", "quit", "Quit", id="quit"),
         Binding("space,p", "pause", "Pause", id="pause"),
-        Binding("question_mark,f1", "help", "Help", id="help"),
+        Binding("question_mark,f1,h", "help", "Help", id="help"),
         Binding("j,down", "next_gpu", "Next", id="next_gpu"),
         Binding("k,up", "prev_gpu", "Prev", id="prev_gpu"),
         Binding("enter", "detail", "Detail", id="detail"),
@@ -105,32 +122,53 @@ class GputopApp(App):
         Binding("a", "load_agent", "Load agent", id="load_agent"),
         Binding("ctrl+c", "interrupt", "Interrupt job", id="interrupt", priority=True),
     ]
+    FOOTER: list[tuple[tuple[str, ...], str]] = [
+        (("quit",), "Quit"),
+        (("help",), "Help"),
+        (("pause",), "Pause"),
+        (("next_gpu", "prev_gpu"), "GPU"),
+        (("detail",), "Detail"),
+        (("why",), "Why"),
+        (("save_snapshot",), "Save"),
+        (("interrupt",), "Interrupt"),
+        (("dump_stacks",), "Dump"),
+        (("capture_flame",), "Flame"),
+        (("capture_dump",), "Capture"),
+        (("capture_trace",), "Trace"),
+        (("capture_memory",), "Memory"),
+        (("capture_nsys",), "Nsys"),
+        (("cancel_capture",), "Cancel"),
+        (("load_agent",), "Agent"),
+        (("theme",), "Theme"),
+        (("interval_up", "interval_down"), "Rate"),
+    ]
+    """The key bar's entries (binding ids, label), most important first: at 80 columns the
+    last ones give way to "? more keys" (``ui/keybar.py``)."""
     HELP = {
-        "quit": "leave gputop (the terminal is restored)",
+        "quit": "leave gputop, restoring the terminal (F10 as in htop)",
         "pause": "freeze the display; collection goes on, nothing is lost",
         "help": "this screen",
-        "next_gpu": "select the next GPU",
+        "next_gpu": "select the next GPU (the marked row)",
         "prev_gpu": "select the previous GPU",
-        "detail": "open the selected GPU: every value, why values are missing, charts",
+        "detail": "the selected GPU in full: every value, why one is missing, charts",
         "theme": "switch to the next theme",
         "interval_up": "refresh less often (fewer bytes over ssh)",
         "interval_down": "refresh more often",
-        "save_snapshot": "write the current state as JSON (same schema as `gputop snapshot`)",
+        "save_snapshot": "write the current state as JSON (the schema of `gputop snapshot`)",
         "why": "the full reasoning: every rule, fired or not, with its numbers and levers",
-        "dump_stacks": "dump every Python thread of the target now (nonblocking), also to a file",
-        "interrupt": "send SIGINT to the job started by `gputop run` (like ctrl+c without gputop)",
-        "capture_flame": "record a flame graph of the target and its workers for a few seconds "
-        "(py-spy, nonblocking) into ./gputop-captures",
-        "capture_dump": "write every thread's stack now into a capture folder (text and JSON)",
-        "capture_trace": "profile 3 steps with torch.profiler in every process that runs "
-        "gputop's agent (a chrome trace per rank, for Perfetto or Holistic Trace Analysis)",
-        "capture_memory": "a CUDA memory snapshot over 5 steps in every process that runs "
-        "gputop's agent (what allocated the memory; open it at pytorch.org/memory_viz)",
-        "capture_nsys": "record an Nsight Systems window of a job started by "
-        "`gputop run --nsys` (nsys cannot attach to other jobs: the reason says how to relaunch)",
+        "dump_stacks": "every Python thread of the target now, shown and saved to a file",
+        "interrupt": "in `gputop run`: SIGINT to the job (as ctrl+c without gputop); "
+        "elsewhere, or once the job has ended: quit",
+        "capture_flame": "a flame graph of the target and its workers over a few seconds "
+        "(py-spy) into ./gputop-captures",
+        "capture_dump": "every thread's stack now, into a capture folder (text and JSON)",
+        "capture_trace": "torch.profiler over 3 steps in each process with gputop's agent "
+        "(a chrome trace per rank)",
+        "capture_memory": "a CUDA memory snapshot over 5 steps in each process with gputop's "
+        "agent (open it at pytorch.org/memory_viz)",
+        "capture_nsys": "an Nsight Systems window of a job started by `gputop run --nsys`",
         "cancel_capture": "stop the running captures, keeping what they recorded",
-        "load_agent": "load gputop's agent into the target and its ranks (no restart): says "
-        "what it will do and needs, and asks first",
+        "load_agent": "load gputop's agent into the target and its ranks, no restart (asks first)",
     }
 
     def __init__(
@@ -187,6 +225,9 @@ class GputopApp(App):
         self.selected = 0
         self.paused = False
         self.trouble = ""
+        self.flash = ""
+        """Why the last key pressed could not work (shown a few seconds on the status line)."""
+        self._flash_timer: Any = None
         self._problems = [*self.config.problems, *extra_problems]
         self._seen_problems = 0
         self._start_sampler = start_sampler
@@ -258,7 +299,7 @@ class GputopApp(App):
             yield SimBanner(f"SIMULATED {self.simulated} (not a real GPU)", id="sim-banner")
         yield VerdictPane()
         if "host" in self.panes:
-            yield HostPane()
+            yield HostPane(len(self.devices))
         if "agents" in self.panes:
             yield StepPane()
             yield RanksPane()
@@ -270,10 +311,14 @@ class GputopApp(App):
             for d in self.devices:
                 yield GpuRow(d, spark_width=spark)
         yield StatusLine(id="status")
-        yield Footer(compact=True)
+        yield KeyBar()
+
+    def on_resize(self) -> None:
+        self._update_header()
 
     def on_mount(self) -> None:
         self._select(0)
+        self._show_keys()
         self._update_header()
         self._update_status()
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
@@ -367,9 +412,13 @@ class GputopApp(App):
                 self.refresh_detail()
             if changed in (None, "host") and state.host is not None and "host" in self.panes:
                 self.query_one(HostPane).show(state.host)
-            if changed in (None, "agents") and state.agents is not None and "agents" in self.panes:
+            if (
+                changed in (None, "agents", "host")
+                and state.agents is not None
+                and "agents" in self.panes
+            ):
                 gpu = self.devices[0].name if self.devices else None
-                self.query_one(StepPane).show(state.agents, gpu)
+                self.query_one(StepPane).show(state.agents, gpu, self.ended())
                 self.query_one(RanksPane).show(state.agents)
             if changed in (None, "stacks") and state.stacks is not None and "stacks" in self.panes:
                 self.query_one(StacksPane).show(state.stacks_window())
@@ -405,6 +454,62 @@ class GputopApp(App):
         if state != getattr(self, "_binding_state", None):
             self._binding_state = state
             self.refresh_bindings()
+            self._show_keys()
+
+    def key_items(self, only: frozenset[str] | None = None) -> list[KeyItem]:
+        """The key bar's entries as mapped now (config.toml may change keys), each with why it
+        cannot work now; keys hidden now (``check_action`` False) left out; ``only``: these
+        binding ids (the detail screen's)."""
+        keymap = getattr(self, "_keymap", {}) or {}
+        by_id = {b.id: b for b in self.all_bindings()}
+        items = []
+        for ids, label in self.FOOTER:
+            if only is not None and not only & set(ids):
+                continue
+            bindings = [by_id[i] for i in ids if i in by_id]
+            if not bindings or self.check_action(bindings[0].action, ()) is False:
+                continue
+            if ids == ("interrupt",) and (self.job is None or self.job.poll() is not None):
+                continue  # ctrl+c quits, as q does: nothing to say
+            keys = "/".join(key_name(keymap.get(b.id, b.key)) for b in bindings)
+            reason = self.unavailable_reason(bindings[0].action)
+            items.append(KeyItem(keys, label, reason, help=ids == ("help",)))
+        return items
+
+    def _show_keys(self) -> None:
+        with contextlib.suppress(Exception):  # not composed yet, or torn down
+            self.query_one(KeyBar).show(self.key_items())
+
+    async def run_action(self, action: Any, default_namespace: Any = None, namespaces: Any = None):
+        """A key whose action cannot work now says why on the status line (Textual would do
+        nothing, and the key would look broken)."""
+        if isinstance(action, str) and default_namespace in (None, self):
+            name = action.partition("(")[0]
+            reason = self.unavailable_reason(name) if hasattr(self, f"action_{name}") else None
+            if reason:
+                self.say_briefly(f"{self._label_of(name)}: {reason}")
+                return True
+        return await super().run_action(action, default_namespace, namespaces)
+
+    def _label_of(self, action: str) -> str:
+        """The key and its name for a status line ("d (Dump stacks)")."""
+        keymap = getattr(self, "_keymap", {}) or {}
+        for b in self.all_bindings():
+            if b.action == action:
+                return f"{key_name(keymap.get(b.id, b.key))} ({b.description})"
+        return action
+
+    def say_briefly(self, line: str) -> None:
+        """One line on the status line for ``FLASH_S`` seconds."""
+        self.flash = line
+        self._update_status()
+        if self._flash_timer is not None:
+            self._flash_timer.stop()
+        self._flash_timer = self.set_timer(FLASH_S, self._end_flash)
+
+    def _end_flash(self) -> None:
+        self.flash, self._flash_timer = "", None
+        self._update_status()
 
     def action_why(self) -> None:
         from gputop.ui.dump import DumpScreen
@@ -430,22 +535,26 @@ class GputopApp(App):
         host = self.shown.host
         if host is not None and host.state == "exited":
             code = host.exit_code
-            who = f"pid {host.pid} EXITED" + (f" ({code})" if code is not None else "")
+            who = f"pid {host.pid} EXITED" + (f" (status {code})" if code is not None else "")
         names = {short_name(d.name) for d in self.devices}
         board = f"{len(self.devices)}x {', '.join(sorted(names))}" if self.devices else "no GPU"
-        if self.capabilities is not None:
-            board += f"  drv {self.capabilities.driver_version}"
+        driver = f"  drv {self.capabilities.driver_version}" if self.capabilities else ""
         walls = self.shown.walls
         when = time.strftime("%H:%M:%S", time.localtime(max(walls))) if walls else "--:--:--"
         state = "PAUSED" if self.paused else f"every {self.interval:g}s"
-        self.query_one(HeaderLine).update(f"gputop  {who}  {board}  {when} {state}")
+        self.query_one(HeaderLine).update(header_text(who, board, driver, f"{when} {state}",
+                                                      self.size.width - 2))  # fmt: skip
         self.query_one(HeaderLine).set_class(self.paused, "-paused")
 
     def _update_status(self) -> None:
         problems = self.session.state.problems  # outputs that stopped (disk full, port taken)
         self._problems += problems[self._seen_problems :]
         self._seen_problems = len(problems)
-        lines = [self.trouble] if self.trouble else []
+        lines = [self.flash] if self.flash else []
+        if (ended := self.ended()) is not None:
+            lines.append(f"{ended}: q quits")
+        if self.trouble:
+            lines.append(self.trouble)
         if self.offer is not None and self.offer.line:
             if self.offer.missing_said and self.offer.gone() is not None:
                 self.offer.line, self.offer.missing_said = "", False  # nothing to load into
@@ -455,6 +564,17 @@ class GputopApp(App):
         status = self.query_one(StatusLine)
         status.update("\n".join(lines))
         status.display = bool(lines)
+
+    def ended(self) -> str | None:
+        """How the job (gputop run) or the attached target ended, once it has; else None."""
+        if self.job is not None:
+            status = self.job.exit_status()
+            return f"the job ended (status {status})" if status is not None else None
+        host = self.shown.host
+        if host is not None and host.state == "exited":
+            code = f" with status {host.exit_code}" if host.exit_code is not None else ""
+            return f"pid {host.pid} exited{code}"
+        return None
 
     # ---- actions ----
 
@@ -482,10 +602,6 @@ class GputopApp(App):
             return "no capture running"
         if action == "load_agent":
             return self._load_agent_unavailable()
-        if action == "interrupt" and self.job is None:
-            return "only for a job started by `gputop run`"
-        if action == "interrupt" and self.job.poll() is not None:
-            return "the job has exited"
         return None
 
     def _target_gone(self) -> str | None:
@@ -495,8 +611,6 @@ class GputopApp(App):
         return identity.gone() if identity is not None and not identity.alive() else None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "interrupt" and self.job is None:
-            return False  # not shown at all outside `gputop run`
         if action == "load_agent" and self._load_agent_unavailable():
             return False  # shown only when it can work: a target without an agent
         return None if self.unavailable_reason(action) else True
@@ -550,10 +664,11 @@ class GputopApp(App):
             return False
         return self._load_agent_unavailable() == "the agent is loaded"
 
-    def _say_agent(self, line: str) -> None:
-        """From a worker thread: the agent's line on the status line."""
+    def _say_agent(self, line: str, missing: bool = False) -> None:
+        """From a worker thread: the agent's line on the status line; ``missing``: it says the
+        agent is missing (set before the line shows: an agent reading may come at once)."""
         assert self.offer is not None
-        self.offer.missing_said = False
+        self.offer.missing_said = missing
         self.offer.line = line
         self.call_from_thread(self._update_status)
 
@@ -572,8 +687,7 @@ class GputopApp(App):
                             f"loaded: {plan.refusals[0]}")  # fmt: skip
         elif not plan.nothing_to_do:
             self._say_agent(f"pid {self.offer.pid} has no gputop agent (stacks only): press a "
-                            "to load it, no restart")  # fmt: skip
-            self.offer.missing_said = True
+                            "to load it, no restart", missing=True)  # fmt: skip
         self.call_from_thread(self._refresh_bindings_if_changed)
 
     def action_load_agent(self) -> None:
@@ -677,12 +791,16 @@ class GputopApp(App):
     def action_cancel_capture(self) -> None:
         self.capture_keys.cancel()
 
-    def action_interrupt(self) -> None:
+    async def action_interrupt(self) -> None:
+        """ctrl+c: the job's (SIGINT, as without gputop) while a job of `gputop run` runs;
+        quits otherwise, as in htop, btop and nvitop."""
         import signal as signals
 
         if self.job is not None and self.job.poll() is None:
             self.job.signal(signals.SIGINT)
             self.notify("sent SIGINT to the job; q leaves gputop (the job keeps running)")
+        else:
+            await self.action_quit()
 
     def action_pause(self) -> None:
         self.paused = not self.paused
@@ -698,7 +816,7 @@ class GputopApp(App):
             return
         self.selected = index % len(self.devices)
         for row in self.query(GpuRow):
-            row.set_class(row.info.index == self.selected, "-selected")
+            row.select(row.info.index == self.selected)
         with contextlib.suppress(Exception):
             self.query_one(f"#gpu-{self.selected}", GpuRow).scroll_visible(animate=False)
 

@@ -11,11 +11,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from gputop.model import DeviceInfo, GpuSample
 from gputop.ui.charts import line_chart
 from gputop.ui.gpu_text import short_name
+from gputop.ui.keybar import KeyItem
+from gputop.ui.widgets import KeyBar
 from gputop.vocab.reasons import REASON_TEXT
 
 GIB = 1024**3
@@ -120,6 +122,10 @@ def _mb(kb: float | None, scale: float = 1.0) -> float | None:
     return kb * scale / 1000 if kb is not None else None
 
 
+KEYS = frozenset({"quit", "help", "pause", "next_gpu", "theme", "interval_up"})
+"""The app's keys that the detail screen's key bar names (escape first)."""
+
+
 class DetailScreen(Screen):
     """Opened with enter on a GPU row; escape goes back."""
 
@@ -136,9 +142,11 @@ class DetailScreen(Screen):
             yield Static(id="detail-facts")
             yield Static(id="detail-activity", classes="chart")
             yield Static(id="detail-power", classes="chart")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
+        items = self.app.key_items(KEYS)  # type: ignore[attr-defined]
+        self.query_one(KeyBar).show([KeyItem("esc", "Back"), *items])
         self.app.refresh_detail()  # type: ignore[attr-defined]
 
     def show(

@@ -70,15 +70,17 @@ def _cmd(p: ProcSample, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def host_lines(h: HostSample, style: StyleFor, width: int) -> list[Text]:
+def host_lines(h: HostSample, style: StyleFor, width: int, gpus: int = 0) -> list[Text]:
+    """``gpus``: how many GPU rows the screen has (they go on after the target exits)."""
     head = Line(style).add(" host ", "name")
     if h.state == "exited":
-        code = f" with code {h.exit_code}" if h.exit_code is not None else ""
+        code = f" with status {h.exit_code}" if h.exit_code is not None else ""
         head.add(f"pid {h.pid} exited{code}", "bad")
         kills = h.cgroup.mem_events_new.get("oom_kill", 0) if h.cgroup else 0
         if kills:
             head.add(f" after {kills} OOM kill(s) in its cgroup", "bad")
-        head.label("; GPU panes go on")
+        if gpus:
+            head.label("; the GPU rows go on")
         return [head.text]
     main = h.main
     cpus = h.effective_cpus

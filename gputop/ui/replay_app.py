@@ -39,6 +39,12 @@ class ReplayApp(GputopApp):
         Binding("home", "seek_to(0)", "Start", id="seek_start", show=False),
         Binding("end", "seek_end", "End", id="seek_end", show=False),
     ]
+    FOOTER = [
+        *GputopApp.FOOTER[:3],
+        (("seek_back", "seek_forward"), "Seek"),
+        (("speed_down", "speed_up"), "Speed"),
+        *GputopApp.FOOTER[3:],
+    ]
     HELP = {
         **GputopApp.HELP,
         "pause": "stop or resume the playback",

@@ -9,6 +9,7 @@ from rich.text import Text
 from gputop.model.host import RANK
 from gputop.model.stack_stats import hottest_frames, stillness, thread_shares
 from gputop.model.stacks import Frame, StacksSample
+from gputop.ui.fit import ellipsize
 from gputop.ui.gpu_text import Line, StyleFor
 
 MAX_THREAD_LINES = 6
@@ -16,11 +17,15 @@ STILL_S = 5.0
 STILL_IDLE = 0.7
 """A main thread idle on one stack this long is shown as standing still: where a hang would
 be, seconds before the verdict's own limit (hang rule: rules.hung)."""
+NARROW = 120
+"""Below this width frames are named without their class."""
 WAITING = {"data wait": "warn", "collective wait": "warn", "lock wait": "warn", "host sync": "warn"}
 
 
-def _where(f: Frame) -> str:
-    return f"{f.name} ({f.file.rsplit('/', 1)[-1]}:{f.line or '?'})"
+def _where(f: Frame, short: bool = False) -> str:
+    """``short`` (a narrow pane): the function without its class, so the file and line fit."""
+    name = f.name.rsplit(".", 1)[-1] if short else f.name
+    return f"{name} ({f.file.rsplit('/', 1)[-1]}:{f.line or '?'})"
 
 
 def _thread(pid: int, name: str, ranks: dict[int, int | None]) -> str:
@@ -31,6 +36,12 @@ def _thread(pid: int, name: str, ranks: dict[int, int | None]) -> str:
 
 
 def stack_lines(window: Sequence[StacksSample], style: StyleFor, width: int) -> list[Text]:
+    """The pane's lines, each cut at a word with an ellipsis where it does not fit."""
+    short = width < NARROW
+    return [ellipsize(line, width) for line in _stack_lines(window, style, short)]
+
+
+def _stack_lines(window: Sequence[StacksSample], style: StyleFor, short: bool) -> list[Text]:
     if not window:
         return [Line(style).add(" stacks ", "name").label("waiting for the first dump").text]
     latest = window[-1]
@@ -52,7 +63,7 @@ def stack_lines(window: Sequence[StacksSample], style: StyleFor, width: int) -> 
             f"{t.phase:<15}", WAITING.get(t.phase, "value")
         )
         if t.deciding is not None:
-            line.label(f" {_where(t.deciding)}")
+            line.label(f" {_where(t.deciding, short)}")
         line.label("  [")
         line.label(" ".join(f"{p} {share:.0%}" for p, share in s.shares[:4]))
         line.label("]")
@@ -73,7 +84,7 @@ def stack_lines(window: Sequence[StacksSample], style: StyleFor, width: int) -> 
         lines.append(
             Line(style)
             .label("        hot: ")
-            .label("  ".join(f"{_where(f)} {c / total:.0%}" for f, c in hot))
+            .label("  ".join(f"{_where(f, short)} {c / total:.0%}" for f, c in hot))
             .text
         )
     for u in stillness(window):

@@ -15,6 +15,7 @@ from gputop.model.ranks import rank_work
 from gputop.model.step_stats import gc_share, median_ms, mfu_of, phase_shares, usable
 from gputop.model.steps import AgentState, StepRecord
 from gputop.model.window import percentile
+from gputop.ui.fit import ellipsize
 from gputop.ui.gpu_text import Line, StyleFor, spark
 
 SHORT = {
@@ -57,8 +58,14 @@ def _human(v: float) -> str:
 
 
 def step_lines(
-    a: AgentState, style: StyleFor, width: int, gpu_name: str | None = None
+    a: AgentState,
+    style: StyleFor,
+    width: int,
+    gpu_name: str | None = None,
+    ended: str | None = None,
 ) -> list[Text]:
+    """``ended``: how the job ended ("the job ended (status 0)"), once it has: the phase it
+    was in stops counting up (it is the last phase, not what runs now)."""
     steps = usable(a.steps)
     head = Line(style).add(" steps ", "name")
     if a.state != "connected":
@@ -102,11 +109,16 @@ def step_lines(
         bar.label("| gc pauses ").add(f"{gc:.0%}", "warn" if gc > 0.1 else "value")
         if full:
             bar.label(f" ({full} full)")
-    now = Line(style).label(" now ")
-    if a.open_phase:
+    if ended is not None or a.state == "exited":  # not "now": nothing runs any more
+        now = Line(style).label(" end ").add(ended or f"pid {a.pid} exited", "dim")
+        if a.open_phase:
+            now.label(f"; its last phase was {a.open_phase}")
+    elif a.open_phase:
+        now = Line(style).label(" now ")
         level = "bad" if (a.open_age_s or 0) > max(60.0, 10 * (med or 0) / 1e3) else "value"
         now.add(f"{a.open_phase} for {a.open_age_s or 0:.1f} s", level)
     else:
+        now = Line(style).label(" now ")
         now.label(f"between phases, {a.since_step_s or 0:.1f} s since the last step")
     fp = a.fingerprint
     loader = fp.get("dataloader") or {}
@@ -116,7 +128,7 @@ def step_lines(
         now.label(f"  torch threads {fp['intra_op_threads']}")
     if "OMP_NUM_THREADS" in fp:
         now.label(f"  OMP {fp['OMP_NUM_THREADS'] or 'unset'}")
-    return [head.text, bar.text, now.text]
+    return [ellipsize(line.text, width) for line in (head, bar, now)]
 
 
 def _phase_level(name: str, share: float) -> str:
@@ -145,12 +157,13 @@ def rank_lines(agents: Sequence[AgentState], style: StyleFor, width: int) -> lis
             rows.append(line.text)
             continue
         slowest = straggler is not None and straggler.row.pid == a.pid
+        wide = width >= 100  # narrower: shorter labels, so "slowest" still fits
         line.label("step ").add(f"{r.step_ms:6.1f} ms")
         line.label("  work ").add(f"{r.work_ms:6.1f} ms", "bad" if slowest else "value")
-        line.label("  sync wait ").add(f"{r.sync_ms:6.1f} ms")
+        line.label("  sync wait " if wide else "  sync ").add(f"{r.sync_ms:6.1f} ms")
         if slowest:
-            line.add("  slowest: the others wait for it", "bad")
+            line.add("  slowest: the others wait for it" if wide else "  slowest", "bad")
         if a.state != "connected":
             line.add(f"  {a.state}", "dim")
-        rows.append(line.text)
+        rows.append(ellipsize(line.text, width))
     return rows

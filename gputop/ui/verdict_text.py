@@ -6,6 +6,7 @@ from rich.text import Text
 
 from gputop.diagnose.bounds import BY_NAME, Style
 from gputop.diagnose.findings import Finding, Verdict
+from gputop.ui.fit import ellipsize, wrap
 from gputop.ui.gpu_text import Line, StyleFor
 
 LEVEL = {Style.GOOD: "good", Style.NEUTRAL: "dim", Style.BAD: "bad"}
@@ -25,7 +26,8 @@ def _held(seconds: float | None) -> str:
 def verdict_lines(
     v: Verdict | None, now: float, style: StyleFor, width: int, compact: bool = False
 ) -> list[Text]:
-    """``compact`` (a short terminal): the verdict and the cheapest lever only."""
+    """``compact`` (a short terminal): the verdict and the cheapest lever only, the lever on
+    one line. Lines wrap or end in an ellipsis at ``width``: never cut mid-word."""
     head = Line(style).add(" verdict ", "name")
     if v is None:
         return [head.label("waiting for readings").text]
@@ -41,22 +43,29 @@ def verdict_lines(
     entry = BY_NAME.get(p.bound)
     level = LEVEL[entry.style] if entry and entry.style else "bad"
     head.add(f" {p.bound.upper()} ", level)
-    head.label(f" {p.summary}  ").label(f"(confidence {p.confidence:.0%}")
     held = _held(now - v.since if v.since is not None else None)
-    head.label(f", {held})" if held else ")")
-    lines = [head.text]
+    full = head.text.copy()
+    full.append_text(Line(style).label(f" {p.summary}  (confidence {p.confidence:.0%}").text)
+    full.append_text(Line(style).label(f", {held})" if held else ")").text)
+    if full.cell_len <= width:
+        lines = [full]
+    else:  # narrow: the bound and how sure, then the summary wrapped under it
+        head.label(f" {p.confidence:.0%}" + (f", {held}" if held else "") + f": {p.summary}")
+        lines = wrap(head.text, width, indent=3)
     for e in [e for e in p.evidence if e.supports][: 0 if compact else 3]:
-        lines.append(Line(style).label("   - ").add(e.text).label(f"  [{e.source}]").text)
+        line = Line(style).label("   - ").add(e.text).label(f"  [{e.source}]").text
+        lines.append(ellipsize(line, width))
     if p.levers:
         lever = (
             Line(style).label("   try: ").add(p.levers[0], "warn" if level == "bad" else "value")
         )
         if len(p.levers) > 1 and width >= 120:
             lever.label(f"; then {p.levers[1]}")
-        lines.append(lever.text)
+        lines += wrap(lever.text, width, indent=8, max_lines=1 if compact else 2)
     if v.secondary and not compact:
         also = ", ".join(f"{f.bound} ({f.confidence:.0%})" for f in v.secondary[:3])
-        lines.append(Line(style).label(f"   also: {also}   (v: the full reasoning)").text)
+        line = Line(style).label(f"   also: {also}   (v: the full reasoning)").text
+        lines.append(ellipsize(line, width))
     return lines
 
 

@@ -19,11 +19,14 @@ from gputop.model.steps import AgentsSample
 from gputop.ui.captures_text import CaptureView, capture_lines
 from gputop.ui.gpu_text import gpu_lines
 from gputop.ui.host_text import host_lines
+from gputop.ui.keybar import KeyItem, key_bar
 from gputop.ui.stacks_text import stack_lines
 from gputop.ui.steps_text import rank_lines, step_lines
 from gputop.ui.verdict_text import verdict_lines
 
-LEVELS = ("label", "name", "value", "good", "warn", "bad", "dim", "spark")
+LEVELS = ("label", "name", "value", "good", "warn", "bad", "dim", "spark", "select", "key")
+SELECTED = "▶"
+"""Marks the selected GPU's row (j/k move it; enter opens it), in every theme, mono included."""
 
 
 class LinePane(Widget):
@@ -79,7 +82,8 @@ class LinePane(Widget):
 
 
 class GpuRow(LinePane):
-    """One GPU in two lines: clocks, power, memory, temperature; activity, PCIe, reasons."""
+    """One GPU in two lines: clocks, power, memory, temperature; activity, PCIe, reasons. The
+    first column marks the selected row."""
 
     def __init__(self, info: DeviceInfo, spark_width: int = 40) -> None:
         super().__init__(id=f"gpu-{info.index}", classes="gpu-row")
@@ -87,24 +91,33 @@ class GpuRow(LinePane):
         self.sample: GpuSample | None = None
         self.history: Sequence[GpuSample] = ()
         self.spark_width = spark_width
+        self.selected = False
 
     def show(self, sample: GpuSample | None, history: Sequence[GpuSample]) -> None:
         self.sample, self.history = sample, history
         self.changed()
 
+    def select(self, selected: bool) -> None:
+        if selected != self.selected:
+            self.selected = selected
+            self.set_class(selected, "-selected")
+            self.changed()
+
     def build_lines(self, width: int) -> list[Text]:
         one, two = gpu_lines(
-            self.info, self.sample, self.style_for, width, self.history, self.spark_width
+            self.info, self.sample, self.style_for, width - 1, self.history, self.spark_width
         )
-        return [one, two]
+        mark = Text(SELECTED, style=self.style_for("select")) if self.selected else Text(" ")
+        return [mark + one, Text(" ") + two]
 
 
 class HostPane(LinePane):
     """The attached process tree: CPU against effective CPUs, threads, workers, cgroup."""
 
-    def __init__(self) -> None:
+    def __init__(self, gpus: int = 0) -> None:
         super().__init__(id="host")
         self.sample: HostSample | None = None
+        self.gpus = gpus
 
     def show(self, sample: HostSample) -> None:
         self.sample = sample
@@ -113,7 +126,7 @@ class HostPane(LinePane):
     def build_lines(self, width: int) -> list[Text]:
         if self.sample is None:
             return [Text(" host: waiting for the first reading", style=self.style_for("dim"))]
-        return host_lines(self.sample, self.style_for, width)
+        return host_lines(self.sample, self.style_for, width, self.gpus)
 
 
 class StepPane(LinePane):
@@ -123,9 +136,11 @@ class StepPane(LinePane):
         super().__init__(id="steps")
         self.agents: AgentsSample | None = None
         self.gpu_name: str | None = None
+        self.ended: str | None = None
 
-    def show(self, agents: AgentsSample, gpu_name: str | None) -> None:
-        self.agents, self.gpu_name = agents, gpu_name
+    def show(self, agents: AgentsSample, gpu_name: str | None, ended: str | None = None) -> None:
+        """``ended``: how the job ended, once it has (the phase shown stops counting)."""
+        self.agents, self.gpu_name, self.ended = agents, gpu_name, ended
         self.display = bool(agents.agents)
         self.changed()
 
@@ -133,7 +148,7 @@ class StepPane(LinePane):
         primary = main_agent(self.agents)
         if primary is None:
             return []
-        return step_lines(primary, self.style_for, width, self.gpu_name)
+        return step_lines(primary, self.style_for, width, self.gpu_name, self.ended)
 
 
 class RanksPane(LinePane):
@@ -199,6 +214,22 @@ class CapturesPane(LinePane):
 
     def build_lines(self, width: int) -> list[Text]:
         return capture_lines(self.views, self.style_for, width)
+
+
+class KeyBar(LinePane):
+    """The keys, laid out for the width (``ui/keybar.py``): the important ones and, when not
+    all fit, the help key's "more keys"."""
+
+    def __init__(self) -> None:
+        super().__init__(id="keys")
+        self.items: Sequence[KeyItem] = ()
+
+    def show(self, items: Sequence[KeyItem]) -> None:
+        self.items = items
+        self.changed()
+
+    def build_lines(self, width: int) -> list[Text]:
+        return [key_bar(self.items, width, self.style_for)]
 
 
 class HeaderLine(Static):

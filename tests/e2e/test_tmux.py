@@ -112,16 +112,16 @@ def test_demo_keys_in_a_real_terminal(tmux, tmp_path):
     tmux.type(demo_command(tmp_path))
     tmux.wait_for("SIMULATED 2x H100 80GB HBM3")
     tmux.wait_for("held: POWER CAP")
-    tmux.wait_for("Quit")  # the footer
+    tmux.wait_for("q Quit")  # the key bar
     tmux.keys("t")
     tmux.wait_for("theme: gputop-light")
     tmux.keys("Space")
     tmux.wait_for("PAUSED")
     tmux.keys("?")
-    help_screen = tmux.wait_for("save_snapshot")
-    assert "Keys" in help_screen
+    help_screen = tmux.wait_for("Keys (escape closes")
+    assert "write the current state as JSON" in help_screen
     tmux.keys("Escape")  # a lone escape: Textual waits ESCDELAY before taking it as a key
-    tmux.wait_gone("save_snapshot")
+    tmux.wait_gone("Keys (escape closes")
     tmux.keys("Space")
     tmux.wait_gone("PAUSED")
     tmux.keys("q")
@@ -174,3 +174,63 @@ def test_attached_to_a_process_on_a_machine_with_no_gpu_driver(tmux, tmp_path):
     finally:
         job.kill()
         job.wait()
+
+
+@pytest.fixture
+def tmux80(tmp_path):
+    t = Tmux(tmp_path, width=80, height=24)
+    t.wait_for("READY$")
+    yield t
+    t.kill()
+
+
+def test_demo_at_80x24_shows_its_keys_the_selected_gpu_and_quits_on_ctrl_c(tmux80, tmp_path):
+    """Issue 18 item 5: at 80x24 the key bar ended at "s Sav", j/k showed nothing, keys that
+    cannot work did nothing, and ctrl+c did not quit."""
+    tmux = tmux80
+    tmux.type(demo_command(tmp_path))
+    tmux.wait_for("held: POWER CAP")
+    screen = tmux.wait_for("? more keys")  # the key bar names where the rest are
+    assert "q Quit" in screen and "v Why" in screen
+    assert "▶ 0 H100" in screen and "▶ 1 H100" not in screen
+    tmux.keys("j")
+    screen = tmux.wait_for("▶ 1 H100")
+    assert "▶ 0 H100" not in screen
+    tmux.keys("f")  # no target: says why instead of nothing
+    tmux.wait_for("f (Flame): needs a target")
+    tmux.keys("h")
+    help_screen = tmux.wait_for("Keys (escape closes")
+    assert "leave gputop, restoring the terminal (F10 as in htop)" in help_screen  # one line
+    tmux.keys("h")
+    tmux.wait_gone("Keys (escape closes")
+    tmux.keys("C-c")
+    tmux.wait_for("READY$")
+    assert "SIMULATED" not in tmux.screen()
+    assert_shell_is_sane(tmux)
+
+
+def test_f10_quits_the_demo(tmux, tmp_path):
+    tmux.type(demo_command(tmp_path))
+    tmux.wait_for("SIMULATED")
+    tmux.keys("F10")
+    tmux.wait_for("READY$")
+    assert "SIMULATED" not in tmux.screen()
+
+
+def test_run_says_the_job_ended_with_its_status_and_offers_q(tmux80, tmp_path):
+    """Issue 18 item 8: after the job of `gputop run` exits the screen says so, with its
+    status, offers q, and names GPU rows only where there are some."""
+    tmux = tmux80
+    config = tmp_path / "config.toml"
+    config.write_text("# defaults only\n")
+    job = tmp_path / "job.py"
+    job.write_text("import time\ntime.sleep(1)\nraise SystemExit(3)\n")
+    cmd = f"{sys.executable} -m gputop run --interval 0.5 --config {config} --"
+    tmux.type(f"{cmd} {sys.executable} {job}; echo gputop-said-$?")
+    screen = tmux.wait_for("the job ended (status 3): q quits", timeout=60)
+    assert "exited with status 3" in screen
+    if not Path("/proc/driver/nvidia").exists():  # no GPU rows: none "go on"
+        assert "GPU rows" not in screen and "GPU panes" not in screen
+    tmux.keys("q")
+    screen = tmux.wait_for("gputop-said-3")
+    assert "the job exited with status 3" in screen

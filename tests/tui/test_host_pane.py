@@ -10,7 +10,7 @@ from conftest import FixedHost, host_sample, ingest_all, record
 
 from gputop.config import Config
 from gputop.ui.app import GputopApp, Target
-from gputop.ui.widgets import HeaderLine, HostPane
+from gputop.ui.widgets import HeaderLine, HostPane, StatusLine
 
 SIZES = {"compact": (80, 24), "wide": (160, 48)}
 
@@ -40,8 +40,9 @@ async def test_exited_target_is_said_and_gpus_go_on(make_app):
     async with app.run_test() as pilot:
         app.ingest_host(host_sample("exited"))
         await ingest_all(app, pilot)
-        assert "pid 4242 exited with code 137; GPU panes go on" in pane(app)
-        assert "EXITED" in str(app.query_one(HeaderLine).render())
+        assert "pid 4242 exited with status 137; the GPU rows go on" in pane(app)
+        assert "pid 4242 EXITED (status 137)" in str(app.query_one(HeaderLine).render())
+        assert "pid 4242 exited with status 137: q quits" in str(app.query_one(StatusLine).render())
         assert "SM" in app.query_one("#gpu-0").text()
 
 

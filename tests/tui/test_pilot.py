@@ -32,7 +32,7 @@ async def test_panes_show_every_gpu_and_the_simulated_banner(make_app):
         h = header(app)
         assert "no target" in h and "8x H100 80GB HBM3" in h and "every 2s" in h
         line = row_text(app, 3)
-        assert line.startswith(" 3 H100 80GB HBM3 SM 1980/1980MHz")
+        assert line.startswith("  3 H100 80GB HBM3 SM 1980/1980MHz")  # the mark's column, blank
         assert "SMact" in line and "tens" in line and "dram" in line
         assert not app.query_one(StatusLine).display
         for i in range(8):  # all eight fit on an 80x24 screen

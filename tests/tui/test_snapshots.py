@@ -33,7 +33,8 @@ def test_detail_screen(snap_compare, make_app, size):
     assert snap_compare(app, terminal_size=SIZES[size], run_before=open_detail)
 
 
-def test_help_screen(snap_compare, make_app):
+@pytest.mark.parametrize("size", SIZES)
+def test_help_screen(snap_compare, make_app, size):
     app = make_app(record("a100x2", "membw", ticks=5))
 
     async def open_help(pilot):
@@ -41,7 +42,20 @@ def test_help_screen(snap_compare, make_app):
         await pilot.press("question_mark")
         await pilot.pause(0.1)
 
-    assert snap_compare(app, terminal_size=(120, 40), run_before=open_help)
+    assert snap_compare(app, terminal_size=SIZES[size], run_before=open_help)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_second_gpu_selected(snap_compare, make_app, size):
+    """j moves the mark (and the row's background) to the next GPU."""
+    app = make_app(record("h100x2", "power-throttled", ticks=20, step=0.9))
+
+    async def select_second(pilot):
+        await ingest_all(app, pilot)
+        await pilot.press("j")
+        await pilot.pause(0.1)
+
+    assert snap_compare(app, terminal_size=SIZES[size], run_before=select_second)
 
 
 @pytest.mark.parametrize("theme", ["gputop-light", "gputop-mono", "gputop-ansi"])

@@ -56,11 +56,16 @@ async def test_host_verdict_with_a_secondary_finding(make_app):
         assert "also: cpu-oversubscribed" in text
 
 
-async def test_compact_terminal_keeps_the_verdict_to_two_lines(make_app):
+async def test_compact_terminal_keeps_the_verdict_short_and_whole(make_app):
+    """80x24: three lines at most, and the bound's summary whole (it was cut at the edge)."""
     app = make_app(record("h100x8", "power-throttled", ticks=10))
     async with app.run_test(size=(80, 24)) as pilot:
         await ingest_all(app, pilot)
-        assert len(pane(app).splitlines()) == 2
+        text = pane(app)
+        assert len(text.splitlines()) <= 3
+        assert all(len(line) <= 79 for line in text.splitlines())
+        words = " ".join(text.split())
+        assert "THROTTLED-POWER" in words and app.verdict.principal.summary in words
         assert app.query_one("#gpu-7").region.bottom <= 23  # eight GPUs still fit
 
 

@@ -61,9 +61,12 @@ def check(**wanted: str) -> tuple[dict[str, str], list[str]]:
 @pytest.mark.parametrize(
     ("wanted", "line"),
     [
-        ({"quit": "ctrl+ctrl+alt+q"}, "quit = 'ctrl+ctrl+alt+q': ctrl is given twice; keeping q"),
-        ({"quit": ""}, "quit = '': no key given; keeping q"),
-        ({"help": "q"}, "help = 'q': q is already quit's key; keeping question_mark,f1"),
+        (
+            {"quit": "ctrl+ctrl+alt+q"},
+            "quit = 'ctrl+ctrl+alt+q': ctrl is given twice; keeping q,f10",
+        ),
+        ({"quit": ""}, "quit = '': no key given; keeping q,f10"),
+        ({"help": "q"}, "help = 'q': q is already quit's key; keeping question_mark,f1,h"),
         ({"pause": "t"}, "pause = 't': t is already theme's key; keeping space,p"),
         (
             {"pause": "ctrl+q"},
@@ -85,7 +88,7 @@ def test_quit_always_keeps_q_and_wins_a_key_over_later_entries():
     keymap, problems = check(help="x", quit="w")
     assert keymap == {"quit": "w,q"}  # x stays cancel_capture's: help is refused
     assert problems == [
-        "c.toml: [keys] help = 'x': x is already cancel_capture's key; keeping question_mark,f1"
+        "c.toml: [keys] help = 'x': x is already cancel_capture's key; keeping question_mark,f1,h"
     ]
     keymap, problems = check(help="w", quit="w")  # quit first, whatever the file's order
     assert keymap == {"quit": "w,q"} and "help = 'w': w is already quit's key" in problems[0]
