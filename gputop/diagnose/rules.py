@@ -1387,7 +1387,7 @@ def idle(sig: RuleInputs) -> Finding:
     to be idle: a job that is starting is warming up (``warming_up``), one stuck is for hung."""
     if sig.host is not None and sig.host.exited:
         exited = Evidence("the target process has exited", "host")
-        return _finding("idle", [exited], [], [], "nothing is training")
+        return _finding("idle", [exited], [], [], "the job has exited: nothing is training")
     inside = sig.steps is not None or (sig.stacks is not None and sig.stacks.samples > 0)
     if sig.host is not None and not inside:
         # a live process that uses no CPU is asleep or stuck: only its steps or its stacks
