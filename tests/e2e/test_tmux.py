@@ -234,3 +234,19 @@ def test_run_says_the_job_ended_with_its_status_and_offers_q(tmux80, tmp_path):
     tmux.keys("q")
     screen = tmux.wait_for("gputop-said-3")
     assert "the job exited with status 3" in screen
+
+
+def test_demo_trainer_that_dies_at_start_says_why_and_exits_with_its_status(tmux80, tmp_path):
+    """Issue 18 item 3: a trainer the demo started that ends at once (here: a knob it does not
+    know) is shown as ended on the screen; after q its last lines and status are printed and
+    the demo exits with that status."""
+    tmux = tmux80
+    config = tmp_path / "config.toml"
+    config.write_text("# defaults only\n")
+    cmd = f"{sys.executable} -m gputop demo --config {config} --trainer=--no-such-knob"
+    tmux.type(f"{cmd}; echo demo-said-$?")
+    tmux.wait_for("the job ended (status 2): q quits", timeout=60)
+    tmux.keys("q")
+    screen = tmux.wait_for("demo-said-2")
+    assert "unrecognized arguments: --no-such-knob" in screen  # the trainer's own last line
+    assert "the trainer exited with status 2" in screen
