@@ -250,3 +250,14 @@ def test_demo_trainer_that_dies_at_start_says_why_and_exits_with_its_status(tmux
     screen = tmux.wait_for("demo-said-2")
     assert "unrecognized arguments: --no-such-knob" in screen  # the trainer's own last line
     assert "the trainer exited with status 2" in screen
+
+
+def test_without_a_terminal_the_screen_does_not_start(tmux80, tmp_path):
+    """Issue 18 item 4: stdin from /dev/null and stdout into a pipe, from a real shell: one
+    line, exit 1, and the shell is back at once (Textual used to spin a core for minutes)."""
+    tmux = tmux80
+    status = "${PIPESTATUS[0]}"
+    tmux.type(f"{sys.executable} -m gputop demo </dev/null | cat; echo demo-said-{status}")
+    screen = tmux.wait_for("demo-said-1", timeout=30)
+    assert "the live screen needs a terminal" in screen
+    assert_shell_is_sane(tmux)
