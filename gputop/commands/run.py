@@ -71,7 +71,6 @@ def run(args: argparse.Namespace) -> int:
     if not command:
         raise UsageError("nothing to run: give a command after --, e.g. gputop run -- python "
                          "train.py")  # fmt: skip
-    config = None if args.no_tui else ui_config(args)  # a bad --theme stops us before the job
     follower = follower_for(args, command or None)
     board = board_from_flags(args, follower)
     env = None
@@ -84,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
             return 127
         session = nsys.session_name(f"{os.getpid()}-{int(time.time())}")
         command, env = nsys.launch_argv(binary, session, command), {nsys.SESSION_ENV: session}
+    config = None if args.no_tui else ui_config(args)  # a bad --theme stops us before the job
     if args.no_tui and (getattr(args, "record", None) or getattr(args, "prometheus", None)):
         print(
             "gputop: --record and --prometheus need the monitor: drop --no-tui, or start the job "
