@@ -85,3 +85,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except BrokenPipeError:  # `gputop snapshot | head`
         return 0
+    finally:
+        _flush_or_drop()
+
+
+def _flush_or_drop() -> None:
+    """What is left in stdout and stderr goes out now, or, when the terminal or pipe is gone
+    (SIGHUP closed it, the reader of a pipe left), to /dev/null: Python's own last flush would
+    otherwise fail and turn the exit status into 120, losing the job's status or ours."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, stream.fileno())
+                os.close(devnull)
+            except (OSError, ValueError):
+                pass

@@ -123,8 +123,11 @@ def lldb_argv(lldb: str, pid: int, code: str = CODE) -> list[str]:
         "-o", f"expr -- const char code[{size}] = {c_literal(code)}; "
               f"if ($gputop_page != (char *)-1) for (int i = 0; i < {size}; i++) "
               "$gputop_page[i] = code[i]; (long)$gputop_page",
-        "-o", "expr -- void *$gputop_run = (void *)&PyRun_SimpleString",
-        "-o", "expr -- void *$gputop_add = (void *)&Py_AddPendingCall",
+        # cast to their C types: a stripped interpreter (Debian's /usr/bin/python3) has no
+        # debug info for them, and lldb refuses a symbol of unknown type without one
+        "-o", "expr -- void *$gputop_run = (void *)(int (*)(const char *))PyRun_SimpleString",
+        "-o", "expr -- void *$gputop_add = "
+              "(void *)(int (*)(int (*)(void *), void *))Py_AddPendingCall",
         "-o", "expr -- $gputop_page == (char *)-1 ? -2 : "
               "((int (*)(void *, void *))$gputop_add)($gputop_run, (void *)$gputop_page)",
         "-o", "process detach",

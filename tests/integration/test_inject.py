@@ -137,6 +137,7 @@ def test_a_main_thread_in_a_long_c_call_gets_the_agent_when_it_returns(agent_dir
         stop(proc)
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become a second user (nobody)")
 def test_another_user_is_refused_in_one_line_and_the_target_runs_on(agent_dir):
     proc = plain_loop(agent_dir)
     try:
