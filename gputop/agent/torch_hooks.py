@@ -128,13 +128,13 @@ def _hook_optimizers(rec: StepRecorder) -> None:
 def fingerprint() -> dict[str, Any]:
     """The settings a lever may name. Cheap; called by the agent thread every few seconds."""
     fp: dict[str, Any] = {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")}
-    torch = sys.modules.get("torch")
-    if torch is None:
+    torch = auto.ready("torch")
+    if torch is None:  # not imported, or still importing: nothing of it to touch yet
         return fp
     fp["torch"] = getattr(torch, "__version__", None)
     fp["cuda"] = getattr(getattr(torch, "version", None), "cuda", None)
     for key, call in (
-        ("intra_op_threads", lambda: torch.get_num_threads()),
+        ("intra_op_threads", lambda: intra_op_threads(torch)),
         ("interop_threads", lambda: torch.get_num_interop_threads()),
         ("float32_matmul_precision", lambda: torch.get_float32_matmul_precision()),
         ("cudnn_benchmark", lambda: bool(torch.backends.cudnn.benchmark)),
@@ -151,6 +151,22 @@ def fingerprint() -> dict[str, Any]:
     if _loader_config:
         fp["dataloader"] = dict(_loader_config)
     return fp
+
+
+def intra_op_threads(torch: Any) -> int | None:
+    """``torch.get_num_threads()`` as a thread that never asked before sees it. A thread keeps
+    the count it saw first (OpenMP's setting is per thread; torch reads its global once per
+    thread), so the agent thread, asking every half second from before the script's
+    ``torch.set_num_threads(4)``, would report the machine's default for good. A fresh thread
+    reads torch's global: what the script set, or the default OMP_NUM_THREADS gives."""
+    seen: list[int] = []
+    reader = threading.Thread(
+        target=lambda: seen.append(int(torch.get_num_threads())), name="gputop-threads",
+        daemon=True,
+    )  # fmt: skip
+    reader.start()
+    reader.join(1.0)
+    return seen[0] if seen else None
 
 
 _AUTOCAST: dict[str, Any] = {}

@@ -62,7 +62,8 @@ class _Agent:
     (serving its own agent under the same name) is another process, never reconnected to."""
     sock: socket.socket | None = None
     buf: bytearray = field(default_factory=bytearray)
-    state: str = "connecting"
+    state: str = "connected"
+    """connected, reconnecting (it went away: tried again), exited."""
     hello: dict[str, Any] = field(default_factory=dict)
     fingerprint: dict[str, Any] = field(default_factory=dict)
     steps: collections.deque = field(default_factory=collections.deque)
@@ -123,11 +124,7 @@ class AgentLink:
         now = self._clock()
         self._discover(now)
         for a in list(self._agents.values()):
-            if (
-                a.sock is None
-                and a.state in ("connecting", "reconnecting")
-                and now >= a.retry_after
-            ):
+            if a.sock is None and a.state == "reconnecting" and now >= a.retry_after:
                 self._connect(a, now)
             if a.sock is not None:
                 self._read(a, now)
@@ -160,21 +157,48 @@ class AgentLink:
                 self._adopt(pid, bound.get(pid, []))
 
     def _adopt(self, pid: int, candidates: Iterable[Path]) -> None:
-        """The first candidate socket for ``pid`` in a directory that is its user's alone."""
+        """The first candidate socket at which ``pid``'s agent answers. A file nobody serves (a
+        process that died with this PID left it: PIDs are reused) is passed over, and looked at
+        again at the next discovery: it must not hide the live agent in another directory."""
         present = [p for p in candidates if str(p) not in self._refused and os.path.lexists(p)]
         uid = _euid(pid, self._proc) if present else None
         if uid is None:
             return
         for path in present:
-            try:
-                os.close(open_private_dir(path.parent, uid))
-            except UnsafeDirectory as e:
-                self._refuse(path, f"{e} (the user pid {pid} runs as)")
-                continue
-            except OSError:
-                continue
-            self._agents[pid] = _Agent(pid=pid, path=path, start=start_of(pid, self._proc))
-            return
+            sock = self._dial(path, pid, uid)
+            if sock is not None:
+                a = _Agent(pid=pid, path=path, start=start_of(pid, self._proc))
+                a.sock, a.state = sock, "connected"
+                self._agents[pid] = a
+                return
+
+    def _dial(self, path: Path, pid: int, uid: int) -> socket.socket | None:
+        """A connection to ``pid``'s agent at ``path``, once its directory (checked on an open
+        fd, connected through it) and the server's credentials say it is that process's; None
+        when nobody answers there, or it is refused (one line in ``problems``, never again)."""
+        try:
+            dfd = open_private_dir(path.parent, uid)
+        except UnsafeDirectory as e:
+            self._refuse(path, f"{e} (the user pid {pid} runs as)")
+            return None
+        except OSError:
+            return None
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.settimeout(0.5)
+            s.connect(f"/proc/self/fd/{dfd}/{path.name}")
+            s.setblocking(False)
+        except OSError:  # a stale file, a queue full, gone
+            s.close()
+            return None
+        finally:
+            os.close(dfd)
+        why = self._impostor(s, pid, uid)
+        if why is not None:
+            s.close()
+            self._refuse(path, why)
+            return None
+        return s
 
     def _refuse(self, path: Path, why: str) -> None:
         """Never trust ``path``: one line says so, once."""
@@ -185,42 +209,25 @@ class AgentLink:
             self.problems.append(line)
 
     def _connect(self, a: _Agent, now: float) -> None:
+        """Again, after the agent went away (it restarts, or the process ends)."""
         if a.start is not None and start_of(a.pid, self._proc) != a.start:
             a.state = "exited"  # gone, or its PID is another process's now
             return
         if not os.path.lexists(a.path):
-            if a.state == "reconnecting" and not os.path.exists(f"{self._proc}/{a.pid}"):
+            if not os.path.exists(f"{self._proc}/{a.pid}"):
                 a.state = "exited"
             return
         uid = _euid(a.pid, self._proc)
         if uid is None:
             a.retry_after = now + 1.0
             return
-        try:  # connected through the checked directory's fd: it cannot be swapped meanwhile
-            dfd = open_private_dir(a.path.parent, uid)
-        except UnsafeDirectory as e:
-            self._distrust(a, f"{e} (the user pid {a.pid} runs as)")
-            return
-        except OSError:
+        sock = self._dial(a.path, a.pid, uid)
+        if sock is not None:
+            a.sock, a.state, a.buf = sock, "connected", bytearray()
+        elif str(a.path) in self._refused:
+            self._agents.pop(a.pid, None)  # another socket for its pid may still be found
+        else:
             a.retry_after = now + 1.0
-            return
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            s.settimeout(0.5)
-            s.connect(f"/proc/self/fd/{dfd}/{a.path.name}")
-            s.setblocking(False)
-        except OSError:
-            s.close()
-            a.retry_after = now + 1.0
-            return
-        finally:
-            os.close(dfd)
-        why = self._impostor(s, a.pid, uid)
-        if why is not None:
-            s.close()
-            self._distrust(a, why)
-            return
-        a.sock, a.state, a.buf = s, "connected", bytearray()
 
     def _impostor(self, s: socket.socket, pid: int, uid: int) -> str | None:
         """Why the server behind ``s`` is not ``pid``'s agent, or None when it is: its kernel
@@ -237,11 +244,6 @@ class AgentLink:
         if os.geteuid() not in (0, peer_uid):
             return f"it is served as uid {peer_uid}, not as us (uid {os.geteuid()})"
         return None
-
-    def _distrust(self, a: _Agent, why: str) -> None:
-        """Forget ``a``: another socket for its pid may still be found (a fallback directory)."""
-        self._refuse(a.path, why)
-        self._agents.pop(a.pid, None)
 
     def _disconnect(self, a: _Agent, state: str, now: float, backoff: float = 1.0) -> None:
         if a.sock is not None:

@@ -31,30 +31,40 @@ def test_key_a_loads_the_agent_and_the_step_pane_fills(tmux, tmp_path):
     agents = tmp_path / "agents"
     agents.mkdir(mode=0o700)
     env = {**os.environ, "GPUTOP_DIR": str(agents), "PYTHONWARNINGS": "ignore"}
+    err = (tmp_path / "job.err").open("w")
     job = subprocess.Popen(
-        [sys.executable, str(EXAMPLES / "mlp_plain.py"), "--steps", "100000", "--seconds", "120",
+        [sys.executable, str(EXAMPLES / "mlp_plain.py"), "--steps", "10000000", "--seconds", "600",
          "--threads", "1"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=tmp_path,
+        stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=tmp_path,
     )  # fmt: skip
     try:
-        config = tmp_path / "config.toml"
-        config.write_text("# defaults only\n")
-        tmux.type(
-            f"GPUTOP_DIR={agents} {sys.executable} -m gputop --pid {job.pid} --interval 0.5 "
-            f"--sim-board t4 --config {config}"
-        )
-        tmux.wait_for("press a to load it", timeout=60)
-        tmux.keys("a")
-        screen = tmux.wait_for("Load gputop's agent into the running job?", timeout=60)
-        assert "pending call" in screen and "needs:" in screen
-        tmux.keys("y")
-        tmux.wait_for(f"agent loaded into pid {job.pid}", timeout=60)
-        screen = tmux.wait_for("opt ", timeout=30)  # the step pane's phases
-        assert "waiting for the first steps" not in screen
-        assert job.poll() is None
-        tmux.keys("q")
-        tmux.wait_for("READY$")
-        assert job.poll() is None, "the job must keep running after gputop leaves"
+        _load_and_read_steps(tmux, tmp_path, job, agents)
+    except AssertionError as e:  # the job's side of the story, if it ended
+        tail = (tmp_path / "job.err").read_text()[-2000:]
+        raise AssertionError(f"{e}\njob status {job.poll()}; its stderr ends:\n{tail}") from None
     finally:
         job.kill()
         job.wait()
+        err.close()
+
+
+def _load_and_read_steps(tmux, tmp_path, job, agents) -> None:
+    """The user's path: the offer, key a, the question, y, the steps, q."""
+    config = tmp_path / "config.toml"
+    config.write_text("# defaults only\n")
+    tmux.type(
+        f"GPUTOP_DIR={agents} {sys.executable} -m gputop --pid {job.pid} --interval 0.5 "
+        f"--sim-board t4 --config {config}"
+    )
+    tmux.wait_for("press a to load it", timeout=60)
+    tmux.keys("a")
+    screen = tmux.wait_for("Load gputop's agent into the running job?", timeout=60)
+    assert "pending call" in screen and "needs:" in screen
+    tmux.keys("y")
+    tmux.wait_for(f"agent loaded into pid {job.pid}", timeout=60)
+    screen = tmux.wait_for("opt ", timeout=30)  # the step pane's phases
+    assert "waiting for the first steps" not in screen
+    assert job.poll() is None
+    tmux.keys("q")
+    tmux.wait_for("READY$")
+    assert job.poll() is None, "the job must keep running after gputop leaves"

@@ -49,6 +49,13 @@ def start(argv: list[str], env: dict[str, str], agent_dir: Path) -> subprocess.P
     return proc
 
 
+def ended(proc: subprocess.Popen) -> str:
+    """How the process ended and the end of what it said, or that it still runs."""
+    if proc.poll() is None:
+        return f"pid {proc.pid} still runs ({state(proc.pid)})"
+    return f"pid {proc.pid} ended with {proc.returncode}: {proc.stderr.read()[-2000:]}"
+
+
 def wait_ready(proc: subprocess.Popen) -> None:
     """Until the program says it runs (the interpreter is up and in its loop)."""
     line = proc.stderr.readline()
@@ -107,7 +114,7 @@ def test_a_plain_trainer_gets_an_agent_and_the_monitor_reads_its_steps(agent_dir
             agents = link.sample().agents
             if agents and len(agents[0].steps) >= 3:
                 break
-            assert time.monotonic() < deadline, agents
+            assert time.monotonic() < deadline, (agents, ended(trainer))
             time.sleep(0.2)
         step = agents[0].steps[-1]
         assert step.phases.get("optimizer", 0) > 0 and step.phases.get("data_wait", 0) > 0
