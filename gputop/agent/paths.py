@@ -153,21 +153,31 @@ def peer_credentials(sock: socket.socket) -> tuple[int, int] | None:
     return pid, uid
 
 
+def connect_private(path: Path, uid: int, timeout: float = 0.5) -> socket.socket:
+    """A connection to the socket at ``path``, made through its directory once that is shown to
+    be ``uid``'s alone (``open_private_dir``: checked on the open fd, so no component can be
+    swapped between the check and the connect). Raises UnsafeDirectory, or OSError (nobody
+    serves there: a stale file, a full queue; gone)."""
+    dfd = open_private_dir(path.parent, uid)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.settimeout(timeout)
+        s.connect(f"/proc/self/fd/{dfd}/{path.name}")
+    except OSError:
+        s.close()
+        raise
+    finally:
+        os.close(dfd)
+    return s
+
+
 def serves_agent(path: Path, pid: int, uid: int) -> bool:
     """Whether ``pid`` (running as ``uid``) itself listens on ``path``, in a directory that is
     ``uid``'s alone: what "this process has an agent" means. A socket another process serves
     under the name, or a stale file of a process that died, does not count."""
     try:
-        dfd = open_private_dir(path.parent, uid)
+        s = connect_private(path, uid)
     except (OSError, UnsafeDirectory):
         return False
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        s.settimeout(0.5)
-        s.connect(f"/proc/self/fd/{dfd}/{path.name}")
+    with s:
         return peer_credentials(s) == (pid, uid)
-    except OSError:
-        return False
-    finally:
-        s.close()
-        os.close(dfd)

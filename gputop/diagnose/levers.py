@@ -95,7 +95,7 @@ def _loader_settings(loader: dict[str, Any]) -> tuple[str, ...]:
 
 def data_input(sig: RuleInputs) -> tuple[str, ...]:
     loader = _loader(sig)
-    if sig.steps is None and sig.host is None and sig.stacks is None:  # NVML alone saw it
+    if sig.gpu_view:  # NVML alone saw it
         return (
             "attach gputop to the job on this GPU (gputop --pid PID): its steps and stacks "
             "tell waiting for batches from a slow host loop",

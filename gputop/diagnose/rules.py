@@ -707,11 +707,6 @@ BURSTY = 0.2
 """... and the variation (coefficient) of its utilisation from which it works in bursts."""
 
 
-def _gpu_view(sig: RuleInputs) -> bool:
-    """Only NVML speaks: no target attached (the plain monitor, the demo's board)."""
-    return sig.steps is None and sig.host is None and sig.stacks is None
-
-
 def data_input(sig: RuleInputs) -> Finding:
     """The GPU waits for batches: the agent's batch wait, the main thread's stacks in the
     loader, a starved GPU. Which resource the loader lacks names the variant: CPU for workers
@@ -750,7 +745,7 @@ def data_input(sig: RuleInputs) -> Finding:
             agree.append(Evidence(f"GPU busy only {g.util:.0f}% of the time", "NVML"))
         elif g.util >= GPU_BUSY:
             against.append(Evidence(f"GPU busy {g.util:.0f}% of the time", "NVML", False))
-        elif _gpu_view(sig) and STARVED_FROM <= g.util < GPU_STARVED and g.util_cv >= BURSTY:
+        elif sig.gpu_view and STARVED_FROM <= g.util < GPU_STARVED and g.util_cv >= BURSTY:
             # nothing but NVML speaks for the job: a GPU that works in bursts and waits between
             # them is starved, most often of batches (attached, the job's own signals say which)
             agree.append(

@@ -636,6 +636,11 @@ class RuleInputs:
     """The principal the verdict shows now (``verdict.State``), set by ``evaluate``: a rule
     keeps its own bound while the evidence stays above the lower end of its band (rules.HOLD)."""
 
+    @property
+    def gpu_view(self) -> bool:
+        """Only NVML speaks: no target attached (the plain monitor, the demo's board)."""
+        return self.steps is None and self.host is None and self.stacks is None
+
 
 def reduce_windows(
     gpus: Sequence[Window[GpuSample]],

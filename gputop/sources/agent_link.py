@@ -30,7 +30,7 @@ from typing import Any
 from gputop.agent.paths import (
     UnsafeDirectory,
     bound_agent_sockets,
-    open_private_dir,
+    connect_private,
     peer_credentials,
     runtime_dir,
     socket_path,
@@ -177,22 +177,13 @@ class AgentLink:
         fd, connected through it) and the server's credentials say it is that process's; None
         when nobody answers there, or it is refused (one line in ``problems``, never again)."""
         try:
-            dfd = open_private_dir(path.parent, uid)
+            s = connect_private(path, uid)
         except UnsafeDirectory as e:
             self._refuse(path, f"{e} (the user pid {pid} runs as)")
             return None
-        except OSError:
-            return None
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            s.settimeout(0.5)
-            s.connect(f"/proc/self/fd/{dfd}/{path.name}")
-            s.setblocking(False)
         except OSError:  # a stale file, a queue full, gone
-            s.close()
             return None
-        finally:
-            os.close(dfd)
+        s.setblocking(False)
         why = self._impostor(s, pid, uid)
         if why is not None:
             s.close()

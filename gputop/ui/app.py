@@ -460,7 +460,6 @@ class GputopApp(App):
         """The key bar's entries as mapped now (config.toml may change keys), each with why it
         cannot work now; keys hidden now (``check_action`` False) left out; ``only``: these
         binding ids (the detail screen's)."""
-        keymap = getattr(self, "_keymap", {}) or {}
         by_id = {b.id: b for b in self.all_bindings()}
         items = []
         for ids, label in self.FOOTER:
@@ -471,7 +470,7 @@ class GputopApp(App):
                 continue
             if ids == ("interrupt",) and (self.job is None or self.job.poll() is not None):
                 continue  # ctrl+c quits, as q does: nothing to say
-            keys = "/".join(key_name(keymap.get(b.id, b.key)) for b in bindings)
+            keys = "/".join(key_name(self.keys_of(b)) for b in bindings)
             reason = self.unavailable_reason(bindings[0].action)
             items.append(KeyItem(keys, label, reason, help=ids == ("help",)))
         return items
@@ -491,12 +490,16 @@ class GputopApp(App):
                 return True
         return await super().run_action(action, default_namespace, namespaces)
 
+    def keys_of(self, b: Any) -> str:
+        """The keys of binding ``b`` as mapped now (config.toml may change them)."""
+        keymap = getattr(self, "_keymap", {}) or {}
+        return keymap.get(b.id, b.key)
+
     def _label_of(self, action: str) -> str:
         """The key and its name for a status line ("d (Dump stacks)")."""
-        keymap = getattr(self, "_keymap", {}) or {}
         for b in self.all_bindings():
             if b.action == action:
-                return f"{key_name(keymap.get(b.id, b.key))} ({b.description})"
+                return f"{key_name(self.keys_of(b))} ({b.description})"
         return action
 
     def say_briefly(self, line: str) -> None:
@@ -883,13 +886,12 @@ class GputopApp(App):
 
     def key_rows(self) -> list[tuple[str, str, str, str | None]]:
         """(keys, what it does, binding id, why it is unavailable now) for every app binding."""
-        keymap = getattr(self, "_keymap", {}) or {}
         rows = []
         for b in self.all_bindings():
             assert isinstance(b, Binding) and b.id is not None
             if b.id == "load_agent" and self.offer is None:
                 continue  # only where an agent can be loaded (gputop --pid)
-            keys = keymap.get(b.id, b.key)
+            keys = self.keys_of(b)
             rows.append(
                 (keys, self.HELP.get(b.id, b.description), b.id, self.unavailable_reason(b.action))
             )

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_tmux import Tmux
+from test_tmux import shell
 
 from gputop.inject.debugger import find_debugger
 
@@ -21,10 +21,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 @pytest.fixture
 def tmux(tmp_path):
-    t = Tmux(tmp_path, width=130, height=40)
-    t.wait_for("READY$")
-    yield t
-    t.kill()
+    yield from shell(tmp_path, 130, 40)
 
 
 def test_key_a_loads_the_agent_and_the_step_pane_fills(tmux, tmp_path):

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -82,12 +83,17 @@ class Tmux:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
 
 
-@pytest.fixture
-def tmux(tmp_path):
-    t = Tmux(tmp_path)
+def shell(tmp: Path, width: int = 100, height: int = 30) -> Iterator[Tmux]:
+    """A fixture's body: a terminal of that size at its prompt, its server gone afterwards."""
+    t = Tmux(tmp, width, height)
     t.wait_for("READY$")
     yield t
     t.kill()
+
+
+@pytest.fixture
+def tmux(tmp_path):
+    yield from shell(tmp_path)
 
 
 def demo_command(tmp: Path, pidfile: Path | None = None) -> str:
@@ -178,10 +184,7 @@ def test_attached_to_a_process_on_a_machine_with_no_gpu_driver(tmux, tmp_path):
 
 @pytest.fixture
 def tmux80(tmp_path):
-    t = Tmux(tmp_path, width=80, height=24)
-    t.wait_for("READY$")
-    yield t
-    t.kill()
+    yield from shell(tmp_path, 80, 24)
 
 
 def test_demo_at_80x24_shows_its_keys_the_selected_gpu_and_quits_on_ctrl_c(tmux80, tmp_path):

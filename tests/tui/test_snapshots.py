@@ -14,6 +14,17 @@ SIZES = {"compact": (80, 24), "wide": (160, 48)}
 SCENARIOS = ["compute", "power-throttled", "thermal-throttled", "starved", "launch-bound"]
 
 
+def after_key(app, key: str):
+    """run_before for a snapshot taken once the readings are in and ``key`` was pressed."""
+
+    async def run_before(pilot):
+        await ingest_all(app, pilot)
+        await pilot.press(key)
+        await pilot.pause(0.1)
+
+    return run_before
+
+
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_main_screen(snap_compare, make_app, scenario, size):
@@ -24,38 +35,20 @@ def test_main_screen(snap_compare, make_app, scenario, size):
 @pytest.mark.parametrize("size", SIZES)
 def test_detail_screen(snap_compare, make_app, size):
     app = make_app(record("h100x2", "power-throttled", ticks=45, step=0.9))
-
-    async def open_detail(pilot):
-        await ingest_all(app, pilot)
-        await pilot.press("enter")
-        await pilot.pause(0.1)
-
-    assert snap_compare(app, terminal_size=SIZES[size], run_before=open_detail)
+    assert snap_compare(app, terminal_size=SIZES[size], run_before=after_key(app, "enter"))
 
 
 @pytest.mark.parametrize("size", SIZES)
 def test_help_screen(snap_compare, make_app, size):
     app = make_app(record("a100x2", "membw", ticks=5))
-
-    async def open_help(pilot):
-        await ingest_all(app, pilot)
-        await pilot.press("question_mark")
-        await pilot.pause(0.1)
-
-    assert snap_compare(app, terminal_size=SIZES[size], run_before=open_help)
+    assert snap_compare(app, terminal_size=SIZES[size], run_before=after_key(app, "question_mark"))
 
 
 @pytest.mark.parametrize("size", SIZES)
 def test_second_gpu_selected(snap_compare, make_app, size):
     """j moves the mark (and the row's background) to the next GPU."""
     app = make_app(record("h100x2", "power-throttled", ticks=20, step=0.9))
-
-    async def select_second(pilot):
-        await ingest_all(app, pilot)
-        await pilot.press("j")
-        await pilot.pause(0.1)
-
-    assert snap_compare(app, terminal_size=SIZES[size], run_before=select_second)
+    assert snap_compare(app, terminal_size=SIZES[size], run_before=after_key(app, "j"))
 
 
 @pytest.mark.parametrize("theme", ["gputop-light", "gputop-mono", "gputop-ansi"])
