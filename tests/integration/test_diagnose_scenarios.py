@@ -97,7 +97,10 @@ def trainer(*knobs: str) -> list[str]:
 
 def test_main_thread_transform_is_data_input_cpu_transform():
     # the simulated GPU follows the real process: busy only while it computes
-    doc = diagnose("--sim-board", "h100", *trainer("--workers", "0", "--slow-transform-ms", "60"))
+    # the job's own limit far past the 20-s watch: diagnose must be what stops it (a 22-s limit
+    # ended it first once on a loaded machine, where torch's import and the last round ran long)
+    knobs = ("--workers", "0", "--slow-transform-ms", "60", "--seconds", "90")
+    doc = diagnose("--sim-board", "h100", *trainer(*knobs))
     assert principal(doc) == "data-input/cpu-transform"
     p = doc["verdict"]["principal"]
     assert {"agent", "stacks", "NVML"} <= {e["source"] for e in p["evidence"]}
