@@ -41,12 +41,17 @@ def child_env(environ: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: SIGTERM when the parent exits (Linux PR_SET_PDEATHSIG)."""
+def _owned_child() -> None:
+    """In an owned job's child before exec: SIGINT back to its default, and SIGTERM when the
+    parent exits (Linux PR_SET_PDEATHSIG). gputop stops an owned job with SIGINT, as ctrl+c
+    would; started from a shell that ignores SIGINT (nohup, `cmd &` in a script, some CI
+    runners) the job would inherit it ignored, and only the SIGTERM 5 s later stopped it."""
     import ctypes
 
     with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.signal(signal.SIGINT, ctypes.c_void_p(0))  # SIG_DFL, from any thread
+        libc.prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
 
 
 class Job:
@@ -90,7 +95,7 @@ class Job:
                 stderr=subprocess.STDOUT if out else None,
                 stdin=subprocess.DEVNULL if out else None,
                 start_new_session=True,
-                preexec_fn=_die_with_parent if owned and sys.platform == "linux" else None,
+                preexec_fn=_owned_child if owned and sys.platform == "linux" else None,
             )
         except FileNotFoundError:
             raise RunError(f"command not found: {self.command[0]}") from None

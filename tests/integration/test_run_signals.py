@@ -194,3 +194,27 @@ def test_every_process_of_the_job_is_signalled_exactly_once(tmp_path, monkeypatc
     finally:
         job.signal(signal.SIGKILL)
         job.proc.wait(WAIT)
+
+
+OWNED_FROM_IGNORING_SHELL = r"""
+import signal, sys, time
+from gputop.run import Job
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # as under nohup, or `cmd &` in a script
+job = Job([sys.executable, "-c", "import sys, time; print('up', flush=True); time.sleep(60)"],
+          passthrough=True, owned=True)
+time.sleep(1.0)  # the interpreter is up and has its KeyboardInterrupt handler
+started = time.monotonic()
+status = job.stop(grace=5.0)
+print(status, round(time.monotonic() - started, 1))
+"""
+
+
+def test_an_owned_job_stops_on_sigint_even_when_gputop_was_started_ignoring_it():
+    """diagnose and demo stop their job with SIGINT; a job that inherited SIGINT ignored ran
+    on until the SIGTERM 5 s later (143, found running the suite from a nohup'd script)."""
+    out = subprocess.run([sys.executable, "-c", OWNED_FROM_IGNORING_SHELL], capture_output=True,
+                         text=True, timeout=60)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    status, seconds = out.stdout.split()[-2:]
+    assert status == "130", out.stdout
+    assert float(seconds) < 5.0
