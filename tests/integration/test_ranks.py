@@ -117,20 +117,27 @@ def roles_of(pid: int) -> dict[int, tuple[str, int | None, int]]:
 
 
 class CountingSpy(PySpy):
-    """The real py-spy, remembering which processes each tick dumped."""
+    """The real py-spy, remembering which processes each tick dumped; the first dump of each
+    process in ``fail_once`` fails as py-spy's does when it loses a race with a busy process
+    (seen about once in 80 dumps on a loaded machine)."""
 
-    def __init__(self) -> None:
+    def __init__(self, fail_once: set[int] = frozenset()) -> None:
         super().__init__()
         self.dumped: list[int] = []
+        self.fail_once = set(fail_once)
 
     def dump(self, pid: int, blocking: bool = False, native: bool = False):
         self.dumped.append(pid)
+        if pid in self.fail_once:
+            self.fail_once.discard(pid)
+            return None, f"py-spy failed on pid {pid}: Error: Failed to get stack traces"
         return super().dump(pid, blocking, native)
 
 
 def check_stacks(pid: int, ranks: set[int], workers: set[int], ticks: int = 3) -> None:
-    """Every tick dumps both ranks, and one worker at most (workers take turns)."""
-    spy = CountingSpy()
+    """Every tick dumps both ranks, and one worker at most (workers take turns); a rank whose
+    dump failed is backed off, then read."""
+    spy = CountingSpy(fail_once={min(ranks)})
     source = StackSource(pid, spy=spy)
     read: set[int] = set()
     for _ in range(ticks):
@@ -145,7 +152,14 @@ def check_stacks(pid: int, ranks: set[int], workers: set[int], ticks: int = 3) -
         assert {shown[r][1] for r in ranks} == {0, 1}, shown
         read |= {p.pid for p in sample.processes if any(t.frames for t in p.threads)}
     assert {r for r, (role, _) in shown.items() if role == WORKER} <= workers
-    assert ranks <= read
+    # A rank whose dump failed (py-spy can lose a race with a busy process on a loaded
+    # machine) is backed off for seconds: it is read once its retry comes round.
+    deadline = time.monotonic() + 30
+    while not ranks <= read and time.monotonic() < deadline:
+        time.sleep(0.5)
+        sample = source.sample()
+        read |= {p.pid for p in sample.processes if any(t.frames for t in p.threads)}
+    assert ranks <= read, {p.pid: p.error for p in sample.processes}
 
 
 def check_tree(
