@@ -79,7 +79,11 @@ def test_blocked_busy_and_sleeping_threads_are_told_apart():
     p = start([sys.executable, "-c", THREADS])
     try:
         assert p.stdout.readline().strip() == "ready"
-        (proc,) = StackSource(p.pid).sample().processes
+        source, deadline = StackSource(p.pid), time.monotonic() + 30
+        (proc,) = source.sample().processes
+        while proc.error is not None and time.monotonic() < deadline:
+            time.sleep(0.5)  # py-spy lost a race with the busy thread: read after the back-off
+            (proc,) = source.sample().processes
     finally:
         stop(p)
     by_name = {t.name: t for t in proc.threads}
