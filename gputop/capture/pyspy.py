@@ -13,7 +13,6 @@ from gputop.capture.external import run_tool
 from gputop.capture.flamegraph import merge, render
 from gputop.capture.folder import Folder
 from gputop.capture.manifest import CaptureTarget, Manifest, Progress, Tool
-from gputop.model.stacks import ThreadStack
 from gputop.render.stacks import dump_text
 from gputop.snapshot import jsonable
 from gputop.sources.procfs import start_ticks
@@ -161,21 +160,6 @@ def flame(
     return m.ended(status, reason, tool=tool, files=tuple(files), targets=targets)
 
 
-def _dump_one(spy: PySpy, pid: int) -> tuple[list[ThreadStack] | None, str | None, str]:
-    """One process's stacks. A nonblocking read races the running interpreter and can fail
-    ("Failed to get stack traces"); after a second try, one blocking dump pauses the process for
-    a few ms (research/capture.md: 0.4 ms at 1 thread, 2.3 ms at 31), acceptable once."""
-    threads, error = spy.dump(pid)
-    for blocking in (False, True):
-        if not error or "(ptrace)" in error or start_ticks(pid) is None:
-            break
-        time.sleep(0.2)  # a worker caught mid-fork, a slow moment
-        threads, error = spy.dump(pid, blocking=blocking)
-        if not error and blocking:
-            return threads, None, "read while paused (nonblocking reads failed)"
-    return threads, error, ""
-
-
 def dump(m: Manifest, folder: Folder, pid: int, max_bytes: int) -> Manifest:
     """Every process and thread of the tree now, as text and JSON (phases classified)."""
     spy = PySpy()
@@ -192,7 +176,7 @@ def dump(m: Manifest, folder: Folder, pid: int, max_bytes: int) -> Manifest:
                 CaptureTarget(p, role, start_ticks(p), status="skipped", note="byte cap")
             )
             continue
-        threads, error, note = _dump_one(spy, p)
+        threads, error, note = spy.dump_for_keeps(p)
         results.append((p, role, threads, error))
         used += len(dump_text([(p, role, threads, error)]))
         capped = used > max_bytes
