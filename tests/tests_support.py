@@ -179,3 +179,15 @@ def steps_of(fams: dict[str, Any] | None) -> dict[str, float]:
     """rank -> gputop_steps_total ({} before the first step)."""
     fam = (fams or {}).get("gputop_steps")
     return {s.labels["rank"]: s.value for s in fam.samples} if fam else {}
+
+
+def sample_until(source, done, timeout: float = 30.0, every: float = 0.5):
+    """Samples a ``StackSource`` until ``done(sample)`` or the timeout, and returns the last
+    sample: a process py-spy failed to read (a nonblocking read loses a race with a busy
+    process about once in 80) is read again only after its back-off."""
+    sample = source.sample()
+    deadline = time.monotonic() + timeout
+    while not done(sample) and time.monotonic() < deadline:
+        time.sleep(every)
+        sample = source.sample()
+    return sample

@@ -277,16 +277,11 @@ class StackSource:
         self._failures[pid] = (fails, now + backoff, error or "")
         self._last[pid] = ProcessStacks(pid, role, (), error, took, number)
 
-    def dump_all(
-        self, blocking: bool = False
-    ) -> list[tuple[int, str, list[ThreadStack] | None, str | None]]:
+    def dump_all(self) -> list[tuple[int, str, list[ThreadStack] | None, str | None]]:
         """Every process of the tree now (the full-dump key): (pid, role, threads, error).
         Nonblocking reads that fail are tried again (``PySpy.dump_for_keeps``)."""
         out = []
         for pid, role in self.tree():
-            if blocking:
-                threads, error = self.spy.dump(pid, blocking=True)
-            else:
-                threads, error, _ = self.spy.dump_for_keeps(pid)
+            threads, error, _ = self.spy.dump_for_keeps(pid)
             out.append((pid, role, threads, error))
         return out

@@ -13,12 +13,12 @@ import time
 from pathlib import Path
 
 import pytest
-from tests_support import free_port, kill_tree
+from tests_support import free_port, kill_tree, sample_until
 
 from gputop.model.host import DATALOADER_WORKER, RANK, WORKER
 from gputop.sources.agent_link import AgentLink
 from gputop.sources.host import HostSource
-from gputop.sources.stacks import PySpy, StackSource, find_py_spy
+from gputop.sources.stacks import PySpy, StackSource, explain, find_py_spy
 
 JOB = """
 import os, sys, time
@@ -130,7 +130,7 @@ class CountingSpy(PySpy):
         self.dumped.append(pid)
         if pid in self.fail_once:
             self.fail_once.discard(pid)
-            return None, f"py-spy failed on pid {pid}: Error: Failed to get stack traces"
+            return None, explain("Error: Failed to get stack traces", 1, pid)
         return super().dump(pid, blocking, native)
 
 
@@ -152,13 +152,12 @@ def check_stacks(pid: int, ranks: set[int], workers: set[int], ticks: int = 3) -
         assert {shown[r][1] for r in ranks} == {0, 1}, shown
         read |= {p.pid for p in sample.processes if any(t.frames for t in p.threads)}
     assert {r for r, (role, _) in shown.items() if role == WORKER} <= workers
-    # A rank whose dump failed (py-spy can lose a race with a busy process on a loaded
-    # machine) is backed off for seconds: it is read once its retry comes round.
-    deadline = time.monotonic() + 30
-    while not ranks <= read and time.monotonic() < deadline:
-        time.sleep(0.5)
-        sample = source.sample()
-        read |= {p.pid for p in sample.processes if any(t.frames for t in p.threads)}
+
+    def all_read(sample) -> bool:  # the failed rank: read once its back-off ends
+        read.update(p.pid for p in sample.processes if any(t.frames for t in p.threads))
+        return ranks <= read
+
+    sample = sample_until(source, all_read)
     assert ranks <= read, {p.pid: p.error for p in sample.processes}
 
 
@@ -229,11 +228,8 @@ def test_spawned_ranks_without_workers_are_ranks_by_their_stacks(tmp_path):
         tree = {q.pid: q.role for q in host.sample().processes}
         assert RANK not in tree.values(), tree  # leaves: /proc alone cannot tell
         stacks.sample()  # the first dumps: _wrap in both
-        got = {q.pid: (q.role, q.rank) for q in stacks.sample().processes}
-        deadline = time.monotonic() + 30  # a dump py-spy failed on is retried after a back-off
-        while len([v for v in got.values() if v[0] == RANK]) < 2 and time.monotonic() < deadline:
-            time.sleep(0.5)
-            got = {q.pid: (q.role, q.rank) for q in stacks.sample().processes}
+        sample = sample_until(stacks, lambda s: sum(q.role == RANK for q in s.processes) == 2)
+        got = {q.pid: (q.role, q.rank) for q in sample.processes}
         assert sorted(v for v in got.values() if v[0] == RANK) == [(RANK, 0), (RANK, 1)], got
         host.hints = stacks.hints
         time.sleep(0.15)

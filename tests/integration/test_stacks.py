@@ -14,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from tests_support import as_nobody
+from tests_support import as_nobody, sample_until
 
 from gputop.sources.procfs import descendants
 from gputop.sources.stacks import PySpy, StackSource, find_py_spy
@@ -79,11 +79,9 @@ def test_blocked_busy_and_sleeping_threads_are_told_apart():
     p = start([sys.executable, "-c", THREADS])
     try:
         assert p.stdout.readline().strip() == "ready"
-        source, deadline = StackSource(p.pid), time.monotonic() + 30
-        (proc,) = source.sample().processes
-        while proc.error is not None and time.monotonic() < deadline:
-            time.sleep(0.5)  # py-spy lost a race with the busy thread: read after the back-off
-            (proc,) = source.sample().processes
+        source = StackSource(p.pid)
+        sample = sample_until(source, lambda s: s.processes and not s.processes[0].error)
+        (proc,) = sample.processes
     finally:
         stop(p)
     by_name = {t.name: t for t in proc.threads}
