@@ -997,7 +997,7 @@ def side_work(sig: RuleInputs) -> Finding:
             agree.append(
                 Evidence(
                     f"Python garbage collection {_pct(st.gc_share)} of step time{over}, "
-                    f"{st.gc_full} full collections in {st.steps} steps",
+                    f"{st.gc_full} full collections in {n} steps",
                     "agent",
                 )
             )

@@ -452,7 +452,9 @@ class StepSignals:
     mfu_detail: Mfu | None = None
     """MFU with the precision and peak it was computed against, or why it was not."""
     gc_share: float | None = None
-    """Share of step time in Python garbage collection (None: the agent did not time it)."""
+    """Share of step time in Python garbage collection (None: the agent did not time it), over
+    the spike window (``spike_steps``): full collections come every few hundred steps, so the
+    median's window would mostly miss the ones the spikes are made of."""
     gc_full: int = 0
     """Full (generation 2) collections in those steps."""
     rank_work: RankWork | None = None
@@ -547,7 +549,7 @@ def step_signals(agents: AgentsSample | None, gpu_names: Sequence[str] = ()) -> 
     long_med = statistics.median(s.dur_ns for s in longer) if longer is not steps else med
     per_rank = rank_work(ranked_agents)
     mfu = mfu_of(steps, gpu_names, main.fingerprint)
-    gc, gc_full = gc_share(steps)
+    gc, gc_full = gc_share(longer)
     return StepSignals(
         ranks=len(ranked_agents),
         steps=len(steps),

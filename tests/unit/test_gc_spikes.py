@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from types import MappingProxyType as M
 
 from gputop.agent.recorder import StepRecorder
@@ -218,6 +219,21 @@ def test_spikes_that_are_mostly_gc_are_attributed_to_gc():
     assert f.levers[0].startswith("gc.freeze()")
     assert "gc.disable() with a manual gc.collect() every N steps" in f.levers[1]
     assert not any("checkpoint" in lever for lever in f.levers)
+
+
+def test_gc_is_counted_over_the_steps_the_spikes_were_found_in():
+    # a full collection every 100 steps, none in the last 50: the GC line and the spike line
+    # speak of the same 279 steps (it said "0 full collections in 49 steps" under "growing in
+    # gc (full collections)")
+    steps = [replace(s, t0_ns=s.t0_ns // 10) for s in _steps(n=280, every=100, extra_ms=400)]
+    st = step_signals(_agents(steps))  # 0.1 s apart: all within the spike window's 120 s
+    assert st.steps < 60 and st.spike_steps == 279 and st.gc_full == 2
+    f = judge(side_work, RuleInputs(None, None, st, None))
+    texts = " ".join(e.text for e in f.evidence)
+    assert f.fired and "2 of 279 steps over 1.5x the median" in texts
+    assert (
+        "growing in gc (full collections)" in texts and "2 full collections in 279 steps" in texts
+    )
 
 
 def test_young_collections_are_gc_without_full():
