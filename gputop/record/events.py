@@ -255,6 +255,7 @@ def _end(raw: Any) -> tuple | None:
         or not isinstance(raw[0], list)
         or len(raw[0]) != 2
         or not isinstance(raw[0][0], str)
+        or type(raw[0][1]) is not int  # a pid: ("host", pid), ("stacks", pid)
         or not _number(raw[1])
     ):
         raise CodecError("an evaluation point has the wrong shape")

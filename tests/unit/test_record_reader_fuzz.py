@@ -750,3 +750,14 @@ def test_commands_say_a_damaged_file_in_one_line_and_exit_1(folder, original):
     r = subprocess.run([sys.executable, "-m", "gputop", "report", "--no-charts", str(cut)],
                        capture_output=True, text=True, timeout=120)  # fmt: skip
     assert r.returncode == 0 and "ends inside a frame" in r.stderr
+
+
+def test_an_evaluation_point_whose_series_is_not_a_pid_is_damage():
+    """Found by the fuzz test above in CI: ("host", []) reached the timeline as a dict key
+    (TypeError: unhashable type: 'list')."""
+    from gputop.record.events import CodecError, decode_point
+
+    assert decode_point([500.0, [["host", 31337], 500.0], None]).host == (("host", 31337), 500.0)
+    for key in (["host", []], ["host", {}], ["host", 1.5], ["host", True], ["host", "7"]):
+        with pytest.raises(CodecError):
+            decode_point([500.0, [key, 500.0], None])
