@@ -62,17 +62,24 @@ def stop(p: subprocess.Popen) -> None:
     p.wait(10)
 
 
-def phases(source: StackSource, n: int, pid: int | None = None, every: float = 0.15) -> Counter:
-    """Main-thread phases over n samples (of ``pid``, default the target)."""
+def phases(source: StackSource, n: int, every: float = 0.15, timeout: float = 30.0) -> Counter:
+    """Main-thread phases of the target over n readings that landed: a nonblocking py-spy read
+    lost to a busy process is backed off for seconds, so samples are counted, not ticks."""
     seen: Counter = Counter()
-    for _ in range(n):
+    deadline = time.monotonic() + timeout
+    while sum(seen.values()) < n and time.monotonic() < deadline:
         for proc in source.sample().processes:
-            if proc.pid == (pid or source.pid):
-                for t in proc.threads:
-                    if t.name == "MainThread":
-                        seen[t.phase] += 1
+            if proc.pid == source.pid:
+                seen.update(t.phase for t in proc.threads if in_training_main(t))
         time.sleep(every)
     return seen
+
+
+def in_training_main(thread) -> bool:
+    """The example trainer's main thread once it runs ``main`` (not importing torch)."""
+    return thread.name == "MainThread" and any(
+        f.file.endswith("mlp_plain.py") and f.name == "main" for f in thread.frames
+    )
 
 
 def test_blocked_busy_and_sleeping_threads_are_told_apart():
@@ -106,11 +113,13 @@ def test_main_thread_waits_for_busy_workers():
     try:
         source = StackSource(p.pid)
         seen = phases(source, 8)
-        workers = Counter()
-        for _ in range(6):
+        workers: Counter = Counter()
+        deadline = time.monotonic() + 30
+        while sum(workers.values()) < 6 and time.monotonic() < deadline:
             for proc in source.sample().processes:
                 if proc.role == "worker":
                     workers.update(t.phase for t in proc.threads if t.name == "MainThread")
+            time.sleep(0.15)
     finally:
         stop(p)
     assert seen["data wait"] >= 6, seen
