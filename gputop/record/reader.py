@@ -37,7 +37,7 @@ from gputop.record.fileformat import (
     Scan,
     frames,
 )
-from gputop.record.summary import Accumulator
+from gputop.record.summary import MAX_BUCKET, Accumulator
 
 __all__ = ["Record", "Recording", "RecordingError", "open_recording"]
 
@@ -339,6 +339,11 @@ def _int_key(k: Any) -> bool:
     return isinstance(k, str) and len(k) < 20 and k.isascii() and k.removeprefix("-").isdigit()
 
 
+def _bucket_key(k: Any) -> bool:
+    """A histogram bucket a step time gives (the report takes ``exp`` of it)."""
+    return _int_key(k) and abs(int(k)) <= MAX_BUCKET
+
+
 def _finding(f: Any) -> bool:
     return (
         isinstance(f, dict)
@@ -403,10 +408,10 @@ def _rank(r: Any) -> bool:
         isinstance(r, dict)
         and all(_num(r.get(k)) for k in numbers)
         and _map_of(r.get("hist"), _count)
-        and all(_int_key(k) for k in r["hist"])
+        and all(_bucket_key(k) for k in r["hist"])
         and (  # absent from files written before it
             r.get("work_hist") is None
-            or (_map_of(r["work_hist"], _count) and all(_int_key(k) for k in r["work_hist"]))
+            or (_map_of(r["work_hist"], _count) and all(_bucket_key(k) for k in r["work_hist"]))
         )
         and _map_of(r.get("phases"), _num)
         and isinstance(r.get("fingerprint", {}), dict)

@@ -8,6 +8,7 @@ removed or changes meaning; new fields do not change it).
 from __future__ import annotations
 
 import datetime as dt
+import math
 import shlex
 from typing import Any
 
@@ -113,7 +114,7 @@ def _rank(rank: str, r: dict[str, Any], names: list[str]) -> dict[str, Any]:
     phases = {k: round(v / seconds, 4) for k, v in r["phases"].items()} if seconds else {}
     fingerprint = r.get("fingerprint") or {}
     mfu = None
-    if r["flops"] and r["flops_s"]:
+    if r["flops"] and r["flops_s"] and math.isfinite(r["flops"] * r["flops_s"]):
         # the one MFU implementation, over one step standing for all of them
         whole = StepRecord(0, 0, int(r["flops_s"] * 1e9), {}, flops=r["flops"])
         mfu = jsonable(mfu_of([whole], names, fingerprint))
@@ -291,7 +292,7 @@ def _ranks_text(ranks: list[dict[str, Any]], straggler: dict[str, Any] | None) -
     if main["phases"]:
         out += ["", f"Phase breakdown (rank {main['rank']})"]
         for k, v in main["phases"].items():
-            out.append(f"  {k:<12} {v:6.1%}  {'#' * round(v * 40)}")
+            out.append(f"  {k:<12} {v:6.1%}  {'#' * _bar(v, 40)}")
     m = main["mfu"]
     if m:
         if m.get("value") is None:
@@ -304,6 +305,11 @@ def _ranks_text(ranks: list[dict[str, Any]], straggler: dict[str, Any] | None) -
             note = f" ({m['note']})" if m.get("note") else ""
             out.append(f"MFU {m['value']:.1%} of {against}{note}")
     return out
+
+
+def _bar(share: float, width: int) -> int:
+    """Characters for a share: a file's sums may overflow (inf, nan) or go negative."""
+    return round(min(max(share, 0.0), 1.0) * width) if math.isfinite(share) else 0
 
 
 def _gpus_text(doc: dict[str, Any]) -> list[str]:
@@ -350,17 +356,29 @@ def _charts(series: list[dict[str, Any]], width: int) -> list[str]:
         ("step_s", "step time (ms, mean per 10 s, rank 0)", 1e3),
         ("gpu_pct", "GPU activity (%, SM active or util, mean of the GPUs)", 1.0),
     ):
-        pts = [(x, p[key] * scale) for x, p in zip(xs, series, strict=True) if p[key] is not None]
+        given = [(x, p[key] * scale) for x, p in zip(xs, series, strict=True) if p[key] is not None]
+        pts = [(x, y) for x, y in given if _plottable(x, y)]
         if len(pts) < 2:
             continue
         out.append(_plot(plotext, pts, title, width, unit))
+        if len(pts) < len(given):
+            out.append(f"  ({len(given) - len(pts)} points no measurement gives are left out)")
     bounds = sorted({p["verdict"] for p in series if p["verdict"]})
     if bounds:
         pts = [(x, bounds.index(p["verdict"])) for x, p in zip(xs, series, strict=True)
-               if p["verdict"]]  # fmt: skip
+               if p["verdict"] and _plottable(x, 0.0)]  # fmt: skip
         if len(pts) >= 2:
             out.append(_plot(plotext, pts, "verdict over time", width, unit, labels=bounds))
     return out
+
+
+PLOT_MAX = 1e12
+"""Above any step time (ms) or activity (%) a board gives; plotext 6.1 aborts the process
+(std::bad_alloc) on some negative values, so only what a measurement can be is drawn."""
+
+
+def _plottable(x: float, y: float) -> bool:
+    return math.isfinite(x) and x >= 0.0 and math.isfinite(y) and 0.0 <= y <= PLOT_MAX
 
 
 def _plot(plotext: Any, pts: list[tuple[float, float]], title: str, width: int, unit: str,

@@ -76,6 +76,10 @@ def bucket_value(b: int) -> float:
     return math.exp(b * BUCKET)
 
 
+MAX_BUCKET = bucket_of(1e300)
+"""The largest bucket a reader accepts: ``bucket_value`` of anything beyond overflows."""
+
+
 class _RankMinute:
     """One rank's steps in a minute: the model's totals plus the histograms the report's
     medians come from."""
@@ -296,8 +300,9 @@ def merge(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
                                                 "n_sm": 0, "temp_max": None})  # fmt: skip
             for k in ("n", "util", "sm", "power", "n_sm"):
                 into[k] += g[k]
-            if g["temp_max"] is not None:
-                into["temp_max"] = max(into["temp_max"] or g["temp_max"], g["temp_max"])
+            hottest = g.get("temp_max")  # the reader lets a hand-made minute leave it out
+            if hottest is not None:
+                into["temp_max"] = max(into["temp_max"] or hottest, hottest)
         for key, pt in p.get("points", {}).items():
             into = out["points"].setdefault(key, [0.0, 0, 0.0, 0, {}])
             for i in range(4):

@@ -5,10 +5,14 @@ plotext keeps one global figure, so charts are only ever built on the UI thread.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import plotext
 from rich.text import Text
+
+Y_MAX = 1e6
+"""A scale above anything a board reports (W, %, MHz)."""
 
 
 def line_chart(
@@ -20,7 +24,10 @@ def line_chart(
     colorless: bool = False,
     seconds: Sequence[float] | None = None,
 ) -> Text:
-    """Lines on a fixed 0..y_max scale; x is seconds before now when ``seconds`` is given."""
+    """Lines on a fixed 0..y_max scale, values held to it (a replayed file may hold any number);
+    x is seconds before now when ``seconds`` is given."""
+    if not (math.isfinite(y_max) and 0.0 < y_max <= Y_MAX):  # a limit read from a file
+        y_max = Y_MAX if math.isfinite(y_max) and y_max > 0 else 100.0
     fig = plotext.figure
     fig.clear()
     fig.plot_size(max(20, width), max(6, height))
@@ -28,10 +35,12 @@ def line_chart(
     fig.theme("colorless" if colorless else "dark")
     drawn = False
     for label, values in series:
+        # held to the scale: plotext 6.1 aborts the process (std::bad_alloc) on some far-off
+        # values, and a replayed file may hold any number
         points = [
-            (x, v)
+            (x, min(max(v, 0.0), y_max))
             for x, v in zip(seconds or range(len(values)), values, strict=False)
-            if v is not None
+            if v is not None and math.isfinite(v)
         ]
         if len(points) < 2:
             continue

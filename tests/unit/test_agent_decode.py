@@ -6,6 +6,7 @@ import json
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests_support import fuzz_examples
 
 from gputop.agent.wire import MAX_LINE, encode
 from gputop.sources import agent_decode as dec
@@ -20,7 +21,7 @@ json_values = st.recursive(
 
 
 @given(st.binary(max_size=2000))
-@settings(max_examples=300)
+@settings(max_examples=fuzz_examples(300))
 def test_arbitrary_bytes_are_decoded_or_dropped(data):
     try:
         msg = dec.decode_line(data)
@@ -30,7 +31,7 @@ def test_arbitrary_bytes_are_decoded_or_dropped(data):
 
 
 @given(st.sampled_from(["steps", "gpu", "heartbeat", "hello", "fingerprint"]), json_values)
-@settings(max_examples=400)
+@settings(max_examples=fuzz_examples(400))
 def test_arbitrary_fields_never_raise(kind, payload):
     msg = {"v": 1, "type": kind, "steps": payload, "phases": payload, "agent": payload,
            "config": payload, "step": payload, "open_phase": payload}  # fmt: skip
@@ -93,7 +94,7 @@ def test_the_rank_from_the_process_group_is_read_from_the_hello():
 
 
 @given(json_values)
-@settings(max_examples=200)
+@settings(max_examples=fuzz_examples(200))
 def test_a_bad_ranks_field_reads_as_unknown_never_raises(value):
     out = dec.parse_hello({"v": 1, "type": "hello", "agent": {"pid": 7, "rank": 2, "ranks": value}})
     assert out is not None and 0 <= out["rank"] < 1 << 20

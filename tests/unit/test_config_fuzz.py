@@ -12,6 +12,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests_support import fuzz_examples
 
 from gputop.config import COLOR_MODES, INTERVAL_MAX, INTERVAL_MIN, Config, load_config
 from gputop.ui.app import GputopApp
@@ -19,7 +20,7 @@ from gputop.ui.keymap import QUIT_KEY, checked_keymap, parse_keys
 from gputop.ui.themes import ThemeError, load_themes, theme_from_toml
 
 FUZZ = settings(
-    max_examples=150,
+    max_examples=fuzz_examples(150),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests_support import fuzz_examples
 
 from gputop.diagnose.findings import Evidence, Finding, Verdict
 from gputop.diagnose.point import EvalPoint
@@ -663,7 +664,7 @@ def test_apply_steps_without_a_previous_reading_takes_only_all():
     assert full[1][1][0] == 1, "steps after the first are numbered from the one before"
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=fuzz_examples(60), deadline=None)
 @given(
     st.lists(
         st.tuples(st.integers(0, 4), st.integers(0, 6), st.booleans(), st.booleans()),

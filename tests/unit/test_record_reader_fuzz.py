@@ -18,6 +18,7 @@ import pytest
 from builders import device
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from tests_support import fuzz_examples
 
 from gputop.diagnose.findings import Evidence, Finding, Verdict
 from gputop.diagnose.point import EvalPoint
@@ -47,7 +48,7 @@ from gputop.record.writer import Recorder
 MS = 1_000_000
 PID = 31337
 FUZZ = settings(
-    max_examples=25,
+    max_examples=fuzz_examples(25),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -176,7 +177,7 @@ def exercise(path: Path) -> tuple[Recording | None, list[Record]]:
     recording.summaries()
     doc = build_report(recording)
     json.dumps(doc)
-    text = render_report(doc, charts=False)
+    text = render_report(doc)  # with charts: plotext aborts the process on some values
     assert "Time per verdict" in text
     assert doc["recording"]["damage"] == recording.damage
     recording.report_damage = recording.damage  # type: ignore[attr-defined]
@@ -637,7 +638,7 @@ def _replayed(path: Path) -> tuple[Recording | None, list[Record]]:
     return recording, got
 
 
-@settings(FUZZ, max_examples=60)
+@settings(FUZZ, max_examples=fuzz_examples(60))
 @given(st.data())
 def test_checksummed_hostile_records_are_damage_where_they_are(folder, original, data):
     """`report` and `replay --check` died on these (RecursionError, ValueError: timestamps
@@ -666,7 +667,7 @@ def test_checksummed_hostile_records_are_damage_where_they_are(folder, original,
     assert tuple(got[:n]) == b.records[:n]
 
 
-@settings(FUZZ, max_examples=40)
+@settings(FUZZ, max_examples=fuzz_examples(40))
 @given(st.data())
 def test_checksummed_hostile_summaries_are_skipped_as_damage(folder, original, data):
     b = original
@@ -683,7 +684,7 @@ def test_checksummed_hostile_summaries_are_skipped_as_damage(folder, original, d
     assert tuple(got[: len(b.records)]) == b.records
 
 
-@settings(FUZZ, max_examples=40)
+@settings(FUZZ, max_examples=fuzz_examples(40))
 @given(st.data())
 def test_a_hostile_header_is_read_or_refused_in_one_line(folder, original, data):
     header = json.loads(json.dumps(original.header))
@@ -761,3 +762,51 @@ def test_an_evaluation_point_whose_series_is_not_a_pid_is_damage():
     for key in (["host", []], ["host", {}], ["host", 1.5], ["host", True], ["host", "7"]):
         with pytest.raises(CodecError):
             decode_point([500.0, [key, 500.0], None])
+
+
+def test_a_summary_whose_gpu_has_no_hottest_reading_still_reports(folder, original):
+    """Found by the summary fuzz test in CI: the reader let a minute's GPU leave out
+    ``temp_max`` and merging the minutes raised KeyError."""
+    part = json.loads(json.dumps(original.summaries[0]))
+    assert part["gpus"]
+    for g in part["gpus"].values():
+        del g["temp_max"]
+    extra = pack(SUMMARY, 0, 1e9, zlib.compress(json.dumps(part).encode()))
+    recording, got = exercise(write(folder, original.data + extra))
+    assert recording is not None and tuple(got) == original.records
+    gpus = build_report(recording)["gpus"]
+    assert gpus and all("temp_c_max" in g for g in gpus)
+
+
+def test_sums_no_float_holds_are_reported_and_left_out_of_the_charts(folder, original):
+    """A summary's numbers are any JSON number; three minutes of 1e308 sum to inf, and
+    plotext aborts the whole process (std::bad_alloc) on a negative step time: `report`
+    died on both before. Now it completes, with charts, and says what it left out."""
+    import subprocess
+    import sys
+
+    part = json.loads(json.dumps(original.summaries[0]))
+    first, second = sorted(part["points"], key=int)[:2]
+    part["points"][first][0] = 1e308  # step seconds: inf once merged
+    part["points"][second][0] = -1e308  # a negative mean step time
+    rank = next(iter(part["ranks"].values()))
+    rank["flops"], rank["flops_s"] = 1e308, 1e308  # MFU over an infinite step
+    rank["phases"] = {k: 1e308 for k in rank["phases"]}  # shares of inf: nan
+    minute = pack(SUMMARY, 0, 1e9, zlib.compress(json.dumps(part).encode()))
+    path = write(folder, original.data + minute * 3)
+    r = subprocess.run([sys.executable, "-m", "gputop", "report", str(path)],
+                       capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "Phase breakdown" in r.stdout and "step time (ms" in r.stdout
+    assert "points no measurement gives are left out" in r.stdout
+
+
+def test_a_histogram_bucket_no_step_time_gives_is_damage(folder, original):
+    """The report takes exp() of a bucket: 99999 overflows (OverflowError before)."""
+    part = json.loads(json.dumps(original.summaries[0]))
+    rank = next(iter(part["ranks"].values()))
+    rank["hist"] = {"99999": sum(rank["hist"].values())}
+    minute = pack(SUMMARY, 0, 1e9, zlib.compress(json.dumps(part).encode()))
+    recording, got = exercise(write(folder, original.data + minute))
+    assert recording is not None and tuple(got) == original.records
+    assert "damaged" in (recording.report_damage or "")  # type: ignore[attr-defined]
