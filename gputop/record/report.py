@@ -114,7 +114,7 @@ def _rank(rank: str, r: dict[str, Any], names: list[str]) -> dict[str, Any]:
     phases = {k: round(v / seconds, 4) for k, v in r["phases"].items()} if seconds else {}
     fingerprint = r.get("fingerprint") or {}
     mfu = None
-    if r["flops"] and r["flops_s"] and math.isfinite(r["flops"] * r["flops_s"]):
+    if r["flops"] and r["flops_s"] and math.isfinite(r["flops"] + r["flops_s"] * 1e9):
         # the one MFU implementation, over one step standing for all of them
         whole = StepRecord(0, 0, int(r["flops_s"] * 1e9), {}, flops=r["flops"])
         mfu = jsonable(mfu_of([whole], names, fingerprint))

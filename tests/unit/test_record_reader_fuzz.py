@@ -810,3 +810,15 @@ def test_a_histogram_bucket_no_step_time_gives_is_damage(folder, original):
     recording, got = exercise(write(folder, original.data + minute))
     assert recording is not None and tuple(got) == original.records
     assert "damaged" in (recording.report_damage or "")  # type: ignore[attr-defined]
+
+
+def test_mfu_over_a_step_time_no_float_holds_is_not_computed(folder, original):
+    """MFU takes the step in ns: 1e300 s of it is inf, and int(inf) raised OverflowError."""
+    part = json.loads(json.dumps(original.summaries[0]))
+    rank = next(iter(part["ranks"].values()))
+    before = sum(s["ranks"]["0"]["flops"] for s in original.summaries)
+    rank["flops"], rank["flops_s"] = 1e6 - before, 1e300  # 1e6 flops in all
+    minute = pack(SUMMARY, 0, 1e9, zlib.compress(json.dumps(part).encode()))
+    recording, _ = exercise(write(folder, original.data + minute))
+    assert recording is not None
+    assert all(r["mfu"] is None for r in build_report(recording)["ranks"])
