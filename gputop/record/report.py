@@ -114,9 +114,10 @@ def _rank(rank: str, r: dict[str, Any], names: list[str]) -> dict[str, Any]:
     phases = {k: round(v / seconds, 4) for k, v in r["phases"].items()} if seconds else {}
     fingerprint = r.get("fingerprint") or {}
     mfu = None
-    if r["flops"] and r["flops_s"] and math.isfinite(r["flops"] + r["flops_s"] * 1e9):
+    step_ns = r["flops_s"] * 1e9  # a file's sums may overflow to inf
+    if r["flops"] and step_ns and math.isfinite(r["flops"]) and math.isfinite(step_ns):
         # the one MFU implementation, over one step standing for all of them
-        whole = StepRecord(0, 0, int(r["flops_s"] * 1e9), {}, flops=r["flops"])
+        whole = StepRecord(0, 0, int(step_ns), {}, flops=r["flops"])
         mfu = jsonable(mfu_of([whole], names, fingerprint))
     med, p90 = quantile_of(r["hist"], 0.5), quantile_of(r["hist"], 0.9)
     work = quantile_of(r["work_hist"], 0.5) if r.get("work_hist") else None

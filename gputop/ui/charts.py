@@ -26,8 +26,7 @@ def line_chart(
 ) -> Text:
     """Lines on a fixed 0..y_max scale, values held to it (a replayed file may hold any number);
     x is seconds before now when ``seconds`` is given."""
-    if not (math.isfinite(y_max) and 0.0 < y_max <= Y_MAX):  # a limit read from a file
-        y_max = Y_MAX if math.isfinite(y_max) and y_max > 0 else 100.0
+    y_max = min(y_max, Y_MAX) if math.isfinite(y_max) and y_max > 0 else 100.0  # from a file
     fig = plotext.figure
     fig.clear()
     fig.plot_size(max(20, width), max(6, height))

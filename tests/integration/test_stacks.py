@@ -62,16 +62,22 @@ def stop(p: subprocess.Popen) -> None:
     p.wait(10)
 
 
-def phases(source: StackSource, n: int, every: float = 0.15, timeout: float = 30.0) -> Counter:
-    """Main-thread phases of the target over n readings that landed: a nonblocking py-spy read
-    lost to a busy process is backed off for seconds, so samples are counted, not ticks."""
+def phases(source: StackSource, n: int, every: float = 0.15, timeout: float = 30.0,
+           of=None, thread=None) -> Counter:  # fmt: skip
+    """Phases over n thread readings that landed (default: the target's main thread in the
+    trainer's ``main``): a nonblocking py-spy read lost to a busy process is backed off for
+    seconds, so readings are counted, not ticks."""
+    of = of or (lambda proc: proc.pid == source.pid)
+    thread = thread or in_training_main
     seen: Counter = Counter()
-    deadline = time.monotonic() + timeout
-    while sum(seen.values()) < n and time.monotonic() < deadline:
-        for proc in source.sample().processes:
-            if proc.pid == source.pid:
-                seen.update(t.phase for t in proc.threads if in_training_main(t))
-        time.sleep(every)
+
+    def enough(sample) -> bool:
+        for proc in sample.processes:
+            if of(proc):
+                seen.update(t.phase for t in proc.threads if thread(t))
+        return sum(seen.values()) >= n
+
+    sample_until(source, enough, timeout, every)
     return seen
 
 
@@ -113,13 +119,8 @@ def test_main_thread_waits_for_busy_workers():
     try:
         source = StackSource(p.pid)
         seen = phases(source, 8)
-        workers: Counter = Counter()
-        deadline = time.monotonic() + 30
-        while sum(workers.values()) < 6 and time.monotonic() < deadline:
-            for proc in source.sample().processes:
-                if proc.role == "worker":
-                    workers.update(t.phase for t in proc.threads if t.name == "MainThread")
-            time.sleep(0.15)
+        workers = phases(source, 6, of=lambda proc: proc.role == "worker",
+                         thread=lambda t: t.name == "MainThread")  # fmt: skip
     finally:
         stop(p)
     assert seen["data wait"] >= 6, seen
@@ -137,11 +138,8 @@ def test_without_workers_the_transform_runs_in_the_main_thread():
 
 def test_a_cpu_torch_loop_shows_forward_backward_and_optimizer():
     p = trainer("--batch", "256", "--hidden", "2048", "--dim", "1024", "--optimizer", "adam")
-    source, seen = StackSource(p.pid), Counter()
-    deadline = time.monotonic() + 60
-    try:  # a busy machine makes nonblocking dumps miss more often: count the ones that land
-        while sum(seen.values()) < 50 and time.monotonic() < deadline:
-            seen += phases(source, 10, every=0.03)
+    try:
+        seen = phases(StackSource(p.pid), 50, every=0.03, timeout=60)
     finally:
         stop(p)
     assert seen["forward"] >= 3 and seen["backward"] >= 3 and seen["optimizer"] >= 1, seen

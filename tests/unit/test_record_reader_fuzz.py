@@ -366,6 +366,11 @@ def mutate(data: st.DataObject, v: Any) -> Any:
     return data.draw(JSON_VALUES)
 
 
+def summary_frame(text: str) -> bytes:
+    """A minute's summary frame holding ``text``, checksums right."""
+    return pack(SUMMARY, 0, 1e9, zlib.compress(text.encode()))
+
+
 @FUZZ
 @given(st.data())
 def test_a_checksummed_summary_of_any_shape_is_read_or_damage(folder, original, data):
@@ -373,7 +378,7 @@ def test_a_checksummed_summary_of_any_shape_is_read_or_damage(folder, original, 
     part = json.loads(json.dumps(data.draw(st.sampled_from(b.summaries))))
     for _ in range(data.draw(st.integers(1, 3))):
         part = mutate(data, part)
-    extra = pack(SUMMARY, 0, 1e9, zlib.compress(json.dumps(part).encode()))
+    extra = summary_frame(json.dumps(part))
     _, got = exercise(write(folder, b.data + extra))
     assert tuple(got) == b.records
 
@@ -677,7 +682,7 @@ def test_checksummed_hostile_summaries_are_skipped_as_damage(folder, original, d
         text = json.dumps(part).replace(json.dumps(_SLOT), data.draw(HOSTILE), 1)
     else:
         text = _hostile_text(data, part)
-    extra = pack(SUMMARY, 0, 1e9, zlib.compress(text.encode()))
+    extra = summary_frame(text)
     # a minute after the summary, which the report summarises from its records and the carry
     after = pack(DATA, NEW_STREAM, 2e9, zlib.compress(as_text(list(b.lines[:12]))))
     _, got = exercise(write(folder, b.data + extra + after))
@@ -771,7 +776,7 @@ def test_a_summary_whose_gpu_has_no_hottest_reading_still_reports(folder, origin
     assert part["gpus"]
     for g in part["gpus"].values():
         del g["temp_max"]
-    extra = pack(SUMMARY, 0, 1e9, zlib.compress(json.dumps(part).encode()))
+    extra = summary_frame(json.dumps(part))
     recording, got = exercise(write(folder, original.data + extra))
     assert recording is not None and tuple(got) == original.records
     gpus = build_report(recording)["gpus"]
@@ -792,7 +797,7 @@ def test_sums_no_float_holds_are_reported_and_left_out_of_the_charts(folder, ori
     rank = next(iter(part["ranks"].values()))
     rank["flops"], rank["flops_s"] = 1e308, 1e308  # MFU over an infinite step
     rank["phases"] = {k: 1e308 for k in rank["phases"]}  # shares of inf: nan
-    minute = pack(SUMMARY, 0, 1e9, zlib.compress(json.dumps(part).encode()))
+    minute = summary_frame(json.dumps(part))
     path = write(folder, original.data + minute * 3)
     r = subprocess.run([sys.executable, "-m", "gputop", "report", str(path)],
                        capture_output=True, text=True, timeout=120)  # fmt: skip
@@ -806,7 +811,7 @@ def test_a_histogram_bucket_no_step_time_gives_is_damage(folder, original):
     part = json.loads(json.dumps(original.summaries[0]))
     rank = next(iter(part["ranks"].values()))
     rank["hist"] = {"99999": sum(rank["hist"].values())}
-    minute = pack(SUMMARY, 0, 1e9, zlib.compress(json.dumps(part).encode()))
+    minute = summary_frame(json.dumps(part))
     recording, got = exercise(write(folder, original.data + minute))
     assert recording is not None and tuple(got) == original.records
     assert "damaged" in (recording.report_damage or "")  # type: ignore[attr-defined]
@@ -818,7 +823,7 @@ def test_mfu_over_a_step_time_no_float_holds_is_not_computed(folder, original):
     rank = next(iter(part["ranks"].values()))
     before = sum(s["ranks"]["0"]["flops"] for s in original.summaries)
     rank["flops"], rank["flops_s"] = 1e6 - before, 1e300  # 1e6 flops in all
-    minute = pack(SUMMARY, 0, 1e9, zlib.compress(json.dumps(part).encode()))
+    minute = summary_frame(json.dumps(part))
     recording, _ = exercise(write(folder, original.data + minute))
     assert recording is not None
     assert all(r["mfu"] is None for r in build_report(recording)["ranks"])
