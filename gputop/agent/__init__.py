@@ -13,6 +13,7 @@ Standard library only; torch is used when the script has imported it, never impo
         with gt.BACKWARD: ...
         with gt.OPTIMIZER: ...         # automatic for torch optimizers
         gt.step(samples=len(batch))    # the step boundary
+    with gt.LOG: ...                   # logging and metrics; gt.EVAL, gt.CHECKPOINT too
     with gt.phase("checkpoint"): ...   # any name; custom names are allowed
 
 ``GPUTOP_DISABLE=1`` makes every call a near-free no-op. The agent turns itself off in forked
@@ -34,10 +35,12 @@ __all__ = [
     "BACKWARD",
     "CHECKPOINT",
     "DATA_WAIT",
+    "EVAL",
     "EVAL_LOG",
     "FORWARD",
     "GRAD_SYNC",
     "H2D",
+    "LOG",
     "OPTIMIZER",
     "OTHER",
     "autostart",
@@ -62,7 +65,10 @@ BACKWARD = _rec.phases["backward"]
 GRAD_SYNC = _rec.phases["grad_sync"]
 OPTIMIZER = _rec.phases["optimizer"]
 CHECKPOINT = _rec.phases["checkpoint"]
+EVAL = _rec.phases["eval"]
+LOG = _rec.phases["log"]
 EVAL_LOG = _rec.phases["eval_log"]
+"""Kept for scripts written before EVAL and LOG were apart (counted as evaluation)."""
 OTHER = _rec.phases["other"]
 
 

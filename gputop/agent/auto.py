@@ -1,9 +1,9 @@
 """Phases found with no marker in the script: forward, backward, gradient sync, checkpoint,
 eval (ARCHITECTURE.md, "How each phase is found"). Imported only once torch is loaded.
 
-- forward / eval_log: torch's global module forward pre/post hooks; a depth count keeps only
+- forward / eval: torch's global module forward pre/post hooks; a depth count keeps only
   the outermost module call of the training thread (nested modules add nothing). A call under
-  ``no_grad``/``inference_mode`` or of a module in eval mode is ``eval_log``.
+  ``no_grad``/``inference_mode`` or of a module in eval mode is ``eval``.
 - backward: ``torch.autograd.backward`` (what ``Tensor.backward`` calls) and
   ``torch.autograd.grad``, wrapped at module level (``__wrapped__`` kept).
 - grad_sync: ``torch.distributed`` collectives called from Python and ``Work.wait()``; and the
@@ -177,7 +177,7 @@ class _Forward:
         self.torch = torch
         self.depth = 0
         self.open: Any = None
-        self.fwd, self.ev = rec.auto["forward"], rec.auto["eval_log"]
+        self.fwd, self.ev = rec.auto["forward"], rec.auto["eval"]
         self.grad_enabled = torch.is_grad_enabled
         self.handles: list[Any] = []
         self.roots: set[type] = set()

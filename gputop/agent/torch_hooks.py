@@ -65,13 +65,24 @@ def _wrap_dataloader(rec: StepRecorder) -> None:
     original = cls.__next__
     if getattr(original, "__gputop__", False):
         return
-    wait = rec.auto["data_wait"]
+    import torch
+
+    wait, evaluating = rec.auto["data_wait"], rec.auto["eval"]
+    grad_enabled = torch.is_grad_enabled
 
     def __next__(self):
+        # a batch fetched with gradients off (no_grad, inference_mode: a validation loop,
+        # Lightning's and transformers' included) is the eval pass's wait, not training's
+        ph = wait
         try:
-            if rec.on and not _loader_config:
+            training = grad_enabled()
+            if rec.on and not _loader_config and training:  # the training loader's settings
                 _note_loader(self)
-            opened = wait.open() if auto._on_training_thread(rec) else 0
+            if auto._on_training_thread(rec):
+                ph = wait if training else evaluating
+                opened = ph.open()
+            else:
+                opened = 0
         except Exception:
             rec.errors += 1
             opened = 0
@@ -79,7 +90,7 @@ def _wrap_dataloader(rec: StepRecorder) -> None:
             return original(self)
         finally:
             if opened:
-                wait.close()
+                ph.close()
 
     __next__.__gputop__ = True  # type: ignore[attr-defined]
     __next__.__wrapped__ = original  # type: ignore[attr-defined]

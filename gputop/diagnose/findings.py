@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gputop.diagnose.budget import Budget
 
 NO_PROGRESS = "no progress for"
 """How the note starts while the job stands still but not yet for its hang limit."""
@@ -58,6 +62,9 @@ class Verdict:
     """"not enough data yet: ..." and similar."""
     inputs: tuple[str, ...] = field(default_factory=tuple)
     """Which inputs were available: NVML, host, stacks, agent."""
+    budget: Budget | None = None
+    """Where the step's time goes (``diagnose/budget.py``): the principal is its largest loss;
+    every output shows these shares."""
 
     @property
     def warming_up(self) -> bool:

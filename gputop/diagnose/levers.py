@@ -9,8 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from gputop.diagnose import rules
+from gputop.diagnose.budget import FLOOR
 from gputop.diagnose.rules import SIDE_SHARE
 from gputop.diagnose.signals import MEM_NEAR, WORKERS_WAIT, RuleInputs
+from gputop.vocab import budget as slices
 from gputop.vocab import stacks as stack
 from gputop.vocab import steps as step
 
@@ -169,15 +171,41 @@ def comms(sig: RuleInputs) -> tuple[str, ...]:
     )
 
 
+def _count(value: object) -> int | None:
+    try:
+        return int(str(value))
+    except ValueError:
+        return None
+
+
 def cpu_oversubscribed(sig: RuleInputs) -> tuple[str, ...]:
+    """Cap the thread pools that are larger than the CPUs left beside the workers; pools
+    already at or under that are not asked for a value they have (more processes than CPUs:
+    fewer of them, or more CPUs)."""
     cpus, where = _cpus(sig)
-    omp = sig.host.omp if sig.host else None
+    h = sig.host
+    omp = h.omp if h else None
     threads = _fingerprint(sig).get("intra_op_threads")
-    cap = max(1, int(cpus) - (sig.host.workers if sig.host else 0)) if cpus else None
+    workers = h.workers if h else 0
+    cap = max(1, int(cpus) - workers) if cpus else None
+    torch_threads = _count(threads) if threads is not None else None
+    settings = {"OMP_NUM_THREADS": _count(omp) if omp else None, "torch threads": torch_threads}
+    if torch_threads is not None and not omp:
+        del settings["OMP_NUM_THREADS"]  # torch sizes its own pool; it is what runs here
+    over = {k: v for k, v in settings.items() if v is None or cap is None or v > cap}
+    dont = "do not add DataLoader workers: they compete for the same CPUs"
+    if cap is not None and not over:  # the pools are small already: processes fill the CPUs
+        n = h.processes if h and h.processes else workers + 1
+        return (
+            f"{n} processes of the job share a {where}, their thread pools already at most "
+            f"{cap}: fewer processes per machine (ranks, DataLoader workers), or more CPUs",
+            dont,
+        )
+    now = ", ".join(f"{k} {'unset' if v is None else v}" for k, v in over.items())
     return (
-        f"OMP_NUM_THREADS={omp or 'unset'}, torch threads {threads or '?'} on a {where}: "
-        f"cap them at {cap or 'the quota'} (torch.set_num_threads)",
-        "do not add DataLoader workers: they compete for the same CPUs",
+        f"{now} on a {where}: cap them at {cap or 'the quota'} "
+        "(OMP_NUM_THREADS, torch.set_num_threads)",
+        dont,
     )
 
 
@@ -202,7 +230,10 @@ def host_overhead(sig: RuleInputs) -> tuple[str, ...]:
     """When the loop's own Python is the cost (``rules.loop_share``), moving it off the step
     comes first, naming the functions the stacks saw; tiny kernels get CUDA graphs and a larger
     batch."""
-    if rules.loop_share(sig) is not None:
+    budget = sig.budget
+    if rules.loop_share(sig) is not None or (
+        budget is not None and budget.share(slices.LOOP) >= FLOOR
+    ):
         own = sig.stacks.own_code if sig.stacks is not None else None
         at = own.at if own is not None else ()
         where = ", ".join(f"{f.name} ({rules.at(f)})" for f, _ in at) or "the per-step work"
@@ -232,9 +263,34 @@ SIDE_NOTICED = 0.05
 """Share of the step in checkpoint/logging from which its lever follows the GC levers."""
 
 
+SIDE_LEVERS: dict[str, tuple[str, ...]] = {
+    slices.EVAL: (
+        "evaluate less often (every N steps or once an epoch) or on a fixed subset",
+        "evaluate under torch.inference_mode() with a larger batch than training's",
+    ),
+    slices.CHECKPOINT: (CHECKPOINT_LEVER,),
+    slices.LOG: (
+        "log every N steps, not every step; keep the metrics on the GPU between logs "
+        "(each .item() waits for the GPU)",
+        "hand logging to a background thread or process",
+    ),
+    slices.GC: GC_LEVERS,
+}
+"""The side work's levers by the slice each would shrink."""
+
+
 def side_work(sig: RuleInputs) -> tuple[str, ...]:
-    """Garbage collection's levers first when measured GC pauses outweigh the other side work
-    (the excess of the spikes attributed to it, or its share against checkpoint/logging)."""
+    """With a budget, each side slice's levers in the order of the time it takes (a slice under
+    SIDE_NOTICED gets none: no lever asks to checkpoint less when nothing is saved). Without
+    one, garbage collection's levers first when measured GC pauses outweigh the other side
+    work (the excess of the spikes attributed to it, or its share against checkpoint/logging)."""
+    if sig.budget is not None:
+        present = sorted(
+            (s for s in sig.budget.slices if s.name in slices.SIDE and s.share >= SIDE_NOTICED),
+            key=lambda s: -s.share,
+        )
+        if present:
+            return tuple(lever for s in present for lever in SIDE_LEVERS[s.name])
     st = sig.steps
     if st is None:
         return (CHECKPOINT_LEVER, LOG_LEVER)

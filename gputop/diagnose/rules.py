@@ -74,7 +74,7 @@ def _size(n: float) -> str:
     return f"{n / 2**30:.1f} GiB" if n >= 2 * 2**30 else f"{n / 2**20:.0f} MiB"
 
 
-def _pct(x: float) -> str:
+def pct(x: float) -> str:
     """A share as a percentage: whole numbers, one decimal under 10% where it matters (a 3.5%
     band is not "4%")."""
     v = 100 * x
@@ -397,7 +397,7 @@ def host_memory_pressure(sig: RuleInputs) -> Finding:
         agree.append(
             Evidence(
                 f"working set {_size(h.mem_working_set)} of {_size(h.mem_limit)} limit "
-                f"({_pct(h.mem_share or 0)}, > {_pct(MEM_NEAR)}){held}",
+                f"({pct(h.mem_share or 0)}, > {pct(MEM_NEAR)}){held}",
                 "host",
             )
         )
@@ -443,8 +443,8 @@ def throttled_thermal(sig: RuleInputs) -> Finding:
         return _finding("throttled-thermal", [], [], ["NVML"], "clocks cut by heat")
     agree = []
     if g.thermal_throttled >= THERMAL_SHARE:
-        share = _pct(g.thermal_throttled)
-        text = f"thermal clock reasons {share} of busy time (>= {_pct(THERMAL_SHARE)})"
+        share = pct(g.thermal_throttled)
+        text = f"thermal clock reasons {share} of busy time (>= {pct(THERMAL_SHARE)})"
         agree.append(Evidence(text, "NVML"))
     temps = g.hottest is not None and g.slowdown is not None
     if temps and g.hottest >= g.slowdown - SLOWDOWN_MARGIN_C:
@@ -465,10 +465,10 @@ def throttled_thermal(sig: RuleInputs) -> Finding:
 def _thermal_numbers(g: GpuSignals) -> Evidence:
     """What the thermal rule read, shown when it does not fire (the why screen)."""
     temp = f", hottest {g.hottest:.0f} C (slowdown at {g.slowdown} C)" if g.hottest else ""
-    clock = f", SM clock {_pct(g.clock_ratio)} of max" if g.clock_ratio is not None else ""
+    clock = f", SM clock {pct(g.clock_ratio)} of max" if g.clock_ratio is not None else ""
     return Evidence(
-        f"thermal clock reasons {_pct(g.thermal_throttled)} of busy time (fires from "
-        f"{_pct(THERMAL_SHARE)}){clock}{temp}",
+        f"thermal clock reasons {pct(g.thermal_throttled)} of busy time (fires from "
+        f"{pct(THERMAL_SHARE)}){clock}{temp}",
         "NVML",
         False,
     )
@@ -492,8 +492,8 @@ def throttled_power(sig: RuleInputs) -> Finding:
     ):
         agree.append(
             Evidence(
-                f"power-cap reason {_pct(g.power_throttled)} of busy time, SM clock "
-                f"{_pct(g.clock_ratio)} of max (< {_pct(POWER_CLOCK)})",
+                f"power-cap reason {pct(g.power_throttled)} of busy time, SM clock "
+                f"{pct(g.clock_ratio)} of max (< {pct(POWER_CLOCK)})",
                 "NVML",
             )
         )
@@ -501,11 +501,11 @@ def throttled_power(sig: RuleInputs) -> Finding:
             agree.append(Evidence("enforced power limit below the card's default", "NVML"))
     against = []
     if not agree:
-        clock = f", SM clock {_pct(g.clock_ratio)} of max" if g.clock_ratio is not None else ""
-        power = f", power {_pct(g.power_ratio)} of the limit" if g.power_ratio is not None else ""
+        clock = f", SM clock {pct(g.clock_ratio)} of max" if g.clock_ratio is not None else ""
+        power = f", power {pct(g.power_ratio)} of the limit" if g.power_ratio is not None else ""
         text = (
-            f"power-cap reason {_pct(g.power_throttled)} of busy time (fires from "
-            f"{_pct(POWER_SHARE)} with the clock under {_pct(POWER_CLOCK)}){clock}{power}"
+            f"power-cap reason {pct(g.power_throttled)} of busy time (fires from "
+            f"{pct(POWER_SHARE)} with the clock under {pct(POWER_CLOCK)}){clock}{power}"
         )
         against.append(Evidence(text, "NVML", False))  # fmt: skip
     return _finding(
@@ -534,7 +534,7 @@ def straggler(sig: RuleInputs) -> Finding:
         agree.append(
             Evidence(
                 f"rank {slow.row.name} works {slow.row.work_ms:.0f} ms per step vs median "
-                f"{slow.median_work_ms:.0f} ms (>= {_pct(need)} of the "
+                f"{slow.median_work_ms:.0f} ms (>= {pct(need)} of the "
                 f"{slow.step_ms:.0f} ms step)",
                 "agent",
             )
@@ -558,7 +558,7 @@ def comms(sig: RuleInputs) -> Finding:
         if share > limit:
             agree.append(
                 Evidence(
-                    f"grad sync {_pct(share)} of the step (> {_pct(limit)}; healthy < 10-15%)",
+                    f"grad sync {pct(share)} of the step (> {pct(limit)}; healthy < 10-15%)",
                     "agent",
                 )
             )
@@ -568,7 +568,7 @@ def comms(sig: RuleInputs) -> Finding:
         c = sig.stacks.main_shares.get(stack.COLLECTIVE_WAIT, 0.0)
         if c > stacks_limit:
             agree.append(
-                Evidence(f"main threads in a collective {_pct(c)} of stack samples", "stacks")
+                Evidence(f"main threads in a collective {pct(c)} of stack samples", "stacks")
             )
     else:
         missing.append("stacks")
@@ -688,14 +688,14 @@ def _kernel_reads(h: HostSignals, sig: RuleInputs) -> Evidence | None:
     if share is None or share < need:
         return None
     if h.workers:
-        who, each = f"{h.workers} DataLoader workers spend {_pct(share)} of their", h.workers_busy
+        who, each = f"{h.workers} DataLoader workers spend {pct(share)} of their", h.workers_busy
         per = " each"
     else:
-        who, each, per = f"the main process spends {_pct(share)} of its", h.cpu_cores, ""
+        who, each, per = f"the main process spends {pct(share)} of its", h.cpu_cores, ""
     if each is None or each < LOADER_BUSY:
         return None
     return Evidence(
-        f"{who} CPU in the kernel (>= {_pct(need)}), {_pct(each)} of a "
+        f"{who} CPU in the kernel (>= {pct(need)}), {pct(each)} of a "
         f"core{per}: opening and reading files, not transforming them",
         "host",
     )
@@ -721,7 +721,7 @@ def data_input(sig: RuleInputs) -> Finding:
     if sig.steps is not None and sig.steps.shares:
         share = sig.steps.shares.get(step.DATA_WAIT, 0.0)
         if share > warn:
-            text = f"batch wait {_pct(share)} of the step (target < {_pct(DATA_WAIT_WARN)})"
+            text = f"batch wait {pct(share)} of the step (target < {pct(DATA_WAIT_WARN)})"
             agree.append(Evidence(text, "agent"))
     else:
         missing.append("agent")
@@ -732,8 +732,8 @@ def data_input(sig: RuleInputs) -> Finding:
         if w > need:
             agree.append(
                 Evidence(
-                    f"main thread waiting on or preparing data {_pct(w)} of "
-                    f"{sig.stacks.samples if sig.stacks else 0} stack samples (> {_pct(need)})",
+                    f"main thread waiting on or preparing data {pct(w)} of "
+                    f"{sig.stacks.samples if sig.stacks else 0} stack samples (> {pct(need)})",
                     "stacks",
                 )
             )
@@ -773,13 +773,13 @@ def data_input(sig: RuleInputs) -> Finding:
             bound, summary = "data-input/cpu-transform", "DataLoader workers are CPU-bound"
             wants = ""
             if (h.workers_demand or 0) - (h.workers_busy or 0) >= 0.1:
-                wants = f", wanting {_pct(h.workers_demand or 0)} with the run-queue wait"
+                wants = f", wanting {pct(h.workers_demand or 0)} with the run-queue wait"
             agree.append(
                 Evidence(
                     f"{h.workers_pegged} of {h.workers} workers at "
-                    f">= {_pct(WORKER_PEGGED)} of a core, "
-                    f"{_pct(h.workers_busy or 0)} of a core each on average{wants} "
-                    f"(computing from {_pct(WORKERS_COMPUTE)})",
+                    f">= {pct(WORKER_PEGGED)} of a core, "
+                    f"{pct(h.workers_busy or 0)} of a core each on average{wants} "
+                    f"(computing from {pct(WORKERS_COMPUTE)})",
                     "host",
                 )
             )
@@ -824,7 +824,7 @@ def h2d_copy(sig: RuleInputs) -> Finding:
     if sig.steps is not None and sig.steps.shares:
         share = sig.steps.shares.get(step.H2D, 0.0)
         if share > H2D_SHARE:
-            text = f"H2D copy {_pct(share)} of the step (> {_pct(H2D_SHARE)})"
+            text = f"H2D copy {pct(share)} of the step (> {pct(H2D_SHARE)})"
             agree.append(Evidence(text, "agent"))
     else:
         missing.append("agent")
@@ -902,8 +902,8 @@ def cpu_oversubscribed(sig: RuleInputs) -> Finding:
         )
     throttled = _band(CPU_THROTTLED, sig, "cpu-oversubscribed")
     if h.throttled_ratio is not None and h.throttled_ratio > throttled:
-        share = _pct(h.throttled_ratio)
-        text = f"cgroup throttled in {share} of periods (> {_pct(throttled)})"
+        share = pct(h.throttled_ratio)
+        text = f"cgroup throttled in {share} of periods (> {pct(throttled)})"
         agree.append(Evidence(text, "host"))
     f = _finding(
         "cpu-oversubscribed",
@@ -967,7 +967,7 @@ def side_work(sig: RuleInputs) -> Finding:
     else:
         side = sum(st.shares.get(p, 0.0) for p in step.SIDE_PHASES)
         if side > side_share:
-            text = f"checkpoint / logging {_pct(side)} of step time (> {_pct(side_share)})"
+            text = f"checkpoint / logging {pct(side)} of step time (> {pct(side_share)})"
             agree.append(Evidence(text, "agent"))
         n, med = st.spike_steps or st.steps, st.spike_median_ms or st.median_ms
         total = med * n + sum(s.ms - med for s in st.spikes)
@@ -986,17 +986,17 @@ def side_work(sig: RuleInputs) -> Finding:
             agree.append(
                 Evidence(
                     f"{len(spikes)} of {n} steps over {SPIKE:g}x the median "
-                    f"({med:.0f} ms), {_pct(excess / total)} of the time "
-                    f"(> {_pct(spike_time)}), growing in {', '.join(phases)}",
+                    f"({med:.0f} ms), {pct(excess / total)} of the time "
+                    f"(> {pct(spike_time)}), growing in {', '.join(phases)}",
                     "agent",
                 )
             )
             side = max(side, excess / total)
         if st.gc_share is not None and (gc_spikes or st.gc_share > side_share):
-            over = f" (> {_pct(side_share)})" if st.gc_share > side_share else ""
+            over = f" (> {pct(side_share)})" if st.gc_share > side_share else ""
             agree.append(
                 Evidence(
-                    f"Python garbage collection {_pct(st.gc_share)} of step time{over}, "
+                    f"Python garbage collection {pct(st.gc_share)} of step time{over}, "
                     f"{st.gc_full} full collections in {n} steps",
                     "agent",
                 )
@@ -1017,18 +1017,18 @@ def side_work(sig: RuleInputs) -> Finding:
                 agree.append(
                     Evidence(
                         f"main thread in torch.save in {saving:.0%} of {n} stack samples "
-                        f"(> {_pct(SAVE_SHARE)})",
+                        f"(> {pct(SAVE_SHARE)})",
                         "stacks",
                     )
                 )
         elif saving + evaluating > side_share:
-            parts = [f"in torch.save {_pct(saving)}"] if saving else []
+            parts = [f"in torch.save {pct(saving)}"] if saving else []
             if evaluating:
-                parts.append(f"in an eval pass or logging {_pct(evaluating)}")
+                parts.append(f"in an eval pass or logging {pct(evaluating)}")
             agree.append(
                 Evidence(
                     f"main thread {', '.join(parts)} of {n} stack samples "
-                    f"(> {_pct(side_share)} of the time)",
+                    f"(> {pct(side_share)} of the time)",
                     "stacks",
                 )
             )
@@ -1092,7 +1092,7 @@ def loop_share(sig: RuleInputs) -> float | None:
 
 def own_functions(own: OwnCode) -> str:
     """The job's functions the loop's own time goes to: "log_metrics at train.py:18 40%"."""
-    return ", ".join(f"{f.name} at {at(f)} {_pct(x)}" for f, x in own.at)
+    return ", ".join(f"{f.name} at {at(f)} {pct(x)}" for f, x in own.at)
 
 
 def host_overhead(sig: RuleInputs) -> Finding:
@@ -1117,7 +1117,7 @@ def host_overhead(sig: RuleInputs) -> Finding:
             against.append(
                 Evidence(
                     f"util {g.util:.0f}%, SMs busy {g.sm_active:.0f}% (tiny kernels: util from "
-                    f"{LAUNCH_UTIL:.0f}% with SMs under {_pct(TINY_KERNELS)} of it)",
+                    f"{LAUNCH_UTIL:.0f}% with SMs under {pct(TINY_KERNELS)} of it)",
                     "NVML",
                     False,
                 )
@@ -1126,7 +1126,7 @@ def host_overhead(sig: RuleInputs) -> Finding:
         missing.append("GPM")
         if g.util >= LAUNCH_UTIL and g.power_ratio is not None and g.power_ratio < LOW_POWER:
             agree.append(
-                Evidence(f"util {g.util:.0f}% at {_pct(g.power_ratio)} of the power limit", "NVML")
+                Evidence(f"util {g.util:.0f}% at {pct(g.power_ratio)} of the power limit", "NVML")
             )
             impact = 0.3
     if sig.stacks and sig.stacks.main_shares.get(stack.HOST_SYNC, 0) > SYNC_SHARE:
@@ -1142,8 +1142,8 @@ def host_overhead(sig: RuleInputs) -> Finding:
         if _agent_times_the_loop(sig):
             agree.append(
                 Evidence(
-                    f"the typical step spends {_pct(share)} outside its data, forward, "
-                    f"backward and optimizer phases (> {_pct(need)}): the loop's own Python",
+                    f"the typical step spends {pct(share)} outside its data, forward, "
+                    f"backward and optimizer phases (> {pct(need)}): the loop's own Python",
                     "agent",
                 )
             )
@@ -1154,8 +1154,8 @@ def host_overhead(sig: RuleInputs) -> Finding:
             agree.append(
                 Evidence(
                     f"main thread in its own code, outside every training phase, "
-                    f"{_pct(share)} of {own.samples} stack samples since it began to train, "
-                    f"using CPU (> {_pct(need)}): {own_functions(own)}",
+                    f"{pct(share)} of {own.samples} stack samples since it began to train, "
+                    f"using CPU (> {pct(need)}): {own_functions(own)}",
                     "stacks",
                 )
             )
@@ -1239,15 +1239,15 @@ def gpu_compute(sig: RuleInputs) -> Finding:
             agree.append(
                 Evidence(
                     f"GPU busy {util:.0f}%{when} (>= {busy:.0f}%), SM clock "
-                    f"{_pct(g.clock_ratio or 0)} of max"
+                    f"{pct(g.clock_ratio or 0)} of max"
                     + (f", SMs busy {sm:.0f}%" if sm is not None else ""),
                     "NVML",
                 )
             )
         else:
             numbers = Evidence(
-                f"GPU busy {util:.0f}% (needs {busy:.0f}%), SM clock {_pct(g.clock_ratio or 0)} "
-                f"of max (needs {_pct(COMPUTE_CLOCK)}), no throttling"
+                f"GPU busy {util:.0f}% (needs {busy:.0f}%), SM clock {pct(g.clock_ratio or 0)} "
+                f"of max (needs {pct(COMPUTE_CLOCK)}), no throttling"
                 + (f", SMs busy {sm:.0f}%" if sm is not None else ""),
                 "NVML",
                 False,
@@ -1258,15 +1258,15 @@ def gpu_compute(sig: RuleInputs) -> Finding:
         if compute >= need:
             agree.append(
                 Evidence(
-                    f"forward + backward + optimizer {_pct(compute)} of the step (>= {_pct(need)})",
+                    f"forward + backward + optimizer {pct(compute)} of the step (>= {pct(need)})",
                     "agent",
                 )
             )
         else:
             against.append(
                 Evidence(
-                    f"forward + backward + optimizer only {_pct(compute)} of the step "
-                    f"(< {_pct(need)})",
+                    f"forward + backward + optimizer only {pct(compute)} of the step "
+                    f"(< {pct(need)})",
                     "agent",
                     False,
                 )
@@ -1280,8 +1280,8 @@ def gpu_compute(sig: RuleInputs) -> Finding:
             n = sig.stacks.samples if sig.stacks else 0
             agree.append(
                 Evidence(
-                    f"main threads in forward / backward / optimizer {_pct(compute)} of {n} "
-                    f"stack samples (>= {_pct(need)})",
+                    f"main threads in forward / backward / optimizer {pct(compute)} of {n} "
+                    f"stack samples (>= {pct(need)})",
                     "stacks",
                 )
             )
@@ -1361,7 +1361,7 @@ def _quiet(sig: RuleInputs) -> tuple[list[Evidence], list[Evidence]]:
         asleep = k.main_shares.get(stack.IDLE, 0.0)
         if asleep >= IDLE_STACKS:
             quiet.append(
-                Evidence(f"main threads asleep in {_pct(asleep)} of stack samples", "stacks")
+                Evidence(f"main threads asleep in {pct(asleep)} of stack samples", "stacks")
             )
         else:
             top = max(
@@ -1370,7 +1370,7 @@ def _quiet(sig: RuleInputs) -> tuple[list[Evidence], list[Evidence]]:
                 default=None,
             )
             if top is not None:
-                text = f"main threads in {top[0]} in {_pct(top[1])} of stack samples"
+                text = f"main threads in {top[0]} in {pct(top[1])} of stack samples"
                 busy.append(Evidence(text, "stacks", False))
     return quiet, busy
 
@@ -1441,7 +1441,7 @@ def warming_up(sig: RuleInputs) -> str | None:
         # setup or training frames; a thread parked on a lock or a queue is no start
         moving = sum(v for p, v in k.main_shares.items() if p not in STILL)
         if moving >= WARMUP_STACKS:
-            doing.append(f"main threads at work in {_pct(moving)} of {k.samples} stack samples")
+            doing.append(f"main threads at work in {pct(moving)} of {k.samples} stack samples")
     if not doing:
         return None
     gpu = f"GPU still quiet ({g.util:.0f}%), " if g is not None else ""

@@ -9,13 +9,16 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from gputop.model import DeviceInfo, GpuSample, Window
 from gputop.model.host import HostSample
 from gputop.model.ranks import RankWork, main_agent, rank_work, ranked
 from gputop.model.stack_stats import (
+    MainPhases,
     OwnCode,
     Stillness,
+    main_phases,
     own_code,
     stillness,
     thread_shares,
@@ -29,6 +32,9 @@ from gputop.model.steps import AgentsSample, AgentState, StepRecord
 from gputop.vocab import stacks as stack
 from gputop.vocab import steps as step
 from gputop.vocab.reasons import POWER_REASONS, THERMAL_REASONS
+
+if TYPE_CHECKING:
+    from gputop.diagnose.budget import Budget
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -515,12 +521,18 @@ evidence comes and goes with them."""
 
 
 def _spike_window(main: AgentState, steps: list[StepRecord]) -> list[StepRecord]:
-    longer = usable(main.steps, window=SPIKE_STEPS)
-    if len(longer) <= len(steps):
-        return steps
+    longer = long_window(main)
+    return longer if len(longer) > len(steps) else steps
+
+
+def long_window(agent: AgentState) -> list[StepRecord]:
+    """The agent's usable steps of the last SPIKE_WINDOW_S, SPIKE_STEPS at most: the window
+    periodic side work shows in (the spikes, the GC share and the step-time budget)."""
+    longer = usable(agent.steps, window=SPIKE_STEPS)
+    if not longer:
+        return longer
     end = longer[-1].t0_ns + longer[-1].dur_ns
-    recent = [s for s in longer if s.t0_ns >= end - SPIKE_WINDOW_S * 1e9]
-    return recent if len(recent) > len(steps) else steps
+    return [s for s in longer if s.t0_ns >= end - SPIKE_WINDOW_S * 1e9]
 
 
 def step_signals(agents: AgentsSample | None, gpu_names: Sequence[str] = ()) -> StepSignals | None:
@@ -592,6 +604,8 @@ class StackSignals:
     own_code: OwnCode | None = None
     """The main threads' time in the job's own code outside every training phase (logging,
     metrics, Python between batches) once they train, and where (``stack_stats.own_code``)."""
+    per_process: tuple[MainPhases, ...] = ()
+    """Each main and rank process's main-thread phases since it began to train (the budget)."""
 
 
 def stack_signals(window: Window[StacksSample] | None) -> StackSignals | None:
@@ -623,6 +637,7 @@ def stack_signals(window: Window[StacksSample] | None) -> StackSignals | None:
         still=tuple(stillness(window.samples)),
         workers_at=workers_at,
         own_code=own_code(window.samples),
+        per_process=tuple(main_phases(window.samples)),
     )
 
 
@@ -637,6 +652,9 @@ class RuleInputs:
     holding: str | None = None
     """The principal the verdict shows now (``verdict.State``), set by ``evaluate``: a rule
     keeps its own bound while the evidence stays above the lower end of its band (rules.HOLD)."""
+    budget: Budget | None = None
+    """Where the step's time goes (``diagnose/budget.py``), set by ``evaluate`` before the
+    rules run, so the levers order themselves by the time they would save."""
 
     @property
     def gpu_view(self) -> bool:

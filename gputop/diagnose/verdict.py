@@ -10,9 +10,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from gputop.diagnose.bounds import RULES, PerGpu, Tier, bound, judge
-from gputop.diagnose.findings import Finding, Verdict
-from gputop.diagnose.rules import stalling, warming_up
+from gputop.diagnose.budget import FLOOR, Budget, Slice, budget_of
+from gputop.diagnose.findings import Evidence, Finding, Verdict
+from gputop.diagnose.rules import DATA_BOUNDS, HOLD, pct, stalling, warming_up
 from gputop.diagnose.signals import RuleInputs
+from gputop.vocab import budget as slices
 
 SWITCH_AFTER = 3
 """Evaluations a new principal must lead in a row before it replaces the current one."""
@@ -26,6 +28,8 @@ class State:
     since: float | None = None
     challenger: str | None = None
     streak: int = 0
+    slice: str | None = None
+    """The budget slice the principal stands for (None: compute-bound or no budget)."""
 
 
 def rank(findings: Sequence[Finding], ended: bool = False) -> list[Finding]:
@@ -88,12 +92,189 @@ def _on_gpus(held: Sequence[tuple[int, Finding]]) -> Finding:
     )
 
 
+SLICE_BOUNDS: dict[str, tuple[str, ...]] = {
+    slices.DATA: DATA_BOUNDS,
+    slices.H2D: ("h2d-copy",),
+    slices.COMMS: ("comms",),
+    slices.STRAGGLER: ("straggler",),
+    slices.EVAL: ("side-work",),
+    slices.CHECKPOINT: ("side-work",),
+    slices.LOG: ("side-work",),
+    slices.GC: ("side-work",),
+    slices.LOOP: ("host-overhead",),
+    slices.STALL: ("hung",),
+    slices.COMPUTE: ("gpu-compute",),
+}
+"""The bound each budget slice is the loss of (the rule that says what limits it); data's
+variant is the one its rule tells apart."""
+CAUSES = ("host-memory-pressure", "cpu-oversubscribed")
+"""Bounds that stretch a slice rather than take time of their own: named as the cause of the
+slice they explain (``Finding.explains``), never as a rival slice."""
+COMPUTE_LIMITS = (
+    "throttled-thermal",
+    "throttled-power",
+    "memory-bandwidth",
+    "cpu-oversubscribed",
+    "host-overhead",
+)
+"""What may limit the compute of a compute-bound job: clocks cut, DRAM bandwidth, threads that
+share too few CPUs, a trickle of tiny kernels (host-overhead from NVML only)."""
+SWITCH_POINTS = 0.05
+"""A slice replaces the principal one only when larger by this much (five points of the
+step): two near-equal slices do not flip reading by reading."""
+
+
+def _leading_slice(budget: Budget, held: str | None) -> Slice | None:
+    """The largest loss slice at or above FLOOR (a held one until under HOLD x FLOOR, and
+    until another is SWITCH_POINTS larger); None: no loss reaches the floor. A share of stack
+    samples must reach it less its sampling error (two dumps of ten are no measured 20%)."""
+    losses = budget.losses()
+    keep = next((x for x in losses if x.name == held and x.low >= HOLD * FLOOR), None)
+    top = next((x for x in losses if x.low >= FLOOR), None)
+    if keep is not None and (top is None or top.share < keep.share + SWITCH_POINTS):
+        return keep
+    return top
+
+
+def _share_line(x: Slice) -> str:
+    agree = x.agree
+    said = f" ({', '.join(agree)} agree)" if len(agree) > 1 else ""
+    return f"{slices.NAMES[x.name]} {pct(x.share)} of the step{said}"
+
+
+def _budget_evidence(budget: Budget, x: Slice, why: str) -> Evidence:
+    r = budget.typical
+    over = f"{r.steps} steps" if r.steps else f"{r.seconds:.0f} s of stack samples"
+    return Evidence(f"{_share_line(x)} over {over} of {r.label}{why}", r.source)
+
+
+def _explained(f: Finding) -> tuple[str, ...]:
+    return (*bound(f.bound).explains, *f.explains)
+
+
+def _for_slice(
+    x: Slice, budget: Budget, by_bound: dict[str, Finding], sig: RuleInputs
+) -> Finding | None:
+    """The principal finding for a loss slice: its cause when one stretches it, else its
+    bound's finding led by the slice's share; confidence from the sources' agreement."""
+    names = SLICE_BOUNDS[x.name]
+    own = next((by_bound[n] for n in names if n in by_bound and by_bound[n].fired), None)
+    target = own.bound if own is not None else names[0]
+    if x.name == slices.STALL:
+        return own  # a hang is the hang rule's to call; until then the note says stalled
+    lead = _budget_evidence(budget, x, f" (the largest loss; floor {pct(FLOOR)})")
+    for name in CAUSES:
+        cause = by_bound.get(name)
+        if cause is not None and cause.fired and target in _explained(cause):
+            return replace(
+                cause,
+                summary=f"{slices.NAMES[x.name]} {pct(x.share)} of the step, because "
+                f"{cause.summary}",
+                evidence=(lead, *cause.evidence),
+                confidence=max(cause.confidence, x.confidence),
+            )
+    summary = f"{slices.NAMES[x.name]} {pct(x.share)} of the step"
+    if own is not None:
+        return replace(
+            own,
+            summary=f"{summary}: {own.summary}",
+            evidence=(lead, *own.evidence),
+            confidence=x.confidence,
+            impact=x.share,
+        )
+    return _from_budget(target, x, f"{summary}: {bound(target).description}", lead, by_bound, sig)
+
+
+def _from_budget(
+    name: str, x: Slice, summary: str, lead: Evidence, by_bound: dict[str, Finding],
+    sig: RuleInputs,
+) -> Finding:  # fmt: skip
+    """A finding the budget makes for a bound whose rule did not fire (a loop share under the
+    rule's own bar, a job computing on a GPU that reads quiet): what the rule read stays as
+    its evidence, the levers are the bound's."""
+    entry = bound(name)
+    quiet = by_bound.get(name)
+    return Finding(
+        bound=name,
+        fired=True,
+        confidence=x.confidence,
+        summary=summary,
+        evidence=(lead, *(quiet.evidence if quiet else ())),
+        levers=entry.levers(sig) if entry.levers else (),
+        impact=x.share,
+    )
+
+
+def _compute_bound(budget: Budget, by_bound: dict[str, Finding], sig: RuleInputs) -> Finding:
+    """No loss reaches the floor: the job computes. What limits the compute, when a rule
+    says so, is the principal, led by the compute share; else gpu-compute, the good case."""
+    x = budget.slice(slices.COMPUTE)
+    biggest = budget.losses()[0] if budget.losses() else None
+    rest = (
+        f"; the largest loss, {slices.NAMES[biggest.name]}, {pct(biggest.share)}"
+        if biggest is not None and biggest.share > 0
+        else ""
+    )
+    lead = _budget_evidence(budget, x, f"{rest} (no loss reaches {pct(FLOOR)})")
+    for name in COMPUTE_LIMITS:
+        f = by_bound.get(name)
+        if f is None or not f.fired:
+            continue
+        if name == "host-overhead" and not any(e.source == "NVML" and e.supports
+                                               for e in f.evidence):  # fmt: skip
+            continue  # the loop's own time is its own slice: only tiny kernels limit compute
+        return replace(
+            f,
+            summary=f"compute {pct(x.share)} of the step, limited: {f.summary}",
+            evidence=(lead, *f.evidence),
+            impact=max(f.impact, x.share),
+        )
+    own = by_bound.get("gpu-compute")
+    if own is not None and own.fired:
+        return replace(
+            own,
+            summary=f"compute {pct(x.share)} of the step: {own.summary}",
+            evidence=(lead, *own.evidence),
+            confidence=max(own.confidence, x.confidence),
+        )
+    summary = f"compute {pct(x.share)} of the step: no loss reaches {pct(FLOOR)}"
+    return _from_budget("gpu-compute", x, summary, lead, by_bound, sig)
+
+
+def by_budget(
+    findings: Sequence[Finding], budget: Budget, held: str | None, sig: RuleInputs
+) -> tuple[Finding | None, str | None]:
+    """(the principal the budget names, its slice): the largest loss slice at or above the
+    floor, through its cause or its bound's finding; else the compute-bound finding."""
+    by_bound = {f.bound: f for f in findings}
+    x = _leading_slice(budget, held)
+    if x is not None:
+        return _for_slice(x, budget, by_bound, sig), x.name
+    return _compute_bound(budget, by_bound, sig), None
+
+
+def _secondary_order(budget: Budget | None) -> dict[str, float]:
+    """Each bound's share of the step by its slices (the levers' order: time they would save)."""
+    if budget is None:
+        return {}
+    out: dict[str, float] = {}
+    for x in budget.slices:
+        for name in SLICE_BOUNDS[x.name]:
+            out[name] = out.get(name, 0.0) + x.share
+    return out
+
+
 def evaluate(sig: RuleInputs, now: float, state: State = State()) -> tuple[Verdict, State]:
-    """Every rule, the principal with hysteresis. The rules see the principal the state holds
-    (``RuleInputs.holding``): its own rule keeps it while the evidence stays in the band
-    (rules.HOLD), so a share near its threshold does not flip the verdict reading by reading;
-    the state is a value, so replay recomputes the same holds."""
+    """Every rule, the principal with hysteresis. The principal is the largest measured loss
+    of the step-time budget (``budget_of``), led through its cause or its bound's finding; an
+    override (a hang) and a job that has ended stay as they were; without a budget (NVML
+    alone, the first seconds) the rules' ranking decides. The rules see the principal the
+    state holds (``RuleInputs.holding``): its own rule keeps it while the evidence stays in
+    the band (rules.HOLD); the state is a value, so replay recomputes the same holds."""
     sig = replace(sig, holding=state.principal)
+    stalled = stalling(sig) is not None
+    budget = budget_of(sig, stalled=stalled)
+    sig = replace(sig, budget=budget)
     findings = on_each_gpu(tuple(judge(rule, sig) for rule in RULES), sig)
     ended = sig.host is not None and sig.host.exited
     ranked = rank(findings, ended)
@@ -116,10 +297,19 @@ def evaluate(sig: RuleInputs, now: float, state: State = State()) -> tuple[Verdi
             "not enough data yet: no GPU, host, agent or stack readings",
             inputs,
         ), state
-    leader = ranked[0].bound if ranked else None
+    chosen: Finding | None = None
+    cut: str | None = None
+    override = ranked[0] if ranked and bound(ranked[0].bound).tier is Tier.OVERRIDE else None
+    if budget is not None and not ended and override is None:
+        chosen, cut = by_budget(findings, budget, state.slice, sig)
+        if chosen is None:  # standing still short of a hang: the note says so
+            ranked = []
+    leader = chosen.bound if chosen is not None else ranked[0].bound if ranked else None
     by_bound = {f.bound: f for f in findings}
+    if chosen is not None:
+        by_bound[chosen.bound] = chosen
     if state.principal is None or leader == state.principal:
-        new = State(leader, state.since if leader == state.principal else now, None, 0)
+        new = State(leader, state.since if leader == state.principal else now, None, 0, cut)
     else:
         streak = state.streak + 1 if state.challenger == leader else 1
         current = by_bound.get(state.principal)
@@ -132,11 +322,17 @@ def evaluate(sig: RuleInputs, now: float, state: State = State()) -> tuple[Verdi
             or (leader is not None and bound(leader).tier is Tier.OVERRIDE)
             or (ended and not bound(state.principal).after_exit)  # a fact, not evidence
         ):
-            new = State(leader, now, None, 0)
+            new = State(leader, now, None, 0, cut)
         else:
-            new = State(state.principal, state.since, leader, streak)
+            new = State(state.principal, state.since, leader, streak, state.slice)
     principal = by_bound.get(new.principal) if new.principal else None
-    secondary = tuple(f for f in ranked if principal is None or f.bound != principal.bound)
+    order = _secondary_order(budget)
+    secondary = tuple(
+        sorted(
+            (f for f in ranked if principal is None or f.bound != principal.bound),
+            key=lambda f: -order.get(f.bound, 0.0),
+        )
+    )
     note = ""
     if principal is None:
         missing = sorted({m for f in findings for m in f.missing})
@@ -148,5 +344,5 @@ def evaluate(sig: RuleInputs, now: float, state: State = State()) -> tuple[Verdi
             )
         )
     return Verdict(
-        principal, secondary, findings, new.since if principal else None, note, inputs
+        principal, secondary, findings, new.since if principal else None, note, inputs, budget
     ), new

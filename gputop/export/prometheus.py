@@ -42,6 +42,7 @@ from gputop.model.ranks import RankTotals, StepCounter, rank_labels, rank_work
 from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
 from gputop.model.throttle import ThrottleClock
+from gputop.vocab.budget import SLICES
 from gputop.vocab.reasons import REASON_BITS
 from gputop.vocab.steps import STEP_PHASES as STANDARD_PHASES
 
@@ -255,8 +256,19 @@ class _VerdictState:
     bound: str | None = None
     confidence: float = 0.0
     held_s: float = 0.0
+    shares: tuple[tuple[str, float], ...] = ()
+    """The job's step-time budget (slice, share): the one the verdict was named from."""
+    rank_shares: tuple[tuple[str, str, float], ...] = ()
+    """(rank label, slice, share) of every rank's budget."""
 
     def set(self, point: Any, v: Verdict) -> None:
+        budget = v.budget
+        self.shares = tuple((x.name, x.share) for x in budget.slices) if budget else ()
+        rows: dict[str, tuple[tuple[str, str, float], ...]] = {}
+        for r in budget.ranks if budget else ():
+            label = str(r.rank) if r.rank is not None else "0"  # a script's main process
+            rows.setdefault(label, tuple((label, n, r.shares[n]) for n in SLICES))
+        self.rank_shares = tuple(x for row in rows.values() for x in row)
         p = v.principal
         if p:
             self.bound = p.bound
@@ -501,4 +513,21 @@ def _verdict_metrics(v: _VerdictState | None) -> list[Metric]:
         "gputop_verdict_held_seconds", "How long the principal bound has held (0 without one)"
     )
     held.add_metric([], v.held_s)
-    return [m, conf, held]
+    out: list[Metric] = [m, conf, held]
+    if v.shares:
+        job = GaugeMetricFamily(
+            "gputop_step_time_share_ratio",
+            "The job's step-time budget: share of wall time per slice (they add up to 1)",
+            labels=["slice"],
+        )
+        for name, share in v.shares:
+            job.add_metric([name], share)
+        per_rank = GaugeMetricFamily(
+            "gputop_rank_step_time_share_ratio",
+            "Each rank's step-time budget: share of its wall time per slice",
+            labels=["rank", "slice"],
+        )
+        for label, name, share in v.rank_shares:
+            per_rank.add_metric([label, name], share)
+        out += [job, per_rank]
+    return out

@@ -20,6 +20,7 @@ from gputop.vocab.stacks import (
     IDLE,
     LOCK_WAIT,
     OPTIMIZER,
+    SIDE_PHASES,
     USER_CODE,
 )
 
@@ -255,4 +256,59 @@ def worker_mains(window: Sequence[StacksSample]) -> dict[int, ThreadStack]:
                 main = next((t for t in proc.threads if t.name == "MainThread"), None)
                 if main is not None:
                     out[proc.pid] = main
+    return out
+
+
+@dataclass(frozen=True)
+class MainPhases:
+    """One main or rank process's main thread over the window, counted from its first sample
+    in a ``TRAINING`` phase (setup before that is not the loop): the stack source's view of
+    where its time goes, for the step-time budget."""
+
+    pid: int
+    role: str
+    rank: int | None
+    samples: int
+    counts: tuple[tuple[str, int], ...]
+    """(phase, samples), largest first."""
+    span_s: float
+    """From its first training sample to its last sample."""
+
+
+TORCH_OP = "torch op"
+"""A main thread in a torch function its own code called (``F.cross_entropy``, ``x @ w``):
+the model's work outside a module, not the loop's own Python (``main_phases`` only)."""
+
+
+def main_phases(window: Sequence[StacksSample]) -> list[MainPhases]:
+    """Each main and rank process's main-thread phases since it began to train (its first
+    sample in a training phase or in side work: setup before that is not the loop); processes
+    that never trained in the window (a launcher, a job still loading) are left out."""
+    counts: dict[int, Counter[str]] = {}
+    first: dict[int, float] = {}
+    last: dict[int, tuple[float, str, int | None]] = {}
+    for sample in window:
+        for proc in sample.processes:
+            if proc.role == "worker" or proc.error:
+                continue
+            main = next((t for t in proc.threads if t.name == "MainThread"), None)
+            if main is None:
+                continue
+            pid = proc.pid
+            if pid not in first:
+                if main.phase not in TRAINING and main.phase not in SIDE_PHASES:
+                    continue
+                first[pid] = sample.t
+                counts[pid] = Counter()
+            phase = main.phase
+            if phase == USER_CODE and main.frames and package(main.frames[0]) == "torch":
+                phase = TORCH_OP
+            counts[pid][phase] += 1
+            last[pid] = (sample.t, proc.role, proc.rank)
+    out = []
+    for pid, c in counts.items():
+        t, role, rank = last[pid]
+        out.append(
+            MainPhases(pid, role, rank, sum(c.values()), tuple(c.most_common()), t - first[pid])
+        )
     return out

@@ -58,9 +58,9 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("optimizer", "torch/nn/utils/clip_grad.py", "*"),
     ("forward", "torch/nn/parallel/distributed.py", "DistributedDataParallel.forward"),
     ("forward", "torch/nn/modules/module.py", "Module._call_impl"),
-    ("evaluation / logging", "torch/utils/tensorboard/*", "*"),
-    ("evaluation / logging", "wandb/*", "*"),
-    ("evaluation / logging", "logging/__init__.py", "*"),
+    ("logging", "torch/utils/tensorboard/*", "*"),
+    ("logging", "wandb/*", "*"),
+    ("logging", "logging/__init__.py", "*"),
 )
 WAIT_LEAVES: tuple[tuple[str, str], ...] = (
     ("threading.py", "Condition.wait"),

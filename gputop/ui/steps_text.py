@@ -26,7 +26,9 @@ SHORT = {
     "grad_sync": "sync",
     "optimizer": "opt",
     "checkpoint": "ckpt",
-    "eval_log": "log",
+    "eval": "eval",
+    "log": "log",
+    "eval_log": "eval",
     "other": "other",
     "unmarked": "unmarked",
 }
@@ -38,6 +40,8 @@ BAR_CHARS = {
     "grad_sync": "▚",
     "optimizer": "▞",
     "checkpoint": "▪",
+    "eval": "▪",
+    "log": "▪",
     "eval_log": "▪",
 }
 
@@ -137,7 +141,7 @@ def _phase_level(name: str, share: float) -> str:
         return "bad" if share > 0.2 else "warn" if share > 0.05 else "value"
     if name == "grad_sync":
         return "bad" if share > 0.2 else "warn" if share > 0.15 else "value"
-    if name in ("checkpoint", "eval_log"):
+    if name in ("checkpoint", "eval", "log", "eval_log"):
         return "warn" if share > 0.1 else "value"
     return "value"
 

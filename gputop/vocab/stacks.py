@@ -13,7 +13,10 @@ DATA_WAIT = "data wait"
 BACKWARD = "backward"
 OPTIMIZER = "optimizer"
 FORWARD = "forward"
+LOGGING = "logging"
+"""In a logging library: logging, TensorBoard's writer, wandb."""
 EVAL_LOG = "evaluation / logging"
+"""What LOGGING was called in recordings made before it had its own name."""
 EVAL = "evaluation"
 """An evaluation pass: a function decorated with @torch.no_grad()/@torch.inference_mode(),
 or one whose name says eval/valid/test (``sources/stack_phases.py``)."""
@@ -22,11 +25,11 @@ BLOCKED = "blocked"
 IDLE = "idle"
 USER_CODE = "user code"
 STACK_PHASES = (FETCH, WORKER_IDLE, PIN_MEMORY, COLLECTIVE_WAIT, HOST_SYNC, CHECKPOINT_SAVE,
-                EVAL, DATA_WAIT, BACKWARD, OPTIMIZER, FORWARD, EVAL_LOG, LOCK_WAIT, BLOCKED, IDLE,
+                EVAL, DATA_WAIT, BACKWARD, OPTIMIZER, FORWARD, LOGGING, LOCK_WAIT, BLOCKED, IDLE,
                 USER_CODE)  # fmt: skip
 PARKED_PHASES = frozenset({COLLECTIVE_WAIT, LOCK_WAIT, BLOCKED, HOST_SYNC, DATA_WAIT})
 """Phases of a thread that waits: the same stack there for long is hang evidence."""
-SIDE_PHASES = (CHECKPOINT_SAVE, EVAL, EVAL_LOG)
+SIDE_PHASES = (CHECKPOINT_SAVE, EVAL, LOGGING, EVAL_LOG)
 """Work beside training: a main thread there is not training (side-work)."""
 MODEL_PHASES = (FORWARD, BACKWARD, OPTIMIZER)
 """The model's own work (gpu-compute from stacks)."""

@@ -101,7 +101,24 @@ def test_no_grad_inference_mode_and_eval_mode_are_eval():
         m(x)
     m.eval()
     m(x)
-    assert set(last_step()) == {"eval_log"}
+    assert set(last_step()) == {"eval"}
+
+
+def test_a_batch_fetched_with_gradients_off_is_the_eval_passes_wait():
+    # a validation loop's loader wait is the eval's cost, not training's batch wait
+    # (Lightning's and transformers' validation loops run under no_grad/inference_mode)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(64, 4)),
+                                         batch_size=8)  # fmt: skip
+    for _ in loader:
+        pass
+    assert set(last_step()) == {"data_wait"}
+    with torch.inference_mode():
+        for _ in loader:
+            pass
+    with torch.no_grad():
+        for _ in loader:
+            pass
+    assert set(last_step()) == {"eval"}
 
 
 def test_the_users_markers_win_and_nothing_counts_twice():

@@ -273,7 +273,8 @@ def test_a_slow_rank_is_the_straggler_not_comms():
     v = verdict("compute", agents=agents({"forward": 20, "backward": 20, "grad_sync": 5}, ranks=4,
                                          slow={2: 30.0}))  # fmt: skip
     assert bound(v) == "straggler"
-    assert "rank 2 works" in v.principal.evidence[0].text
+    assert v.principal.evidence[0].text.startswith("straggler wait 40% of the step")
+    assert "rank 2 works" in v.principal.evidence[1].text
     assert any(f.bound == "comms" for f in v.secondary)
 
 
@@ -444,7 +445,8 @@ def test_workers_filling_the_limit_explain_the_slow_loader():
     v = verdict("starved", agents=agents(STARVED, fingerprint=FOUR_WORKERS),
                 host=host(workers=[0.1] * 4, ws_gib=7.6, limit_gib=8))  # fmt: skip
     assert bound(v) == "host-memory-pressure"
-    assert v.principal.evidence[0].text == (
+    assert v.principal.summary.startswith("data wait ")  # the slice it stretches leads
+    assert v.principal.evidence[1].text == (
         "working set 7.6 GiB of 8.0 GiB limit (95%, > 90%), "
         "4 DataLoader workers (each may copy the dataset)"
     )

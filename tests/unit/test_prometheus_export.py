@@ -17,6 +17,7 @@ from builders import agent, device, gpu_sample, step
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from gputop.diagnose import evaluate, reduce_windows
 from gputop.diagnose.bounds import NAMES
 from gputop.diagnose.findings import Finding, Verdict
 from gputop.diagnose.point import EvalPoint
@@ -286,11 +287,33 @@ def test_worst_case_series_per_node_matches_the_docs():
     all_reasons = (*(n for n in REASONS if n != "other"), "0x400")
     sink.gpu([gpu_sample(i, 1.0, all_reasons) for i in range(8)])
     sink.gpu([gpu_sample(i, 2.0, all_reasons) for i in range(8)])
-    sink.verdict(EvalPoint(now=3.0), verdict("comms"))
+    judged, _ = evaluate(
+        reduce_windows([], [], agents=AgentsSample(99, 1.0, 0.0, tuple(ranks))), now=3.0
+    )
+    assert judged.budget is not None and len(judged.budget.ranks) == 8
+    sink.verdict(EvalPoint(now=3.0), judged)
     n = sum(len(f.samples) for f in scrape(sink).values())
     doc = (REPO / "docs" / "prometheus.md").read_text()
     assert f"**{n} series**" in doc, n
-    assert len(BUCKETS) == 15 and len(PHASES) == 10
+    assert len(BUCKETS) == 15 and len(PHASES) == 12
+
+
+def test_the_budget_is_exported_as_the_verdict_read_it():
+    steps = tuple(
+        StepRecord(n, n * 10**9, 100 * MS, M({"data_wait": 60 * MS, "forward": 40 * MS}))
+        for n in range(1, 8)
+    )
+    judged, _ = evaluate(
+        reduce_windows([], [], agents=AgentsSample(99, 1.0, 0.0, (agent(100, steps),))), now=3.0
+    )
+    sink = fed(reading(agent(100, steps)))
+    sink.verdict(EvalPoint(now=3.0), judged)
+    fams = scrape(sink)
+    job = values(fams["gputop_step_time_share_ratio"])
+    assert job[(("slice", "data"),)] == judged.budget.share("data") == 0.6
+    assert sum(job.values()) == 1.0
+    ranks = values(fams["gputop_rank_step_time_share_ratio"])
+    assert ranks[(("rank", "0"), ("slice", "data"))] == 0.6
 
 
 def test_a_sink_fed_after_close_stays_quiet():

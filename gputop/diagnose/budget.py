@@ -1,0 +1,394 @@
+"""The step-time budget: for each rank, the window's wall time split into slices that add up
+to 100% (model compute, data wait, H2D, exposed comms wait, straggler wait, evaluation,
+checkpointing, logging, GC, the loop's own Python, no progress). Pure.
+
+Each slice comes from the best source present: the agent's phases (its clock, every step),
+then the main thread's stack samples (one a second), then NVML for what the host cannot see
+(a GPU busy through a ``.item()`` the loop waits in is computing, not looping). The agent's
+unmarked time is split by the stacks where they say what it was (an eval pass's metrics, a
+logging call). Every source that measured a slice is kept beside it; those within ``AGREE`` of
+the chosen size are its agreement, which is the verdict's confidence, never its rank
+(TensorFlow Profiler's step-time breakdown, HTA's temporal breakdown, Lightning's
+SimpleProfiler: the biggest share first).
+
+The job's budget is its typical rank's: the lower median by work, so the rank shown waits as
+long as most ranks do (with one straggler among eight, a rank that waits for it; of two, the
+one that waits). Every rank's own budget is kept for the ranks pane, diagnose and /metrics.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from gputop.diagnose.findings import confidence
+from gputop.diagnose.signals import SPIKE, RuleInputs, long_window
+from gputop.model.stack_stats import TORCH_OP, MainPhases
+from gputop.model.steps import AgentState, StepRecord
+from gputop.vocab import budget as b
+from gputop.vocab import stacks as stack
+from gputop.vocab import steps as step
+
+FLOOR = 0.10
+"""A loss slice under this share of wall time is no bound: below it the job is compute-bound
+(TensorFlow Profiler calls under 5% of the step "not input-bound" and 5-20% "moderately"; ten
+points is where a fix pays for the change it asks)."""
+AGREE = 0.10
+"""Two sources agree on a slice when their shares are this close (ten points of the step):
+a stack share from 30 dumps is good to about that, and the verdict's floor is ten points."""
+STEPS_MIN = 3
+"""Steps an agent must have finished before its clock makes a budget."""
+STACKS_MIN = 5
+"""Stack samples (one a second) a process needs since it began to train before the stacks
+make a budget: one dump of five is 20%."""
+OVERDUE_S = 1.0
+"""A step in progress for longer than this, and SPIKE x the median step, counts in the window:
+a 10-s eval pass shows in no finished step until it ends."""
+
+PHASE_SLICE: dict[str, str] = {
+    step.DATA_WAIT: b.DATA,
+    step.H2D: b.H2D,
+    step.FORWARD: b.COMPUTE,
+    step.BACKWARD: b.COMPUTE,
+    step.OPTIMIZER: b.COMPUTE,
+    step.GRAD_SYNC: b.COMMS,
+    step.CHECKPOINT: b.CHECKPOINT,
+    step.EVAL: b.EVAL,
+    step.EVAL_LOG: b.EVAL,
+    step.LOG: b.LOG,
+    step.OTHER: b.LOOP,
+}
+"""The agent's phases -> slices; a custom phase goes by the words of its name (CUSTOM_WORDS)."""
+CUSTOM_WORDS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("eval", "valid", "val", "test"), b.EVAL),
+    (("ckpt", "checkpoint", "save"), b.CHECKPOINT),
+    (("log", "metric", "wandb", "tensorboard"), b.LOG),
+    (("data", "load", "batch", "fetch"), b.DATA),
+    (("h2d", "copy", "transfer"), b.H2D),
+    (("sync", "allreduce", "all_reduce", "comm"), b.COMMS),
+    (("forward", "backward", "optim", "fwd", "bwd", "loss"), b.COMPUTE),
+)
+"""A user's own phase names, by the words in them (a word that starts with one: "validation",
+"checkpointing"; "val" only whole); anything else is the loop's own time."""
+
+STACK_SLICE: dict[str, str] = {
+    stack.FORWARD: b.COMPUTE,
+    stack.BACKWARD: b.COMPUTE,
+    stack.OPTIMIZER: b.COMPUTE,
+    stack.HOST_SYNC: b.COMPUTE,  # waiting for the GPU to finish its work
+    TORCH_OP: b.COMPUTE,
+    stack.DATA_WAIT: b.DATA,
+    stack.FETCH: b.DATA,  # the main thread making its own batch
+    stack.COLLECTIVE_WAIT: b.COMMS,
+    stack.CHECKPOINT_SAVE: b.CHECKPOINT,
+    stack.EVAL: b.EVAL,
+    stack.LOGGING: b.LOG,
+    stack.EVAL_LOG: b.LOG,
+}
+"""Stack phases -> slices; the rest (the job's own code, its locks and queues, sleeping) is the
+loop's own time."""
+SPLITS_UNMARKED = (b.EVAL, b.CHECKPOINT, b.LOG)
+"""Slices the stacks may find inside the agent's unmarked time (an eval pass's metrics between
+its forwards, a logging call, a save the hooks did not see)."""
+
+
+def phase_slice(name: str) -> str:
+    """The slice an agent phase's time belongs to."""
+    known = PHASE_SLICE.get(name)
+    if known is not None:
+        return known
+    words = re.findall(r"[a-z]+", name.lower())
+    for stems, where in CUSTOM_WORDS:
+        if any(w == s or (s != "val" and w.startswith(s)) for w in words for s in stems):
+            return where
+    return b.LOOP
+
+
+@dataclass(frozen=True, slots=True)
+class Slice:
+    """One slice of the job's budget: its share of wall time and who measured it."""
+
+    name: str
+    share: float
+    estimates: tuple[tuple[str, float], ...] = ()
+    """(source, share) from every source that measured it: agent, stacks, NVML."""
+    error: float = 0.0
+    """The share's sampling error: one standard error of a share of stack samples (0 for the
+    agent's clock, which times every step)."""
+    corroborated: tuple[str, ...] = ()
+    """Sources that do not measure the slice but whose reading holds it (a GPU idle as long as
+    the losses add up to)."""
+
+    @property
+    def low(self) -> float:
+        """The share the measure vouches for: less its sampling error."""
+        return max(0.0, self.share - self.error)
+
+    @property
+    def agree(self) -> tuple[str, ...]:
+        """The sources whose own measure is within AGREE of the share, then those that hold it."""
+        measured = tuple(src for src, v in self.estimates if abs(v - self.share) <= AGREE)
+        return measured + tuple(c for c in self.corroborated if c not in measured)
+
+    @property
+    def confidence(self) -> float:
+        """From how many sources agree on its size (``findings.confidence``)."""
+        return confidence(len(self.agree))
+
+
+@dataclass(frozen=True)
+class RankBudget:
+    """One rank's (or the main process's) budget over the window."""
+
+    pid: int
+    rank: int | None
+    source: str
+    """What its shares rest on: "agent" (its clock, refined by the stacks) or "stacks"."""
+    shares: Mapping[str, float]
+    """Every slice (``vocab.budget.SLICES``), adding up to 1."""
+    seconds: float
+    """Wall time the window covers."""
+    steps: int = 0
+    """Steps the agent timed in it (0: from the stacks)."""
+    samples: int = 0
+    """Stack samples its shares rest on (from the stacks alone)."""
+    estimates: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    """Per source, its own shares before they were combined (agreement)."""
+
+    @property
+    def label(self) -> str:
+        return f"rank {self.rank}" if self.rank is not None else f"pid {self.pid}"
+
+    @property
+    def work(self) -> float:
+        """Its share doing its own work: all but waiting for others and standing still."""
+        return 1.0 - self.shares[b.COMMS] - self.shares[b.STRAGGLER] - self.shares[b.STALL]
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The job's budget (its typical rank's) and every rank's."""
+
+    slices: tuple[Slice, ...]
+    """Every slice in ``SLICES`` order, adding up to 1."""
+    ranks: tuple[RankBudget, ...]
+    typical: RankBudget
+    """The rank the job's slices are (lower median by work)."""
+
+    def share(self, name: str) -> float:
+        return next((s.share for s in self.slices if s.name == name), 0.0)
+
+    def slice(self, name: str) -> Slice:
+        return next(s for s in self.slices if s.name == name)
+
+    @property
+    def source(self) -> str:
+        return self.typical.source
+
+    def losses(self) -> list[Slice]:
+        """The loss slices, largest first (ties in pipeline order)."""
+        return sorted((s for s in self.slices if s.name in b.LOSSES), key=lambda s: -s.share)
+
+    @property
+    def lost(self) -> float:
+        """Every loss slice together: the share of the step not spent computing."""
+        return sum(s.share for s in self.slices if s.name in b.LOSSES)
+
+
+def _zero() -> dict[str, float]:
+    return dict.fromkeys(b.SLICES, 0.0)
+
+
+def _normalised(acc: dict[str, float]) -> dict[str, float]:
+    total = sum(acc.values())
+    return {k: v / total for k, v in acc.items()} if total > 0 else acc
+
+
+def _agent_ns(steps: Sequence[StepRecord]) -> tuple[dict[str, float], float]:
+    """(ns per slice, GC ns) summed over the steps: each phase to its slice, unmarked time to
+    the loop; GC comes out of the loop first (the loop's allocations trigger it), then out of
+    every slice in proportion (a collection pauses whatever runs)."""
+    acc = _zero()
+    gc = 0.0
+    cache: dict[str, str] = {}
+    for s in steps:
+        marked = 0
+        for name, ns in s.phases.items():
+            where = cache.get(name)
+            if where is None:
+                where = cache[name] = phase_slice(name)
+            acc[where] += ns
+            marked += ns
+        acc[b.LOOP] += max(0, s.dur_ns - marked)
+        gc += s.gc_ns or 0
+    return acc, gc
+
+
+def _take_gc(acc: dict[str, float], gc: float) -> None:
+    gc = min(gc, sum(acc.values()))
+    first = min(gc, acc[b.LOOP])
+    acc[b.LOOP] -= first
+    rest = gc - first
+    others = sum(v for k, v in acc.items() if k != b.GC)
+    if rest > 0 and others > 0:
+        for k in acc:
+            if k != b.GC:
+                acc[k] -= rest * acc[k] / others
+    acc[b.GC] += gc
+
+
+def _in_progress(a: AgentState, steps: Sequence[StepRecord], current: str | None) -> float:
+    """Seconds of the step in progress that count (0 unless overdue)."""
+    since = a.since_step_s
+    if since is None or not steps or a.state == "exited":
+        return 0.0
+    durs = sorted(s.dur_ns for s in steps)
+    median_s = durs[len(durs) // 2] / 1e9
+    return since if since > max(OVERDUE_S, SPIKE * median_s) else 0.0
+
+
+def _stack_shares(p: MainPhases) -> dict[str, float]:
+    acc = _zero()
+    for phase, n in p.counts:
+        acc[STACK_SLICE.get(phase, b.LOOP)] += n
+    return _normalised(acc)
+
+
+def agent_budget(
+    a: AgentState, stacks: MainPhases | None, stalled: bool, stack_now: str | None = None
+) -> RankBudget | None:
+    """One agent's budget over its long window (``signals.long_window``), its unmarked time
+    split by the stacks where they say what it was; None before STEPS_MIN steps."""
+    steps = long_window(a)
+    if len(steps) < STEPS_MIN:
+        return None
+    acc, gc = _agent_ns(steps)
+    extra = _in_progress(a, steps, a.open_phase)
+    if extra:
+        where = (
+            b.STALL
+            if stalled
+            else phase_slice(a.open_phase)
+            if a.open_phase
+            else STACK_SLICE.get(stack_now or "", b.LOOP)
+        )
+        acc[where] += extra * 1e9
+    _take_gc(acc, gc)
+    total = sum(acc.values())
+    if total <= 0:
+        return None
+    raw = _normalised(acc)
+    shares = dict(raw)
+    estimates: dict[str, Mapping[str, float]] = {"agent": raw}
+    if stacks is not None and stacks.samples >= STACKS_MIN:
+        seen = _stack_shares(stacks)
+        estimates["stacks"] = seen
+        for name in SPLITS_UNMARKED:  # what the agent could not name inside its loop time
+            move = min(shares[b.LOOP], max(0.0, seen[name] - shares[name]))
+            shares[b.LOOP] -= move
+            shares[name] += move
+    return RankBudget(a.pid, a.rank, "agent", shares, total / 1e9, len(steps), 0, estimates)
+
+
+def stacks_budget(p: MainPhases, stalled_s: float | None) -> RankBudget | None:
+    """A process's budget from its main thread's samples alone; the still run counts as no
+    progress when the job is stalled."""
+    if p.samples < STACKS_MIN or p.span_s <= 0:
+        return None
+    shares = _stack_shares(p)
+    if stalled_s:
+        stall = min(1.0, stalled_s / p.span_s)
+        shares = {k: v * (1 - stall) for k, v in shares.items()}
+        shares[b.STALL] += stall
+    return RankBudget(
+        p.pid, p.rank, "stacks", shares, p.span_s, 0, p.samples, {"stacks": dict(shares)}
+    )
+
+
+def _split_stragglers(ranks: list[RankBudget]) -> list[RankBudget]:
+    """Each rank's comms wait less the part spent waiting for a rank that works longer: the
+    slowest rank's work share minus its own (ranks in step: one wall clock per step)."""
+    if len(ranks) < 2:
+        return ranks
+    most = max(r.work for r in ranks)
+    out = []
+    for r in ranks:
+        shares = dict(r.shares)
+        waits = min(shares[b.COMMS], max(0.0, most - r.work))
+        shares[b.COMMS] -= waits
+        shares[b.STRAGGLER] += waits
+        out.append(
+            RankBudget(r.pid, r.rank, r.source, shares, r.seconds, r.steps, r.samples, r.estimates)
+        )
+    return out
+
+
+def _with_gpu(r: RankBudget, busy: float | None) -> RankBudget:
+    """A GPU busier than the host's compute share computed through host time the loop spent
+    waiting on it (an ``.item()``, a ``print(loss)``): that part of the loop is compute."""
+    if busy is None:
+        return r
+    shares = dict(r.shares)
+    move = min(shares[b.LOOP], max(0.0, busy - shares[b.COMPUTE] - AGREE))
+    shares[b.LOOP] -= move
+    shares[b.COMPUTE] += move
+    estimates = {**r.estimates, "NVML": {b.COMPUTE: busy}}
+    return RankBudget(r.pid, r.rank, r.source, shares, r.seconds, r.steps, r.samples, estimates)
+
+
+def _typical(ranks: Sequence[RankBudget]) -> RankBudget:
+    by_work = sorted(ranks, key=lambda r: (r.work, r.rank if r.rank is not None else -1))
+    return by_work[(len(by_work) - 1) // 2]
+
+
+def _job_slices(r: RankBudget, busy: float | None) -> tuple[Slice, ...]:
+    """The typical rank's slices with every source's estimate; stack shares carry their
+    sampling error; a GPU idle as long as the losses add up to (within AGREE) holds the
+    loss slices that reach that long (NVML cannot tell one loss from another)."""
+    lost = sum(r.shares[n] for n in b.LOSSES)
+    idle_holds = busy is not None and abs((1 - busy) - lost) <= AGREE
+    samples = r.samples if r.source == "stacks" else 0
+    out = []
+    for name in b.SLICES:
+        share = r.shares[name]
+        est = tuple((src, shares[name]) for src, shares in r.estimates.items() if name in shares)
+        error = (share * (1 - share) / samples) ** 0.5 if samples else 0.0
+        held = ("NVML",) if idle_holds and name in b.LOSSES and share >= AGREE else ()
+        out.append(Slice(name, share, est, error, held))
+    return tuple(out)
+
+
+def budget_of(sig: RuleInputs, stalled: bool = False) -> Budget | None:
+    """The job's budget from the rules' inputs: every agent with steps (ranks and a main
+    process), else every main or rank process the stacks saw train. ``stalled``: the job
+    stands still (``rules.stalling``), so the step in progress is no progress."""
+    per_pid = {p.pid: p for p in sig.stacks.per_process} if sig.stacks is not None else {}
+    still = {m.pid: m for m in sig.stacks.still} if sig.stacks is not None else {}
+    ranks: list[RankBudget] = []
+    agents: Iterable[AgentState] = sig.steps.agents if sig.steps is not None else ()
+    covered: set[int] = set()
+    for a in agents:
+        now = still[a.pid].phase if a.pid in still else None
+        r = agent_budget(a, per_pid.get(a.pid), stalled, now)
+        if r is not None:
+            ranks.append(r)
+            covered.add(a.pid)
+    if not ranks:
+        for p in per_pid.values():
+            if p.pid in covered:
+                continue
+            m = still.get(p.pid)
+            r = stacks_budget(p, m.still_s if stalled and m is not None else None)
+            if r is not None:
+                ranks.append(r)
+    if not ranks:
+        return None
+    busy = None
+    g = sig.gpu
+    if g is not None and g.util is not None:
+        busy = min(1.0, g.util / 100)
+    ranks = [_with_gpu(r, busy) for r in _split_stragglers(ranks)]
+    ranks.sort(key=lambda r: (r.rank is None, r.rank if r.rank is not None else r.pid))
+    typical = _typical(ranks)
+    return Budget(_job_slices(typical, busy), tuple(ranks), typical)
