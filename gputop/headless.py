@@ -12,6 +12,7 @@ from typing import Any
 
 from gputop import __version__
 from gputop.diagnose import Verdict
+from gputop.diagnose.budget import stacked
 from gputop.diagnose.findings import Finding
 from gputop.model.step_stats import Mfu
 from gputop.session import Session, SessionState
@@ -146,6 +147,7 @@ def document(d: Diagnosis, source: dict[str, Any]) -> dict[str, Any]:
             "inputs": list(v.inputs) if v else [],
             "held_s": round(d.timeline[-1]["t_s"], 2) if d.timeline else None,
         },
+        "budget": v.budget.document() if v and v.budget else None,
         "findings": [_finding(f) for f in v.findings] if v else [],
         "problems": d.problems,
         "mfu": jsonable(d.mfu) if d.mfu is not None else None,
@@ -193,6 +195,13 @@ def render(doc: dict[str, Any], timeline: bool = True) -> str:
         lines.append(f"verdict: {v['note']}")
     else:
         lines.append(f"verdict: {p['bound']} ({p['confidence']:.0%}): {p['summary']}")
+        budget = doc.get("budget")
+        if budget:
+            of = budget["of"]
+            lines.append(f"  step: {stacked(of['shares'], 200)}  [{of['source']}]")
+            for r in budget["ranks"] if len(budget["ranks"]) > 1 else ():
+                label = f"rank {r['rank']}" if r["rank"] is not None else f"pid {r['pid']}"
+                lines.append(f"    {label}: {stacked(r['shares'], 200)}")
         for e in p["evidence"]:
             lines.append(f"  {'+' if e['supports'] else '-'} {e['text']} [{e['source']}]")
         for lever in p["levers"]:

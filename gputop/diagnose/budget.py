@@ -190,10 +190,83 @@ class Budget:
         """The loss slices, largest first (ties in pipeline order)."""
         return sorted((s for s in self.slices if s.name in b.LOSSES), key=lambda s: -s.share)
 
+    def line(self, width: int = 80) -> str:
+        """The budget as one stacked line, compute first, then the losses largest first, in
+        whole percent ("compute 52 | eval 33 | data 10 | loop 5"); slices under half a percent
+        are left out, and the smallest go first when the line would pass ``width``."""
+        return stacked(self.typical.shares, width)
+
+    def table(self) -> list[str]:
+        """The budget in full, as the why screen and ``diagnose`` print it: each slice with
+        every source's own measure and which agree, then each rank's line."""
+        r = self.typical
+        over = f"{r.steps} steps" if r.steps else f"{r.samples} stack samples"
+        sources = sorted({src for x in self.slices for src, _ in x.estimates})
+        out = [
+            f"Step-time budget of {r.label} ({over}, {r.seconds:.0f} s; from {r.source}):",
+            f"  {'slice':<24}{'share':>7}" + "".join(f"{s:>8}" for s in sources) + "  agree",
+        ]
+        for x in self.slices:
+            if x.share < 0.005 and all(v < 0.005 for _, v in x.estimates):
+                continue
+            own = dict(x.estimates)
+            cells = "".join(
+                f"{round(100 * own[s]):>7}%" if s in own else f"{'':>8}" for s in sources
+            )
+            out.append(
+                f"  {b.NAMES[x.name]:<24}{round(100 * x.share):>6}%{cells}  {', '.join(x.agree)}"
+            )
+        if len(self.ranks) > 1:
+            out.append("  per rank:")
+            out += [f"    {q.label:<10} {stacked(q.shares, 200)}" for q in self.ranks]
+        return out
+
+    def document(self) -> dict[str, object]:
+        """The budget as JSON (``diagnose --json``, docs/diagnose.md): the job's slices with
+        each source's measure and agreement, and every rank's shares."""
+        r = self.typical
+
+        def rank(q: RankBudget) -> dict[str, object]:
+            return {
+                "rank": q.rank,
+                "pid": q.pid,
+                "source": q.source,
+                "seconds": round(q.seconds, 3),
+                "steps": q.steps,
+                "samples": q.samples,
+                "shares": {n: round(q.shares[n], 4) for n in b.SLICES},
+            }
+
+        return {
+            "version": 1,
+            "floor": FLOOR,
+            "of": rank(r),
+            "slices": [
+                {
+                    "name": x.name,
+                    "share": round(x.share, 4),
+                    "low": round(x.low, 4),
+                    "estimates": {src: round(v, 4) for src, v in x.estimates},
+                    "agree": list(x.agree),
+                }
+                for x in self.slices
+            ],
+            "ranks": [rank(q) for q in self.ranks],
+        }
+
     @property
     def lost(self) -> float:
         """Every loss slice together: the share of the step not spent computing."""
         return sum(s.share for s in self.slices if s.name in b.LOSSES)
+
+
+def stacked(shares: Mapping[str, float], width: int = 80) -> str:
+    """Shares as one line, compute first, then the rest largest first (``Budget.line``)."""
+    rest = sorted((n for n in b.LOSSES if shares.get(n, 0) >= 0.005), key=lambda n: -shares[n])
+    parts = [f"{n} {round(100 * shares.get(n, 0))}" for n in (b.COMPUTE, *rest)]
+    while len(parts) > 1 and len(" | ".join(parts)) > width:
+        parts.pop()
+    return " | ".join(parts)
 
 
 def _zero() -> dict[str, float]:
@@ -314,13 +387,23 @@ def _split_stragglers(ranks: list[RankBudget]) -> list[RankBudget]:
     most = max(r.work for r in ranks)
     out = []
     for r in ranks:
-        shares = dict(r.shares)
-        waits = min(shares[b.COMMS], max(0.0, most - r.work))
-        shares[b.COMMS] -= waits
-        shares[b.STRAGGLER] += waits
+        waits = min(r.shares[b.COMMS], max(0.0, most - r.work))
+        estimates = {src: _moved(est, waits) for src, est in r.estimates.items()}
+        shares = _moved(r.shares, waits)
         out.append(
-            RankBudget(r.pid, r.rank, r.source, shares, r.seconds, r.steps, r.samples, r.estimates)
+            RankBudget(r.pid, r.rank, r.source, shares, r.seconds, r.steps, r.samples, estimates)
         )
+    return out
+
+
+def _moved(shares: Mapping[str, float], waits: float) -> dict[str, float]:
+    """Shares with up to ``waits`` of the comms wait called straggler wait (each source's
+    own measure is split the same way, so the sources still compare slice by slice)."""
+    out = dict(shares)
+    if b.COMMS in out:
+        moved = min(out[b.COMMS], waits)
+        out[b.COMMS] -= moved
+        out[b.STRAGGLER] = out.get(b.STRAGGLER, 0.0) + moved
     return out
 
 

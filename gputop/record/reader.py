@@ -38,6 +38,7 @@ from gputop.record.fileformat import (
     frames,
 )
 from gputop.record.summary import MAX_BUCKET, Accumulator
+from gputop.vocab.budget import SLICES
 
 __all__ = ["Record", "Recording", "RecordingError", "open_recording"]
 
@@ -319,6 +320,7 @@ def _summary_shape(p: dict[str, Any]) -> bool:
             and _maybe_num(p.get("t1"))
             and (p.get("t0") is None) == (p.get("t1") is None)  # merge takes both or neither
             and _map_of(p["verdict_s"], _num)
+            and _map_of(p.get("budget_s", {}), lambda r: _map_of(r, _num) and set(r) <= _SLICES)
             and _map_of(p["throttle_s"], lambda g: _map_of(g, _num))
             and _map_of(p["findings"], _finding)
             and _list_of(p["changes"], _change)
@@ -332,6 +334,9 @@ def _summary_shape(p: dict[str, Any]) -> bool:
         )
     except (KeyError, TypeError):
         return False
+
+
+_SLICES = frozenset(SLICES)
 
 
 def _int_key(k: Any) -> bool:

@@ -13,11 +13,12 @@ import shlex
 from typing import Any
 
 from gputop import __version__
+from gputop.diagnose.budget import stacked
 from gputop.model.ranks import MAIN_RANK, MIN_STEPS, RankRow, compare_ranks
 from gputop.model.step_stats import mfu_of
 from gputop.model.steps import StepRecord
 from gputop.record.reader import Recording
-from gputop.record.summary import chart_points, merge, quantile_of
+from gputop.record.summary import JOB, budget_shares, chart_points, merge, quantile_of
 from gputop.snapshot import jsonable
 
 SCHEMA_VERSION = 1
@@ -50,6 +51,11 @@ def build_report(recording: Recording) -> dict[str, Any]:
             "simulated": session.get("simulated"),
             "gpus": names,
             "damage": recording.damage,
+        },
+        "budget": {
+            label: {k: round(v, 4) for k, v in budget_shares(seconds).items()}
+            for label, seconds in sorted(s["budget_s"].items())
+            if budget_shares(seconds)
         },
         "verdicts": [
             {"bound": b, "seconds": round(sec, 1), "share": round(sec / verdict_total, 4)}
@@ -229,6 +235,12 @@ def render_report(doc: dict[str, Any], charts: bool = True, width: int = 100) ->
         lines.append(f"  {v['bound']:<22} {_dur(v['seconds']):>10}  {v['share']:6.1%}")
     if not doc["verdicts"]:
         lines.append("  no verdict was recorded")
+    budget = doc.get("budget") or {}
+    if budget:
+        lines += ["", "Where the step's time went (the budget the verdicts were named from)"]
+        for label, shares in budget.items():
+            who = "job" if label == JOB else f"rank {label}"
+            lines.append(f"  {who:<8} {stacked(shares, width - 11)}")
     if doc["timeline"]:
         lines += ["", "Verdict changes"]
         for e in doc["timeline"][:40]:

@@ -137,6 +137,9 @@ class Accumulator:
         self.t0 = t
         self.t1 = t
         self.verdict_s: dict[str, float] = {}
+        self.budget_s: dict[str, dict[str, float]] = {}
+        """Per rank label ("job" for the job's budget), per slice: seconds of wall time, the
+        shares the verdict was named from weighted by how long each was shown."""
         self.changes: list[list[Any]] = []
         self.findings: dict[str, Any] = {}
         self.secondary: list[list[Any]] = []
@@ -214,9 +217,21 @@ class Accumulator:
         bound = v.principal.bound if v.principal else None
         if self.verdict_at is not None and 0 <= point.now - self.verdict_at < 60:
             name = self.principal or "none"
-            self.verdict_s[name] = self.verdict_s.get(name, 0.0) + point.now - self.verdict_at
+            dt = point.now - self.verdict_at
+            self.verdict_s[name] = self.verdict_s.get(name, 0.0) + dt
             by = self._point(point.now)[4]
-            by[name] = by.get(name, 0.0) + point.now - self.verdict_at
+            by[name] = by.get(name, 0.0) + dt
+            if v.budget is not None:
+                _add(
+                    self.budget_s.setdefault(JOB, {}),
+                    {x.name: x.share * dt for x in v.budget.slices},
+                )
+                for r in v.budget.ranks:
+                    label = str(r.rank) if r.rank is not None else MAIN_RANK
+                    _add(
+                        self.budget_s.setdefault(label, {}),
+                        {n: x * dt for n, x in r.shares.items()},
+                    )
         if bound != self.principal or self.verdict_at is None:
             conf = v.principal.confidence if v.principal else 0.0
             self.changes.append([point.now, bound, conf, v.note])
@@ -248,6 +263,7 @@ class Accumulator:
             "t0": self.t0,
             "t1": self.t1,
             "verdict_s": self.verdict_s,
+            "budget_s": self.budget_s,
             "changes": self.changes,
             "findings": self.findings,
             "secondary": self.secondary,
@@ -264,8 +280,8 @@ class Accumulator:
 
 def merge(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The whole session from its minutes; ``minutes`` keeps each minute's chart points."""
-    out: dict[str, Any] = {"verdict_s": {}, "changes": [], "findings": {}, "secondary": [],
-                           "ranks": {}, "gpus": {}, "throttle_s": {}, "events": [],
+    out: dict[str, Any] = {"verdict_s": {}, "budget_s": {}, "changes": [], "findings": {},
+                           "secondary": [], "ranks": {}, "gpus": {}, "throttle_s": {}, "events": [],
                            "points": {}, "t0": None, "t1": None}  # fmt: skip
     for p in parts:
         if p.get("t0") is None:
@@ -273,6 +289,8 @@ def merge(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
         out["t0"] = p["t0"] if out["t0"] is None else min(out["t0"], p["t0"])
         out["t1"] = p["t1"] if out["t1"] is None else max(out["t1"], p["t1"])
         _add(out["verdict_s"], p["verdict_s"])
+        for label, slices in p.get("budget_s", {}).items():  # minutes before the budget: none
+            _add(out["budget_s"].setdefault(label, {}), slices)
         for reason, per_gpu in p["throttle_s"].items():
             _add(out["throttle_s"].setdefault(reason, {}), per_gpu)
         out["changes"] += p["changes"]
@@ -309,6 +327,17 @@ def merge(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
                 into[i] += pt[i]
             _add(into[4], pt[4])
     return out
+
+
+JOB = "job"
+"""``budget_s``'s key for the job's budget (the others are rank labels)."""
+
+
+def budget_shares(seconds: dict[str, float]) -> dict[str, float]:
+    """A budget's share-seconds back to shares of the time they cover."""
+    usable = {k: v for k, v in seconds.items() if math.isfinite(v) and 0 <= v < 1e12}
+    total = sum(usable.values())  # a crafted file's far-off numbers are left out
+    return {k: v / total for k, v in usable.items()} if total > 0 else {}
 
 
 def _add(into: dict[str, Any], more: dict[str, Any]) -> None:

