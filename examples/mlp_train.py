@@ -35,7 +35,7 @@ def main() -> None:
             opt.step()  # the optimizer phase: timed by torch's global optimizer hooks
             step += 1
             if args.sync_every and step % args.sync_every == 0:
-                with gt.EVAL_LOG:
+                with gt.LOG:
                     print(f"step {step} loss {loss.item():.4f}", flush=True)
             if args.checkpoint_every and step % args.checkpoint_every == 0:
                 with gt.CHECKPOINT:

@@ -1,7 +1,11 @@
 """Time to compute the verdict over a 10-minute window of 8 GPUs with host, stacks and agent
-data (as the TUI does on every refresh). Target (issue #7): under 5 ms.
+data (as the TUI does on every refresh), the step-time budget of every rank included. Target
+(issues 7 and 25): under 5 ms on 8 ranks.
 
-    python tests/bench/bench_verdict.py [--repeat 50]
+    python tests/bench/bench_verdict.py [--repeat 50] [--steps 512]
+
+``--steps``: steps each agent has reported (512, the agent's history, is the most a budget
+reads; the spike window and the budget read up to 512 steps of the last 120 s).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from conftest import agents_sample, host_sample, stacks_window
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=50)
+    ap.add_argument("--steps", type=int, default=512)
     args = ap.parse_args()
     clock = [0.0]
     tl = Timeline()
@@ -44,7 +49,7 @@ def main() -> None:
             ),
         )
     stacks = stacks_window()
-    agents = agents_sample(ranks=8, slow_rank=3)
+    agents = agents_sample(ranks=8, slow_rank=3, steps_kept=args.steps)
     now = clock[0]
     times = []
     state = State()
@@ -55,7 +60,12 @@ def main() -> None:
         sig = reduce_windows(gpus, devices, host=hw, agents=agents, stacks=_Window(stacks))
         verdict, state = evaluate(sig, now, state)
         times.append(time.perf_counter() - t0)
-    print(f"window: 600 s x 8 GPUs ({len(tl)} samples held), host, 8 agents x 40 steps, stacks")
+    print(
+        f"window: 600 s x 8 GPUs ({len(tl)} samples held), host, 8 agents x {args.steps} "
+        "steps, stacks"
+    )
+    if verdict.budget is not None:
+        print(f"budget: {verdict.budget.line()} [{verdict.budget.source}]")
     print(f"verdict: {verdict.principal.bound if verdict.principal else verdict.note}")
     print(
         f"time per verdict: median {statistics.median(times) * 1000:.2f} ms,"

@@ -163,7 +163,9 @@ class FixedHost:
         return self.sample_value
 
 
-def agents_sample(ranks: int = 1, slow_rank: int | None = None, data_ms: float = 52.0):
+def agents_sample(
+    ranks: int = 1, slow_rank: int | None = None, data_ms: float = 52.0, steps_kept: int = 40
+):
     """Hand-built agent states: deterministic input for the step and ranks panes."""
     from types import MappingProxyType as M
 
@@ -173,7 +175,7 @@ def agents_sample(ranks: int = 1, slow_rank: int | None = None, data_ms: float =
     for r in range(ranks):
         extra = 30.0 if r == slow_rank else 0.0
         steps = []
-        for i in range(40):
+        for i in range(steps_kept):
             jitter = (i * 7 % 5) * 0.4
             phases = {"data_wait": data_ms + jitter, "h2d": 2.0, "forward": 20.0 + extra,
                       "backward": 22.0, "optimizer": 4.0}  # fmt: skip
