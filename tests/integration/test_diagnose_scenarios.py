@@ -181,14 +181,14 @@ def two_gloo_ranks(*knobs: str, seconds: int = 22) -> list[str]:
 def test_a_slow_gloo_rank_is_the_straggler():
     doc = diagnose(*two_gloo_ranks("--slow-rank", "1", "--slow-ms", "40"))
     assert principal(doc) == "straggler", doc["timeline"]
-    assert "rank 1 works" in doc["verdict"]["principal"]["evidence"][0]["text"]
+    assert any("rank 1 works" in e["text"] for e in doc["verdict"]["principal"]["evidence"])
 
 
 def test_a_rank_with_bigger_batches_is_the_straggler():
     # data skew: rank 1's shard gives it three times the samples per step
     doc = diagnose(*two_gloo_ranks("--skew-rank", "1", "--hidden", "2048", "--threads", "1"))
     assert principal(doc) == "straggler", doc["timeline"]
-    assert "rank 1 works" in doc["verdict"]["principal"]["evidence"][0]["text"]
+    assert any("rank 1 works" in e["text"] for e in doc["verdict"]["principal"]["evidence"])
 
 
 def test_big_gradients_on_equal_ranks_are_comms_not_a_straggler():
@@ -198,9 +198,7 @@ def test_big_gradients_on_equal_ranks_are_comms_not_a_straggler():
     assert principal(doc) == "comms", doc["timeline"]
     p = doc["verdict"]["principal"]
     # py-spy's share of collective samples sits near its 30% bar here: only the agent is asserted
-    assert (
-        p["evidence"][0]["text"].startswith("grad sync") and p["evidence"][0]["source"] == "agent"
-    )
+    assert any(e["text"].startswith("grad sync") and e["source"] == "agent" for e in p["evidence"])
     assert not any(f["bound"] == "straggler" for f in doc["verdict"]["secondary"])
 
 
@@ -209,7 +207,7 @@ def test_many_small_gradients_on_equal_ranks_are_comms():
     knobs = ("--layers", "24", "--hidden", "128", "--dim", "128", "--batch", "16", "--threads", "1")
     doc = diagnose(*two_gloo_ranks(*knobs))
     assert principal(doc) == "comms", doc["timeline"]
-    assert doc["verdict"]["principal"]["evidence"][0]["text"].startswith("grad sync")
+    assert any(e["text"].startswith("grad sync") for e in doc["verdict"]["principal"]["evidence"])
     assert not any(f["bound"] == "straggler" for f in doc["verdict"]["secondary"])
 
 
@@ -330,7 +328,8 @@ def test_workers_copying_the_dataset_to_the_limit_are_host_memory_pressure():
             kill_tree(job)
     assert principal(doc) == "host-memory-pressure", doc["timeline"]
     p = doc["verdict"]["principal"]
-    assert "2 DataLoader workers (each may copy the dataset)" in p["evidence"][0]["text"], p
+    assert any("2 DataLoader workers (each may copy the dataset)" in e["text"]
+               for e in p["evidence"]), p  # fmt: skip
     assert (
         p["levers"][0]
         == "DataLoader num_workers=2: fewer (each may hold its own copy of the dataset)"
