@@ -278,24 +278,57 @@ def _normalised(acc: dict[str, float]) -> dict[str, float]:
     return {k: v / total for k, v in acc.items()} if total > 0 else acc
 
 
-def _agent_ns(steps: Sequence[StepRecord]) -> tuple[dict[str, float], float]:
-    """(ns per slice, GC ns) summed over the steps: each phase to its slice, unmarked time to
-    the loop; GC comes out of the loop first (the loop's allocations trigger it), then out of
-    every slice in proportion (a collection pauses whatever runs)."""
-    acc = _zero()
-    gc = 0.0
-    cache: dict[str, str] = {}
+@dataclass(frozen=True, slots=True)
+class _Sums:
+    """An agent's long window summed: what its budget is made from."""
+
+    steps: int
+    ns: Mapping[str, float]
+    """ns per slice (unmarked time in the loop; GC not taken out yet: ``_take_gc``)."""
+    gc: float
+    median_s: float
+
+
+_SUMS: dict[int, tuple[tuple[StepRecord, ...], _Sums | None]] = {}
+"""The last sums per agent, kept with the very steps tuple they were made from (an identity
+check: each reading's steps are a new tuple): the verdict runs after every reading of any
+source, the agents' steps change once a second. A cache of a pure function's results,
+cleared when it holds SUMS_KEPT agents."""
+SUMS_KEPT = 64
+
+
+def _window_sums(a: AgentState) -> _Sums | None:
+    """The agent's long window (``signals.long_window``) summed: each phase to its slice,
+    unmarked time to the loop; None before STEPS_MIN steps."""
+    hit = _SUMS.get(a.pid)
+    if hit is not None and hit[0] is a.steps:
+        return hit[1]
+    steps = long_window(a)
+    sums = _summed(steps) if len(steps) >= STEPS_MIN else None
+    if len(_SUMS) >= SUMS_KEPT:
+        _SUMS.clear()
+    _SUMS[a.pid] = (a.steps, sums)
+    return sums
+
+
+def _summed(steps: Sequence[StepRecord]) -> _Sums:
+    by_phase: dict[str, int] = {}
+    loop = gc = 0
     for s in steps:
-        marked = 0
-        for name, ns in s.phases.items():
-            where = cache.get(name)
-            if where is None:
-                where = cache[name] = phase_slice(name)
-            acc[where] += ns
-            marked += ns
-        acc[b.LOOP] += max(0, s.dur_ns - marked)
-        gc += s.gc_ns or 0
-    return acc, gc
+        phases = s.phases
+        unmarked = s.dur_ns - sum(phases.values())
+        if unmarked > 0:
+            loop += unmarked
+        if s.gc_ns:
+            gc += s.gc_ns
+        for name, ns in phases.items():
+            by_phase[name] = by_phase.get(name, 0) + ns
+    acc = _zero()
+    acc[b.LOOP] += loop
+    for name, ns in by_phase.items():
+        acc[phase_slice(name)] += ns
+    durs = sorted(s.dur_ns for s in steps)
+    return _Sums(len(steps), acc, float(gc), durs[len(durs) // 2] / 1e9)
 
 
 def _take_gc(acc: dict[str, float], gc: float) -> None:
@@ -311,13 +344,11 @@ def _take_gc(acc: dict[str, float], gc: float) -> None:
     acc[b.GC] += gc
 
 
-def _in_progress(a: AgentState, steps: Sequence[StepRecord], current: str | None) -> float:
+def _in_progress(a: AgentState, median_s: float) -> float:
     """Seconds of the step in progress that count (0 unless overdue)."""
     since = a.since_step_s
-    if since is None or not steps or a.state == "exited":
+    if since is None or a.state == "exited":
         return 0.0
-    durs = sorted(s.dur_ns for s in steps)
-    median_s = durs[len(durs) // 2] / 1e9
     return since if since > max(OVERDUE_S, SPIKE * median_s) else 0.0
 
 
@@ -333,11 +364,11 @@ def agent_budget(
 ) -> RankBudget | None:
     """One agent's budget over its long window (``signals.long_window``), its unmarked time
     split by the stacks where they say what it was; None before STEPS_MIN steps."""
-    steps = long_window(a)
-    if len(steps) < STEPS_MIN:
+    sums = _window_sums(a)
+    if sums is None:
         return None
-    acc, gc = _agent_ns(steps)
-    extra = _in_progress(a, steps, a.open_phase)
+    acc = dict(sums.ns)
+    extra = _in_progress(a, sums.median_s)
     if extra:
         where = (
             b.STALL
@@ -347,7 +378,7 @@ def agent_budget(
             else STACK_SLICE.get(stack_now or "", b.LOOP)
         )
         acc[where] += extra * 1e9
-    _take_gc(acc, gc)
+    _take_gc(acc, sums.gc)
     total = sum(acc.values())
     if total <= 0:
         return None
@@ -361,7 +392,7 @@ def agent_budget(
             move = min(shares[b.LOOP], max(0.0, seen[name] - shares[name]))
             shares[b.LOOP] -= move
             shares[name] += move
-    return RankBudget(a.pid, a.rank, "agent", shares, total / 1e9, len(steps), 0, estimates)
+    return RankBudget(a.pid, a.rank, "agent", shares, total / 1e9, sums.steps, 0, estimates)
 
 
 def stacks_budget(p: MainPhases, stalled_s: float | None) -> RankBudget | None:
