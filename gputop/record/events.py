@@ -6,6 +6,7 @@
     ["s", StacksSample]                   py-spy stacks (frames by number, see "F")
     ["F", [Frame...]]                     frames first met here, numbered in order per segment
     ["v", point, verdict | 0]             an evaluation; 0: the same verdict as the one before
+                                          (a verdict's 6th item: the step-time budget)
     ["e", t, wall, kind, data]            captures, the target's exit
 
 An agent is ``[AgentState without steps, steps]`` where steps is ``["all", [StepRecord...]]``
@@ -19,13 +20,18 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from gputop.diagnose.budget import Budget, RankBudget, Slice
 from gputop.diagnose.findings import Finding, Verdict
 from gputop.diagnose.point import EvalPoint
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
 from gputop.record.codec import MAX_INT, CodecError, Decoder, Schema
+from gputop.vocab.budget import SLICES
+
+MAX_RANKS = 4096
+"""Ranks a recorded budget may hold (one node's monitor sees its own: far fewer)."""
 
 _AGENT_FIELDS = tuple(f.name for f in dataclasses.fields(AgentState) if f.name != "steps")
 
@@ -195,6 +201,9 @@ class RecordedVerdict:
     since: float | None
     note: str
     inputs: tuple[str, ...]
+    budget: Budget | None = None
+    """The step-time budget the verdict was named from, its shares to four decimals (what
+    every output shows is whole percents); None in files from before the budget."""
 
     @classmethod
     def of(cls, v: Verdict) -> RecordedVerdict:
@@ -204,23 +213,137 @@ class RecordedVerdict:
             v.since,
             v.note,
             v.inputs,
+            _kept(v.budget) if v.budget is not None else None,
         )
 
     def as_verdict(self, findings: tuple[Finding, ...] = ()) -> Verdict:
         """A Verdict for the panes (secondary findings carry what was recorded of them)."""
         secondary = tuple(Finding(b, True, c, s) for b, c, s in self.secondary)
-        return Verdict(self.principal, secondary, findings, self.since, self.note, self.inputs)
+        return Verdict(
+            self.principal, secondary, findings, self.since, self.note, self.inputs, self.budget
+        )
+
+
+def _r(x: float) -> float:
+    return round(x, 4)
+
+
+def _kept(b: Budget) -> Budget:
+    """What a recording keeps of a budget: every rank's shares and the typical rank's sources'
+    measures, to four decimals; other ranks' own measures are left out."""
+    typical = b.ranks.index(b.typical) if b.typical in b.ranks else 0
+    ranks = tuple(
+        RankBudget(
+            r.pid, r.rank, r.source, {n: _r(r.shares.get(n, 0.0)) for n in SLICES},
+            _r(r.seconds), r.steps, r.samples,
+            {src: {n: _r(v) for n, v in est.items()} for src, est in r.estimates.items()}
+            if i == typical else {},
+        )
+        for i, r in enumerate(b.ranks)
+    )  # fmt: skip
+    held = {x.name: x.corroborated for x in b.slices}
+    return budget_from(ranks, typical, held)
+
+
+def budget_from(
+    ranks: tuple[RankBudget, ...], typical: int, held: dict[str, tuple[str, ...]]
+) -> Budget:
+    t = ranks[typical]
+    samples = t.samples if t.source == "stacks" else 0
+    slices = tuple(
+        Slice(
+            n,
+            t.shares[n],
+            tuple((src, est[n]) for src, est in t.estimates.items() if n in est),
+            (t.shares[n] * (1 - t.shares[n]) / samples) ** 0.5 if samples else 0.0,
+            held.get(n, ()),
+        )
+        for n in SLICES
+    )
+    return Budget(slices, ranks, t)
+
+
+SOURCES = ("agent", "stacks", "NVML")
+
+
+def encode_budget(b: Budget) -> list[Any]:
+    typical = b.ranks.index(b.typical)
+    ranks = [
+        [r.rank, r.pid, r.source, r.seconds, r.steps, r.samples, [r.shares[n] for n in SLICES]]
+        for r in b.ranks
+    ]
+    estimates = {src: [est.get(n) for n in SLICES] for src, est in b.typical.estimates.items()}
+    held = [[x.name, list(x.corroborated)] for x in b.slices if x.corroborated]
+    return [typical, ranks, estimates, held]
+
+
+def _share(v: Any) -> bool:
+    return _number(v) and 0 <= v <= 1
+
+
+def decode_budget(raw: Any) -> Budget:
+    bad = CodecError("a budget has the wrong shape")
+    if not isinstance(raw, list) or len(raw) != 4:
+        raise bad
+    typical, ranks_raw, estimates_raw, held_raw = raw
+    if not isinstance(ranks_raw, list) or not 0 < len(ranks_raw) <= MAX_RANKS:
+        raise bad
+    if type(typical) is not int or not 0 <= typical < len(ranks_raw):
+        raise bad
+    ranks = []
+    for r in ranks_raw:
+        if not isinstance(r, list) or len(r) != 7:
+            raise bad
+        rank, pid, source, seconds, steps, samples, shares = r
+        if (
+            not (rank is None or (type(rank) is int and 0 <= rank <= MAX_INT))
+            or type(pid) is not int
+            or source not in SOURCES[:2]
+            or not (_number(seconds) and 0 <= seconds < MAX_INT)
+            or not all(type(n) is int and 0 <= n <= MAX_INT for n in (steps, samples))
+            or not isinstance(shares, list)
+            or len(shares) != len(SLICES)
+            or not all(_share(v) for v in shares)
+        ):
+            raise bad
+        ranks.append(RankBudget(pid, rank, source, dict(zip(SLICES, shares, strict=True)),
+                                seconds, steps, samples))  # fmt: skip
+    if not isinstance(estimates_raw, dict) or not set(estimates_raw) <= set(SOURCES):
+        raise bad
+    estimates = {}
+    for src, values in estimates_raw.items():
+        if not isinstance(values, list) or len(values) != len(SLICES):
+            raise bad
+        if not all(v is None or _share(v) for v in values):
+            raise bad
+        estimates[src] = {n: v for n, v in zip(SLICES, values, strict=True) if v is not None}
+    ranks[typical] = replace(ranks[typical], estimates=estimates)
+    if not isinstance(held_raw, list):
+        raise bad
+    held: dict[str, tuple[str, ...]] = {}
+    for h in held_raw:
+        if (
+            not isinstance(h, list) or len(h) != 2 or h[0] not in SLICES
+            or not isinstance(h[1], list) or not all(src in SOURCES for src in h[1])
+        ):  # fmt: skip
+            raise bad
+        held[h[0]] = tuple(h[1])
+    return budget_from(tuple(ranks), typical, held)
 
 
 def encode_verdict(r: RecordedVerdict, schema: Schema) -> list[Any]:
     p = schema.encode(r.principal) if r.principal is not None else None
-    return [p, [list(s) for s in r.secondary], r.since, r.note, list(r.inputs)]
+    out = [p, [list(s) for s in r.secondary], r.since, r.note, list(r.inputs)]
+    if r.budget is not None:
+        out.append(encode_budget(r.budget))
+    return out
 
 
 def decode_verdict(raw: Any, dec: Decoder) -> RecordedVerdict:
-    if not isinstance(raw, list) or len(raw) != 5:
+    if not isinstance(raw, list) or len(raw) not in (5, 6):  # 5: before the budget
         raise CodecError("a verdict has the wrong shape")
-    p, secondary, since, note, inputs = raw
+    budget = decode_budget(raw[5]) if len(raw) == 6 else None
+    p, secondary, since, note, inputs = raw[:5]
     principal = dec.record(Finding, p) if p is not None else None
     if not isinstance(secondary, list) or not isinstance(inputs, list):
         raise CodecError("a verdict has the wrong shape")
@@ -231,7 +354,9 @@ def decode_verdict(raw: Any, dec: Decoder) -> RecordedVerdict:
         sec.append((s[0], s[1], str(s[2])))
     if (since is not None and not _number(since)) or not isinstance(note, str):
         raise CodecError("a verdict has the wrong shape")
-    return RecordedVerdict(principal, tuple(sec), since, note, tuple(str(i) for i in inputs))
+    return RecordedVerdict(
+        principal, tuple(sec), since, note, tuple(str(i) for i in inputs), budget
+    )
 
 
 def encode_point(p: EvalPoint) -> list[Any]:

@@ -419,9 +419,11 @@ class GputopApp(App):
             ):
                 gpu = self.devices[0].name if self.devices else None
                 self.query_one(StepPane).show(state.agents, gpu, self.ended())
-                self.query_one(RanksPane).show(state.agents)
             if changed in (None, "stacks") and state.stacks is not None and "stacks" in self.panes:
                 self.query_one(StacksPane).show(state.stacks_window())
+            if state.agents is not None and "agents" in self.panes:  # each rank's budget too
+                budget = state.verdict.budget if state.verdict is not None else None
+                self.query_one(RanksPane).show(state.agents, budget)
             self.query_one(VerdictPane).show(state.verdict, state.verdict_now)
             if changed in (None, "gpu", "host"):
                 self._update_header()

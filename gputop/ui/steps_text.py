@@ -11,12 +11,14 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
+from gputop.diagnose.budget import FLOOR, Budget
 from gputop.model.ranks import rank_work
 from gputop.model.step_stats import gc_share, median_ms, mfu_of, phase_shares, usable
 from gputop.model.steps import AgentState, StepRecord
 from gputop.model.window import percentile
 from gputop.ui.fit import ellipsize
 from gputop.ui.gpu_text import Line, StyleFor, spark
+from gputop.vocab import budget as slices
 
 SHORT = {
     "data_wait": "data",
@@ -146,10 +148,14 @@ def _phase_level(name: str, share: float) -> str:
     return "value"
 
 
-def rank_lines(agents: Sequence[AgentState], style: StyleFor, width: int) -> list[Text]:
+def rank_lines(
+    agents: Sequence[AgentState], style: StyleFor, width: int, budget: Budget | None = None
+) -> list[Text]:
     """One line per rank: step, work (step minus sync wait) and sync wait, medians; the
-    straggler (``model.ranks``: the one the verdict names) marked."""
+    straggler (``model.ranks``: the one the verdict names) marked; with the verdict's budget,
+    the rank's largest loss (the budget's per-rank shares)."""
     ranks = rank_work(agents)
+    own = {r.pid: r for r in budget.ranks} if budget is not None else {}
     straggler = ranks.straggler
     rows = []
     for a in agents:
@@ -167,6 +173,11 @@ def rank_lines(agents: Sequence[AgentState], style: StyleFor, width: int) -> lis
         line.label("  sync wait " if wide else "  sync ").add(f"{r.sync_ms:6.1f} ms")
         if slowest:
             line.add("  slowest: the others wait for it" if wide else "  slowest", "bad")
+        mine = own.get(a.pid)
+        if mine is not None:
+            name, share = max(((n, mine.shares[n]) for n in slices.LOSSES), key=lambda x: x[1])
+            level = "bad" if share >= FLOOR else "value"
+            line.label("  most lost: ").add(f"{name} {round(100 * share)}%", level)
         if a.state != "connected":
             line.add(f"  {a.state}", "dim")
         rows.append(ellipsize(line.text, width))

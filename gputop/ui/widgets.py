@@ -10,6 +10,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
 
+from gputop.diagnose.budget import Budget
 from gputop.diagnose.findings import Verdict
 from gputop.model import DeviceInfo, GpuSample
 from gputop.model.host import HostSample
@@ -157,14 +158,16 @@ class RanksPane(LinePane):
     def __init__(self) -> None:
         super().__init__(id="ranks")
         self.agents: AgentsSample | None = None
+        self.budget: Budget | None = None
 
-    def show(self, agents: AgentsSample) -> None:
-        self.agents = agents
+    def show(self, agents: AgentsSample, budget: Budget | None = None) -> None:
+        """``budget``: the verdict's, whose ranks say where each rank's time goes."""
+        self.agents, self.budget = agents, budget
         self.display = len(ranked(agents)) > 1
         self.changed()
 
     def build_lines(self, width: int) -> list[Text]:
-        return rank_lines(ranked(self.agents), self.style_for, width)
+        return rank_lines(ranked(self.agents), self.style_for, width, self.budget)
 
 
 class VerdictPane(LinePane):

@@ -12,7 +12,9 @@ Recorder, with the verdict evaluated live as the monitor does, and read back. Th
 - the diagnosis recomputed by replay's ``Player``,
 
 name the same straggler with the same score, count the same steps and seconds per rank, and
-(report and exporter) the same throttle seconds per GPU and reason.
+(report and exporter) the same throttle seconds per GPU and reason; and the step-time budget
+the verdict was named from is what the verdict pane, diagnose's text, /metrics and the report
+show.
 """
 
 from __future__ import annotations
@@ -29,11 +31,14 @@ from prometheus_client.parser import text_string_to_metric_families
 from rich.style import Style
 
 from gputop.diagnose import State, Verdict
+from gputop.diagnose.budget import FLOOR
 from gputop.diagnose.point import EvalPoint, evaluate_at
+from gputop.diagnose.verdict import SWITCH_POINTS
 from gputop.export import PrometheusSink
 from gputop.model import Timeline
 from gputop.model.ranks import RankWork, main_agent, rank_work, ranked
 from gputop.model.steps import AgentsSample, StepRecord
+from gputop.record.events import RecordedVerdict
 from gputop.record.reader import Recording, _feed, open_recording
 from gputop.record.replay import Player, check
 from gputop.record.report import build_report
@@ -125,6 +130,8 @@ class Outputs:
     """The last agents' reading, as replay rebuilt it."""
     rank_text: list[str]
     step_text: str
+    recorded: RecordedVerdict
+    """The last verdict as the recording kept it."""
 
     def model(self) -> RankWork:
         return rank_work(self.agents)
@@ -163,8 +170,9 @@ def outputs(tmp_path_factory) -> Outputs:
     main = main_agent(player.state.agents)
     assert main is not None
     steps = "\n".join(line.plain for line in step_lines(main, style, 160))
+    assert player.recorded is not None
     return Outputs(recording, build_report(recording), merge(recording.summaries()), metrics,
-                   verdict, player.state.agents, ranks, steps)  # fmt: skip
+                   verdict, player.state.agents, ranks, steps, player.recorded)  # fmt: skip
 
 
 def test_the_recording_replays_to_the_verdicts_it_recorded(outputs):
@@ -246,3 +254,73 @@ def test_the_rank_labels_are_the_same(outputs):
         labels == {str(r["rank"]) for r in outputs.report["ranks"]} == set(outputs.summary["ranks"])
     )
     assert [re.search(r"rank\s+(\d+)", x).group(1) for x in outputs.rank_text] == sorted(labels)
+
+
+# ---- the step-time budget: the verdict is named from it, and every output shows it ----
+
+
+def test_the_verdict_is_named_from_the_budget_it_carries(outputs):
+    # two losses of about the same size: the checkpoints (200 ms every 10 steps of ~121 ms) and
+    # the wait for the slow rank (20 ms a step); the one named first holds while the other is
+    # within SWITCH_POINTS of it
+    v = outputs.verdict
+    assert v.budget is not None and len(v.budget.ranks) == RANKS
+    assert v.principal is not None and v.principal.bound == "straggler"
+    largest, straggler = v.budget.losses()[0], v.budget.slice("straggler")
+    assert {largest.name} <= {"straggler", "checkpoint"}
+    assert straggler.share >= FLOOR and largest.share - straggler.share < SWITCH_POINTS
+    assert v.principal.summary.startswith(f"straggler wait {round(100 * straggler.share)}%")
+
+
+def test_the_screen_and_diagnose_show_the_recorded_budget(outputs):
+    from gputop.diagnose.budget import stacked
+    from gputop.headless import render
+    from gputop.ui.verdict_text import verdict_lines
+
+    budget = outputs.recorded.budget
+    assert budget is not None
+    pane = "\n".join(
+        line.plain for line in verdict_lines(outputs.verdict, T0 + SECONDS, _plain, 160)
+    )
+    assert f"step: {budget.line(160 - 11 - len('  [agent]'))}" in pane
+    doc = {"timeline": [], "target_exit": None, "exit_code": None, "problems": [], "mfu": None,
+           "budget": budget.document(), "verdict": {"principal": {
+               "bound": "straggler", "confidence": 0.7, "summary": "", "evidence": [],
+               "levers": []}, "secondary": [], "inputs": []}}  # fmt: skip
+    text = render(doc)
+    assert f"step: {stacked(budget.typical.shares, 200)}" in text
+    for r in budget.ranks:
+        assert f"rank {r.rank}: {stacked(r.shares, 200)}" in text
+
+
+def test_metrics_carry_the_recorded_budget(outputs):
+    budget = outputs.recorded.budget
+    job = outputs.metric("gputop_step_time_share_ratio")
+    assert job == {(x.name,): x.share for x in budget.slices}
+    per_rank = outputs.metric("gputop_rank_step_time_share_ratio")
+    assert per_rank == {(str(r.rank), n): r.shares[n] for r in budget.ranks for n in r.shares}
+
+
+def test_the_report_weighs_each_recorded_budget_by_how_long_it_was_shown(outputs):
+    from gputop.record.summary import JOB, budget_shares
+
+    want: dict[str, float] = {}
+    at = None
+    for rec in outputs.recording.records():
+        if rec.kind != "verdict":
+            continue
+        point, recorded = rec.value
+        if at is not None and recorded.budget is not None and 0 <= point.now - at < 60:
+            for x in recorded.budget.slices:
+                want[x.name] = want.get(x.name, 0.0) + x.share * (point.now - at)
+        at = point.now
+    shares = budget_shares(want)
+    got = outputs.report["budget"][JOB]
+    assert set(got) == set(shares)
+    for name, share in shares.items():
+        assert got[name] == pytest.approx(share, abs=1e-3), name
+    assert set(outputs.report["budget"]) == {JOB, *(str(r) for r in range(RANKS))}
+
+
+def _plain(level: str) -> Style:
+    return Style()

@@ -1,0 +1,58 @@
+"""A recorded verdict keeps its step-time budget: read back equal to what the live verdict
+kept, older files (no budget) still read, and a crafted budget is damage, never a crash."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from builders import agent, step
+
+from gputop.diagnose import evaluate, reduce_windows
+from gputop.model.steps import AgentsSample
+from gputop.record.codec import CodecError
+from gputop.record.events import RecordedVerdict, decode_budget, encode_budget
+
+
+def live_verdict():
+    ranks = []
+    for r in range(2):
+        extra = 20 if r == 1 else 0
+        steps = tuple(
+            step(i, i * 10**8, {"forward": 40 + extra, "backward": 40, "grad_sync": 25 - extra})
+            for i in range(20)
+        )
+        ranks.append(agent(100 + r, steps, rank=r))
+    v, _ = evaluate(reduce_windows([], [], agents=AgentsSample(99, 1.0, 0.0, tuple(ranks))), 5.0)
+    assert v.budget is not None
+    return v
+
+
+def test_a_budget_reads_back_as_it_was_kept():
+    kept = RecordedVerdict.of(live_verdict()).budget
+    assert kept is not None
+    raw = json.loads(json.dumps(encode_budget(kept)))
+    assert decode_budget(raw) == kept
+    assert kept.line() == live_verdict().budget.line()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda raw: raw[:3],
+        lambda raw: [5, *raw[1:]],
+        lambda raw: [raw[0], [], *raw[2:]],
+        lambda raw: [0, [[*raw[1][0][:6], [math.nan] * 11]], *raw[2:]],
+        lambda raw: [0, [[*raw[1][0][:6], [0.5] * 10]], *raw[2:]],
+        lambda raw: [0, [[*raw[1][0][:2], "ptrace", *raw[1][0][3:]]], *raw[2:]],
+        lambda raw: [*raw[:2], {"gdb": [0.1] * 11}, raw[3]],
+        lambda raw: [*raw[:2], {"agent": [2.0] * 11}, raw[3]],
+        lambda raw: [*raw[:3], [["nowhere", ["NVML"]]]],
+        lambda raw: [0, [[None, 1, "agent", 1e300 * 1e10, 1, 0, [0.1] * 11]], *raw[2:]],
+    ],
+)
+def test_a_crafted_budget_is_damage(damage):
+    raw = json.loads(json.dumps(encode_budget(RecordedVerdict.of(live_verdict()).budget)))
+    with pytest.raises(CodecError):
+        decode_budget(damage(raw))
