@@ -369,15 +369,15 @@ def agent_budget(
         return None
     acc = dict(sums.ns)
     extra = _in_progress(a, sums.median_s)
-    if extra:
-        where = (
-            b.STALL
-            if stalled
-            else phase_slice(a.open_phase)
-            if a.open_phase
-            else STACK_SLICE.get(stack_now or "", b.LOOP)
-        )
-        acc[where] += extra * 1e9
+    where = (
+        b.STALL
+        if stalled
+        else phase_slice(a.open_phase)
+        if a.open_phase
+        else STACK_SLICE.get(stack_now or "")
+    )
+    if extra and where is not None:  # a wait nobody names (no phase open, the stack in the
+        acc[where] += extra * 1e9  # job's own code) is left out rather than guessed
     _take_gc(acc, sums.gc)
     total = sum(acc.values())
     if total <= 0:

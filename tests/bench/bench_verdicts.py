@@ -50,6 +50,22 @@ class Scenario:
     --stuck-after, a one-off checkpoint, training after a long warm-up); 0 from the start."""
     never: frozenset[str] = frozenset()
     """Bounds that are wrong at any moment of the run (a slow job called hung)."""
+    shares: tuple[tuple[str, float], ...] = ()
+    """The step-time budget the script is built to have (slice, share of wall time): the
+    bench prints the measured share beside each, with the error in points."""
+
+
+def mixed(name: str, expected: str, launcher: str = "plain", why: str = "",
+          **shares: float) -> Scenario:  # fmt: skip
+    """A mixed scenario: tests/corpus/mixed_loop.py (one process) or mixed_ranks.py (two gloo
+    ranks) with costs at the stated shares; the flags are the slices' (logging for log)."""
+    script = "mixed_loop.py" if launcher == "plain" else "mixed_ranks.py"
+    argv = [script, *(["--spawn"] if launcher == "torch.multiprocessing.spawn" else [])]
+    for slice_, share in shares.items():
+        argv += [f"--{'logging' if slice_ == 'log' else 'sync' if slice_ == 'comms' else slice_}",
+                 str(share)]  # fmt: skip
+    return Scenario(name, tuple(argv), launcher, frozenset({expected}), why,
+                    shares=tuple(shares.items()))  # fmt: skip
 
 
 HUNG = frozenset({"hung"})
@@ -240,6 +256,60 @@ SCENARIOS = (
     Scenario(
         "torchrun_straggler", ("torchrun_straggler.py",), "torchrun", frozenset({"straggler"})
     ),
+    # several costs at once, each pair with its sizes swapped: the verdict follows the larger
+    mixed("mixed_ckpt35_wait12", "side-work", checkpoint=0.35, data=0.12),
+    mixed("mixed_ckpt8_wait45", "data-input", checkpoint=0.08, data=0.45),
+    mixed(
+        "mixed_eval60_wait10",
+        "side-work",
+        eval=0.60,
+        data=0.10,
+        why="a long validation pass with a small training batch wait (Lightning's case)",
+    ),
+    mixed("mixed_eval10_wait40", "data-input", eval=0.10, data=0.40),
+    mixed(
+        "mixed_gc40_loop30",
+        "side-work",
+        gc=0.40,
+        loop=0.30,
+        why="full collections over a large live heap beside per-step bookkeeping",
+    ),
+    mixed("mixed_gc12_loop45", "host-overhead", gc=0.12, loop=0.45),
+    mixed("mixed_wait30_loop12", "data-input", data=0.30, loop=0.12),
+    mixed("mixed_wait10_loop35", "host-overhead", data=0.10, loop=0.35),
+    mixed(
+        "mixed_log30_wait12",
+        "side-work",
+        log=0.30,
+        data=0.12,
+        why="a slow logging handler every step: the stacks name it inside the agent's "
+        "unmarked time",
+    ),
+    mixed("mixed_log10_wait35", "data-input", log=0.10, data=0.35),
+    mixed(
+        "mixed_small_eval",
+        "gpu-compute",
+        eval=0.04,
+        why="an eval pass of 4% of the time (nanoGPT's): no loss reaches the floor",
+    ),
+    mixed("mixed_sync30_log10", "comms", "torchrun", comms=0.30, log=0.10),
+    mixed("mixed_sync10_log40", "side-work", "torchrun", comms=0.10, log=0.40),
+    mixed(
+        "mixed_straggler25_ckpt10",
+        "straggler",
+        "torch.multiprocessing.spawn",
+        straggler=0.25,
+        checkpoint=0.10,
+        why="rank 1 works 25% longer; rank 0's wait for it is a little less (rank 0 has "
+        "work of its own in the meantime)",
+    ),
+    mixed(
+        "mixed_straggler10_ckpt30",
+        "side-work",
+        "torch.multiprocessing.spawn",
+        straggler=0.10,
+        checkpoint=0.30,
+    ),
     Scenario(
         "ddp_big_grad",
         ("ddp_big_grad.py",),
@@ -268,6 +338,13 @@ class Result:
     """The verdict's note at the end (why no bound stands out, when none does)."""
     refined: int = 0
     """Changes from a right bound to a right variant of it, not counted in ``changes_after``."""
+    budget: dict[str, float] | None = None
+    """The job's step-time budget at the end (slice -> share), as diagnose --json gave it."""
+
+    def errors(self) -> list[tuple[str, float, float]]:
+        """(slice, designed, measured) for each slice the scenario states."""
+        got = self.budget or {}
+        return [(n, share, got.get(n, 0.0)) for n, share in self.scenario.shares]
 
 
 def by_name(name: str) -> Scenario:
@@ -305,6 +382,7 @@ def judge(s: Scenario, mode: str, doc: dict, lead: float = 0.0) -> Result:
         timeline=tuple((e["t_s"], e["bound"]) for e in timeline),
         note=(doc.get("verdict") or {}).get("note") or "",
         refined=refined,
+        budget=(doc.get("budget") or {}).get("of", {}).get("shares"),
     )
 
 
@@ -429,7 +507,37 @@ def table(results: list[Result]) -> str:
     bad = [r for r in results if r.never_seen]
     if bad:
         lines.append(f"runs given a bound they must never get: {len(bad)}")
-    return "\n".join(lines)
+    return "\n".join(lines + budget_table(results))
+
+
+BUDGET_ERROR = 0.10
+"""Points a measured slice may differ from its designed share (issue 25: within 10)."""
+
+
+def budget_table(results: list[Result]) -> list[str]:
+    """Designed against measured shares, slice by slice, for the scenarios that state them."""
+    rows = [r for r in results if r.scenario.shares]
+    if not rows:
+        return []
+    out = ["", "step-time budget: designed / measured (% of wall time), error in points", ""]
+    within = 0
+    for r in rows:
+        errs = r.errors()
+        worst = max((abs(m - d) for _, d, m in errs), default=0.0)
+        within += r.budget is not None and worst <= BUDGET_ERROR
+        cells = "  ".join(f"{n} {round(100 * d)}/{round(100 * m)} ({100 * (m - d):+.0f})"
+                          for n, d, m in errs)  # fmt: skip
+        rest = ""
+        if r.budget:
+            compute = r.budget.get("compute", 0.0)
+            rest = f"  compute {round(100 * compute)}"
+        seen = cells if r.budget is not None else "no budget"
+        lines_ = f"{r.scenario.name:26} {r.mode:8} {seen}{rest}"
+        out.append(lines_)
+    out.append("")
+    out.append(f"every designed slice within {round(100 * BUDGET_ERROR)} points: {within} of "
+               f"{len(rows)}")  # fmt: skip
+    return out
 
 
 def progress(r: Result) -> str:
