@@ -311,22 +311,39 @@ def _window_sums(a: AgentState) -> _Sums | None:
     return sums
 
 
+SIDE_STEP = {step.CHECKPOINT: b.CHECKPOINT, step.EVAL: b.EVAL, step.EVAL_LOG: b.EVAL,
+             step.LOG: b.LOG}  # fmt: skip
+"""Side phases whose step's extra unmarked time is theirs: a checkpoint's rename or cleanup
+around the save, an eval pass's metrics between its forwards."""
+
+
 def _summed(steps: Sequence[StepRecord]) -> _Sums:
+    """Each phase to its slice; unmarked time to the loop, except in a step with side work
+    (SIDE_STEP), whose unmarked time beyond the typical step's goes with its largest side
+    phase (what a step that is long because of a save spends around the save)."""
     by_phase: dict[str, int] = {}
+    unmarked = [max(0, s.dur_ns - sum(s.phases.values())) for s in steps]
+    typical = sorted(unmarked)[len(unmarked) // 2]
+    side = dict.fromkeys(b.SLICES, 0)
     loop = gc = 0
-    for s in steps:
+    for s, own in zip(steps, unmarked, strict=True):
         phases = s.phases
-        unmarked = s.dur_ns - sum(phases.values())
-        if unmarked > 0:
-            loop += unmarked
         if s.gc_ns:
             gc += s.gc_ns
         for name, ns in phases.items():
             by_phase[name] = by_phase.get(name, 0) + ns
+        if own > typical:
+            work = [(phases[n], n) for n in SIDE_STEP if phases.get(n)]
+            if work:
+                side[SIDE_STEP[max(work)[1]]] += own - typical
+                own = typical
+        loop += own
     acc = _zero()
     acc[b.LOOP] += loop
     for name, ns in by_phase.items():
         acc[phase_slice(name)] += ns
+    for name, ns in side.items():
+        acc[name] += ns
     durs = sorted(s.dur_ns for s in steps)
     return _Sums(len(steps), acc, float(gc), durs[len(durs) // 2] / 1e9)
 

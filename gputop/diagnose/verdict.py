@@ -253,6 +253,21 @@ def by_budget(
     return _compute_bound(budget, by_bound, sig), None
 
 
+def _held_slice(
+    budget: Budget, state: State, findings: Sequence[Finding], sig: RuleInputs
+) -> Finding | None:
+    """The finding for the slice the shown principal stands for, while that slice is still a
+    loss in its band (HOLD x FLOOR): a challenger then needs SWITCH_AFTER evaluations in a
+    row, as between two rules' findings. None: no slice held, or it is gone."""
+    if state.slice is None or state.principal is None:
+        return None
+    x = budget.slice(state.slice)
+    if x.low < HOLD * FLOOR:
+        return None
+    f = _for_slice(x, budget, {f.bound: f for f in findings}, sig)
+    return f if f is not None and f.bound == state.principal else None
+
+
 def _secondary_order(budget: Budget | None) -> dict[str, float]:
     """Each bound's share of the step by its slices (the levers' order: time they would save)."""
     if budget is None:
@@ -308,6 +323,9 @@ def evaluate(sig: RuleInputs, now: float, state: State = State()) -> tuple[Verdi
     by_bound = {f.bound: f for f in findings}
     if chosen is not None:
         by_bound[chosen.bound] = chosen
+        held = _held_slice(budget, state, findings, sig) if budget is not None else None
+        if held is not None:  # the held slice still costs: it holds for the usual streak
+            by_bound[held.bound] = held
     if state.principal is None or leader == state.principal:
         new = State(leader, state.since if leader == state.principal else now, None, 0, cut)
     else:

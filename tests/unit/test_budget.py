@@ -300,3 +300,23 @@ def test_an_overdue_step_counts_in_its_open_phase():
 def test_no_budget_without_a_job_so_the_rules_decide():
     sig = RuleInputs(None, None, None, None)
     assert budget_of(sig) is None
+
+
+def test_a_saves_cleanup_around_it_is_the_checkpoints_time():
+    # every 10th step saves (60 ms) and then removes the old file (40 ms, no phase): the
+    # cleanup is the checkpoint's cost, not the loop's; the typical step's own 5 ms stays loop
+    steps = []
+    for i in range(60):
+        ph = {"forward": 40.0, "backward": 40.0}
+        extra = 0.0
+        if i % 10 == 9:
+            ph["checkpoint"] = 60.0
+            extra = 40.0
+        steps.append(step(i, i * 10**9, ph, dur_ms=sum(ph.values()) + 5 + extra))
+    bud = budget_of(
+        reduce_windows([], [], agents=AgentsSample(100, 1.0, 0.0, (agent(100, tuple(steps)),)))
+    )
+    # steps 1-59 (the first is start-up), 6 of them save: 53 x 85 ms + 6 x 185 ms
+    total = 53 * 85 + 6 * 185
+    assert bud.share(b.CHECKPOINT) == pytest.approx(6 * 100 / total, abs=0.005)
+    assert bud.share(b.LOOP) == pytest.approx(59 * 5 / total, abs=0.005)
