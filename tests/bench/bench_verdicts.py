@@ -310,6 +310,30 @@ SCENARIOS = (
         straggler=0.10,
         checkpoint=0.30,
     ),
+    # the frameworks people train with (the `frameworks` test extra)
+    Scenario(
+        "lightning_val",
+        ("lightning_val.py",),
+        "Lightning Trainer",
+        frozenset({"side-work"}),
+        "Lightning's validation loop over a set four times the training epoch, every epoch: "
+        "about 55-60% of wall time, beside a one-worker training loader",
+        shares=(("eval", 0.57),),
+    ),
+    Scenario(
+        "hf_trainer",
+        ("hf_trainer.py",),
+        "transformers Trainer",
+        frozenset({"gpu-compute"}),
+        "a small BERT fine-tuned by the Trainer: forward and backward are the step",
+    ),
+    Scenario(
+        "accelerate_ddp",
+        ("accelerate_ddp.py",),
+        "accelerate launch",
+        frozenset({"gpu-compute"}),
+        "two gloo ranks under accelerate launch --multi_gpu with Accelerator(cpu=True)",
+    ),
     Scenario(
         "ddp_big_grad",
         ("ddp_big_grad.py",),
@@ -403,6 +427,10 @@ def command(s: Scenario, seconds: float) -> list[str]:
     if s.launcher == "torchrun":
         return [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
                 "--master-port", str(port_of(s)), *script]  # fmt: skip
+    if s.launcher == "accelerate launch":
+        return [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu",
+                "--num_processes", "2", "--main_process_port", str(port_of(s)),
+                *script]  # fmt: skip
     if s.launcher == "torch.multiprocessing.spawn":
         script += ["--port", str(port_of(s))]
     return [sys.executable, *script]
