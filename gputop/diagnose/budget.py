@@ -34,6 +34,10 @@ FLOOR = 0.10
 """A loss slice under this share of wall time is no bound: below it the job is compute-bound
 (TensorFlow Profiler calls under 5% of the step "not input-bound" and 5-20% "moderately"; ten
 points is where a fix pays for the change it asks)."""
+HELD_FLOOR = 0.8 * FLOOR
+"""A loss slice shown as the principal stays while it is at least this (8%): two readings
+either side of the floor do not flip the verdict, and a loss that has settled under it (a
+start-up wait that scrolled out of the window) gives way."""
 AGREE = 0.10
 """Two sources agree on a slice when their shares are this close (ten points of the step):
 a stack share from 30 dumps is good to about that, and the verdict's floor is ten points."""

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from gputop.diagnose.bounds import RULES, PerGpu, Tier, bound, judge
-from gputop.diagnose.budget import FLOOR, Budget, Slice, budget_of
+from gputop.diagnose.budget import FLOOR, HELD_FLOOR, Budget, Slice, budget_of
 from gputop.diagnose.findings import Evidence, Finding, Verdict
-from gputop.diagnose.rules import DATA_BOUNDS, HOLD, pct, stalling, warming_up
+from gputop.diagnose.rules import DATA_BOUNDS, pct, stalling, warming_up
 from gputop.diagnose.signals import RuleInputs
 from gputop.vocab import budget as slices
 
@@ -125,11 +125,11 @@ step): two near-equal slices do not flip reading by reading."""
 
 
 def _leading_slice(budget: Budget, held: str | None) -> Slice | None:
-    """The largest loss slice at or above FLOOR (a held one until under HOLD x FLOOR, and
+    """The largest loss slice at or above FLOOR (a held one until under HELD_FLOOR, and
     until another is SWITCH_POINTS larger); None: no loss reaches the floor. A share of stack
     samples must reach it less its sampling error (two dumps of ten are no measured 20%)."""
     losses = budget.losses()
-    keep = next((x for x in losses if x.name == held and x.low >= HOLD * FLOOR), None)
+    keep = next((x for x in losses if x.name == held and x.low >= HELD_FLOOR), None)
     top = next((x for x in losses if x.low >= FLOOR), None)
     if keep is not None and (top is None or top.share < keep.share + SWITCH_POINTS):
         return keep
@@ -257,12 +257,12 @@ def _held_slice(
     budget: Budget, state: State, findings: Sequence[Finding], sig: RuleInputs
 ) -> Finding | None:
     """The finding for the slice the shown principal stands for, while that slice is still a
-    loss in its band (HOLD x FLOOR): a challenger then needs SWITCH_AFTER evaluations in a
+    loss in its band (HELD_FLOOR): a challenger then needs SWITCH_AFTER evaluations in a
     row, as between two rules' findings. None: no slice held, or it is gone."""
     if state.slice is None or state.principal is None:
         return None
     x = budget.slice(state.slice)
-    if x.low < HOLD * FLOOR:
+    if x.low < HELD_FLOOR:
         return None
     f = _for_slice(x, budget, {f.bound: f for f in findings}, sig)
     return f if f is not None and f.bound == state.principal else None

@@ -67,8 +67,9 @@ def train(rank: int) -> None:
     shard = os.path.join(tempfile.gettempdir(), f"corpus-mixed-ranks-{rank}.pt")
     # the rank that arrives last at the all_reduce times it without waiting: it sizes the sync
     decides = 1 if args.straggler else 0
-    plan = torch.zeros(2, dtype=torch.int64)
-    """[all_reduce rounds this step, stop]: one rank decides, every rank follows."""
+    plan = torch.zeros(3, dtype=torch.int64)
+    """[all_reduce rounds this step, stop, checkpoint]: one rank decides, every rank follows
+    (ranks save their shards at the same step, as a job checkpointing every N steps does)."""
     per_round = 0.0
     end = time.monotonic() + args.seconds
     while True:
@@ -88,6 +89,7 @@ def train(rank: int) -> None:
             want = pacer.owed("sync")
             plan[0] = max(1, round(want / per_round)) if per_round else 1
             plan[1] = int(time.monotonic() >= end)
+            plan[2] = int(pacer.due("checkpoint"))
         dist.broadcast(plan, src=decides)
         rounds = int(plan[0])
         for _ in range(rounds):
@@ -105,7 +107,7 @@ def train(rank: int) -> None:
         opt.step()
         if args.logging:
             log.info("rank %d loss %.4f", rank, loss.item())
-        if pacer.due("checkpoint"):
+        if plan[2]:
             with pacer.time("checkpoint"):
                 torch.save({"model": model.state_dict(), "opt": opt.state_dict()}, shard)
     dist.destroy_process_group()
