@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from gputop.diagnose import levers, rules
 from gputop.diagnose.findings import Finding
 from gputop.diagnose.signals import RuleInputs
+from gputop.vocab import budget as slices
 
 Rule = Callable[[RuleInputs], Finding]
 Levers = Callable[[RuleInputs], tuple[str, ...]]
@@ -82,6 +83,15 @@ class Bound:
     """Still the principal once the target has exited: it says why the job ended (an OOM
     kill) or that it did. Every other bound read the job's last readings: it stays secondary
     (what the job was doing), never the verdict on a job that is gone."""
+    slices: tuple[str, ...] = ()
+    """The step-time budget's slices whose loss this bound names (``vocab/budget.py``): the
+    verdict reads its rule when one of them is the largest loss."""
+    stretches: bool = False
+    """A cause that stretches a slice rather than taking time of its own (memory pressure, a
+    CPU fight): principal, led by the slice, when its finding explains the slice's bound."""
+    limits_compute: bool = False
+    """May limit the compute of a compute-bound job (clocks cut, DRAM, threads on too few
+    CPUs, tiny kernels): principal, led by the compute share, when no loss reaches the floor."""
 
 
 REGISTRY: tuple[Bound, ...] = (
@@ -92,6 +102,7 @@ REGISTRY: tuple[Bound, ...] = (
         tier=Tier.OVERRIDE,
         style=Style.BAD,
         description="no step completes and main threads stay parked in a wait: the job is stuck",
+        slices=(slices.STALL,),
     ),
     Bound(
         "host-memory-pressure",
@@ -100,6 +111,7 @@ REGISTRY: tuple[Bound, ...] = (
         style=Style.BAD,
         after_exit=True,
         description="the working set near the cgroup's memory limit: reclaim stalls, OOM kills",
+        stretches=True,
     ),
     Bound(
         "throttled-thermal",
@@ -108,6 +120,7 @@ REGISTRY: tuple[Bound, ...] = (
         per_gpu=PerGpu.ALWAYS,
         style=Style.BAD,
         description="SM clocks cut to keep the GPU cool",
+        limits_compute=True,
     ),
     Bound(
         "throttled-power",
@@ -116,6 +129,7 @@ REGISTRY: tuple[Bound, ...] = (
         per_gpu=PerGpu.ALWAYS,
         style=Style.BAD,
         description="SM clocks cut to stay under the power limit",
+        limits_compute=True,
     ),
     Bound(
         "straggler",
@@ -124,6 +138,7 @@ REGISTRY: tuple[Bound, ...] = (
         explains=("comms",),
         style=Style.BAD,
         description="one rank works longer per step than the median rank; the others wait for it",
+        slices=(slices.STRAGGLER,),
     ),
     Bound(
         "cpu-oversubscribed",
@@ -131,6 +146,8 @@ REGISTRY: tuple[Bound, ...] = (
         levers.cpu_oversubscribed,
         style=Style.BAD,
         description="more runnable threads than CPUs, or the cgroup's CPU quota throttled",
+        stretches=True,
+        limits_compute=True,
     ),
     Bound(
         "data-input",
@@ -139,6 +156,7 @@ REGISTRY: tuple[Bound, ...] = (
         per_gpu=PerGpu.GPU_VIEW,
         style=Style.BAD,
         description="the GPU waits for the next batch",
+        slices=(slices.DATA,),
     ),
     Bound(
         "data-input/cpu-transform",
@@ -146,6 +164,7 @@ REGISTRY: tuple[Bound, ...] = (
         levers.cpu_transform,
         style=Style.BAD,
         description="data-input, and preparing the batches (workers or main thread) is CPU-bound",
+        slices=(slices.DATA,),
     ),
     Bound(
         "data-input/io",
@@ -153,6 +172,7 @@ REGISTRY: tuple[Bound, ...] = (
         levers.data_io,
         style=Style.BAD,
         description="data-input, and the job waits on storage to read the data",
+        slices=(slices.DATA,),
     ),
     Bound(
         "comms",
@@ -160,6 +180,7 @@ REGISTRY: tuple[Bound, ...] = (
         levers.comms,
         style=Style.BAD,
         description="gradient communication not overlapped with compute",
+        slices=(slices.COMMS,),
     ),
     Bound(
         "h2d-copy",
@@ -168,6 +189,7 @@ REGISTRY: tuple[Bound, ...] = (
         per_gpu=PerGpu.GPU_VIEW,
         style=Style.BAD,
         description="host-to-device copies on the critical path",
+        slices=(slices.H2D,),
     ),
     Bound(
         "side-work",
@@ -175,6 +197,7 @@ REGISTRY: tuple[Bound, ...] = (
         levers.side_work,
         style=Style.BAD,
         description="checkpoints, logging, eval or garbage collection stall steps periodically",
+        slices=slices.SIDE,
     ),
     Bound(
         "host-overhead",
@@ -183,6 +206,8 @@ REGISTRY: tuple[Bound, ...] = (
         per_gpu=PerGpu.GPU_VIEW,
         style=Style.BAD,
         description="the GPU waits for the CPU to launch work: tiny kernels, per-step syncs",
+        slices=(slices.LOOP,),
+        limits_compute=True,
     ),
     Bound(
         "memory-bandwidth",
@@ -191,6 +216,7 @@ REGISTRY: tuple[Bound, ...] = (
         per_gpu=PerGpu.ALWAYS,
         style=Style.BAD,
         description="DRAM bandwidth is the limit while the tensor cores idle",
+        limits_compute=True,
     ),
     Bound(
         "gpu-compute",
@@ -199,6 +225,7 @@ REGISTRY: tuple[Bound, ...] = (
         tier=Tier.FALLBACK,
         style=Style.GOOD,
         description="the GPU computes all the time at full clock (the good case)",
+        slices=(slices.COMPUTE,),
     ),
     Bound(
         "idle",
@@ -216,6 +243,13 @@ NAMES: tuple[str, ...] = tuple(BY_NAME)
 """Every bound name a finding can carry, in registry order."""
 RULES: tuple[Rule, ...] = tuple(dict.fromkeys(b.rule for b in REGISTRY if b.rule is not None))
 """Each rule once, at its first entry's place."""
+SLICE_BOUNDS: dict[str, tuple[str, ...]] = {
+    x: tuple(b.name for b in REGISTRY if x in b.slices) for x in slices.SLICES
+}
+"""The bounds that name each budget slice's loss, in registry order (data's variants: the one
+its rule tells apart)."""
+CAUSES: tuple[str, ...] = tuple(b.name for b in REGISTRY if b.stretches)
+COMPUTE_LIMITS: tuple[str, ...] = tuple(b.name for b in REGISTRY if b.limits_compute)
 
 
 def bound(name: str) -> Bound:
@@ -255,7 +289,9 @@ def registry_problems(
             out.append(f"{where}: its name is empty or declared twice")
         seen.add(b.name)
         if not callable(b.rule):
-            out.append(f"{where}: no rule (a function in rules.py: RuleInputs -> Finding)")
+            out.append(
+                f"{where}: no rule (a function in gputop/diagnose/rules/: RuleInputs -> Finding)"
+            )
         if not callable(b.levers):
             out.append(f"{where}: no levers (a function in levers.py: RuleInputs -> levers)")
         if not isinstance(b.tier, Tier):
@@ -285,6 +321,14 @@ def registry_problems(
     for name in rules.DATA_BOUNDS:
         if name not in by_name:
             out.append(f"rules.DATA_BOUNDS names {name!r}, which has no entry")
+    for b in registry:
+        for x in b.slices:
+            if x not in slices.SLICES:
+                out.append(f"bound {b.name!r}: names the slice {x!r}, which is no budget slice")
+    named = {x for b in registry for x in b.slices}
+    for x in slices.SLICES:
+        if x not in named:
+            out.append(f"budget slice {x!r}: no bound names its loss (Bound.slices)")
     if schema_bounds is not None:
         enum_ = list(schema_bounds)
         for b in registry:

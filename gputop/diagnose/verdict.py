@@ -9,10 +9,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from gputop.diagnose.bounds import RULES, PerGpu, Tier, bound, judge
+from gputop.diagnose.bounds import (
+    CAUSES,
+    COMPUTE_LIMITS,
+    RULES,
+    SLICE_BOUNDS,
+    PerGpu,
+    Tier,
+    bound,
+    judge,
+)
 from gputop.diagnose.budget import FLOOR, HELD_FLOOR, Budget, Slice, budget_of
 from gputop.diagnose.findings import Evidence, Finding, Verdict
-from gputop.diagnose.rules import DATA_BOUNDS, pct, stalling, warming_up
+from gputop.diagnose.rules import pct, stalling, warming_up
 from gputop.diagnose.signals import RuleInputs
 from gputop.vocab import budget as slices
 
@@ -92,33 +101,6 @@ def _on_gpus(held: Sequence[tuple[int, Finding]]) -> Finding:
     )
 
 
-SLICE_BOUNDS: dict[str, tuple[str, ...]] = {
-    slices.DATA: DATA_BOUNDS,
-    slices.H2D: ("h2d-copy",),
-    slices.COMMS: ("comms",),
-    slices.STRAGGLER: ("straggler",),
-    slices.EVAL: ("side-work",),
-    slices.CHECKPOINT: ("side-work",),
-    slices.LOG: ("side-work",),
-    slices.GC: ("side-work",),
-    slices.LOOP: ("host-overhead",),
-    slices.STALL: ("hung",),
-    slices.COMPUTE: ("gpu-compute",),
-}
-"""The bound each budget slice is the loss of (the rule that says what limits it); data's
-variant is the one its rule tells apart."""
-CAUSES = ("host-memory-pressure", "cpu-oversubscribed")
-"""Bounds that stretch a slice rather than take time of their own: named as the cause of the
-slice they explain (``Finding.explains``), never as a rival slice."""
-COMPUTE_LIMITS = (
-    "throttled-thermal",
-    "throttled-power",
-    "memory-bandwidth",
-    "cpu-oversubscribed",
-    "host-overhead",
-)
-"""What may limit the compute of a compute-bound job: clocks cut, DRAM bandwidth, threads that
-share too few CPUs, a trickle of tiny kernels (host-overhead from NVML only)."""
 SWITCH_POINTS = 0.05
 """A slice replaces the principal one only when larger by this much (five points of the
 step): two near-equal slices do not flip reading by reading."""

@@ -66,6 +66,17 @@ def test_a_rule_that_names_another_bound_is_said():
         bound("nope")
 
 
+def test_every_budget_slice_has_a_bound_and_a_bound_names_only_slices():
+    # the verdict reads the registry for which rule speaks for the largest loss: a slice no
+    # bound names would have no finding, a misspelled slice would never be the principal
+    registry = tuple(replace(b, slices=()) if b.name == "comms" else b for b in REGISTRY)
+    assert any(
+        "slice 'comms': no bound names its loss" in p for p in registry_problems(None, registry)
+    )
+    typo = tuple(replace(b, slices=("comm",)) if b.name == "comms" else b for b in REGISTRY)
+    assert any("'comms': names the slice 'comm'" in p for p in registry_problems(None, typo))
+
+
 def test_the_rule_order_is_the_registry_order_each_rule_once():
     assert RULES[0] is rules.hung and RULES[-1] is rules.idle
     assert len(RULES) == len(set(RULES)) == 14  # the three data-input bounds share one rule

@@ -1,0 +1,264 @@
+"""What limits the compute of a compute-bound job, from NVML: clocks cut by heat or the
+power cap, DRAM bandwidth; and gpu-compute itself, the good case."""
+
+from __future__ import annotations
+
+from gputop.diagnose.findings import Evidence, Finding
+from gputop.diagnose.rules.common import (
+    GPU_BUSY,
+    MAIN_COMPUTING,
+    STACK_MIN,
+    band,
+    finding,
+    pct,
+    stack_shares,
+)
+from gputop.diagnose.signals import (
+    RECENT_S,
+    GpuSignals,
+    RuleInputs,
+)
+from gputop.vocab import stacks as stack
+from gputop.vocab import steps as step
+
+THERMAL_SHARE = 0.3
+"""Share of busy time with a thermal clock-event reason from which heat is cutting clocks."""
+THERMAL_CLOCK = 0.95
+"""SM clock over its max below which the thermal reasons are cutting it."""
+SLOWDOWN_MARGIN_C = 2
+"""Degrees under the board's slowdown temperature that count as at it."""
+
+
+def throttled_thermal(sig: RuleInputs) -> Finding:
+    g = sig.gpu
+    if g is None:
+        return finding("throttled-thermal", [], [], ["NVML"], "clocks cut by heat")
+    agree = []
+    if g.thermal_throttled >= THERMAL_SHARE:
+        share = pct(g.thermal_throttled)
+        text = f"thermal clock reasons {share} of busy time (>= {pct(THERMAL_SHARE)})"
+        agree.append(Evidence(text, "NVML"))
+    temps = g.hottest is not None and g.slowdown is not None
+    if temps and g.hottest >= g.slowdown - SLOWDOWN_MARGIN_C:
+        agree.append(Evidence(f"{g.hottest:.0f} C, slowdown at {g.slowdown} C", "NVML"))
+    fired_clock = g.clock_ratio is not None and g.clock_ratio < THERMAL_CLOCK
+    fired = fired_clock or len(agree) > 1
+    against = [] if fired and agree else [_thermal_numbers(g)]
+    return finding(
+        "throttled-thermal",
+        agree if fired else [],
+        against,
+        [],
+        "clocks cut to keep the GPU cool",
+        impact=1 - (g.clock_ratio or 1),
+    )
+
+
+def _thermal_numbers(g: GpuSignals) -> Evidence:
+    """What the thermal rule read, shown when it does not fire (the why screen)."""
+    temp = f", hottest {g.hottest:.0f} C (slowdown at {g.slowdown} C)" if g.hottest else ""
+    clock = f", SM clock {pct(g.clock_ratio)} of max" if g.clock_ratio is not None else ""
+    return Evidence(
+        f"thermal clock reasons {pct(g.thermal_throttled)} of busy time (fires from "
+        f"{pct(THERMAL_SHARE)}){clock}{temp}",
+        "NVML",
+        False,
+    )
+
+
+POWER_SHARE = 0.5
+"""Share of busy time with a power-cap reason from which the cap is cutting clocks."""
+POWER_CLOCK = 0.9
+"""SM clock over its max below which the power cap costs real speed."""
+
+
+def throttled_power(sig: RuleInputs) -> Finding:
+    g = sig.gpu
+    if g is None:
+        return finding("throttled-power", [], [], ["NVML"], "clocks cut by the power limit")
+    agree = []
+    if (
+        g.power_throttled >= POWER_SHARE
+        and g.clock_ratio is not None
+        and g.clock_ratio < POWER_CLOCK
+    ):
+        agree.append(
+            Evidence(
+                f"power-cap reason {pct(g.power_throttled)} of busy time, SM clock "
+                f"{pct(g.clock_ratio)} of max (< {pct(POWER_CLOCK)})",
+                "NVML",
+            )
+        )
+        if g.limit_lowered:
+            agree.append(Evidence("enforced power limit below the card's default", "NVML"))
+    against = []
+    if not agree:
+        clock = f", SM clock {pct(g.clock_ratio)} of max" if g.clock_ratio is not None else ""
+        power = f", power {pct(g.power_ratio)} of the limit" if g.power_ratio is not None else ""
+        text = (
+            f"power-cap reason {pct(g.power_throttled)} of busy time (fires from "
+            f"{pct(POWER_SHARE)} with the clock under {pct(POWER_CLOCK)}){clock}{power}"
+        )
+        against.append(Evidence(text, "NVML", False))  # fmt: skip
+    return finding(
+        "throttled-power",
+        agree,
+        against,
+        [],
+        "clocks cut to stay under the power limit",
+        impact=1 - (g.clock_ratio or 1),
+    )
+
+
+DRAM_BUSY = 80.0
+"""DRAM bandwidth (% of peak) from which memory is the limit (domain.md: > ~80%)..."""
+TENSOR_LOW = 30.0
+"""... while the tensor cores are busy under this (%)."""
+
+
+def memory_bandwidth(sig: RuleInputs) -> Finding:
+    g = sig.gpu
+    if g is None:
+        return finding("memory-bandwidth", [], [], ["NVML"], "DRAM bandwidth is the limit")
+    agree, against, missing = [], [], []
+    if g.dram is not None:
+        text = (
+            f"DRAM bandwidth {g.dram:.0f}% of peak (fires from {DRAM_BUSY:.0f}%), tensor cores "
+            f"{g.tensor or 0:.0f}% (under {TENSOR_LOW:.0f}%)"
+        )
+        if g.dram >= DRAM_BUSY and (g.tensor or 0) < TENSOR_LOW:
+            agree.append(Evidence(text, "NVML"))
+        else:
+            against.append(Evidence(text, "NVML", False))
+    else:
+        missing.append("GPM")
+    return finding(
+        "memory-bandwidth",
+        agree,
+        against,
+        missing,
+        "DRAM bandwidth is the limit",
+        impact=0.2 if agree else 0.0,
+    )
+
+
+COMPUTE_CLOCK = 0.9
+"""SM clock over its max from which a busy GPU computes at full speed."""
+COMPUTE_SM = 80.0
+"""SMs busy (%, GPM) from which the utilisation is real work, not a trickle of kernels."""
+COMPUTE_SHARE = 0.8
+"""Share of the step in forward, backward and optimizer from which the step is computing."""
+STACK_COMPUTE = 0.7
+"""Share of the main threads' stack samples in forward, backward or the optimizer from which,
+without the agent, the loop computes: py-spy also lands in the loss, zero_grad and the loop's
+own lines, which the agent counts inside its phases or not at all."""
+HELD_BUSY = 80.0
+"""GPU utilisation (%) a held gpu-compute verdict needs: domain.md's "well used" (> 80%)."""
+
+
+def gpu_compute(sig: RuleInputs) -> Finding:
+    """The good case: the GPU busy (> GPU_BUSY % at COMPUTE_CLOCK of its max clock, no
+    throttling) and the step in the model's own work. Utilisation is read over the window or
+    its last RECENT_S, whichever is higher: a job that began computing a few seconds ago is
+    compute-bound now. Without the agent, the main threads' stacks in forward / backward /
+    optimizer (>= STACK_COMPUTE of the samples) while the process works on the CPU (>=
+    MAIN_COMPUTING cores) say the loop computes: that outweighs a GPU reading still quiet from
+    the start (it is shown against), never a GPU the rules call starved by data. Not before the
+    agent's first steps and STACK_MIN dumps: until then no bottleneck could have shown."""
+    g = sig.gpu
+    agree, against, missing = [], [], []
+    held = sig.holding == "gpu-compute"
+    numbers = None  # what NVML read, shown against when the rule does not fire (why screen)
+    if g is None:
+        missing.append("NVML")
+    else:
+        # the window, or its last RECENT_S when the GPU got busier there (a job that started)
+        lately = g.util_recent is not None and g.util_recent > g.util
+        util = g.util_recent if lately and g.util_recent is not None else g.util
+        sm = g.sm_recent if lately and g.sm_recent is not None else g.sm_active
+        busy = HELD_BUSY if held else GPU_BUSY
+        if (
+            util >= busy
+            and (g.clock_ratio or 0) >= COMPUTE_CLOCK
+            and g.power_throttled < POWER_SHARE
+            and g.thermal_throttled < THERMAL_SHARE
+        ) and (sm is None or sm >= band(COMPUTE_SM, sig, "gpu-compute")):
+            when = f" over the last {RECENT_S:g} s" if lately else ""
+            agree.append(
+                Evidence(
+                    f"GPU busy {util:.0f}%{when} (>= {busy:.0f}%), SM clock "
+                    f"{pct(g.clock_ratio or 0)} of max"
+                    + (f", SMs busy {sm:.0f}%" if sm is not None else ""),
+                    "NVML",
+                )
+            )
+        else:
+            numbers = Evidence(
+                f"GPU busy {util:.0f}% (needs {busy:.0f}%), SM clock {pct(g.clock_ratio or 0)} "
+                f"of max (needs {pct(COMPUTE_CLOCK)}), no throttling"
+                + (f", SMs busy {sm:.0f}%" if sm is not None else ""),
+                "NVML",
+                False,
+            )
+    if sig.steps and sig.steps.shares:
+        compute = sum(sig.steps.shares.get(p, 0) for p in step.MODEL_PHASES)
+        need = band(COMPUTE_SHARE, sig, "gpu-compute")
+        if compute >= need:
+            agree.append(
+                Evidence(
+                    f"forward + backward + optimizer {pct(compute)} of the step (>= {pct(need)})",
+                    "agent",
+                )
+            )
+        else:
+            against.append(
+                Evidence(
+                    f"forward + backward + optimizer only {pct(compute)} of the step "
+                    f"(< {pct(need)})",
+                    "agent",
+                    False,
+                )
+            )
+    elif (shares := stack_shares(sig)) is not None and sig.host is not None:
+        h = sig.host
+        compute = sum(shares.get(p, 0) for p in stack.MODEL_PHASES)
+        need = band(STACK_COMPUTE, sig, "gpu-compute")
+        working = h.cpu_wanted
+        if compute >= need and working >= MAIN_COMPUTING and not h.exited:
+            n = sig.stacks.samples if sig.stacks else 0
+            agree.append(
+                Evidence(
+                    f"main threads in forward / backward / optimizer {pct(compute)} of {n} "
+                    f"stack samples (>= {pct(need)})",
+                    "stacks",
+                )
+            )
+            agree.append(
+                Evidence(f"the job uses {working:.1f} cores of CPU (>= {MAIN_COMPUTING:g})", "host")
+            )
+            if g is not None and not any(e.source == "NVML" for e in agree):
+                against.append(
+                    Evidence(
+                        f"GPU busy only {g.util:.0f}% over the window (from a quiet start?)",
+                        "NVML",
+                        False,
+                    )
+                )
+    from_nvml = any(e.source == "NVML" for e in agree)
+    from_stacks = any(e.source == "stacks" for e in agree)
+    # the good case is the absence of a bottleneck: it can be told only once the sources that
+    # would show one have had their say (the agent's first steps, STACK_MIN dumps); before the
+    # agent's third step of a slow loop (5-s steps), the stacks have seen where the steps go
+    settled = (sig.steps is None or bool(sig.steps.shares) or from_stacks) and (
+        sig.stacks is None or sig.stacks.samples >= STACK_MIN
+    )
+    fired = settled and ((from_nvml and not against) or from_stacks)
+    if not fired and numbers is not None and not any(e.source == "NVML" for e in against):
+        against.append(numbers)
+    return finding(
+        "gpu-compute",
+        agree if fired else [],
+        against,
+        missing,
+        "the GPU computes all the time (the good case)",
+    )

@@ -1,0 +1,574 @@
+"""The loss slices of a step and the rules that say what limits each: the straggler, comms,
+data input (and which resource the loader lacks), H2D copies, side work, the loop's own
+Python (host-overhead)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gputop.diagnose.findings import Evidence, Finding
+from gputop.diagnose.rules.common import (
+    GPU_BUSY,
+    GPU_STARVED,
+    MAIN_COMPUTING,
+    STACK_MIN,
+    STACK_SHARE,
+    at,
+    band,
+    finding,
+    pct,
+    stack_shares,
+)
+from gputop.diagnose.rules.host import pools_crowd
+from gputop.diagnose.rules.progress import STEPS_SEEN
+from gputop.diagnose.signals import (
+    SPIKE,
+    WORKER_PEGGED,
+    WORKERS_COMPUTE,
+    HostSignals,
+    RuleInputs,
+    StepSignals,
+)
+from gputop.model.ranks import STRAGGLER_EXCESS
+from gputop.model.stack_stats import OwnCode
+from gputop.vocab import stacks as stack
+from gputop.vocab import steps as step
+
+DATA_WAIT_WARN = 0.05
+"""Batch wait over this share of the step starves the GPU (domain.md: target < 5%)."""
+COMMS_SHARE = 0.20
+"""Gradient sync over this share of the step is comms-bound (domain.md)."""
+H2D_SHARE = 0.10
+"""Host-to-device copies over this share of the step are on the critical path."""
+SIDE_SHARE = 0.10
+"""Checkpoint, logging or garbage collection over this share of step time."""
+
+
+def straggler(sig: RuleInputs) -> Finding:
+    """One rank works longer than the median rank: the definition and its numbers are the
+    model's (``model.ranks``, as the ranks pane, /metrics and the report read them)."""
+    st = sig.steps
+    slow = st.rank_work.slowest if st is not None and st.rank_work is not None else None
+    if slow is None:
+        return finding("straggler", [], [], [] if st else ["agent"], "one rank slower")
+    agree = []
+    # the model's definition, with the band while straggler is shown: data skew varies from
+    # batch to batch, and a median excess near 10% would hand the verdict to the comms wait
+    # it causes and back
+    need = band(STRAGGLER_EXCESS, sig, "straggler")
+    if slow.step_ms and slow.exceeds(need):
+        agree.append(
+            Evidence(
+                f"rank {slow.row.name} works {slow.row.work_ms:.0f} ms per step vs median "
+                f"{slow.median_work_ms:.0f} ms (>= {pct(need)} of the "
+                f"{slow.step_ms:.0f} ms step)",
+                "agent",
+            )
+        )
+    return finding(
+        "straggler",
+        agree,
+        [],
+        [],
+        f"rank {slow.row.name} is slower; the others wait",
+        impact=slow.excess_of_step,
+    )
+
+
+def comms(sig: RuleInputs) -> Finding:
+    agree, missing = [], []
+    share = None
+    limit, stacks_limit = band(COMMS_SHARE, sig, "comms"), band(STACK_SHARE, sig, "comms")
+    if sig.steps is not None and sig.steps.shares:
+        share = sig.steps.shares.get(step.GRAD_SYNC, 0.0)
+        if share > limit:
+            agree.append(
+                Evidence(
+                    f"grad sync {pct(share)} of the step (> {pct(limit)}; healthy < 10-15%)",
+                    "agent",
+                )
+            )
+    else:
+        missing.append("agent")
+    if sig.stacks is not None:
+        c = sig.stacks.main_shares.get(stack.COLLECTIVE_WAIT, 0.0)
+        if c > stacks_limit:
+            agree.append(
+                Evidence(f"main threads in a collective {pct(c)} of stack samples", "stacks")
+            )
+    else:
+        missing.append("stacks")
+    return finding(
+        "comms",
+        agree,
+        [],
+        missing,
+        "time waiting for gradient communication",
+        impact=share or 0.0,
+    )
+
+
+IO_PRESSURE = 10.0
+"""PSI io "some" avg10 (%): time some task waited on storage."""
+JOB_READS = 1e6
+"""Bytes/s the job must read itself before the machine's I/O pressure is blamed on it."""
+DISK_WAITERS = 1.0
+"""Threads of the job in disk wait (D state) on average from which storage holds it up."""
+
+
+def _io_evidence(h: HostSignals) -> Evidence | None:
+    """Threads of the job asleep on the disk, or I/O pressure while the job reads: only the
+    parts that crossed are shown. PSI on a cgroup-v1 host is machine-wide, so it counts only
+    when the job itself reads."""
+    reading = h.read_bytes_rate >= JOB_READS
+    parts = []
+    if h.disk_wait >= DISK_WAITERS:
+        parts.append(f"{h.disk_wait:.1f} threads in disk wait (D state) on average")
+    if reading and h.psi.get("io", 0) > IO_PRESSURE:
+        parts.append(f"I/O pressure {h.psi['io']:.0f}% (> {IO_PRESSURE:.0f}%)")
+    if not parts:
+        return None
+    if reading:
+        parts.append(f"reading {h.read_bytes_rate / 1e6:.0f} MB/s from storage")
+    return Evidence(", ".join(parts), "host")
+
+
+def _transforming(h: HostSignals, sig: RuleInputs) -> bool:
+    """DataLoader workers that compute: every one pegged, or on average wanting at least
+    WORKERS_COMPUTE of a core (CPU used plus time queued for one: on shared or saturated cores
+    a computing worker gets less than it wants, but it still wants it)."""
+    need = band(WORKERS_COMPUTE, sig, "data-input/cpu-transform")
+    return bool(h.workers) and (
+        h.workers_pegged == h.workers
+        or (h.workers_busy or 0) >= need
+        or (h.workers_demand or 0) >= need
+    )
+
+
+KERNEL_READS = 0.4
+"""Share of the loader's CPU spent in the kernel from which its work is reading, not
+transforming: a transform runs in user space (a few % system time), while a loader that opens,
+stats and reads many small files spends most of its CPU in those syscalls, even when the page
+cache serves them (domain.md's data-input/io: the workers "sit in read"; the lever is fewer,
+larger files, not a cheaper transform)."""
+LOADER_BUSY = 0.2
+"""CPU (cores per loader process) from which the kernel share is read: an idle loader's few
+system calls are no bottleneck."""
+
+
+def _kernel_reads(h: HostSignals, sig: RuleInputs) -> Evidence | None:
+    """The loader's CPU goes mostly to system calls (KERNEL_READS): evidence, else None."""
+    share = h.loader_kernel
+    need = band(KERNEL_READS, sig, "data-input/io")
+    if share is None or share < need:
+        return None
+    if h.workers:
+        who, each = f"{h.workers} DataLoader workers spend {pct(share)} of their", h.workers_busy
+        per = " each"
+    else:
+        who, each, per = f"the main process spends {pct(share)} of its", h.cpu_cores, ""
+    if each is None or each < LOADER_BUSY:
+        return None
+    return Evidence(
+        f"{who} CPU in the kernel (>= {pct(need)}), {pct(each)} of a "
+        f"core{per}: opening and reading files, not transforming them",
+        "host",
+    )
+
+
+STARVED_FROM = 2 * 5.0
+"""GPU utilisation (%) from which a GPU seen alone works at all (twice IDLE_UTIL)..."""
+BURSTY = 0.2
+"""... and the variation (coefficient) of its utilisation from which it works in bursts."""
+
+
+def data_input(sig: RuleInputs) -> Finding:
+    """The GPU waits for batches: the agent's batch wait, the main thread's stacks in the
+    loader, a starved GPU. Which resource the loader lacks names the variant: CPU for workers
+    that compute (or a main thread that prepares batches itself), storage for reads that
+    block. When the workers' own computing saturates the CPUs (one thread each, no thread
+    pools: ``pools_crowd`` is false) the finding explains cpu-oversubscribed: the transform is
+    what fills the CPUs, and the lever is a cheaper transform, not a thread cap."""
+    agree, against, missing = [], [], []
+    share = None
+    held = ("data-input", "data-input/cpu-transform", "data-input/io")
+    warn = band(DATA_WAIT_WARN, sig, *held)
+    if sig.steps is not None and sig.steps.shares:
+        share = sig.steps.shares.get(step.DATA_WAIT, 0.0)
+        if share > warn:
+            text = f"batch wait {pct(share)} of the step (target < {pct(DATA_WAIT_WARN)})"
+            agree.append(Evidence(text, "agent"))
+    else:
+        missing.append("agent")
+    shares = stack_shares(sig)
+    if shares is not None:
+        w = shares.get(stack.DATA_WAIT, 0.0) + shares.get(stack.FETCH, 0.0)
+        need = band(STACK_SHARE, sig, *held)
+        if w > need:
+            agree.append(
+                Evidence(
+                    f"main thread waiting on or preparing data {pct(w)} of "
+                    f"{sig.stacks.samples if sig.stacks else 0} stack samples (> {pct(need)})",
+                    "stacks",
+                )
+            )
+    else:
+        missing.append("stacks")
+    if sig.gpu is not None:
+        g = sig.gpu
+        if g.util < GPU_STARVED and agree:
+            agree.append(Evidence(f"GPU busy only {g.util:.0f}% of the time", "NVML"))
+        elif g.util >= GPU_BUSY:
+            against.append(Evidence(f"GPU busy {g.util:.0f}% of the time", "NVML", False))
+        elif sig.gpu_view and STARVED_FROM <= g.util < GPU_STARVED and g.util_cv >= BURSTY:
+            # nothing but NVML speaks for the job: a GPU that works in bursts and waits between
+            # them is starved, most often of batches (attached, the job's own signals say which)
+            agree.append(
+                Evidence(
+                    f"GPU busy only {g.util:.0f}% of the time, in bursts (variation "
+                    f"{g.util_cv:.2f} >= {BURSTY:g}): it waits between batches of work",
+                    "NVML",
+                )
+            )
+        else:
+            against.append(Evidence(f"GPU busy {g.util:.0f}% of the time", "NVML", False))
+    fired = bool(agree) and (share is None or share > warn)
+    bound = "data-input"
+    summary = "the GPU waits for the next batch"
+    explains: tuple[str, ...] = ()
+    h = sig.host
+    if fired and h is not None and not h.exited:
+        io = _io_evidence(h)
+        kernel = _kernel_reads(h, sig)
+        if kernel is not None:  # busy, but in opens and reads: reading, not transforming
+            bound, summary = "data-input/io", "reading the data is the bottleneck"
+            agree.extend(e for e in (io, kernel) if e is not None)
+        elif _transforming(h, sig):
+            # pegged, or busy most of the time on a machine whose cores are shared
+            bound, summary = "data-input/cpu-transform", "DataLoader workers are CPU-bound"
+            wants = ""
+            if (h.workers_demand or 0) - (h.workers_busy or 0) >= 0.1:
+                wants = f", wanting {pct(h.workers_demand or 0)} with the run-queue wait"
+            agree.append(
+                Evidence(
+                    f"{h.workers_pegged} of {h.workers} workers at "
+                    f">= {pct(WORKER_PEGGED)} of a core, "
+                    f"{pct(h.workers_busy or 0)} of a core each on average{wants} "
+                    f"(computing from {pct(WORKERS_COMPUTE)})",
+                    "host",
+                )
+            )
+            if not pools_crowd(sig):
+                explains = ("cpu-oversubscribed",)
+        elif io is not None:
+            bound, summary = "data-input/io", "reading the data is the bottleneck"
+            agree.append(io)
+        elif (
+            not h.workers
+            and shares is not None
+            and shares.get(stack.FETCH, 0) > band(STACK_SHARE, sig, "data-input/cpu-transform")
+            # computing (CPU used, or queued for a CPU), not asleep on a remote read
+            and h.cpu_wanted >= band(MAIN_COMPUTING, sig, "data-input/cpu-transform")
+        ):
+            bound, summary = (
+                "data-input/cpu-transform",
+                "the main thread prepares every batch itself",
+            )
+            if not pools_crowd(sig):
+                explains = ("cpu-oversubscribed",)
+    f = finding(
+        bound,
+        agree if fired else [],
+        against,
+        missing,
+        summary,
+        impact=share if share is not None else 0.3,
+    )
+    return replace(f, explains=explains) if f.fired else f
+
+
+H2D_RX_GBPS = 1.0
+"""PCIe receive (GB/s) that, with the SMs mostly idle, means copies gate the GPU
+(research/nvml-signals.md: >= 1 GB/s with SM < 30%)."""
+H2D_SM_IDLE = 30.0
+
+
+def h2d_copy(sig: RuleInputs) -> Finding:
+    agree, missing = [], []
+    share = 0.0
+    if sig.steps is not None and sig.steps.shares:
+        share = sig.steps.shares.get(step.H2D, 0.0)
+        if share > H2D_SHARE:
+            text = f"H2D copy {pct(share)} of the step (> {pct(H2D_SHARE)})"
+            agree.append(Evidence(text, "agent"))
+    else:
+        missing.append("agent")
+    g = sig.gpu
+    if g is not None and g.pcie_rx_gbps is not None:
+        busy = g.sm_active if g.sm_active is not None else g.util
+        what = "SMs busy" if g.sm_active is not None else "GPU busy"
+        if g.pcie_rx_gbps >= H2D_RX_GBPS and busy < H2D_SM_IDLE:
+            agree.append(
+                Evidence(
+                    f"PCIe to the GPU {g.pcie_rx_gbps:.1f} GB/s (>= {H2D_RX_GBPS:g}) while "
+                    f"{what} {busy:.0f}% (< {H2D_SM_IDLE:.0f}%)",
+                    "NVML",
+                )
+            )
+        elif share > H2D_SHARE:
+            agree.append(Evidence(f"PCIe to the GPU {g.pcie_rx_gbps:.1f} GB/s", "NVML"))
+    against = []
+    if not agree and g is not None and g.pcie_rx_gbps is not None:
+        text = (
+            f"PCIe to the GPU {g.pcie_rx_gbps:.1f} GB/s (fires from {H2D_RX_GBPS:g} with the "
+            f"SMs under {H2D_SM_IDLE:.0f}% busy)"
+        )
+        against.append(Evidence(text, "NVML", False))  # fmt: skip
+    return finding(
+        "h2d-copy",
+        agree,
+        against,
+        missing,
+        "host-to-device copies on the critical path",
+        impact=share or (0.3 if agree else 0.0),
+    )
+
+
+PERIODIC_MIN = 2
+PERIODIC_OF = 3
+"""Spikes count as periodic side work while there are at most max(PERIODIC_MIN, steps //
+PERIODIC_OF) of them; more and slow steps are the norm (a noisy machine)."""
+SPIKE_TIME = 0.05
+"""Share of the time the spikes' excess must take to count."""
+SAVE_SHARE = 0.05
+"""Share of stack samples in torch.save that counts as checkpointing."""
+
+
+SIDE_GROWTH = (*step.SIDE_PHASES, step.OTHER, step.UNMARKED)
+"""What a spike must have grown in to be side work (besides garbage collection): checkpoint,
+eval/logging, or time outside the training phases (a save or an eval pass the agent did not
+mark). A step that is long because its forward, backward or batch wait was long is noise on
+the machine, throttling or the loader: not work beside training."""
+
+
+OVERDUE_S = 1.0
+"""Seconds without a finished step, and over SPIKE x the median step, from which the step in
+progress is a spike whose cause only the stacks can show yet."""
+
+
+def _step_overdue(st: StepSignals) -> bool:
+    since = st.since_step_s
+    return since is not None and since > max(OVERDUE_S, SPIKE * st.median_ms / 1000)
+
+
+def side_work(sig: RuleInputs) -> Finding:
+    """Work beside training that stalls it: the agent's checkpoint and eval/logging phases over
+    SIDE_SHARE of step time; periodic spikes that grew in side work (SIDE_GROWTH) or GC taking
+    over SPIKE_TIME of the time; Python GC over SIDE_SHARE. Without the agent, the main thread's
+    stacks alone: in torch.save or an evaluation pass (``stack.SIDE_PHASES``) in over
+    SIDE_SHARE of the samples, the stack estimate of the same share of time. Every threshold
+    has its band (HOLD) while side-work is the principal: a few spikes leaving the window do
+    not end a side-work verdict whose cause is still there."""
+    st = sig.steps
+    agree, missing = [], []
+    side = 0.0
+    gc_spikes = False
+    side_share = band(SIDE_SHARE, sig, "side-work")
+    if st is None or not st.shares:
+        missing.append("agent")
+    else:
+        side = sum(st.shares.get(p, 0.0) for p in step.SIDE_PHASES)
+        if side > side_share:
+            text = f"checkpoint / logging {pct(side)} of step time (> {pct(side_share)})"
+            agree.append(Evidence(text, "agent"))
+        n, med = st.spike_steps or st.steps, st.spike_median_ms or st.median_ms
+        total = med * n + sum(s.ms - med for s in st.spikes)
+        spikes = tuple(s for s in st.spikes if s.grew.startswith("gc") or s.grew in SIDE_GROWTH)
+        periodic = max(PERIODIC_MIN, n // PERIODIC_OF)
+        if len(spikes) > periodic:
+            # slow steps are the norm (a noisy machine): only measured GC pauses still stand out
+            spikes = tuple(s for s in spikes if s.grew.startswith("gc"))
+        excess = sum(s.ms - med for s in spikes)
+        spike_time = band(SPIKE_TIME, sig, "side-work")
+        if spikes and len(spikes) <= periodic and total and excess / total > spike_time:
+            phases = sorted({s.grew for s in spikes})
+            gc_spikes = any(p.startswith("gc") for p in phases)
+            if "gc" in phases and "gc (full collections)" in phases:
+                phases.remove("gc")  # one GC entry: a young collection lengthened by load too
+            agree.append(
+                Evidence(
+                    f"{len(spikes)} of {n} steps over {SPIKE:g}x the median "
+                    f"({med:.0f} ms), {pct(excess / total)} of the time "
+                    f"(> {pct(spike_time)}), growing in {', '.join(phases)}",
+                    "agent",
+                )
+            )
+            side = max(side, excess / total)
+        if st.gc_share is not None and (gc_spikes or st.gc_share > side_share):
+            over = f" (> {pct(side_share)})" if st.gc_share > side_share else ""
+            agree.append(
+                Evidence(
+                    f"Python garbage collection {pct(st.gc_share)} of step time{over}, "
+                    f"{st.gc_full} full collections in {n} steps",
+                    "agent",
+                )
+            )
+            side = max(side, st.gc_share)
+    shares = stack_shares(sig)
+    if shares is None:
+        missing.append("stacks")
+    else:
+        n = sig.stacks.samples if sig.stacks else 0
+        saving = shares.get(stack.CHECKPOINT_SAVE, 0)
+        evaluating = shares.get(stack.EVAL, 0) + shares.get(stack.EVAL_LOG, 0)
+        # the agent has the step's numbers, unless the step in progress is itself the side
+        # work: an eval pass of 10 s shows in no finished step until it ends
+        timed = st is not None and bool(st.shares) and not _step_overdue(st)
+        if timed:  # corroboration
+            if saving > SAVE_SHARE:
+                agree.append(
+                    Evidence(
+                        f"main thread in torch.save in {saving:.0%} of {n} stack samples "
+                        f"(> {pct(SAVE_SHARE)})",
+                        "stacks",
+                    )
+                )
+        elif saving + evaluating > side_share:
+            parts = [f"in torch.save {pct(saving)}"] if saving else []
+            if evaluating:
+                parts.append(f"in an eval pass or logging {pct(evaluating)}")
+            agree.append(
+                Evidence(
+                    f"main thread {', '.join(parts)} of {n} stack samples "
+                    f"(> {pct(side_share)} of the time)",
+                    "stacks",
+                )
+            )
+            side = max(side, saving + evaluating)
+    summary = (
+        "garbage collection pauses stall training"
+        if gc_spikes
+        else "periodic side work stalls training"
+    )
+    return finding("side-work", agree, [], missing, summary, impact=side)
+
+
+LAUNCH_UTIL = 80.0
+"""GPU utilisation (%) from which a GPU that does little is being fed tiny kernels..."""
+TINY_KERNELS = 0.5
+"""... when its SMs are busy under this share of its utilisation..."""
+LOW_POWER = 0.4
+"""... or, without GPM, it draws under this share of its power limit."""
+SYNC_SHARE = 0.1
+"""Share of stack samples of the main threads in explicit syncs that counts."""
+
+
+LOOP_SHARE = 0.3
+"""Share of a typical step the loop spends in its own Python outside every training phase
+(per-step metrics, logging, .item()/.tolist() syncs, bookkeeping) from which that is the
+bottleneck: the GPU idles through it every step (domain.md's host-overhead: "GPU gaps while
+the CPU is busy in Python; per-step .item() syncs"). Every step rather than a periodic spike,
+which is side-work. The same share of the main threads' stack samples without the agent."""
+
+
+def _agent_times_the_loop(sig: RuleInputs) -> bool:
+    """The agent has steps enough to time the loop: its clock decides, the stacks say where."""
+    st = sig.steps
+    return st is not None and bool(st.shares) and st.steps >= STEPS_SEEN
+
+
+def _own_code_counts(sig: RuleInputs) -> OwnCode | None:
+    """The main threads' own-code samples (since they began to train) when there are STACK_MIN
+    of them and the job computes (CPU used): sleeping in its own code costs no step time."""
+    own = sig.stacks.own_code if sig.stacks is not None else None
+    h = sig.host
+    if own is None or own.samples < STACK_MIN or (h is not None and h.cpu_wanted < MAIN_COMPUTING):
+        return None
+    return own
+
+
+def loop_share(sig: RuleInputs) -> float | None:
+    """The share of a typical step the loop spends in its own Python outside every training
+    phase, when it crosses LOOP_SHARE (its band while host-overhead is shown): the agent's
+    clock when it has steps, else the main threads' own-code samples; None otherwise. The rule
+    and its levers both read it, so a lever never follows a decision the rule did not make."""
+    need = band(LOOP_SHARE, sig, "host-overhead")
+    if _agent_times_the_loop(sig):
+        assert sig.steps is not None
+        share: float | None = sig.steps.loop_share
+    else:
+        own = _own_code_counts(sig)
+        share = own.share if own is not None else None
+    return share if share is not None and share > need else None
+
+
+def own_functions(own: OwnCode) -> str:
+    """The job's functions the loop's own time goes to: "log_metrics at train.py:18 40%"."""
+    return ", ".join(f"{f.name} at {at(f)} {pct(x)}" for f, x in own.at)
+
+
+def host_overhead(sig: RuleInputs) -> Finding:
+    """The GPU waits for the host: NVML shows many tiny kernels (util high, SMs or power low),
+    the main thread sits in explicit syncs, or, every step, the loop's own Python outside the
+    training phases takes over LOOP_SHARE (``loop_share``: the agent's typical step; without
+    the agent, the main threads' stack samples in the job's own code while it uses CPU)."""
+    g = sig.gpu
+    agree, against, missing = [], [], []
+    impact = 0.0
+    if g is None:
+        missing.append("NVML")
+    elif g.sm_active is not None:
+        if g.util >= LAUNCH_UTIL and g.sm_active < TINY_KERNELS * g.util:
+            agree.append(
+                Evidence(
+                    f"util {g.util:.0f}% but SMs busy {g.sm_active:.0f}%: many tiny kernels", "NVML"
+                )
+            )
+            impact = 0.3
+        else:
+            against.append(
+                Evidence(
+                    f"util {g.util:.0f}%, SMs busy {g.sm_active:.0f}% (tiny kernels: util from "
+                    f"{LAUNCH_UTIL:.0f}% with SMs under {pct(TINY_KERNELS)} of it)",
+                    "NVML",
+                    False,
+                )
+            )
+    else:
+        missing.append("GPM")
+        if g.util >= LAUNCH_UTIL and g.power_ratio is not None and g.power_ratio < LOW_POWER:
+            agree.append(
+                Evidence(f"util {g.util:.0f}% at {pct(g.power_ratio)} of the power limit", "NVML")
+            )
+            impact = 0.3
+    if sig.stacks and sig.stacks.main_shares.get(stack.HOST_SYNC, 0) > SYNC_SHARE:
+        agree.append(Evidence("main thread in explicit syncs", "stacks"))
+        impact = max(impact, 0.3)
+    summary = "the GPU waits for the CPU to launch work"
+    share = loop_share(sig)
+    if share is not None:
+        summary = "the loop's own Python outside the training phases holds up every step"
+        impact = max(impact, share)
+        need = band(LOOP_SHARE, sig, "host-overhead")
+        own = _own_code_counts(sig)
+        if _agent_times_the_loop(sig):
+            agree.append(
+                Evidence(
+                    f"the typical step spends {pct(share)} outside its data, forward, "
+                    f"backward and optimizer phases (> {pct(need)}): the loop's own Python",
+                    "agent",
+                )
+            )
+            if own is not None and own.share > need:  # the stacks agree, and say where
+                agree.append(Evidence(f"main thread in its own code: {own_functions(own)}",
+                                      "stacks"))  # fmt: skip
+        elif own is not None:
+            agree.append(
+                Evidence(
+                    f"main thread in its own code, outside every training phase, "
+                    f"{pct(share)} of {own.samples} stack samples since it began to train, "
+                    f"using CPU (> {pct(need)}): {own_functions(own)}",
+                    "stacks",
+                )
+            )
+    return finding("host-overhead", agree, against, missing, summary, impact=impact)
