@@ -379,7 +379,13 @@ def side_work(sig: RuleInputs) -> Finding:
     else:
         side = sum(st.shares.get(p, 0.0) for p in step.SIDE_PHASES)
         if side > side_share:
-            text = f"checkpoint / logging {pct(side)} of step time (> {pct(side_share)})"
+            named = {step.CHECKPOINT: "checkpointing", step.EVAL: "evaluation",
+                     step.EVAL_LOG: "evaluation", step.LOG: "logging"}  # fmt: skip
+            parts: dict[str, float] = {}
+            for phase, what in named.items():
+                parts[what] = parts.get(what, 0.0) + st.shares.get(phase, 0.0)
+            which = " + ".join(f"{w} {pct(v)}" for w, v in parts.items() if v >= 0.005)
+            text = f"{which} of step time (> {pct(side_share)} together)"
             agree.append(Evidence(text, "agent"))
         n, med = st.spike_steps or st.steps, st.spike_median_ms or st.median_ms
         total = med * n + sum(s.ms - med for s in st.spikes)
