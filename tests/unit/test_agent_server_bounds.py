@@ -125,7 +125,10 @@ def test_a_client_that_does_not_read_is_dropped_not_buffered_without_end(serve, 
 
 def test_a_new_monitor_backlog_is_copied_not_encoded_again(serve):
     srv = serve(recorded(500, FAT))
-    until(lambda: srv._sent_seq >= 0)
+    # every chunk of the backlog published (``_sent_seq`` moves before the chunks are encoded:
+    # waiting on it let the counter below see the last chunks of the first publication)
+    last = srv.rec.records[-1][0]
+    until(lambda: bool(srv._history) and srv._history[-1][0] == last)
     encoded = []
     real = srv._steps_message
     srv._steps_message = lambda records: encoded.append(len(records)) or real(records)
