@@ -15,8 +15,9 @@ import time
 
 class Pacer:
     """Credit per cost: each second of compute earns ``share / compute share`` seconds of each
-    cost; a per-step cost spends its credit every step, a periodic one when the credit covers
-    what it cost last time."""
+    cost (``computed``), or each second of wall time ``share`` seconds (``tick``); a per-step
+    cost spends its credit every step, a periodic one when the credit covers what it cost last
+    time."""
 
     def __init__(self, shares: dict[str, float]) -> None:
         self.shares = {k: v for k, v in shares.items() if v > 0}
@@ -32,6 +33,17 @@ class Pacer:
         self.compute_s = seconds if not self.compute_s else 0.9 * self.compute_s + 0.1 * seconds
         for name, share in self.shares.items():
             self.credit[name] += seconds * share / self.compute_share
+
+    def tick(self) -> None:
+        """One step's wall time earns each cost its share of it (``share x wall``): the costs
+        then take their shares of wall time whatever else the step spends (a collective the
+        script cannot size, a machine that slows down)."""
+        now = time.perf_counter()
+        last = getattr(self, "_last_tick", None)
+        self._last_tick = now
+        if last is not None:
+            for name, share in self.shares.items():
+                self.credit[name] += (now - last) * share
 
     def owed(self, name: str) -> float:
         """Seconds a per-step cost should take now."""

@@ -1,6 +1,7 @@
 """An accelerate script launched the way its docs say, `accelerate launch --multi_gpu
 --num_processes 2 accelerate_ddp.py`, with Accelerator(cpu=True): two gloo ranks, DDP under
-accelerate's prepare(), a model big enough that compute is the step and a small gradient.
+accelerate's prepare(), small inputs through a model whose compute per step (a batch of 1024)
+is far larger than its gradient's all-reduce.
 Healthy: compute-bound."""
 
 import argparse
@@ -16,9 +17,10 @@ p.add_argument("--seconds", type=float, default=60)
 args = p.parse_args()
 torch.set_num_threads(1)
 accelerator = Accelerator(cpu=True)
-model = nn.Sequential(nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
+model = nn.Sequential(nn.Linear(256, 2048), nn.ReLU(), nn.Linear(2048, 2048), nn.ReLU(),
+                      nn.Linear(2048, 10))  # fmt: skip
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
-data = TensorDataset(torch.randn(65536, 1024), torch.randint(0, 10, (65536,)))
+data = TensorDataset(torch.randn(16384, 256), torch.randint(0, 10, (16384,)))
 loader = DataLoader(data, batch_size=1024, shuffle=True)
 model, opt, loader = accelerator.prepare(model, opt, loader)
 end = time.monotonic() + args.seconds
