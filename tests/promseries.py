@@ -87,6 +87,7 @@ SCENARIOS: dict[str, Scenario] = {
             ready="bound=data-input/cpu-transform",
             expect={
                 "GputopDataBound": [{"bound": "data-input/cpu-transform"}],
+                "GputopStepTimeLost": [{"slice": "data"}],
                 "GputopRankWaitsForData": [{"rank": "0"}],
                 "GputopGpuPowerThrottled": [
                     {"gpu": "2", "UUID": "$UUID:2", "reason": "sw_power_cap"}
@@ -104,6 +105,7 @@ SCENARIOS: dict[str, Scenario] = {
             ready="bound=hung",
             expect={
                 "GputopJobHung": [{}],
+                "GputopStepTimeLost": [{"slice": "stall"}],
                 "GputopRankStuckInPhase": [{"rank": "0", "phase": "data_wait"}],
             },
         ),
@@ -112,7 +114,10 @@ SCENARIOS: dict[str, Scenario] = {
             ("--sim-board", "h100x2", "--sim-scenario", "compute"),
             (PY, "tests/corpus/spawn_straggler.py", "--seconds", "120", "--port", FREE_PORT),
             ready="bound=straggler",
-            expect={"GputopStraggler": [{"rank": "1"}]},
+            expect={
+                "GputopStraggler": [{"rank": "1"}],
+                "GputopStepTimeLost": [{"slice": "straggler"}],
+            },
         ),
     )
 }
