@@ -18,6 +18,7 @@ one that waits). Every rank's own budget is kept for the ranks pane, diagnose an
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +47,8 @@ STEPS_MIN = 3
 STACKS_MIN = 5
 """Stack samples (one a second) a process needs since it began to train before the stacks
 make a budget: one dump of five is 20%."""
+OVERDUE_MAX_S = 7 * 86400.0
+"""The longest step in progress a reading is taken to mean (a week); past it, damage."""
 OVERDUE_S = 1.0
 """A step in progress for longer than this, and SPIKE x the median step, counts in the window:
 a 10-s eval pass shows in no finished step until it ends."""
@@ -278,8 +281,11 @@ def _zero() -> dict[str, float]:
 
 
 def _normalised(acc: dict[str, float]) -> dict[str, float]:
+    """Shares that add up to 1, each held to [0, 1] (rounding in the sums)."""
     total = sum(acc.values())
-    return {k: v / total for k, v in acc.items()} if total > 0 else acc
+    if not total > 0:
+        return acc
+    return {k: min(1.0, max(0.0, v / total)) for k, v in acc.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,8 +374,8 @@ def _take_gc(acc: dict[str, float], gc: float) -> None:
 def _in_progress(a: AgentState, median_s: float) -> float:
     """Seconds of the step in progress that count (0 unless overdue)."""
     since = a.since_step_s
-    if since is None or a.state == "exited":
-        return 0.0
+    if since is None or a.state == "exited" or not 0 <= since <= OVERDUE_MAX_S:
+        return 0.0  # no clock, or one no running step gives (a damaged reading)
     return since if since > max(OVERDUE_S, SPIKE * median_s) else 0.0
 
 
@@ -401,8 +407,8 @@ def agent_budget(
         acc[where] += extra * 1e9  # job's own code) is left out rather than guessed
     _take_gc(acc, sums.gc)
     total = sum(acc.values())
-    if total <= 0:
-        return None
+    if not 0 < total < math.inf:
+        return None  # nothing timed, or numbers no clock gives
     raw = _normalised(acc)
     shares = dict(raw)
     estimates: dict[str, Mapping[str, float]] = {"agent": raw}
@@ -521,8 +527,8 @@ def budget_of(sig: RuleInputs, stalled: bool = False) -> Budget | None:
         return None
     busy = None
     g = sig.gpu
-    if g is not None and g.util is not None:
-        busy = min(1.0, g.util / 100)
+    if g is not None and g.util is not None and 0 <= g.util <= 100:  # a reading, not damage
+        busy = g.util / 100
     ranks = [_with_gpu(r, busy) for r in _split_stragglers(ranks)]
     ranks.sort(key=lambda r: (r.rank is None, r.rank if r.rank is not None else r.pid))
     typical = _typical(ranks)

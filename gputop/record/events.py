@@ -225,7 +225,8 @@ class RecordedVerdict:
 
 
 def _r(x: float) -> float:
-    return round(x, 4)
+    """A share to four decimals, held to [0, 1]: what the reader takes back."""
+    return round(min(1.0, max(0.0, x)), 4) if x == x else 0.0
 
 
 def _kept(b: Budget) -> Budget:
@@ -235,7 +236,7 @@ def _kept(b: Budget) -> Budget:
     ranks = tuple(
         RankBudget(
             r.pid, r.rank, r.source, {n: _r(r.shares.get(n, 0.0)) for n in SLICES},
-            _r(r.seconds), r.steps, r.samples,
+            round(r.seconds, 4), r.steps, r.samples,
             {src: {n: _r(v) for n, v in est.items()} for src, est in r.estimates.items()}
             if i == typical else {},
         )

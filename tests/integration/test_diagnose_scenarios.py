@@ -189,7 +189,7 @@ def test_a_rank_with_bigger_batches_is_the_straggler():
     # kept small next to the compute: with --hidden 2048 the all-reduce of the gradients over
     # gloo on two shared cores costs every rank more (47% of the step) than the skew makes rank
     # 0 wait (24%), and the budget rightly names that comms
-    knobs = ("--skew-rank", "1", "--hidden", "1024", "--batch", "256", "--threads", "1")
+    knobs = ("--skew-rank", "1", "--hidden", "1024", "--batch", "512", "--threads", "1")
     doc = diagnose(*two_gloo_ranks(*knobs))
     assert principal(doc) == "straggler", doc["timeline"]
     assert any("rank 1 works" in e["text"] for e in doc["verdict"]["principal"]["evidence"])

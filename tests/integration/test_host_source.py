@@ -229,7 +229,9 @@ def test_target_of_another_user_gives_reasons_not_a_crash():
         doc = json.loads(as_nobody(read))
     finally:
         stop(target)
-    assert doc["state"] == "running" and doc["cpu"] > 0.5  # what is readable still is
+    # what is readable still is: a busy thread's CPU, read (on 2 shared cores with a core kept
+    # busy it measured 0.43, so the bar is that it works at all, not how much)
+    assert doc["state"] == "running" and doc["cpu"] > 0.1
     assert doc["runq"] is not None
     assert doc["na"]["read_bytes_rate"] == DENIED
     assert doc["na"]["open_fds"] == DENIED

@@ -56,3 +56,15 @@ def test_a_crafted_budget_is_damage(damage):
     raw = json.loads(json.dumps(encode_budget(RecordedVerdict.of(live_verdict()).budget)))
     with pytest.raises(CodecError):
         decode_budget(damage(raw))
+
+
+def test_a_budget_from_readings_no_clock_gives_still_records_and_reads_back():
+    # a crafted or damaged reading: a step in progress for 1e308 s, steps of 2**63 ns, a GPU
+    # busy -1e308 %: the budget is shares in [0, 1] (or none), and what is kept reads back
+    steps = tuple(step(i, i * 10**9, {"forward": 2.0**40, "data_wait": 1.0}) for i in range(8))
+    far = agent(100, steps, since_step_s=1e308, open_phase="eval")
+    v, _ = evaluate(reduce_windows([], [], agents=AgentsSample(99, 1.0, 0.0, (far,))), 5.0)
+    if v.budget is not None:
+        assert all(0 <= x.share <= 1 for x in v.budget.slices)
+        kept = RecordedVerdict.of(v).budget
+        assert decode_budget(json.loads(json.dumps(encode_budget(kept)))) == kept
