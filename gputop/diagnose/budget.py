@@ -21,10 +21,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gputop.diagnose.findings import confidence
 from gputop.diagnose.signals import SPIKE, RuleInputs, long_window
+from gputop.model.ranks import MAIN_RANK
 from gputop.model.stack_stats import TORCH_OP, MainPhases
 from gputop.model.steps import AgentState, StepRecord
 from gputop.vocab import budget as b
@@ -166,6 +167,11 @@ class RankBudget:
     @property
     def label(self) -> str:
         return f"rank {self.rank}" if self.rank is not None else f"pid {self.pid}"
+
+    @property
+    def rank_key(self) -> str:
+        """Its rank label in /metrics and the report (a script's main process is "0")."""
+        return str(self.rank) if self.rank is not None else MAIN_RANK
 
     @property
     def work(self) -> float:
@@ -447,10 +453,7 @@ def _split_stragglers(ranks: list[RankBudget]) -> list[RankBudget]:
     for r in ranks:
         waits = min(r.shares[b.COMMS], max(0.0, most - r.work))
         estimates = {src: _moved(est, waits) for src, est in r.estimates.items()}
-        shares = _moved(r.shares, waits)
-        out.append(
-            RankBudget(r.pid, r.rank, r.source, shares, r.seconds, r.steps, r.samples, estimates)
-        )
+        out.append(replace(r, shares=_moved(r.shares, waits), estimates=estimates))
     return out
 
 
@@ -474,8 +477,7 @@ def _with_gpu(r: RankBudget, busy: float | None) -> RankBudget:
     move = min(shares[b.LOOP], max(0.0, busy - shares[b.COMPUTE] - AGREE))
     shares[b.LOOP] -= move
     shares[b.COMPUTE] += move
-    estimates = {**r.estimates, "NVML": {b.COMPUTE: busy}}
-    return RankBudget(r.pid, r.rank, r.source, shares, r.seconds, r.steps, r.samples, estimates)
+    return replace(r, shares=shares, estimates={**r.estimates, "NVML": {b.COMPUTE: busy}})
 
 
 def _typical(ranks: Sequence[RankBudget]) -> RankBudget:
@@ -484,19 +486,25 @@ def _typical(ranks: Sequence[RankBudget]) -> RankBudget:
 
 
 def _job_slices(r: RankBudget, busy: float | None) -> tuple[Slice, ...]:
-    """The typical rank's slices with every source's estimate; stack shares carry their
-    sampling error; a GPU idle as long as the losses add up to (within AGREE) holds the
-    loss slices that reach that long (NVML cannot tell one loss from another)."""
+    """The typical rank's slices; a GPU idle as long as the losses add up to (within AGREE)
+    holds the loss slices that reach that long (NVML cannot tell one loss from another)."""
     lost = sum(r.shares[n] for n in b.LOSSES)
-    idle_holds = busy is not None and abs((1 - busy) - lost) <= AGREE
+    held = ()
+    if busy is not None and abs((1 - busy) - lost) <= AGREE:
+        held = tuple(n for n in b.LOSSES if r.shares[n] >= AGREE)
+    return slices_of(r, {n: ("NVML",) for n in held})
+
+
+def slices_of(r: RankBudget, held: Mapping[str, tuple[str, ...]]) -> tuple[Slice, ...]:
+    """A rank's slices with every source's own measure, the sampling error of stack shares,
+    and the sources that hold each (``held``): the live budget and a recorded one alike."""
     samples = r.samples if r.source == "stacks" else 0
     out = []
     for name in b.SLICES:
         share = r.shares[name]
         est = tuple((src, shares[name]) for src, shares in r.estimates.items() if name in shares)
         error = (share * (1 - share) / samples) ** 0.5 if samples else 0.0
-        held = ("NVML",) if idle_holds and name in b.LOSSES and share >= AGREE else ()
-        out.append(Slice(name, share, est, error, held))
+        out.append(Slice(name, share, est, error, held.get(name, ())))
     return tuple(out)
 
 
@@ -508,17 +516,13 @@ def budget_of(sig: RuleInputs, stalled: bool = False) -> Budget | None:
     still = {m.pid: m for m in sig.stacks.still} if sig.stacks is not None else {}
     ranks: list[RankBudget] = []
     agents: Iterable[AgentState] = sig.steps.agents if sig.steps is not None else ()
-    covered: set[int] = set()
     for a in agents:
         now = still[a.pid].phase if a.pid in still else None
         r = agent_budget(a, per_pid.get(a.pid), stalled, now)
         if r is not None:
             ranks.append(r)
-            covered.add(a.pid)
-    if not ranks:
+    if not ranks:  # no agent has steps: the stacks speak for every process that trains
         for p in per_pid.values():
-            if p.pid in covered:
-                continue
             m = still.get(p.pid)
             r = stacks_budget(p, m.still_s if stalled and m is not None else None)
             if r is not None:

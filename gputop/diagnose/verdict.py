@@ -236,7 +236,7 @@ def by_budget(
 
 
 def _held_slice(
-    budget: Budget, state: State, findings: Sequence[Finding], sig: RuleInputs
+    budget: Budget, state: State, by_bound: dict[str, Finding], sig: RuleInputs
 ) -> Finding | None:
     """The finding for the slice the shown principal stands for, while that slice is still a
     loss in its band (HELD_FLOOR): a challenger then needs SWITCH_AFTER evaluations in a
@@ -246,7 +246,7 @@ def _held_slice(
     x = budget.slice(state.slice)
     if x.low < HELD_FLOOR:
         return None
-    f = _for_slice(x, budget, {f.bound: f for f in findings}, sig)
+    f = _for_slice(x, budget, by_bound, sig)
     return f if f is not None and f.bound == state.principal else None
 
 
@@ -302,10 +302,12 @@ def evaluate(sig: RuleInputs, now: float, state: State = State()) -> tuple[Verdi
         if chosen is None:  # standing still short of a hang: the note says so
             ranked = []
     leader = chosen.bound if chosen is not None else ranked[0].bound if ranked else None
-    by_bound = {f.bound: f for f in findings}
+    rules_said = {f.bound: f for f in findings}
+    by_bound = dict(rules_said)  # what each bound stands on now: the budget-led ones below
     if chosen is not None:
         by_bound[chosen.bound] = chosen
-        held = _held_slice(budget, state, findings, sig) if budget is not None else None
+        # led from the rules' own findings (a led finding led again says its share twice)
+        held = _held_slice(budget, state, rules_said, sig) if budget is not None else None
         if held is not None:  # the held slice still costs: it holds for the usual streak
             by_bound[held.bound] = held
     if state.principal is None or leader == state.principal:

@@ -266,7 +266,7 @@ class _VerdictState:
         self.shares = tuple((x.name, x.share) for x in budget.slices) if budget else ()
         rows: dict[str, tuple[tuple[str, str, float], ...]] = {}
         for r in budget.ranks if budget else ():
-            label = str(r.rank) if r.rank is not None else "0"  # a script's main process
+            label = r.rank_key
             rows.setdefault(label, tuple((label, n, r.shares[n]) for n in SLICES))
         self.rank_shares = tuple(x for row in rows.values() for x in row)
         p = v.principal

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gputop.diagnose.budget import Budget, RankBudget, Slice
+from gputop.diagnose.budget import Budget, RankBudget, slices_of
 from gputop.diagnose.findings import Finding, Verdict
 from gputop.diagnose.point import EvalPoint
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
@@ -249,19 +249,7 @@ def _kept(b: Budget) -> Budget:
 def budget_from(
     ranks: tuple[RankBudget, ...], typical: int, held: dict[str, tuple[str, ...]]
 ) -> Budget:
-    t = ranks[typical]
-    samples = t.samples if t.source == "stacks" else 0
-    slices = tuple(
-        Slice(
-            n,
-            t.shares[n],
-            tuple((src, est[n]) for src, est in t.estimates.items() if n in est),
-            (t.shares[n] * (1 - t.shares[n]) / samples) ** 0.5 if samples else 0.0,
-            held.get(n, ()),
-        )
-        for n in SLICES
-    )
-    return Budget(slices, ranks, t)
+    return Budget(slices_of(ranks[typical], held), ranks, ranks[typical])
 
 
 SOURCES = ("agent", "stacks", "NVML")

@@ -227,9 +227,8 @@ class Accumulator:
                     {x.name: x.share * dt for x in v.budget.slices},
                 )
                 for r in v.budget.ranks:
-                    label = str(r.rank) if r.rank is not None else MAIN_RANK
                     _add(
-                        self.budget_s.setdefault(label, {}),
+                        self.budget_s.setdefault(r.rank_key, {}),
                         {n: x * dt for n, x in r.shares.items()},
                     )
         if bound != self.principal or self.verdict_at is None:
