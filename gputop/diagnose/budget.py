@@ -160,9 +160,13 @@ class RankBudget:
     steps: int = 0
     """Steps the agent timed in it (0: from the stacks)."""
     samples: int = 0
-    """Stack samples its shares rest on (from the stacks alone)."""
+    """Stack samples its shares rest on (all of them from the stacks alone; ``sampled`` of
+    an agent's)."""
     estimates: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     """Per source, its own shares before they were combined (agreement)."""
+    sampled: tuple[str, ...] = ()
+    """An agent rank's slices whose share the stacks' samples decided (its unmarked time
+    split by them): they carry the samples' error."""
 
     @property
     def label(self) -> str:
@@ -416,16 +420,47 @@ def agent_budget(
     if not 0 < total < math.inf:
         return None  # nothing timed, or numbers no clock gives
     raw = _normalised(acc)
+    if stacks is None or stacks.samples < STACKS_MIN:
+        return RankBudget(a.pid, a.rank, "agent", raw, total / 1e9, sums.steps, 0, {"agent": raw})
+    seen = _stack_shares(stacks)
+    shares, sampled = _split_unmarked(raw, seen)
+    return RankBudget(a.pid, a.rank, "agent", shares, total / 1e9, sums.steps, stacks.samples,
+                      {"agent": raw, "stacks": seen}, sampled)  # fmt: skip
+
+
+def _split_unmarked(
+    raw: Mapping[str, float], seen: Mapping[str, float]
+) -> tuple[dict[str, float], tuple[str, ...]]:
+    """The agent's loop time split by what the stacks saw in it: side work its phases did not
+    name (SPLITS_UNMARKED), then compute its hooks did not mark (``_unmarked_compute``);
+    returns the shares and the slices the samples decided."""
     shares = dict(raw)
-    estimates: dict[str, Mapping[str, float]] = {"agent": raw}
-    if stacks is not None and stacks.samples >= STACKS_MIN:
-        seen = _stack_shares(stacks)
-        estimates["stacks"] = seen
-        for name in SPLITS_UNMARKED:  # what the agent could not name inside its loop time
-            move = min(shares[b.LOOP], max(0.0, seen[name] - shares[name]))
+    sampled: list[str] = []
+    for name in SPLITS_UNMARKED:
+        move = min(shares[b.LOOP], max(0.0, seen[name] - shares[name]))
+        if move > 0:
             shares[b.LOOP] -= move
             shares[name] += move
-    return RankBudget(a.pid, a.rank, "agent", shares, total / 1e9, sums.steps, 0, estimates)
+            sampled.append(name)
+    if _unmarked_compute(shares, seen):
+        sampled.append(b.LOOP)  # what is left of it is the stacks' own-code share
+    return shares, tuple(sampled)
+
+
+def _unmarked_compute(shares: dict[str, float], seen: Mapping[str, float]) -> bool:
+    """The agent's loop time beyond what the stacks saw in the job's own code, up to the
+    compute the stacks saw beyond the agent's, is compute the hooks do not mark: a
+    functional loss, ``clip_grad_norm_``, an EMA's ``update_parameters`` (torch's Python
+    called from the loop). The stacks' share is the estimate of how the unmarked time
+    splits; the slice shows both sources' measures, so their disagreement is its
+    confidence. A torch op with no Python frame (``x @ w``) looks like the job's own code
+    to a stack; NVML's busy GPU moves it (``_with_gpu``)."""
+    move = min(shares[b.LOOP] - seen[b.LOOP], seen[b.COMPUTE] - shares[b.COMPUTE])
+    if move <= 0:
+        return False
+    shares[b.LOOP] -= move
+    shares[b.COMPUTE] += move
+    return True
 
 
 def stacks_budget(p: MainPhases, stalled_s: float | None) -> RankBudget | None:
@@ -496,14 +531,16 @@ def _job_slices(r: RankBudget, busy: float | None) -> tuple[Slice, ...]:
 
 
 def slices_of(r: RankBudget, held: Mapping[str, tuple[str, ...]]) -> tuple[Slice, ...]:
-    """A rank's slices with every source's own measure, the sampling error of stack shares,
-    and the sources that hold each (``held``): the live budget and a recorded one alike."""
-    samples = r.samples if r.source == "stacks" else 0
+    """A rank's slices with every source's own measure, the sampling error of the shares the
+    stacks decided, and the sources that hold each (``held``): the live budget and a recorded
+    one alike."""
+    sampled = b.SLICES if r.source == "stacks" else r.sampled
     out = []
     for name in b.SLICES:
         share = r.shares[name]
         est = tuple((src, shares[name]) for src, shares in r.estimates.items() if name in shares)
-        error = (share * (1 - share) / samples) ** 0.5 if samples else 0.0
+        n = r.samples if name in sampled else 0
+        error = (share * (1 - share) / n) ** 0.5 if n else 0.0
         out.append(Slice(name, share, est, error, held.get(name, ())))
     return tuple(out)
 

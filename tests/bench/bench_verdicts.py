@@ -58,14 +58,17 @@ class Scenario:
 def mixed(name: str, expected: str, launcher: str = "plain", why: str = "",
           **shares: float) -> Scenario:  # fmt: skip
     """A mixed scenario: tests/corpus/mixed_loop.py (one process) or mixed_ranks.py (two gloo
-    ranks) with costs at the stated shares; the flags are the slices' (logging for log)."""
+    ranks) with costs at the stated shares; the flags are the slices' (logging for log).
+    ``unmarked``: compute no hook marks (mixed_loop's weight average), stated as no slice
+    of its own (it is compute, beside the hooked compute)."""
     script = "mixed_loop.py" if launcher == "plain" else "mixed_ranks.py"
     argv = [script, *(["--spawn"] if launcher == "torch.multiprocessing.spawn" else [])]
     for slice_, share in shares.items():
         argv += [f"--{'logging' if slice_ == 'log' else 'sync' if slice_ == 'comms' else slice_}",
                  str(share)]  # fmt: skip
+    stated = {k: v for k, v in shares.items() if k != "unmarked"}
     return Scenario(name, tuple(argv), launcher, frozenset({expected}), why,
-                    shares=tuple(shares.items()))  # fmt: skip
+                    shares=tuple(stated.items()))  # fmt: skip
 
 
 HUNG = frozenset({"hung"})
@@ -276,6 +279,14 @@ SCENARIOS = (
     ),
     mixed("mixed_gc12_loop45", "host-overhead", gc=0.12, loop=0.45),
     mixed("mixed_wait30_loop12", "data-input", data=0.30, loop=0.12),
+    mixed(
+        "mixed_unmarked30_loop5",
+        "gpu-compute",
+        unmarked=0.30,
+        loop=0.05,
+        why="a weight average by hand with torch ops: compute no hook marks, not the loop",
+    ),
+    mixed("mixed_unmarked5_loop30", "host-overhead", unmarked=0.05, loop=0.30),
     mixed("mixed_wait10_loop35", "host-overhead", data=0.10, loop=0.35),
     mixed(
         "mixed_log30_wait12",

@@ -1,7 +1,9 @@
 """A training loop with several costs at once, each at a stated share of wall time: batches
 from a worker that waits on a slow source (--data), checkpoints (--checkpoint), a validation
 pass under no_grad with its own loader (--eval), a slow logging handler (--logging), per-step
-Python bookkeeping (--loop), full collections over a large live heap (--gc: gc.collect()
+Python bookkeeping (--loop), an exponential moving average of the weights kept by torch's
+AveragedModel after each step, outside any module's forward or optimizer step (--unmarked:
+compute, though no hook marks it), full collections over a large live heap (--gc: gc.collect()
 every few steps, as scripts do to keep memory down). What is left is
 compute. Each cost is sized against the measured compute as the loop runs (_paced.py), so
 the shares hold on a loaded machine too.
@@ -20,11 +22,12 @@ import time
 import torch
 from _paced import Pacer, busy
 from torch import nn
+from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from torch.utils.data import DataLoader, Dataset, TensorDataset
 
 p = argparse.ArgumentParser()
 p.add_argument("--seconds", type=float, default=60)
-COSTS = ("data", "checkpoint", "eval", "logging", "loop", "gc")
+COSTS = ("data", "checkpoint", "eval", "logging", "loop", "unmarked", "gc")
 for cost in COSTS:
     p.add_argument(f"--{cost}", type=float, default=0.0, help="share of wall time")
 args = p.parse_args()
@@ -65,8 +68,10 @@ log.propagate = False
 model = nn.Sequential(nn.Linear(512, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
                       nn.Linear(1024, 10))  # fmt: skip
 opt = torch.optim.Adam(model.parameters())
-loader = DataLoader(SlowSource(args.data), batch_size=None, num_workers=1,
-                    persistent_workers=True, prefetch_factor=16)  # fmt: skip
+# a slow source is read by a worker; batches already in memory are made in the loop (a
+# worker's hand-over alone costs a few per cent of the step on a busy 2-CPU machine)
+workers = dict(num_workers=1, persistent_workers=True, prefetch_factor=16) if args.data else {}
+loader = DataLoader(SlowSource(args.data), batch_size=None, **workers)
 val = DataLoader(TensorDataset(torch.randn(2048, 512), torch.randint(0, 10, (2048,))),
                  batch_size=256)  # fmt: skip
 out = tempfile.mkdtemp(prefix="corpus-mixed-")
@@ -77,6 +82,16 @@ live = [[i, str(i)] for i in range(500_000)] if args.gc else []
 def update_running_stats(seconds: float) -> None:
     """Per-step bookkeeping in Python: moving averages, histograms, a metrics dict."""
     busy(seconds)
+
+
+ema = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(0.999))
+
+
+def update_ema(seconds: float) -> None:
+    """The weights' moving average after each step (its cost paced by repeating it)."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        ema.update_parameters(model)
 
 
 def evaluate() -> float:
@@ -100,6 +115,9 @@ for step, (x, y) in enumerate(loader, 1):
     opt.step()
     pacer.computed(time.perf_counter() - t0)
     step_wall.value = pacer.compute_s / pacer.compute_share
+    if args.unmarked:
+        with pacer.time("unmarked"):
+            update_ema(pacer.owed("unmarked"))
     if args.loop:
         with pacer.time("loop"):
             update_running_stats(pacer.owed("loop"))

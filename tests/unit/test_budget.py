@@ -65,6 +65,7 @@ BACKWARD = ("torch/autograd/graph.py", "_engine_run_backward")
 EVAL = ("train.py", "validate")
 LOADER = ("torch/utils/data/dataloader.py", "_BaseDataLoaderIter.__next__")
 OWN = ("train.py", "bookkeeping")
+LOSS = ("torch/nn/functional.py", "cross_entropy")  # a functional loss: no hook marks it
 
 
 def judge(agents=None, stacks=None, state: State | None = None):
@@ -263,6 +264,47 @@ def test_the_stacks_name_what_the_agents_unmarked_time_was():
     assert v.budget.share(b.EVAL) == pytest.approx(0.6, abs=0.01)
     assert v.budget.share(b.LOOP) == 0.0
     assert v.principal.bound == "side-work"
+
+
+def unmarked_job(marked_ms: int, unmarked_ms: int) -> AgentsSample:
+    steps = tuple(
+        step(i, i * (marked_ms + unmarked_ms) * MS, {"forward": marked_ms // 2,
+             "backward": marked_ms - marked_ms // 2}, dur_ms=marked_ms + unmarked_ms)
+        for i in range(60)
+    )  # fmt: skip
+    return AgentsSample(100, 1.0, 0.0, (agent(100, steps),))
+
+
+def test_unmarked_time_the_stacks_see_in_torch_is_compute_not_the_loop():
+    # an attached job's hooks mark its modules; its functional loss runs between them
+    a = unmarked_job(70, 30)
+    alone = budget_of(reduce_windows([], [], agents=a))
+    assert alone is not None and alone.share(b.LOOP) == pytest.approx(0.3)
+    window = main_stacks([FORWARD, BACKWARD, LOSS], n=60)
+    v, _ = judge(a, window)
+    assert v.budget.share(b.COMPUTE) > 1 - FLOOR
+    assert v.budget.share(b.LOOP) < FLOOR  # what the stacks saw in the job's own code
+    assert v.principal.bound == "gpu-compute"
+
+
+def test_a_loop_share_the_few_stack_samples_decided_needs_them_past_their_error():
+    # 20 samples, 3 in the job's own code: 15% is a measure, 15% less its error is not 10%
+    a = unmarked_job(70, 30)
+    window = main_stacks([FORWARD, BACKWARD, LOSS] * 5 + [FORWARD, BACKWARD] + [OWN] * 3, n=20)
+    v, _ = judge(a, window)
+    loop = v.budget.slice(b.LOOP)
+    assert loop.share == pytest.approx(0.15, abs=0.01)
+    assert loop.low < FLOOR <= loop.share
+    assert v.budget.slice(b.COMPUTE).error == 0  # the agent's clock: no sampling error
+    assert v.principal.bound == "gpu-compute"
+
+
+def test_unmarked_time_the_stacks_see_in_the_jobs_own_code_stays_the_loop():
+    a = unmarked_job(70, 30)
+    window = main_stacks([FORWARD, BACKWARD, OWN], n=60)  # a third in the job's own Python
+    v, _ = judge(a, window)
+    assert v.budget.share(b.LOOP) == pytest.approx(0.3, abs=0.01)
+    assert v.principal.bound == "host-overhead"
 
 
 def test_near_equal_slices_do_not_flip_the_principal():
