@@ -324,7 +324,7 @@ def _window_sums(a: AgentState) -> _Sums | None:
     if hit is not None and hit[0] is a.steps:
         return hit[1]
     steps = long_window(a)
-    sums = _summed(steps) if len(steps) >= STEPS_MIN else None
+    sums = _summed(_parts(a.pid, steps)) if len(steps) >= STEPS_MIN else None
     if len(_SUMS) >= SUMS_KEPT:
         _SUMS.clear()
     _SUMS[a.pid] = (a.steps, sums)
@@ -337,35 +337,73 @@ SIDE_STEP = {step.CHECKPOINT: b.CHECKPOINT, step.EVAL: b.EVAL, step.EVAL_LOG: b.
 around the save, an eval pass's metrics between its forwards."""
 
 
-def _summed(steps: Sequence[StepRecord]) -> _Sums:
+SLICE_AT = {name: i for i, name in enumerate(b.SLICES)}
+
+
+@dataclass(frozen=True, slots=True)
+class _Part:
+    """One step as the budget sums it, made once per step (a step stays in an agent's window
+    for up to 512 readings)."""
+
+    dur: int
+    own: int
+    """Unmarked ns (the step less its phases)."""
+    ns: tuple[int, ...]
+    """Its phases' ns per slice, in SLICES order."""
+    side: int
+    """SLICE_AT of the slice its largest side phase (SIDE_STEP) is, -1 with none."""
+    gc: int
+
+
+def _part(s: StepRecord) -> _Part:
+    phases = s.phases
+    ns = [0] * len(b.SLICES)
+    for name, t in phases.items():
+        ns[SLICE_AT[phase_slice(name)]] += t
+    work = [(phases[n], n) for n in SIDE_STEP if phases.get(n)]
+    side = SLICE_AT[SIDE_STEP[max(work)[1]]] if work else -1
+    return _Part(s.dur_ns, max(0, s.dur_ns - sum(phases.values())), tuple(ns), side, s.gc_ns or 0)
+
+
+_PARTS: dict[int, dict[int, tuple[StepRecord, _Part]]] = {}
+"""Per agent, its steps' parts by the step's identity (the step object is kept with its
+part, so an id is never another step's); trimmed to the current window when it holds twice
+that many."""
+
+
+def _parts(pid: int, steps: Sequence[StepRecord]) -> list[_Part]:
+    kept = _PARTS.get(pid)
+    if kept is None:
+        if len(_PARTS) >= SUMS_KEPT:
+            _PARTS.clear()
+        kept = _PARTS[pid] = {}
+    out = []
+    for s in steps:
+        hit = kept.get(id(s))
+        if hit is None or hit[0] is not s:
+            hit = kept[id(s)] = (s, _part(s))
+        out.append(hit[1])
+    if len(kept) > 2 * len(steps):
+        _PARTS[pid] = {id(s): kept[id(s)] for s in steps}
+    return out
+
+
+def _summed(parts: Sequence[_Part]) -> _Sums:
     """Each phase to its slice; unmarked time to the loop, except in a step with side work
     (SIDE_STEP), whose unmarked time beyond the typical step's goes with its largest side
     phase (what a step that is long because of a save spends around the save)."""
-    by_phase: dict[str, int] = {}
-    unmarked = [max(0, s.dur_ns - sum(s.phases.values())) for s in steps]
-    typical = sorted(unmarked)[len(unmarked) // 2]
-    side = dict.fromkeys(b.SLICES, 0)
-    loop = gc = 0
-    for s, own in zip(steps, unmarked, strict=True):
-        phases = s.phases
-        if s.gc_ns:
-            gc += s.gc_ns
-        for name, ns in phases.items():
-            by_phase[name] = by_phase.get(name, 0) + ns
-        if own > typical:
-            work = [(phases[n], n) for n in SIDE_STEP if phases.get(n)]
-            if work:
-                side[SIDE_STEP[max(work)[1]]] += own - typical
-                own = typical
-        loop += own
-    acc = _zero()
+    owns = sorted(p.own for p in parts)
+    typical = owns[len(owns) // 2]
+    columns = zip(*(p.ns for p in parts))  # noqa: B905 (every part has one ns per slice)
+    acc = dict(zip(b.SLICES, (float(sum(c)) for c in columns), strict=True))
+    loop = sum(owns)
+    for p in parts:
+        if p.side >= 0 and p.own > typical:
+            acc[b.SLICES[p.side]] += p.own - typical
+            loop -= p.own - typical
     acc[b.LOOP] += loop
-    for name, ns in by_phase.items():
-        acc[phase_slice(name)] += ns
-    for name, ns in side.items():
-        acc[name] += ns
-    durs = sorted(s.dur_ns for s in steps)
-    return _Sums(len(steps), acc, float(gc), durs[len(durs) // 2] / 1e9)
+    durs = sorted(p.dur for p in parts)
+    return _Sums(len(parts), acc, float(sum(p.gc for p in parts)), durs[len(durs) // 2] / 1e9)
 
 
 def _take_gc(acc: dict[str, float], gc: float) -> None:
