@@ -19,18 +19,17 @@ one that waits). Every rank's own budget is kept for the ranks pane, diagnose an
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from gputop.diagnose.findings import confidence
-from gputop.diagnose.signals import SPIKE, RuleInputs, long_window
+from gputop.diagnose.signals import SPIKE, RuleInputs
+from gputop.diagnose.step_sums import phase_slice, sums_of
 from gputop.model.ranks import MAIN_RANK
 from gputop.model.stack_stats import TORCH_OP, MainPhases
-from gputop.model.steps import AgentState, StepRecord
+from gputop.model.steps import AgentState
 from gputop.vocab import budget as b
 from gputop.vocab import stacks as stack
-from gputop.vocab import steps as step
 
 FLOOR = 0.10
 """A loss slice under this share of wall time is no bound: below it the job is compute-bound
@@ -54,32 +53,6 @@ OVERDUE_S = 1.0
 """A step in progress for longer than this, and SPIKE x the median step, counts in the window:
 a 10-s eval pass shows in no finished step until it ends."""
 
-PHASE_SLICE: dict[str, str] = {
-    step.DATA_WAIT: b.DATA,
-    step.H2D: b.H2D,
-    step.FORWARD: b.COMPUTE,
-    step.BACKWARD: b.COMPUTE,
-    step.OPTIMIZER: b.COMPUTE,
-    step.GRAD_SYNC: b.COMMS,
-    step.CHECKPOINT: b.CHECKPOINT,
-    step.EVAL: b.EVAL,
-    step.EVAL_LOG: b.EVAL,
-    step.LOG: b.LOG,
-    step.OTHER: b.LOOP,
-}
-"""The agent's phases -> slices; a custom phase goes by the words of its name (CUSTOM_WORDS)."""
-CUSTOM_WORDS: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("eval", "valid", "val", "test"), b.EVAL),
-    (("ckpt", "checkpoint", "save"), b.CHECKPOINT),
-    (("log", "metric", "wandb", "tensorboard"), b.LOG),
-    (("data", "load", "batch", "fetch"), b.DATA),
-    (("h2d", "copy", "transfer"), b.H2D),
-    (("sync", "allreduce", "all_reduce", "comm"), b.COMMS),
-    (("forward", "backward", "optim", "fwd", "bwd", "loss"), b.COMPUTE),
-)
-"""A user's own phase names, by the words in them (a word that starts with one: "validation",
-"checkpointing"; "val" only whole); anything else is the loop's own time."""
-
 STACK_SLICE: dict[str, str] = {
     stack.FORWARD: b.COMPUTE,
     stack.BACKWARD: b.COMPUTE,
@@ -99,18 +72,6 @@ loop's own time."""
 SPLITS_UNMARKED = (b.EVAL, b.CHECKPOINT, b.LOG)
 """Slices the stacks may find inside the agent's unmarked time (an eval pass's metrics between
 its forwards, a logging call, a save the hooks did not see)."""
-
-
-def phase_slice(name: str) -> str:
-    """The slice an agent phase's time belongs to."""
-    known = PHASE_SLICE.get(name)
-    if known is not None:
-        return known
-    words = re.findall(r"[a-z]+", name.lower())
-    for stems, where in CUSTOM_WORDS:
-        if any(w == s or (s != "val" and w.startswith(s)) for w in words for s in stems):
-            return where
-    return b.LOOP
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,114 +259,6 @@ def _normalised(acc: dict[str, float]) -> dict[str, float]:
     return {k: min(1.0, max(0.0, v / total)) for k, v in acc.items()}
 
 
-@dataclass(frozen=True, slots=True)
-class _Sums:
-    """An agent's long window summed: what its budget is made from."""
-
-    steps: int
-    ns: Mapping[str, float]
-    """ns per slice (unmarked time in the loop; GC not taken out yet: ``_take_gc``)."""
-    gc: float
-    median_s: float
-
-
-_SUMS: dict[int, tuple[tuple[StepRecord, ...], _Sums | None]] = {}
-"""The last sums per agent, kept with the very steps tuple they were made from (an identity
-check: each reading's steps are a new tuple): the verdict runs after every reading of any
-source, the agents' steps change once a second. A cache of a pure function's results,
-cleared when it holds SUMS_KEPT agents."""
-SUMS_KEPT = 64
-
-
-def _window_sums(a: AgentState) -> _Sums | None:
-    """The agent's long window (``signals.long_window``) summed: each phase to its slice,
-    unmarked time to the loop; None before STEPS_MIN steps."""
-    hit = _SUMS.get(a.pid)
-    if hit is not None and hit[0] is a.steps:
-        return hit[1]
-    steps = long_window(a)
-    sums = _summed(_parts(a.pid, steps)) if len(steps) >= STEPS_MIN else None
-    if len(_SUMS) >= SUMS_KEPT:
-        _SUMS.clear()
-    _SUMS[a.pid] = (a.steps, sums)
-    return sums
-
-
-SIDE_STEP = {step.CHECKPOINT: b.CHECKPOINT, step.EVAL: b.EVAL, step.EVAL_LOG: b.EVAL,
-             step.LOG: b.LOG}  # fmt: skip
-"""Side phases whose step's extra unmarked time is theirs: a checkpoint's rename or cleanup
-around the save, an eval pass's metrics between its forwards."""
-
-
-SLICE_AT = {name: i for i, name in enumerate(b.SLICES)}
-
-
-@dataclass(frozen=True, slots=True)
-class _Part:
-    """One step as the budget sums it, made once per step (a step stays in an agent's window
-    for up to 512 readings)."""
-
-    dur: int
-    own: int
-    """Unmarked ns (the step less its phases)."""
-    ns: tuple[int, ...]
-    """Its phases' ns per slice, in SLICES order."""
-    side: int
-    """SLICE_AT of the slice its largest side phase (SIDE_STEP) is, -1 with none."""
-    gc: int
-
-
-def _part(s: StepRecord) -> _Part:
-    phases = s.phases
-    ns = [0] * len(b.SLICES)
-    for name, t in phases.items():
-        ns[SLICE_AT[phase_slice(name)]] += t
-    work = [(phases[n], n) for n in SIDE_STEP if phases.get(n)]
-    side = SLICE_AT[SIDE_STEP[max(work)[1]]] if work else -1
-    return _Part(s.dur_ns, max(0, s.dur_ns - sum(phases.values())), tuple(ns), side, s.gc_ns or 0)
-
-
-_PARTS: dict[int, dict[int, tuple[StepRecord, _Part]]] = {}
-"""Per agent, its steps' parts by the step's identity (the step object is kept with its
-part, so an id is never another step's); trimmed to the current window when it holds twice
-that many."""
-
-
-def _parts(pid: int, steps: Sequence[StepRecord]) -> list[_Part]:
-    kept = _PARTS.get(pid)
-    if kept is None:
-        if len(_PARTS) >= SUMS_KEPT:
-            _PARTS.clear()
-        kept = _PARTS[pid] = {}
-    out = []
-    for s in steps:
-        hit = kept.get(id(s))
-        if hit is None or hit[0] is not s:
-            hit = kept[id(s)] = (s, _part(s))
-        out.append(hit[1])
-    if len(kept) > 2 * len(steps):
-        _PARTS[pid] = {id(s): kept[id(s)] for s in steps}
-    return out
-
-
-def _summed(parts: Sequence[_Part]) -> _Sums:
-    """Each phase to its slice; unmarked time to the loop, except in a step with side work
-    (SIDE_STEP), whose unmarked time beyond the typical step's goes with its largest side
-    phase (what a step that is long because of a save spends around the save)."""
-    owns = sorted(p.own for p in parts)
-    typical = owns[len(owns) // 2]
-    columns = zip(*(p.ns for p in parts))  # noqa: B905 (every part has one ns per slice)
-    acc = dict(zip(b.SLICES, (float(sum(c)) for c in columns), strict=True))
-    loop = sum(owns)
-    for p in parts:
-        if p.side >= 0 and p.own > typical:
-            acc[b.SLICES[p.side]] += p.own - typical
-            loop -= p.own - typical
-    acc[b.LOOP] += loop
-    durs = sorted(p.dur for p in parts)
-    return _Sums(len(parts), acc, float(sum(p.gc for p in parts)), durs[len(durs) // 2] / 1e9)
-
-
 def _take_gc(acc: dict[str, float], gc: float) -> None:
     gc = min(gc, sum(acc.values()))
     first = min(gc, acc[b.LOOP])
@@ -439,7 +292,7 @@ def agent_budget(
 ) -> RankBudget | None:
     """One agent's budget over its long window (``signals.long_window``), its unmarked time
     split by the stacks where they say what it was; None before STEPS_MIN steps."""
-    sums = _window_sums(a)
+    sums = sums_of(a, STEPS_MIN)
     if sums is None:
         return None
     acc = dict(sums.ns)

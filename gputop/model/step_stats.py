@@ -85,7 +85,7 @@ def usable(steps: Sequence[StepRecord], window: int = WINDOW) -> list[StepRecord
     warm-up steps: early steps far slower than the rest would skew the median and read as
     spikes (the issue's "warm-up and compile steps excluded")."""
     rest = list(steps[1:])
-    if len(rest) >= 4:
+    if len(rest) >= 4 and rest[0].step <= WARMUP_STEPS:  # past them, nothing to look at
         typical = percentile(sorted(s.dur_ns for s in rest), 50)
         while (
             len(rest) > 3
