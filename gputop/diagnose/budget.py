@@ -121,13 +121,13 @@ class RankBudget:
     steps: int = 0
     """Steps the agent timed in it (0: from the stacks)."""
     samples: int = 0
-    """Stack samples its shares rest on (all of them from the stacks alone; ``sampled`` of
-    an agent's)."""
+    """Stack samples its shares rest on (all of them from the stacks alone; ``errors``' of an
+    agent's)."""
     estimates: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     """Per source, its own shares before they were combined (agreement)."""
-    sampled: tuple[str, ...] = ()
-    """An agent rank's slices whose share the stacks' samples decided (its unmarked time
-    split by them): they carry the samples' error."""
+    errors: Mapping[str, float] = field(default_factory=dict)
+    """An agent rank's slices whose share the stacks' samples decided (its unmarked time split
+    by them), with the share the samples vouch for taken off: their sampling error."""
 
     @property
     def label(self) -> str:
@@ -314,44 +314,54 @@ def agent_budget(
     if stacks is None or stacks.samples < STACKS_MIN:
         return RankBudget(a.pid, a.rank, "agent", raw, total / 1e9, sums.steps, 0, {"agent": raw})
     seen = _stack_shares(stacks)
-    shares, sampled = _split_unmarked(raw, seen)
+    shares, errors = _split_unmarked(raw, seen, stacks.samples)
     return RankBudget(a.pid, a.rank, "agent", shares, total / 1e9, sums.steps, stacks.samples,
-                      {"agent": raw, "stacks": seen}, sampled)  # fmt: skip
+                      {"agent": raw, "stacks": seen}, errors)  # fmt: skip
 
 
 def _split_unmarked(
-    raw: Mapping[str, float], seen: Mapping[str, float]
-) -> tuple[dict[str, float], tuple[str, ...]]:
+    raw: Mapping[str, float], seen: Mapping[str, float], samples: int
+) -> tuple[dict[str, float], dict[str, float]]:
     """The agent's loop time split by what the stacks saw in it: side work its phases did not
     name (SPLITS_UNMARKED), then compute its hooks did not mark (``_unmarked_compute``);
-    returns the shares and the slices the samples decided."""
+    returns the shares and the sampling error of each the samples decided."""
     shares = dict(raw)
-    sampled: list[str] = []
+    errors: dict[str, float] = {}
     for name in SPLITS_UNMARKED:
         move = min(shares[b.LOOP], max(0.0, seen[name] - shares[name]))
         if move > 0:
             shares[b.LOOP] -= move
             shares[name] += move
-            sampled.append(name)
-    if _unmarked_compute(shares, seen):
-        sampled.append(b.LOOP)  # what is left of it is the stacks' own-code share
-    return shares, tuple(sampled)
+            errors[name] = standard_error(seen[name], samples)
+    if _unmarked_compute(shares, seen, samples):
+        # what is left of it: between what the samples showed less their error and that
+        # plus it (only time the samples show beyond their error moved)
+        low = max(0.0, seen[b.LOOP] - standard_error(seen[b.LOOP], samples))
+        errors[b.LOOP] = max(0.0, shares[b.LOOP] - low)
+    return shares, errors
 
 
-def _unmarked_compute(shares: dict[str, float], seen: Mapping[str, float]) -> bool:
-    """The agent's loop time beyond what the stacks saw in the job's own code, up to the
-    compute the stacks saw beyond the agent's, is compute the hooks do not mark: a
-    functional loss, ``clip_grad_norm_``, an EMA's ``update_parameters`` (torch's Python
-    called from the loop). The stacks' share is the estimate of how the unmarked time
-    splits; the slice shows both sources' measures, so their disagreement is its
-    confidence. A torch op with no Python frame (``x @ w``) looks like the job's own code
-    to a stack; NVML's busy GPU moves it (``_with_gpu``)."""
-    move = min(shares[b.LOOP] - seen[b.LOOP], seen[b.COMPUTE] - shares[b.COMPUTE])
+def _unmarked_compute(shares: dict[str, float], seen: Mapping[str, float], samples: int) -> bool:
+    """The agent's loop time beyond what the stacks saw in the job's own code (and one
+    sampling error more: only what the samples show), up to the compute the stacks saw beyond
+    the agent's, is compute the hooks do not mark: a functional loss, ``clip_grad_norm_``,
+    an EMA's ``update_parameters`` (torch's Python called from the loop). A torch op with no
+    Python frame (``x @ w``) looks like the job's own code to a stack; NVML's busy GPU moves
+    it (``_with_gpu``)."""
+    own = seen[b.LOOP] + standard_error(seen[b.LOOP], samples)
+    move = min(shares[b.LOOP] - own, seen[b.COMPUTE] - shares[b.COMPUTE])
     if move <= 0:
         return False
     shares[b.LOOP] -= move
     shares[b.COMPUTE] += move
     return True
+
+
+def standard_error(share: float, samples: int) -> float:
+    """One standard error of a share of ``samples`` stack samples; a share none of them showed
+    is taken as one in ``samples`` (no sample is no proof of none)."""
+    seen = max(share, 1 / samples) if samples > 0 else 0.0
+    return (seen * (1 - seen) / samples) ** 0.5 if 0 < seen < 1 else 0.0
 
 
 def stacks_budget(p: MainPhases, stalled_s: float | None) -> RankBudget | None:
@@ -425,13 +435,14 @@ def slices_of(r: RankBudget, held: Mapping[str, tuple[str, ...]]) -> tuple[Slice
     """A rank's slices with every source's own measure, the sampling error of the shares the
     stacks decided, and the sources that hold each (``held``): the live budget and a recorded
     one alike."""
-    sampled = b.SLICES if r.source == "stacks" else r.sampled
     out = []
     for name in b.SLICES:
         share = r.shares[name]
         est = tuple((src, shares[name]) for src, shares in r.estimates.items() if name in shares)
-        n = r.samples if name in sampled else 0
-        error = (share * (1 - share) / n) ** 0.5 if n else 0.0
+        if r.source == "stacks":
+            error = (share * (1 - share) / r.samples) ** 0.5 if r.samples else 0.0
+        else:
+            error = r.errors.get(name, 0.0)
         out.append(Slice(name, share, est, error, held.get(name, ())))
     return tuple(out)
 

@@ -238,7 +238,7 @@ def _kept(b: Budget) -> Budget:
             r.pid, r.rank, r.source, {n: _r(r.shares.get(n, 0.0)) for n in SLICES},
             round(r.seconds, 4), r.steps, r.samples,
             {src: {n: _r(v) for n, v in est.items()} for src, est in r.estimates.items()}
-            if i == typical else {}, r.sampled,
+            if i == typical else {}, {n: _r(v) for n, v in r.errors.items()},
         )
         for i, r in enumerate(b.ranks)
     )  # fmt: skip
@@ -259,7 +259,7 @@ def encode_budget(b: Budget) -> list[Any]:
     typical = b.ranks.index(b.typical)
     ranks = [
         [r.rank, r.pid, r.source, r.seconds, r.steps, r.samples, [r.shares[n] for n in SLICES],
-         *([list(r.sampled)] if r.sampled else [])]
+         *([dict(r.errors)] if r.errors else [])]
         for r in b.ranks
     ]  # fmt: skip
     estimates = {src: [est.get(n) for n in SLICES] for src, est in b.typical.estimates.items()}
@@ -285,7 +285,7 @@ def decode_budget(raw: Any) -> Budget:
         if not isinstance(r, list) or len(r) not in (7, 8):
             raise bad
         rank, pid, source, seconds, steps, samples, shares = r[:7]
-        sampled = r[7] if len(r) == 8 else []  # older recordings: no sampled slices
+        errors = r[7] if len(r) == 8 else {}  # older recordings: none
         if (
             not (rank is None or (type(rank) is int and 0 <= rank <= MAX_INT))
             or type(pid) is not int
@@ -295,13 +295,12 @@ def decode_budget(raw: Any) -> Budget:
             or not isinstance(shares, list)
             or len(shares) != len(SLICES)
             or not all(_share(v) for v in shares)
-            or not isinstance(sampled, list)
-            or not all(n in SLICES for n in sampled)
-            or len(set(sampled)) != len(sampled)
+            or not isinstance(errors, dict)
+            or not all(n in SLICES and _share(v) for n, v in errors.items())
         ):
             raise bad
         ranks.append(RankBudget(pid, rank, source, dict(zip(SLICES, shares, strict=True)),
-                                seconds, steps, samples, {}, tuple(sampled)))  # fmt: skip
+                                seconds, steps, samples, {}, errors))  # fmt: skip
     if not isinstance(estimates_raw, dict) or not set(estimates_raw) <= set(SOURCES):
         raise bad
     estimates = {}
