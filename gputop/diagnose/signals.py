@@ -6,6 +6,7 @@ Each source is optional: a rule asks for the signals it needs and records which 
 from __future__ import annotations
 
 import math
+import operator
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -680,6 +681,35 @@ class RuleInputs:
         return self.steps is None and self.host is None and self.stacks is None
 
 
+_Readings = tuple[tuple[GpuSample, ...], ...]
+_LAST_BOARD: list[tuple[_Readings, tuple[DeviceInfo, ...], GpuSignals | None]] = []
+"""The last board's signals, kept with the very readings they came from (each checked one by
+one, by identity): the verdict runs after every reading of any source, a GPU's window
+changes once a tick, and one pass walks every reading of every GPU."""
+
+
+def board_signals(
+    gpus: Sequence[Window[GpuSample]], devices: Sequence[DeviceInfo]
+) -> GpuSignals | None:
+    """The board's signals with each GPU's own (``gpu_signals``), once per GPU reading."""
+    readings = tuple(w.samples for w in gpus)
+    devs = tuple(devices)
+    if _LAST_BOARD:
+        kept, kept_devs, out = _LAST_BOARD[0]
+        if kept_devs == devs and len(kept) == len(readings) and all(map(_same, kept, readings)):
+            return out
+    board = gpu_signals(gpus, devices)
+    if board is not None and len(gpus) > 1:
+        each = ((d.index, gpu_signals([w], [d])) for w, d in zip(gpus, devices, strict=False))
+        board = replace(board, per_gpu=tuple((i, g) for i, g in each if g is not None))
+    _LAST_BOARD[:] = [(readings, devs, board)]
+    return board
+
+
+def _same(a: tuple[GpuSample, ...], b: tuple[GpuSample, ...]) -> bool:
+    return a is b or (len(a) == len(b) and all(map(operator.is_, a, b)))
+
+
 def reduce_windows(
     gpus: Sequence[Window[GpuSample]],
     devices: Sequence[DeviceInfo],
@@ -689,12 +719,8 @@ def reduce_windows(
 ) -> RuleInputs:
     """The windows of every source -> the rules' inputs (the MFU needs the GPUs' names)."""
     names = [d.name for d in devices if d.name]
-    board = gpu_signals(gpus, devices)
-    if board is not None and len(gpus) > 1:
-        each = ((d.index, gpu_signals([w], [d])) for w, d in zip(gpus, devices, strict=False))
-        board = replace(board, per_gpu=tuple((i, g) for i, g in each if g is not None))
     return RuleInputs(
-        gpu=board,
+        gpu=board_signals(gpus, devices),
         host=host_signals(host),
         steps=step_signals(agents, names),
         stacks=stack_signals(stacks),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from typing import Generic, TypeVar
 
@@ -60,8 +60,20 @@ class Ring(Generic[T]):
 
     def since(self, t0: float) -> list[T]:
         """Items with timestamp >= t0, oldest first (binary search, then one slice)."""
+        return self.between(t0, None)
+
+    def between(self, t0: float, t1: float | None) -> list[T]:
+        """Items with t0 <= timestamp <= t1 (no upper bound when None), oldest first: two
+        binary searches, then at most two slices of the storage (the verdict takes a window of
+        every series after every reading)."""
         first = bisect_left(self, t0, 0, self._len)
-        return [self._items[self._slot(i)] for i in range(first, self._len)]  # type: ignore[misc]
+        end = self._len if t1 is None else bisect_right(self, t1, first, self._len)
+        if first >= end:
+            return []
+        a, b = self._slot(first), self._slot(end - 1) + 1
+        if a < b:
+            return self._items[a:b]  # type: ignore[return-value]
+        return self._items[a:] + self._items[:b]  # type: ignore[operator]
 
     def __iter__(self) -> Iterator[T]:
         for i in range(self._len):

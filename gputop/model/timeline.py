@@ -49,5 +49,5 @@ class Timeline:
         """The samples of ``key`` from ``now - seconds`` to ``now`` (empty when unknown)."""
         start = now - seconds
         ring = self._series.get(key)
-        samples = tuple(s for s in ring.since(start) if s.t <= now) if ring else ()
+        samples = tuple(ring.between(start, now)) if ring else ()  # ring times are sample.t
         return Window(samples=samples, start=start, end=now)

@@ -1,6 +1,7 @@
 """A long start: before the first step the script builds its vocabulary and tokenises a text
 corpus in pure Python (about 12 s of real CPU work, sized by the CPU time it takes, so it lasts
-as long on a slow or busy machine), then trains a healthy loop on the in-memory tokens. The quiet start is work, not a hang."""
+as long on a slow or busy machine), then trains a healthy loop on the in-memory tokens. The
+quiet start is work, not a hang."""
 
 import argparse
 import collections

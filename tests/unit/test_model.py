@@ -59,6 +59,22 @@ def test_ring_since_matches_a_plain_filter(times, cap):
     assert r.since(cut) == [t for t in kept if t >= cut]
 
 
+@given(
+    st.lists(st.floats(0, 1e6, allow_nan=False), min_size=1, max_size=200),
+    st.integers(1, 50),
+    st.floats(0, 1e6, allow_nan=False),
+    st.floats(0, 1e6, allow_nan=False),
+)
+def test_ring_between_matches_a_plain_filter_across_the_wrap(times, cap, t0, t1):
+    times = sorted(times)
+    r: Ring[float] = Ring(cap)
+    for t in times:
+        r.append(t, t)
+    kept = times[-cap:]
+    assert r.between(t0, t1) == [t for t in kept if t0 <= t <= t1]
+    assert r.between(t0, None) == [t for t in kept if t >= t0]
+
+
 def test_timeline_memory_is_bounded_per_series():
     tl = Timeline(capacity=10)
     for i in range(1000):
