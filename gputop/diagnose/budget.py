@@ -311,12 +311,14 @@ def agent_budget(
     if not 0 < total < math.inf:
         return None  # nothing timed, or numbers no clock gives
     raw = _normalised(acc)
-    if stacks is None or stacks.samples < STACKS_MIN:
-        return RankBudget(a.pid, a.rank, "agent", raw, total / 1e9, sums.steps, 0, {"agent": raw})
-    seen = _stack_shares(stacks)
-    shares, errors = _split_unmarked(raw, seen, stacks.samples)
-    return RankBudget(a.pid, a.rank, "agent", shares, total / 1e9, sums.steps, stacks.samples,
-                      {"agent": raw, "stacks": seen}, errors)  # fmt: skip
+    shares, errors, samples = raw, {}, 0
+    estimates: dict[str, Mapping[str, float]] = {"agent": raw}
+    if stacks is not None and stacks.samples >= STACKS_MIN:
+        samples = stacks.samples
+        estimates["stacks"] = seen = _stack_shares(stacks)
+        shares, errors = _split_unmarked(raw, seen, samples)
+    return RankBudget(a.pid, a.rank, "agent", shares, total / 1e9, sums.steps, samples,
+                      estimates, errors)  # fmt: skip
 
 
 def _split_unmarked(
@@ -333,22 +335,21 @@ def _split_unmarked(
             shares[b.LOOP] -= move
             shares[name] += move
             errors[name] = standard_error(seen[name], samples)
-    if _unmarked_compute(shares, seen, samples):
-        # what is left of it: between what the samples showed less their error and that
-        # plus it (only time the samples show beyond their error moved)
-        low = max(0.0, seen[b.LOOP] - standard_error(seen[b.LOOP], samples))
-        errors[b.LOOP] = max(0.0, shares[b.LOOP] - low)
+    err = standard_error(seen[b.LOOP], samples)
+    if _unmarked_compute(shares, seen, seen[b.LOOP] + err):
+        # what is left of it lies between what the samples showed, less their error, and
+        # that plus it (only the time the samples show beyond their error moved)
+        errors[b.LOOP] = max(0.0, shares[b.LOOP] - max(0.0, seen[b.LOOP] - err))
     return shares, errors
 
 
-def _unmarked_compute(shares: dict[str, float], seen: Mapping[str, float], samples: int) -> bool:
-    """The agent's loop time beyond what the stacks saw in the job's own code (and one
-    sampling error more: only what the samples show), up to the compute the stacks saw beyond
-    the agent's, is compute the hooks do not mark: a functional loss, ``clip_grad_norm_``,
-    an EMA's ``update_parameters`` (torch's Python called from the loop). A torch op with no
-    Python frame (``x @ w``) looks like the job's own code to a stack; NVML's busy GPU moves
-    it (``_with_gpu``)."""
-    own = seen[b.LOOP] + standard_error(seen[b.LOOP], samples)
+def _unmarked_compute(shares: dict[str, float], seen: Mapping[str, float], own: float) -> bool:
+    """The agent's loop time beyond ``own`` (what the stacks saw in the job's own code, and
+    one sampling error more: only what the samples show), up to the compute the stacks saw
+    beyond the agent's, is compute the hooks do not mark: a functional loss,
+    ``clip_grad_norm_``, an EMA's ``update_parameters`` (torch's Python called from the
+    loop). A torch op with no Python frame (``x @ w``) looks like the job's own code to a
+    stack; NVML's busy GPU moves it (``_with_gpu``)."""
     move = min(shares[b.LOOP] - own, seen[b.COMPUTE] - shares[b.COMPUTE])
     if move <= 0:
         return False
@@ -440,7 +441,7 @@ def slices_of(r: RankBudget, held: Mapping[str, tuple[str, ...]]) -> tuple[Slice
         share = r.shares[name]
         est = tuple((src, shares[name]) for src, shares in r.estimates.items() if name in shares)
         if r.source == "stacks":
-            error = (share * (1 - share) / r.samples) ** 0.5 if r.samples else 0.0
+            error = standard_error(share, r.samples)
         else:
             error = r.errors.get(name, 0.0)
         out.append(Slice(name, share, est, error, held.get(name, ())))

@@ -532,10 +532,10 @@ def long_window(agent: AgentState) -> list[StepRecord]:
     longer = usable(agent.steps, window=SPIKE_STEPS)
     if not longer:
         return longer
-    end = longer[-1].t0_ns + longer[-1].dur_ns
-    if longer[0].t0_ns >= end - SPIKE_WINDOW_S * 1e9:
+    cut = longer[-1].t0_ns + longer[-1].dur_ns - SPIKE_WINDOW_S * 1e9
+    if longer[0].t0_ns >= cut:
         return longer  # all of it within the time (512 steps of under 0.23 s)
-    return [s for s in longer if s.t0_ns >= end - SPIKE_WINDOW_S * 1e9]
+    return [s for s in longer if s.t0_ns >= cut]
 
 
 _LAST_STEPS: list[tuple[AgentsSample, tuple[str, ...], StepSignals | None]] = []

@@ -89,14 +89,12 @@ class _Part:
 
     of: StepRecord
     """The step it was made from (``_same``: what a later reading's step is checked against)."""
-    dur: int
     own: int
     """Unmarked ns (the step less its phases)."""
     ns: tuple[int, ...]
     """Its phases' ns per slice, in SLICES order."""
     side: int
     """SLICE_AT of the slice its largest side phase (SIDE_STEP) is, -1 with none."""
-    gc: int
 
 
 def _part(s: StepRecord) -> _Part:
@@ -107,7 +105,7 @@ def _part(s: StepRecord) -> _Part:
     work = [(phases[n], n) for n in SIDE_STEP if phases.get(n)]
     side = SLICE_AT[SIDE_STEP[max(work)[1]]] if work else -1
     own = max(0, s.dur_ns - sum(phases.values()))
-    return _Part(s, s.dur_ns, own, tuple(ns), side, s.gc_ns or 0)
+    return _Part(s, own, tuple(ns), side)
 
 
 def _same(p: _Part, s: StepRecord) -> bool:
@@ -140,16 +138,16 @@ class _Sliding:
     def _add(self, p: _Part) -> None:
         self.parts.append(p)
         self.ns = [x + y for x, y in zip(self.ns, p.ns, strict=True)]
-        self.gc += p.gc
+        self.gc += p.of.gc_ns or 0
         bisect.insort(self.owns, p.own)
-        bisect.insort(self.durs, p.dur)
+        bisect.insort(self.durs, p.of.dur_ns)
 
     def _drop_oldest(self) -> None:
         p = self.parts.popleft()
         self.ns = [x - y for x, y in zip(self.ns, p.ns, strict=True)]
-        self.gc -= p.gc
+        self.gc -= p.of.gc_ns or 0
         del self.owns[bisect.bisect_left(self.owns, p.own)]
-        del self.durs[bisect.bisect_left(self.durs, p.dur)]
+        del self.durs[bisect.bisect_left(self.durs, p.of.dur_ns)]
 
     def slide(self, steps: Sequence[StepRecord]) -> None:
         """To the window ``steps``: off the old end what left it, on the new end what came;
@@ -192,17 +190,12 @@ def sums_of(a: AgentState, least: int) -> Sums | None:
     hit = _KEPT.get(a.pid)
     if hit is not None and hit[0] is a.steps:
         return hit[2]
+    if hit is None and len(_KEPT) >= KEPT_AGENTS:
+        _KEPT.clear()
     steps = long_window(a)
-    if hit is not None:
-        sliding = hit[1]
-    else:
-        if len(_KEPT) >= KEPT_AGENTS:
-            _KEPT.clear()
-        sliding = _Sliding()
-    if len(steps) < least:
-        sliding = _Sliding()
-        sums = None
-    else:
+    sliding = hit[1] if hit is not None and len(steps) >= least else _Sliding()
+    sums = None
+    if len(steps) >= least:
         sliding.slide(steps)
         sums = sliding.sums()
     _KEPT[a.pid] = (a.steps, sliding, sums)

@@ -58,10 +58,6 @@ class Ring(Generic[T]):
     def latest(self) -> T | None:
         return self._items[self._slot(self._len - 1)] if self._len else None
 
-    def since(self, t0: float) -> list[T]:
-        """Items with timestamp >= t0, oldest first (binary search, then one slice)."""
-        return self.between(t0, None)
-
     def between(self, t0: float, t1: float | None) -> list[T]:
         """Items with t0 <= timestamp <= t1 (no upper bound when None), oldest first: two
         binary searches, then at most two slices of the storage (the verdict takes a window of

@@ -27,13 +27,13 @@ def test_ring_keeps_newest_items_in_order_once_full():
     assert r.latest() == 4
 
 
-def test_ring_since_uses_timestamps_across_the_wrap():
+def test_ring_between_uses_timestamps_across_the_wrap():
     r: Ring[int] = Ring(4)
     for i in range(10):
         r.append(float(i), i)
-    assert r.since(7.5) == [8, 9]
-    assert r.since(0) == [6, 7, 8, 9]
-    assert r.since(100) == []
+    assert r.between(7.5, None) == [8, 9]
+    assert r.between(0, None) == [6, 7, 8, 9]
+    assert r.between(100, None) == []
 
 
 def test_ring_refuses_time_going_backwards():
@@ -49,14 +49,14 @@ def test_ring_rejects_zero_capacity():
 
 
 @given(st.lists(st.floats(0, 1e6, allow_nan=False), min_size=1, max_size=200), st.integers(1, 50))
-def test_ring_since_matches_a_plain_filter(times, cap):
+def test_ring_between_without_an_end_matches_a_plain_filter(times, cap):
     times = sorted(times)
     r: Ring[float] = Ring(cap)
     for t in times:
         r.append(t, t)
     kept = times[-cap:]
     cut = times[len(times) // 2]
-    assert r.since(cut) == [t for t in kept if t >= cut]
+    assert r.between(cut, None) == [t for t in kept if t >= cut]
 
 
 @given(
