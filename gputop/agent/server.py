@@ -29,7 +29,9 @@ from typing import Any
 from gputop.agent import ranks
 from gputop.agent.paths import peer_credentials, runtime_dir, serving_dir, socket_path
 from gputop.agent.recorder import StepRecorder
+from gputop.agent.stacks import StackSampler
 from gputop.agent.wire import WIRE_VERSION, encode
+from gputop.vocab.stacks import STACKS_PERIOD_S
 
 TICK_S = 0.1
 HEARTBEAT_S = 1.0
@@ -133,7 +135,10 @@ class AgentServer:
         self._gpu_history: collections.deque[tuple[int, bytes]] = collections.deque()
         """(last seq, encoded message) of what was published, so a new monitor's backlog is
         copied, not encoded again: an accept costs microseconds, not milliseconds."""
-        self._next_fp = self._next_beat = 0.0
+        self._next_fp = self._next_beat = self._next_stacks = 0.0
+        self.stacks = StackSampler()
+        """The process's threads' stacks, sampled every STACKS_PERIOD_S while a monitor is
+        connected: the monitor needs no py-spy for this process while they arrive."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.problem: str | None = None
@@ -261,6 +266,9 @@ class AgentServer:
         if now >= self._next_beat:
             self._next_beat = now + HEARTBEAT_S
             self._broadcast(self._heartbeat())
+        if self._clients and now >= self._next_stacks:
+            self._next_stacks = now + STACKS_PERIOD_S
+            self._broadcast(self._stacks())
 
     def _accept(self) -> None:
         """A few connections per pass (the rest wait in the kernel's queue); past MAX_CLIENTS
@@ -408,6 +416,9 @@ class AgentServer:
             gpu_backlog=self.rec.gpu_backlog,
             gpu_dropped=self.rec.gpu_dropped,
         )
+
+    def _stacks(self) -> bytes:
+        return encode("stacks", mono_ns=time.perf_counter_ns(), threads=self.stacks.sample())
 
     def _hello(self) -> bytes:
         return encode("hello", agent=identity(self.ranks), wire=WIRE_VERSION,

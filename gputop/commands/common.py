@@ -133,6 +133,24 @@ ATTACH_HELP = (
 
 def add_attach_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--attach", action="store_const", const=True, help=ATTACH_HELP)
+    p.add_argument(
+        "--stacks-budget",
+        type=budget_percent,
+        metavar="PCT",
+        help="with --pid: the CPU py-spy may use, in %% of one core (default 2): processes "
+        "without gputop's agent are read within it, ranks first, DataLoader workers in turn",
+    )
+
+
+def budget_percent(text: str) -> float:
+    """``--stacks-budget``'s value as a share of one core (2 -> 0.02)."""
+    try:
+        pct = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of percent") from None
+    if not 0 < pct <= 100:
+        raise argparse.ArgumentTypeError(f"{text}: give a percent of one core above 0, up to 100")
+    return pct / 100
 
 
 def add_output_flags(p: argparse.ArgumentParser) -> None:
@@ -335,32 +353,38 @@ class Attached:
         return (main.cmdline or main.name) if main else None
 
 
-def attach(pid: int | None) -> Attached:
-    """The sources for ``pid`` (nothing for None); TargetNotFound propagates (one line)."""
+def attach(pid: int | None, stacks_budget: float | None = None) -> Attached:
+    """The sources for ``pid`` (nothing for None); TargetNotFound propagates (one line).
+    ``stacks_budget``: py-spy's CPU as a share of one core (default ``DEFAULT_SHARE``)."""
     if pid is None:
         return Attached()
     from gputop.sources.host import HostSource
 
-    return with_tree(HostSource.open(pid), pid)
+    return with_tree(HostSource.open(pid), pid, stacks_budget=stacks_budget)
 
 
-def with_tree(host: Any, pid: int, identity: Any = None) -> Attached:
+def with_tree(
+    host: Any, pid: int, identity: Any = None, stacks_budget: float | None = None
+) -> Attached:
     """The agent link and the stack sampler of ``pid`` beside its host source (which may be
     None: a job that exited before it could be read still has its agents' last words). All
     follow one identity (the host source's, else ``identity``): once the target has exited,
-    a later process given its PID is neither sampled nor searched for agents."""
+    a later process given its PID is neither sampled nor searched for agents; and all read
+    one walk of the process tree (``ProcTree``)."""
     from gputop.model.host import merge_hints
     from gputop.sources.agent_link import AgentLink
-    from gputop.sources.procfs import descendants
+    from gputop.sources.proc_tree import ProcTree
+    from gputop.sources.stack_budget import DEFAULT_SHARE, StackBudget
     from gputop.sources.stacks import StackSource
 
     identity = getattr(host, "identity", None) or identity
-
-    def tree() -> list[int]:
-        return [] if identity is not None and not identity.alive() else descendants(pid)
-
-    link = AgentLink(pid, pids=tree)
-    stacks = StackSource(pid, hints=link.hints, identity=identity)
+    tree = getattr(host, "tree", None) or ProcTree(pid, identity=identity)
+    if host is not None:
+        host.tree = tree
+    link = AgentLink(pid, pids=tree.pids)
+    budget = StackBudget(stacks_budget if stacks_budget is not None else DEFAULT_SHARE)
+    stacks = StackSource(pid, hints=link.hints, identity=identity, tree=tree,
+                         agent_stacks=link.stacks, budget=budget)  # fmt: skip
     if host is not None:  # roles settled by all the evidence: the tree, the stacks, the agents
         host.hints = lambda: merge_hints(stacks.hints(), link.hints())
     return Attached(host, link, stacks, identity)

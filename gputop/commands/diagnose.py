@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         job.forward_signals()
     pid = job.pid if job else args.pid
     try:
-        attached = attach(pid)
+        attached = attach(pid, getattr(args, "stacks_budget", None))
         gpus = open_gpus(board)
     except BaseException:
         sinks.close()

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--attach needs --pid: the process to load the agent into")
     follower = follower_for(args, args.pid)
     board = board_from_flags(args, follower)
-    attached = attach(args.pid)
+    attached = attach(args.pid, getattr(args, "stacks_budget", None))
     sinks = open_outputs(args, "monitor")
     gpus = open_gpus(board)
     if gpus.missing and args.pid is None:

@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
 
     follower = follower_for(args, args.pid)
     board = board_from_flags(args, follower)
-    attached = attach(args.pid)
+    attached = attach(args.pid, getattr(args, "stacks_budget", None))
     sinks = open_outputs(args, "record", record=args.output)
     offer_agent(attached, load=bool(args.attach))
     gpus = open_gpus(board)

@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gputop.model.stacks import Frame, StacksSample, ThreadStack
+from gputop.model.stacks import PY_SPY, Frame, StacksSample, ThreadStack, reads
 from gputop.vocab.stacks import (
     BACKWARD,
     BLOCKED,
@@ -42,12 +42,11 @@ class ThreadShares:
 def thread_shares(window: Sequence[StacksSample]) -> list[ThreadShares]:
     counts: dict[tuple[int, int], Counter[str]] = {}
     last: dict[tuple[int, int], tuple[str, ThreadStack]] = {}
-    for sample in window:
-        for proc in sample.processes:
-            for t in proc.threads:
-                key = (proc.pid, t.tid)
-                counts.setdefault(key, Counter())[t.phase] += 1
-                last[key] = (proc.role, t)
+    for _, proc in reads(window):
+        for t in proc.threads:
+            key = (proc.pid, t.tid)
+            counts.setdefault(key, Counter())[t.phase] += 1
+            last[key] = (proc.role, t)
     out = []
     for key, counter in counts.items():
         n = sum(counter.values())
@@ -61,11 +60,10 @@ def thread_shares(window: Sequence[StacksSample]) -> list[ThreadShares]:
 def hottest_frames(window: Sequence[StacksSample], n: int = 5) -> list[tuple[Frame, int]]:
     """The deciding frames seen most often in active threads (what the CPU time goes to)."""
     c: Counter[Frame] = Counter()
-    for sample in window:
-        for proc in sample.processes:
-            for t in proc.threads:
-                if t.active and t.deciding is not None:
-                    c[t.deciding] += 1
+    for _, proc in reads(window):
+        for t in proc.threads:
+            if t.active and t.deciding is not None:
+                c[t.deciding] += 1
     return c.most_common(n)
 
 
@@ -115,6 +113,10 @@ class Stillness:
     """Where it waits: the phase's deciding frame, else the innermost frame."""
     caller: Frame | None
     """The innermost frame outside Python's own library: the code that chose to wait."""
+    via: str = PY_SPY
+    """Who read its latest stack: its agent, or py-spy (when the agent's samples stopped)."""
+    age_s: float | None = None
+    """How old that read is at the window's last reading (None: not known)."""
 
 
 LIBRARIES = frozenset({
@@ -157,26 +159,25 @@ def own_code(window: Sequence[StacksSample], n: int = 2) -> OwnCode | None:
     lines: dict[tuple[str, str], Counter[Frame]] = {}
     training: set[tuple[int, int]] = set()
     total = user = 0
-    for sample in window:
-        for proc in sample.processes:
-            if proc.role == "worker":
+    for _, proc in reads(window):
+        if proc.role == "worker":
+            continue
+        for t in proc.threads:
+            if t.name != "MainThread":
                 continue
-            for t in proc.threads:
-                if t.name != "MainThread":
-                    continue
-                key = (proc.pid, t.tid)
-                if t.phase in TRAINING:
-                    training.add(key)
-                if key not in training:
-                    continue
-                total += 1
-                own = user_frame(t.frames) if t.phase == USER_CODE else None
-                if own is None:
-                    continue
-                user += 1
-                fn = (own.file, own.name)
-                by_function[fn] += 1
-                lines.setdefault(fn, Counter())[own] += 1
+            key = (proc.pid, t.tid)
+            if t.phase in TRAINING:
+                training.add(key)
+            if key not in training:
+                continue
+            total += 1
+            own = user_frame(t.frames) if t.phase == USER_CODE else None
+            if own is None:
+                continue
+            user += 1
+            fn = (own.file, own.name)
+            by_function[fn] += 1
+            lines.setdefault(fn, Counter())[own] += 1
     if not total:
         return None
     at = tuple(
@@ -204,14 +205,17 @@ def stillness(window: Sequence[StacksSample]) -> list[Stillness]:
     out = []
     ranks: dict[int, tuple[str, int | None]] = {}
     history: dict[int, list[tuple[float, ThreadStack]]] = {}
-    for sample in window:
-        for proc in sample.processes:
-            if proc.role == "worker" or proc.error:
-                continue
-            main = next((t for t in proc.threads if t.name == "MainThread"), None)
-            if main is not None:
-                history.setdefault(proc.pid, []).append((sample.t, main))
-                ranks[proc.pid] = (proc.role, proc.rank)
+    readers: dict[int, tuple[str, float | None]] = {}
+    for sample, proc in reads(window):
+        if proc.role == "worker" or proc.error:
+            continue
+        main = next((t for t in proc.threads if t.name == "MainThread"), None)
+        if main is not None:
+            at = proc.taken if proc.taken is not None else sample.t
+            history.setdefault(proc.pid, []).append((at, main))
+            ranks[proc.pid] = (proc.role, proc.rank)
+            readers[proc.pid] = (proc.via, proc.taken)
+    now = window[-1].t if window else 0.0
     for pid, stacks in history.items():
         runs: list[tuple[float, float, int, int]] = []  # (first t, last t, dumps, idle dumps)
         prev: ThreadStack | None = None
@@ -226,6 +230,7 @@ def stillness(window: Sequence[StacksSample]) -> list[Stillness]:
         earlier = [b - a for a, b, n, i in runs[:-1] if i >= PAUSE_IDLE * n]
         last = stacks[-1][1]
         role, rank = ranks[pid]
+        via, taken = readers[pid]
         out.append(
             Stillness(
                 pid=pid,
@@ -238,6 +243,8 @@ def stillness(window: Sequence[StacksSample]) -> list[Stillness]:
                 phase=last.phase,
                 leaf=waits_in(last),
                 caller=user_frame(last.frames),
+                via=via,
+                age_s=max(0.0, now - taken) if taken is not None else None,
             )
         )
     return out
@@ -287,24 +294,24 @@ def main_phases(window: Sequence[StacksSample]) -> list[MainPhases]:
     counts: dict[int, Counter[str]] = {}
     first: dict[int, float] = {}
     last: dict[int, tuple[float, str, int | None]] = {}
-    for sample in window:
-        for proc in sample.processes:
-            if proc.role == "worker" or proc.error:
+    for sample, proc in reads(window):
+        if proc.role == "worker" or proc.error:
+            continue
+        main = next((t for t in proc.threads if t.name == "MainThread"), None)
+        if main is None:
+            continue
+        pid = proc.pid
+        at = proc.taken if proc.taken is not None else sample.t
+        if pid not in first:
+            if main.phase not in TRAINING and main.phase not in SIDE_PHASES:
                 continue
-            main = next((t for t in proc.threads if t.name == "MainThread"), None)
-            if main is None:
-                continue
-            pid = proc.pid
-            if pid not in first:
-                if main.phase not in TRAINING and main.phase not in SIDE_PHASES:
-                    continue
-                first[pid] = sample.t
-                counts[pid] = Counter()
-            phase = main.phase
-            if phase == USER_CODE and main.frames and package(main.frames[0]) == "torch":
-                phase = TORCH_OP
-            counts[pid][phase] += 1
-            last[pid] = (sample.t, proc.role, proc.rank)
+            first[pid] = at
+            counts[pid] = Counter()
+        phase = main.phase
+        if phase == USER_CODE and main.frames and package(main.frames[0]) == "torch":
+            phase = TORCH_OP
+        counts[pid][phase] += 1
+        last[pid] = (at, proc.role, proc.rank)
     out = []
     for pid, c in counts.items():
         t, role, rank = last[pid]

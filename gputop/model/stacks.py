@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+
+AGENT = "agent"
+PY_SPY = "py-spy"
+READERS = (AGENT, PY_SPY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +51,16 @@ class ProcessStacks:
     dump_s: float | None = None
     rank: int | None = None
     """A rank's number when known (``model.host.roles``)."""
+    via: str = PY_SPY
+    """Who read the stacks: the process's own agent or py-spy (``READERS``)."""
+    taken: float | None = None
+    """When they were read, on the reading's clock: a process not read again since keeps its
+    last stacks in later readings with the same ``taken`` (one read, counted once: ``reads``);
+    None in recordings made before it was kept (every reading then a read)."""
+
+    def age(self, now: float) -> float | None:
+        """Seconds since these stacks were read, as of ``now`` (a reading's ``t``)."""
+        return None if self.taken is None else max(0.0, now - self.taken)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,3 +77,17 @@ class StacksSample:
     @property
     def key(self) -> tuple[str, int]:
         return ("stacks", self.target)
+
+
+def reads(window: Sequence[StacksSample]) -> Iterator[tuple[StacksSample, ProcessStacks]]:
+    """(reading, process) for each read of a process in ``window``, once: a process not read
+    again (py-spy's budget reads it less often than the readings come) is carried in later
+    readings with the same ``taken``, and one read is one sample."""
+    seen: dict[int, float] = {}
+    for sample in window:
+        for proc in sample.processes:
+            if proc.taken is not None:
+                if seen.get(proc.pid) == proc.taken:
+                    continue
+                seen[proc.pid] = proc.taken
+            yield sample, proc

@@ -14,6 +14,7 @@ from typing import Any
 from gputop.agent.ranks import LAUNCHER_VARS, RANKS_VERSION, SOURCES
 from gputop.agent.wire import MAX_LINE, WIRE_VERSION
 from gputop.model.steps import StepRecord
+from gputop.vocab.stacks import STACK_DEPTH
 
 MAX_STEPS_PER_MESSAGE = 1000
 MAX_PHASES = 64
@@ -24,6 +25,12 @@ MAX_RANK = 1 << 20
 """Ranks and world sizes above this are nonsense."""
 MAX_GC_FULL = 10**6
 """Full collections in one step: each traverses the whole heap, so more is nonsense."""
+
+
+MAX_THREADS = 512
+"""Threads in one stacks message at most (a process with more is cut, not refused)."""
+MAX_FRAME_TEXT = 512
+"""A function or file name longer than this is cut."""
 
 
 class Dropped(Exception):
@@ -118,6 +125,37 @@ def parse_steps(msg: dict[str, Any]) -> tuple[list[StepRecord], int]:
             )
         )
     return out, dropped
+
+
+def _text_of(v: Any, limit: int = MAX_FRAME_TEXT) -> str | None:
+    return v[:limit] if isinstance(v, str) and v else None
+
+
+def parse_stacks(msg: dict[str, Any]) -> list[tuple[int, str, bool, list]] | None:
+    """A ``stacks`` message: (tid, thread name, active, frames as (name, file, line) innermost
+    first) per thread, at most MAX_THREADS threads of STACK_DEPTH frames, names cut to
+    MAX_FRAME_TEXT; None when it is not one (a malformed frame or thread is left out)."""
+    items = msg.get("threads")
+    if not isinstance(items, list):
+        return None
+    out = []
+    for t in items[:MAX_THREADS]:
+        if not isinstance(t, dict) or not isinstance(t.get("frames"), list):
+            continue
+        tid = _int(t.get("tid"), 0, 1 << 32)
+        name = _text_of(t.get("name"), MAX_NAME) or "?"
+        frames = []
+        for f in t["frames"][:STACK_DEPTH]:
+            if not isinstance(f, list) or len(f) != 3:
+                break
+            fn, file, line = _text_of(f[0]), _text_of(f[1]), _int(f[2], 0, 1 << 31)
+            if fn is None or file is None:
+                break
+            frames.append((fn, file, line))
+        if tid is None:
+            continue
+        out.append((tid, name if name.isprintable() else "?", t.get("active") is True, frames))
+    return out
 
 
 def parse_gpu(msg: dict[str, Any]) -> tuple[list[tuple[int, str, int]], int]:

@@ -40,6 +40,8 @@ from gputop.model.host import RANK, RankId, RoleHint
 from gputop.model.steps import AgentsSample, AgentState
 from gputop.sources import agent_decode as dec
 from gputop.sources.procfs import descendants, parse_environ
+from gputop.sources.stack_phases import thread_stack
+from gputop.sources.stacks import AgentStacks
 from gputop.sources.target import start_of
 
 STEP_HISTORY = 512
@@ -77,6 +79,8 @@ class _Agent:
     retry_after: float = 0.0
     replies: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Answers to our requests by request id (acks, then capture_done), the last 32."""
+    stacks: AgentStacks | None = None
+    """Its threads' stacks as it last sampled them (classified here, as py-spy's are)."""
 
 
 class AgentLink:
@@ -321,6 +325,12 @@ class AgentLink:
                 return 1
             a.fingerprint = fp
             return 0
+        if kind == "stacks":
+            threads = dec.parse_stacks(msg)
+            if threads is None:
+                return 1
+            a.stacks = AgentStacks(now, tuple(thread_stack(*t) for t in threads))
+            return 0
         if kind == "bye":
             a.state = "exited"
             return 0
@@ -366,6 +376,12 @@ class AgentLink:
                 got = RankId(rank, a.hello.get("local_rank"), a.hello.get("world_size"), "agent")
                 out[a.pid] = RoleHint(RANK, got)
         return out
+
+    def stacks(self) -> dict[int, AgentStacks]:
+        """pid -> its threads' stacks as its agent last sampled them, for the agents connected
+        now (asked from the stack source's thread)."""
+        return {a.pid: a.stacks for a in list(self._agents.values())
+                if a.stacks is not None and a.sock is not None}  # fmt: skip
 
     def connected(self) -> list[tuple[int, dict[str, Any]]]:
         """(pid, hello) of the agents connected now."""

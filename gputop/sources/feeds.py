@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-STACKS_PERIOD_S = 1.0
-"""py-spy's rate: about one dump per second per main process (workers take turns)."""
+from gputop.vocab.stacks import STACKS_PERIOD_S
+
 AGENTS_MAX_PERIOD_S = 1.0
 """The agents' steps are read at least this often."""
 

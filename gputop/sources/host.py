@@ -25,7 +25,6 @@ from gputop.model.host import (
     WORKER,
     CgroupSample,
     HostSample,
-    ProcFacts,
     ProcSample,
     RankId,
     RoleHint,
@@ -33,6 +32,7 @@ from gputop.model.host import (
     roles,
 )
 from gputop.sources import cgroup as cg
+from gputop.sources.proc_tree import ProcTree
 from gputop.sources.procfs import (
     parse_ctx_switches,
     parse_environ,
@@ -40,7 +40,6 @@ from gputop.sources.procfs import (
     parse_schedstat,
     parse_smaps_rollup,
     parse_stat,
-    tree_facts,
 )
 from gputop.sources.target import TargetId
 
@@ -103,10 +102,12 @@ class HostSource:
         thread_tier_s: float = THREAD_TIER_S,
         slow_tier_s: float = SLOW_TIER_S,
         hints: Callable[[], Mapping[int, RoleHint]] | None = None,
+        tree: ProcTree | None = None,
     ) -> None:
         """``hints``: role evidence from other sources (``StackSource.hints``,
         ``AgentLink.hints``, merged by ``merge_hints``), asked at each walk of the tree; may
-        be set later (``source.hints = ...``)."""
+        be set later (``source.hints = ...``). ``tree``: the walk of /proc shared with the
+        other sources (its own otherwise, walked at the thread tier)."""
         self.pid = pid
         self.proc = proc_root
         self._root = str(proc_root)
@@ -117,7 +118,7 @@ class HostSource:
         self.thread_tier_s = thread_tier_s
         self.slow_tier_s = slow_tier_s
         self._procs: dict[tuple[int, int], _Proc] = {}
-        self._facts: dict[tuple[int, int], ProcFacts] = {}
+        self.tree = tree or ProcTree(pid, self._root, clock)
         self.hints = hints
         self._start: int | None = None
         self.identity: TargetId | None = None
@@ -135,6 +136,8 @@ class HostSource:
     def open(cls, pid: int, **kwargs) -> HostSource:
         source = cls(pid, **kwargs)
         source.identity = TargetId.of(pid, source._root)  # TargetNotFound: one line
+        if source.tree.identity is None:
+            source.tree.identity = source.identity
         source._start = source.identity.start_ticks
         return source
 
@@ -173,8 +176,7 @@ class HostSource:
         """Walk the tree below the target; keep known processes, add new ones, and settle
         every process's role again (``roles``: a worker names itself after it starts, a
         rank's workers and its agent or stack appear later)."""
-        facts = tree_facts(self.pid, self._root, self._facts)
-        self._facts = {(f.pid, f.start_ticks): f for f in facts}
+        facts = self.tree.facts(self.thread_tier_s)
         settled = roles(facts, self.pid, self.hints() if self.hints else None)
         seen: dict[tuple[int, int], _Proc] = {}
         for f in facts:

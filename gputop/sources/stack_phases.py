@@ -26,7 +26,8 @@ import re
 import sys
 from collections.abc import Sequence
 
-from gputop.model.stacks import Frame
+from gputop.model.stacks import Frame, ThreadStack
+from gputop.vocab.stacks import STACK_DEPTH
 
 RULES: tuple[tuple[str, str, str], ...] = (
     # DataLoader worker processes and the pin-memory thread
@@ -138,7 +139,52 @@ def _evaluation(frames: Sequence[Frame]) -> Frame | None:
     return None
 
 
+CACHE_MAX = 8192
+"""Entries kept in each of the two caches below before they start again."""
+_FRAMES: dict[tuple[str, str, int | None], Frame] = {}
+_DECIDED: dict[tuple[bool, tuple[tuple[str, str], ...]], tuple[str, int | None]] = {}
+
+
+def _frame(name: str, file: str, line: int | None) -> Frame:
+    """One Frame object per (name, file, line) seen: stacks that repeat compare by identity."""
+    key = (name, file, line)
+    frame = _FRAMES.get(key)
+    if frame is None:
+        if len(_FRAMES) >= CACHE_MAX:
+            _FRAMES.clear()
+        frame = _FRAMES[key] = Frame(name, file, line)
+    return frame
+
+
+def thread_stack(
+    tid: int, name: str, active: bool, frames: Sequence[tuple[str, str, int | None]]
+) -> ThreadStack:
+    """A thread's stack, whoever read it (py-spy or the agent): its frames (innermost first,
+    cut to STACK_DEPTH) and its phase by ``classify``."""
+    kept = tuple(_frame(*f) for f in frames[:STACK_DEPTH])
+    phase, deciding = classify(kept, active)
+    return ThreadStack(tid=tid, name=name, active=active, frames=kept, phase=phase,
+                       deciding=deciding)  # fmt: skip
+
+
 def classify(frames: Sequence[Frame], active: bool) -> tuple[str, Frame | None]:
+    """(phase, deciding frame), by ``decide``; remembered by the frames' names and files (a
+    training loop's stacks repeat: the rules run once per distinct stack, not per sample)."""
+    key = (active, tuple((f.name, f.file) for f in frames))
+    known = _DECIDED.get(key)
+    if known is None:
+        phase, deciding = decide(frames, active)
+        at = None
+        if deciding is not None:
+            at = next(i for i, f in enumerate(frames) if f is deciding)
+        if len(_DECIDED) >= CACHE_MAX:
+            _DECIDED.clear()
+        known = _DECIDED[key] = (phase, at)
+    phase, at = known
+    return phase, (frames[at] if at is not None else None)
+
+
+def decide(frames: Sequence[Frame], active: bool) -> tuple[str, Frame | None]:
     """(phase, deciding frame). Frames innermost first.
 
     No training rule matched: "lock wait" or "blocked" (a queue, event, socket...) by the

@@ -1,28 +1,35 @@
-"""Live Python stacks of the target's processes, from `py-spy dump --json --nonblocking`.
+"""Live Python stacks of the target's processes: from each process's own agent when it has one
+(``gputop/agent/stacks.py``: no ptrace, no new process), else from `py-spy dump --json
+--nonblocking` within a CPU budget (``stack_budget.py``).
 
 py-spy is a CLI only, and `dump --subprocesses --json` returns the parent alone, so each
-process is dumped on its own: main processes and ranks every tick, DataLoader workers one per
-tick in turn. Dumps are nonblocking (a blocking dump pauses every thread of the target);
-blocking or --native only on request. Each dump has a timeout, failures back off per process,
-and py-spy's errors become one-line instructions.
+process is dumped on its own. Dumps are nonblocking (a blocking dump pauses every thread of the
+target); blocking or --native only on request. Each dump has a timeout, failures back off per
+process, and py-spy's errors become one-line instructions. A process whose agent stops sending
+(a thread holding the GIL in C: a hang must still be named) is read by py-spy at once.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import NamedTuple
 
-from gputop.model.host import RANK, WORKER, ProcFacts, RankId, RoleHint, merge_hints, roles
-from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack
-from gputop.sources.procfs import start_ticks, tree_facts
-from gputop.sources.stack_phases import classify
+from gputop.model.host import RANK, WORKER, RankId, RoleHint, merge_hints, roles
+from gputop.model.stacks import AGENT, PY_SPY, ProcessStacks, StacksSample, ThreadStack
+from gputop.sources.proc_tree import ProcTree
+from gputop.sources.procfs import start_ticks
+from gputop.sources.stack_budget import Candidate, StackBudget
+from gputop.sources.stack_phases import thread_stack
 from gputop.sources.target import TargetId
+from gputop.vocab.stacks import STACK_DEPTH, STACKS_PERIOD_S
 
 DUMP_TIMEOUT_S = 5.0
 BACKOFF_MAX_S = 60.0
@@ -73,27 +80,18 @@ def parse_dump(raw: str) -> list[ThreadStack]:
     for t in json.loads(raw):
         if not isinstance(t, dict):
             continue
-        frames = tuple(
-            Frame(
-                name=str(f.get("name", "?")),
-                file=str(f.get("short_filename") or f.get("filename") or "?"),
-                line=f.get("line") if isinstance(f.get("line"), int) else None,
+        frames = [
+            (
+                str(f.get("name", "?")),
+                str(f.get("short_filename") or f.get("filename") or "?"),
+                f.get("line") if isinstance(f.get("line"), int) else None,
             )
-            for f in t.get("frames", [])
+            for f in t.get("frames", [])[:STACK_DEPTH]
             if isinstance(f, dict)
-        )
-        active = bool(t.get("active", False))
-        phase, deciding = classify(frames, active)
-        threads.append(
-            ThreadStack(
-                tid=int(t.get("os_thread_id") or t.get("thread_id") or 0),
-                name=str(t.get("thread_name") or "?"),
-                active=active,
-                frames=frames,
-                phase=phase,
-                deciding=deciding,
-            )
-        )
+        ]
+        tid = int(t.get("os_thread_id") or t.get("thread_id") or 0)
+        name = str(t.get("thread_name") or "?")
+        threads.append(thread_stack(tid, name, bool(t.get("active", False)), frames))
     return threads
 
 
@@ -174,8 +172,23 @@ class PySpy:
         return threads, error, ""
 
 
+AGENT_STALE_S = 3 * STACKS_PERIOD_S
+"""An agent's last stacks older than this are stale: its samples stopped (something holds the
+GIL, or it went away), and py-spy reads the process instead."""
+
+
+class AgentStacks(NamedTuple):
+    """One process's stacks as its agent sampled them (``AgentLink.stacks``)."""
+
+    t: float
+    """When they arrived, on the monitor's clock."""
+    threads: tuple[ThreadStack, ...]
+
+
 class StackSource:
-    """Samples the target's tree: main processes and ranks every tick, workers in turn."""
+    """The target tree's stacks: from each process's agent while its samples arrive, else from
+    py-spy within a CPU budget (``StackBudget``: ranks first, workers in turn, a process that
+    just went still more often); a process not read this tick keeps its last read."""
 
     def __init__(
         self,
@@ -186,37 +199,50 @@ class StackSource:
         proc_root: str = "/proc",
         hints: Callable[[], Mapping[int, RoleHint]] | None = None,
         identity: TargetId | None = None,
+        tree: ProcTree | None = None,
+        agent_stacks: Callable[[], Mapping[int, AgentStacks]] | None = None,
+        budget: StackBudget | None = None,
     ) -> None:
         """``hints``: role evidence from elsewhere (``AgentLink.hints``), beside the stacks'
         own (``stack_role``). ``identity``: the target as attached; once it is not alive the
-        tree is empty (a later process with its PID is never sampled)."""
+        tree is empty (a later process with its PID is never sampled). ``tree``: the walk of
+        /proc shared with the other sources. ``agent_stacks``: the agents' own samples
+        (``AgentLink.stacks``). ``budget``: py-spy's CPU budget; None reads every main process
+        and rank at each tick and one worker in turn (tests, a one-off dump)."""
         self.pid = pid
         self.identity = identity
         self.spy = spy or PySpy()
         self._clock = clock
         self._wall = wall
-        self._proc = proc_root
+        self._tree = tree or ProcTree(pid, proc_root, clock, identity)
+        self._agent_stacks = agent_stacks
+        self.budget = budget
         self._failures: dict[int, tuple[int, float, str]] = {}
         """pid -> (consecutive failures, retry after, last error)."""
         self._last: dict[int, ProcessStacks] = {}
+        self._still: dict[int, int] = {}
+        """pid -> reads in a row that found its stacks unchanged."""
+        self._agented: set[int] = set()
+        """Processes whose agent has sent stacks: when they stop, py-spy looks at once."""
         self._next_worker = 0
         self._hints = hints
-        self._facts: dict[tuple[int, int], ProcFacts] = {}
         self._seen: dict[tuple[int, int], RoleHint] = {}
         """(pid, start) -> what its stacks said it is: a worker or a rank stays one."""
         self._start: dict[int, int] = {}
+        self._parent: dict[int, int] = {}
         self._ranks: dict[int, RankId | None] = {}
 
     def tree(self) -> list[tuple[int, str]]:
         """(pid, role) of the target and every process below it, roles by ``roles`` from
         /proc, the stacks seen so far and the hints; none once the target has exited."""
-        if self.identity is not None and not self.identity.alive():
-            self._facts, self._start, self._seen, self._ranks = {}, {}, {}, {}
+        facts = self._tree.facts()
+        if not facts:
+            self._start, self._seen, self._ranks, self._parent = {}, {}, {}, {}
             return []
-        facts = tree_facts(self.pid, self._proc, self._facts)
-        self._facts = {(f.pid, f.start_ticks): f for f in facts}
         self._start = {f.pid: f.start_ticks for f in facts}
-        self._seen = {k: v for k, v in self._seen.items() if k in self._facts}
+        self._parent = {f.pid: f.ppid for f in facts}
+        keys = {(f.pid, f.start_ticks) for f in facts}
+        self._seen = {k: v for k, v in self._seen.items() if k in keys}
         given = self._hints() if self._hints else {}
         settled = roles(facts, self.pid, merge_hints(self.hints(), given))
         self._ranks = {pid: rank for pid, (_, rank) in settled.items()}
@@ -230,44 +256,100 @@ class StackSource:
 
     def sample(self) -> StacksSample:
         now = self._clock()
-        if self.spy.binary is None:
-            return StacksSample(self.pid, now, self._wall(), (), problem=NO_PY_SPY)
         tree = self.tree()
         if not tree and self.identity is not None and not self.identity.alive():
             self._last.clear()
             return StacksSample(self.pid, now, self._wall(), (), problem=self.identity.gone())
         alive = {pid for pid, _ in tree}
-        workers = [pid for pid, role in tree if role == "worker"]
-        due = [pid for pid, role in tree if role != "worker"]
-        if workers:  # one DataLoader worker per tick, in turn: a lower rate for each
-            self._next_worker %= len(workers)
-            due.append(workers[self._next_worker])
-            self._next_worker += 1
         roles = dict(tree)
-        for pid in due:
-            self._dump(pid, roles[pid], now)
+        agents = self._agent_stacks() if self._agent_stacks else {}
+        rest = []
+        for pid, role in tree:
+            got = agents.get(pid)
+            if got is not None and now - got.t <= AGENT_STALE_S:
+                self._agented.add(pid)
+                self._read(pid, role, got.threads, None, None, AGENT, got.t)
+            else:
+                rest.append((pid, role))
+        for pid in [p for p in self._agented if p not in alive]:
+            self._agented.discard(pid)
+        problem = None
+        if rest and self.spy.binary is None:
+            problem = NO_PY_SPY
+        elif rest:
+            for pid in self._due(rest, now):
+                self._dump(pid, roles[pid], now)
         for pid in list(self._last):
             if pid not in alive:
                 del self._last[pid]  # exited between dumps: forgotten quietly
+                self._still.pop(pid, None)
         procs = tuple(self._last[pid] for pid, _ in tree if pid in self._last)
-        return StacksSample(self.pid, now, self._wall(), procs)
+        return StacksSample(self.pid, now, self._wall(), procs, problem=problem)
 
-    def _dump(self, pid: int, role: str, now: float) -> None:
-        fails, retry, _ = self._failures.get(pid, (0, 0.0, ""))
-        if now < retry:
+    def _due(self, tree: list[tuple[int, str]], now: float) -> list[int]:
+        """The processes py-spy reads now: by the budget, or (none) every main process and
+        rank and one worker in turn. Processes backing off after failures wait."""
+        ready = [(pid, role) for pid, role in tree if now >= self._failures.get(pid, (0, 0.0))[1]]
+        if self.budget is None:
+            workers = [pid for pid, role in ready if role == WORKER]
+            due = [pid for pid, role in ready if role != WORKER]
+            if workers:  # one DataLoader worker per tick, in turn: a lower rate for each
+                self._next_worker %= len(workers)
+                due.append(workers[self._next_worker])
+                self._next_worker += 1
+            return due
+        candidates = []
+        for pid, role in ready:
+            last = self._last.get(pid)
+            candidates.append(
+                Candidate(
+                    pid=pid,
+                    role=role,
+                    parent=self._parent.get(pid, 0),
+                    still=self._still.get(pid, 0),
+                    last_read=last.taken if last is not None else None,
+                    agent_stalled=pid in self._agented,
+                )
+            )
+        return self.budget.due(now, candidates)
+
+    def _read(
+        self,
+        pid: int,
+        role: str,
+        threads: tuple[ThreadStack, ...],
+        error: str | None,
+        took: float | None,
+        via: str,
+        taken: float,
+    ) -> None:
+        """A new read of ``pid`` (or the same agent sample again: nothing changes)."""
+        last = self._last.get(pid)
+        if last is not None and last.via == via and last.taken == taken:
             return
-        t0 = time.monotonic()
-        threads, error = self.spy.dump(pid)
-        took = time.monotonic() - t0
         rank = self._ranks.get(pid)
         number = rank.rank if rank is not None else None
-        if error is None and threads is not None:
-            self._failures.pop(pid, None)
-            self._last[pid] = ProcessStacks(pid, role, tuple(threads), None, took, number)
+        if error is None and last is not None and not last.error:
+            same = tuple(t.frames for t in threads) == tuple(t.frames for t in last.threads)
+            self._still[pid] = self._still.get(pid, 0) + 1 if same else 0
+        self._last[pid] = ProcessStacks(pid, role, threads, error, took, number, via, taken)
+        if error is None:
             seen = stack_role(threads)
             key = (pid, self._start.get(pid, -1))
             if seen == WORKER or (seen == RANK and key not in self._seen):
                 self._seen[key] = RoleHint(seen)  # a worker is never a rank again
+
+    def _dump(self, pid: int, role: str, now: float) -> None:
+        fails = self._failures.get(pid, (0, 0.0, ""))[0]
+        t0 = time.monotonic()
+        cpu0 = _children_cpu()
+        threads, error = self.spy.dump(pid)
+        took = time.monotonic() - t0
+        if self.budget is not None:
+            self.budget.spent(_children_cpu() - cpu0)
+        if error is None and threads is not None:
+            self._failures.pop(pid, None)
+            self._read(pid, role, tuple(threads), None, took, PY_SPY, now)
             return
         if error and "has exited" in error:
             self._last.pop(pid, None)
@@ -275,7 +357,7 @@ class StackSource:
         fails += 1
         backoff = min(BACKOFF_MAX_S, 2.0**fails)
         self._failures[pid] = (fails, now + backoff, error or "")
-        self._last[pid] = ProcessStacks(pid, role, (), error, took, number)
+        self._read(pid, role, (), error, took, PY_SPY, now)
 
     def dump_all(self) -> list[tuple[int, str, list[ThreadStack] | None, str | None]]:
         """Every process of the tree now (the full-dump key): (pid, role, threads, error).
@@ -285,3 +367,9 @@ class StackSource:
             threads, error, _ = self.spy.dump_for_keeps(pid)
             out.append((pid, role, threads, error))
         return out
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's children it has waited for: a py-spy run's cost."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime

@@ -8,7 +8,7 @@ from rich.text import Text
 
 from gputop.model.host import RANK
 from gputop.model.stack_stats import hottest_frames, stillness, thread_shares
-from gputop.model.stacks import Frame, StacksSample
+from gputop.model.stacks import Frame, ProcessStacks, StacksSample
 from gputop.ui.fit import ellipsize
 from gputop.ui.gpu_text import Line, StyleFor
 
@@ -26,6 +26,16 @@ def _where(f: Frame, short: bool = False) -> str:
     """``short`` (a narrow pane): the function without its class, so the file and line fit."""
     name = f.name.rsplit(".", 1)[-1] if short else f.name
     return f"{name} ({f.file.rsplit('/', 1)[-1]}:{f.line or '?'})"
+
+
+def _fresh(p: ProcessStacks | None, now: float) -> str:
+    """'  (agent, 1 s ago)': who read a process's stacks and how long ago, when known."""
+    age = p.age(now) if p is not None else None
+    return f"  ({p.via}, {age:.0f} s ago)" if p is not None and age is not None else ""
+
+
+def _age(p: ProcessStacks | None, now: float) -> float | None:
+    return p.age(now) if p is not None else None
 
 
 def _thread(pid: int, name: str, ranks: dict[int, int | None]) -> str:
@@ -50,6 +60,7 @@ def _stack_lines(window: Sequence[StacksSample], style: StyleFor, short: bool) -
     lines = []
     errors = [p for p in latest.processes if p.error]
     ranks = {p.pid: p.rank for p in latest.processes if p.role == RANK}
+    procs = {p.pid: p for p in latest.processes}
     shown = 0
     for s in thread_shares(window):
         if s.role == "worker" or shown >= MAX_THREAD_LINES:
@@ -66,16 +77,18 @@ def _stack_lines(window: Sequence[StacksSample], style: StyleFor, short: bool) -
             line.label(f" {_where(t.deciding, short)}")
         line.label("  [")
         line.label(" ".join(f"{p} {share:.0%}" for p, share in s.shares[:4]))
-        line.label("]")
+        line.label("]" + _fresh(procs.get(s.pid), latest.t))
         lines.append(line.text)
     workers = [s for s in thread_shares(window) if s.role == "worker" and s.name == "MainThread"]
     if workers:
         fetch = sum(dict(s.shares).get("fetch/transform", 0.0) for s in workers) / len(workers)
+        ages = [a for s in workers if (a := _age(procs.get(s.pid), latest.t)) is not None]
+        oldest = f" (read by py-spy in turn, the oldest {max(ages):.0f} s ago)" if ages else ""
         lines.append(
             Line(style)
             .label(f"        {len(workers)} DataLoader workers sampled: fetching ")
             .add(f"{fetch:.0%}", "warn" if fetch > 0.85 else "value")
-            .label(" of the time")
+            .label(" of the time" + oldest)
             .text
         )
     hot = hottest_frames(window, 3)

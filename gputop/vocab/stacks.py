@@ -3,6 +3,13 @@ py-spy stack into."""
 
 from __future__ import annotations
 
+STACKS_PERIOD_S = 1.0
+"""How often a process's stacks are read: by its agent when it has one, else by py-spy (whose
+CPU budget can make it slower: ``sources/stack_budget.py``)."""
+STACK_DEPTH = 128
+"""Frames kept per thread, innermost first, whoever read them (the agent or py-spy): deeper
+recursion is cut, so a stack's size and the work on it stay bounded."""
+
 FETCH = "fetch/transform"
 WORKER_IDLE = "worker idle"
 PIN_MEMORY = "pin memory"

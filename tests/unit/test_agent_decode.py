@@ -112,3 +112,45 @@ def test_ranks_of_another_version_or_out_of_range_are_ignored():
                   {"v": 1, "dist": {"rank": 0, "world_size": 1 << 40}}):  # fmt: skip
         out = dec.parse_hello({"agent": {**agent, "ranks": ranks}})
         assert out is not None and out["rank"] is None
+
+
+thread_items = st.lists(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "tid": json_values,
+            "name": json_values,
+            "active": json_values,
+            "frames": st.lists(st.lists(json_values, max_size=4) | json_values, max_size=8),
+        },
+    )
+    | json_values,
+    max_size=6,
+)
+
+
+@given(thread_items)
+@settings(max_examples=fuzz_examples(400))
+def test_arbitrary_stacks_never_raise_and_stay_bounded(threads):
+    from gputop.sources.stack_phases import thread_stack
+
+    got = dec.parse_stacks({"v": 1, "type": "stacks", "threads": threads})
+    assert got is not None
+    for tid, name, active, frames in got:
+        assert isinstance(tid, int) and isinstance(name, str) and isinstance(active, bool)
+        assert all(isinstance(n, str) and isinstance(f, str) for n, f, _ in frames)
+        thread_stack(tid, name, active, frames)  # classified like any other stack
+
+
+def test_a_huge_stacks_message_is_cut_not_trusted():
+    from gputop.vocab.stacks import STACK_DEPTH
+
+    frame = ["f" * 5000, "x.py", 1]
+    msg = {"v": 1, "type": "stacks",
+           "threads": [{"tid": i, "name": "t", "active": True, "frames": [frame] * 1000}
+                       for i in range(2000)]}  # fmt: skip
+    got = dec.parse_stacks(msg)
+    assert got is not None and len(got) == dec.MAX_THREADS
+    assert all(len(frames) == STACK_DEPTH for *_, frames in got)
+    assert len(got[0][3][0][0]) == dec.MAX_FRAME_TEXT
+    assert dec.parse_stacks({"v": 1, "type": "stacks", "threads": "no"}) is None

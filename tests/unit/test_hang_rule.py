@@ -119,7 +119,7 @@ def test_a_user_code_lock_without_the_agent_is_hung_after_ten_seconds():
     f = hung(inputs(stuck, host_window(QUIET, 31)))
     assert f.fired
     assert f.summary == "no progress: pid 100 blocked at train.py:33 in record_loss"
-    assert "same stack for 11 s (12 dumps), CPU 0.00 cores" in f.evidence[0].text
+    assert "same stack for 11 s (12 reads by py-spy), CPU 0.00 cores" in f.evidence[0].text
     early = stacks_window([(100, "main", None, stuck_after(24, moving, USER_LOCK))], 31)
     assert not hung(inputs(early, host_window(QUIET, 31))).fired
 

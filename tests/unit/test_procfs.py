@@ -51,3 +51,26 @@ def test_an_environ_that_cannot_be_read_is_none(tmp_path):
     fake(tmp_path, 10, 1, "python", "python t.py", None)
     (tmp_path / "10" / "environ").mkdir()  # any OSError: denied, gone, not a file
     assert read_environ(10, str(tmp_path)) is None
+
+
+def test_one_walk_of_the_tree_serves_every_source():
+    """The host source, the agent link and the stack sampler read one walk of /proc."""
+    import subprocess
+    import sys
+
+    from gputop.commands.common import with_tree
+    from gputop.sources.host import HostSource
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        host = HostSource.open(os.getpid())
+        attached = with_tree(host, os.getpid())
+        for _ in range(3):
+            host.sample()
+            attached.agents.sample()
+            pids = [pid for pid, _ in attached.stacks.tree()]
+        assert child.pid in pids
+        assert host.tree.walks == 1 and attached.stacks._tree is host.tree
+    finally:
+        child.kill()
+        child.wait()

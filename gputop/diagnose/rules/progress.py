@@ -174,6 +174,12 @@ STALL_NOTE_S = 5.0
 principal's evidence has gone (the CPU fell), and "no bound stands out" would hide why."""
 
 
+def _reads(m: Stillness) -> str:
+    """'12 reads by py-spy, the last 1 s ago': how many reads show it and how fresh they are."""
+    age = f", the last {m.age_s:.0f} s ago" if m.age_s is not None else ""
+    return f"{m.dumps} read{'s' if m.dumps != 1 else ''} by {m.via}{age}"
+
+
 def stalling(sig: RuleInputs) -> str | None:
     """The note for a job that has stopped moving for STALL_NOTE_S but not yet for its hang
     limit: who waits where, and when it will count as hung. None otherwise."""
@@ -252,7 +258,7 @@ def hung(sig: RuleInputs) -> Finding:
         agree.append(
             Evidence(
                 f"{_label(m)} {_where(m.phase, m.leaf, m.caller, ranks)}: same stack for "
-                f"{m.still_s:.0f} s ({m.dumps} dumps){use}",
+                f"{m.still_s:.0f} s ({_reads(m)}){use}",
                 "stacks",
             )
         )

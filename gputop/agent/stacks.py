@@ -1,0 +1,99 @@
+"""The agent's own stack samples: every Python thread of this process, read from the agent's
+thread with ``sys._current_frames()``, named as py-spy names them (qualified function name,
+package-relative file, line), so the monitor classifies them with the same rules and a stack
+reads the same whichever of the two took it. No ptrace, no new process: a sample of a few
+threads costs tens of microseconds (tests/bench/bench_agent.py measures it).
+
+It needs the GIL, so a thread that holds it in a C call stops the samples (and the agent's
+heartbeats): the monitor then reads that process with py-spy (``sources/stacks.py``), which
+does not need it. The agent's own thread is left out (it is gputop's, not the job's).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from types import CodeType
+from typing import Any
+
+from gputop.vocab.stacks import STACK_DEPTH
+
+MAX_CODES = 65536
+"""Code objects whose names are kept; past this the table starts again (a job that makes
+functions without end, such as one compiling lambdas per step, cannot grow it)."""
+
+
+def short_filename(path: str) -> str:
+    """py-spy's short name of a source file: the path below the outermost folder of the
+    package that holds it (each folder up to there has an ``__init__.py``), so
+    ``.../site-packages/torch/utils/data/dataloader.py`` is ``torch/utils/data/dataloader.py``
+    and a script or a stdlib module is its base name."""
+    if not path.startswith("/"):
+        return path  # <string>, <frozen ...>: as Python names it
+    parent = os.path.dirname(path)
+    try:
+        while parent != "/" and os.path.exists(os.path.join(parent, "__init__.py")):
+            parent = os.path.dirname(parent)
+    except OSError:
+        return os.path.basename(path)
+    return os.path.relpath(path, parent) if parent != "/" else path.lstrip("/")
+
+
+def _state(tid: int) -> str:
+    """A thread's scheduler state from /proc ('R' running or runnable), '' when unreadable."""
+    try:
+        with open(f"/proc/self/task/{tid}/stat", "rb") as f:
+            text = f.read()
+    except OSError:
+        return ""
+    end = text.rfind(b")")
+    return text[end + 2 : end + 3].decode() if end > 0 else ""
+
+
+class StackSampler:
+    """One sample of every thread but the caller's, as the wire's ``stacks`` message carries it."""
+
+    def __init__(self) -> None:
+        self._codes: dict[CodeType, tuple[str, str]] = {}
+        self._files: dict[str, str] = {}
+
+    def _name(self, code: CodeType) -> tuple[str, str]:
+        known = self._codes.get(code)
+        if known is None:
+            if len(self._codes) >= MAX_CODES:
+                self._codes.clear()
+            file = self._files.get(code.co_filename)
+            if file is None:
+                if len(self._files) >= MAX_CODES:
+                    self._files.clear()
+                file = self._files[code.co_filename] = short_filename(code.co_filename)
+            known = self._codes[code] = (getattr(code, "co_qualname", code.co_name), file)
+        return known
+
+    def sample(self) -> list[dict[str, Any]]:
+        """Each thread: its OS thread id, name, whether it was running, and its frames
+        innermost first, at most STACK_DEPTH. Frames are read first, states after (reading
+        /proc lets go of the GIL, so a thread that was waiting for it shows as running)."""
+        me = threading.get_ident()
+        known = {t.ident: t for t in threading.enumerate()}
+        frames = sys._current_frames()
+        threads = []
+        try:
+            for ident, frame in frames.items():
+                if ident == me:
+                    continue
+                stack = []
+                f: Any = frame
+                while f is not None and len(stack) < STACK_DEPTH:
+                    name, file = self._name(f.f_code)
+                    stack.append((name, file, f.f_lineno))
+                    f = f.f_back
+                t = known.get(ident)
+                tid = getattr(t, "native_id", None) or 0
+                threads.append({"tid": tid, "name": t.name if t else "?", "frames": stack})
+        finally:
+            del frames  # frames hold their locals alive: let them go now
+        for t in threads:
+            t["active"] = bool(t["tid"]) and _state(t["tid"]) == "R"
+        return threads

@@ -1,0 +1,117 @@
+"""Which processes py-spy reads now, within a fixed share of one core.
+
+A dump costs 15-25 ms of CPU (research/capture.md; tests/bench/bench_stacks.py), so reading every
+process of an 8-rank job with 8 DataLoader workers each once a second would cost most of a
+core, on the machine the job needs. The budget is a token bucket: CPU seconds accrue at
+``share`` per second (a short burst's worth at most) and each dump spends what it really cost
+(the CPU its py-spy used). The tokens go where a read tells most:
+
+1. a process that just went still (its stack unchanged for a read or two after it had been
+   moving, or its agent's samples stopped): a hang candidate, read twice as often;
+2. main processes and ranks with no agent sampling them, once per period;
+3. DataLoader workers, each rank's workers in turn (together, one read per period);
+
+and a process whose stack has not changed for SETTLED reads (an idle worker, a parked helper)
+is read SETTLED_SLOWER times less often. Pure bookkeeping: the caller runs py-spy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gputop.model.host import WORKER
+from gputop.vocab.stacks import STACKS_PERIOD_S
+
+DEFAULT_SHARE = 0.02
+"""py-spy's CPU, as a share of one core, unless the user says otherwise (--stacks-budget)."""
+FIRST_COST_S = 0.02
+"""A dump's cost before any was measured (research/capture.md: 15-25 ms)."""
+BURST_DUMPS = 2.0
+"""Tokens kept at most beyond one period's share, in dumps: a quiet spell does not buy a later
+burst."""
+SETTLED = 3
+"""Reads with an unchanged stack after which a process is settled (read less often)."""
+SETTLED_SLOWER = 4.0
+HANG_FASTER = 2.0
+COST_WEIGHT = 0.2
+"""Weight of the newest dump in the running cost estimate."""
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A process py-spy could read: who it is and what is known of it."""
+
+    pid: int
+    role: str
+    parent: int
+    """Its parent's pid: a rank's workers share one turn."""
+    still: int
+    """Reads in a row that found its stack unchanged."""
+    last_read: float | None
+    """When py-spy (or its agent) last read it; None: never."""
+    agent_stalled: bool = False
+    """Its agent sampled it, and stopped: whatever holds the GIL is what to see."""
+
+
+class StackBudget:
+    """``due(now, candidates)`` picks the reads to make; ``spent(cost)`` after each one."""
+
+    def __init__(self, share: float = DEFAULT_SHARE, period: float = STACKS_PERIOD_S) -> None:
+        if not 0 < share <= 1:
+            raise ValueError(f"the stacks budget must be above 0 and at most 1 core, not {share}")
+        self.share = share
+        self.period = period
+        self.cost = FIRST_COST_S
+        """The running estimate of one dump's CPU seconds."""
+        self.tokens = FIRST_COST_S
+        self._t: float | None = None
+        self.used = 0.0
+        """CPU seconds py-spy has used in all (what the panes report as its cost)."""
+
+    def _accrue(self, now: float) -> None:
+        if self._t is not None and now > self._t:
+            cap = BURST_DUMPS * self.cost + self.share * self.period
+            self.tokens = min(self.tokens + (now - self._t) * self.share, cap)
+        self._t = now
+
+    def period_of(self, c: Candidate, turn: int) -> float:
+        """Seconds between reads of ``c``; ``turn``: how many workers share its parent's turn."""
+        p = self.period * (turn if c.role == WORKER else 1)
+        if c.agent_stalled or (c.role != WORKER and 0 < c.still < SETTLED):
+            return p / HANG_FASTER
+        return p * SETTLED_SLOWER if c.still >= SETTLED else p
+
+    def due(self, now: float, candidates: Sequence[Candidate]) -> list[int]:
+        """The pids to read now, most telling first, as many as the tokens pay for."""
+        self._accrue(now)
+        turns: dict[int, int] = {}
+        for c in candidates:
+            if c.role == WORKER:
+                turns[c.parent] = turns.get(c.parent, 0) + 1
+        ranked = []
+        for c in candidates:
+            period = self.period_of(c, turns.get(c.parent, 1))
+            lateness = 1e9 if c.last_read is None else (now - c.last_read) / period
+            if lateness < 1.0:
+                continue
+            urgent = c.agent_stalled or (c.role != WORKER and 0 < c.still < SETTLED)
+            tier = 0 if urgent else (2 if c.role == WORKER else 1)
+            ranked.append((tier, -lateness, c.pid))
+        ranked.sort()
+        out: list[int] = []
+        budget = self.tokens
+        for _, _, pid in ranked:
+            if budget < self.cost:
+                break
+            out.append(pid)
+            budget -= self.cost
+        return out
+
+    def spent(self, cost: float) -> None:
+        """One dump done: its CPU seconds leave the bucket and refine the estimate."""
+        cost = min(max(cost, 0.0), 1.0)
+        self.tokens -= cost
+        self.used += cost
+        self.cost += COST_WEIGHT * (cost - self.cost)
+
