@@ -64,6 +64,7 @@ def diagnose(
     try:
         while True:
             now = clock()
+            took = []
             for f in sources:
                 if now >= due[f.kind]:
                     due[f.kind] = max(due[f.kind] + f.period, now)
@@ -73,7 +74,12 @@ def diagnose(
                         if str(e) not in out.problems:
                             out.problems.append(str(e))
                         continue
-                    _note(out, session.take(f.kind, reading), f.kind)
+                    session.take(f.kind, reading, evaluate=False)
+                    took.append(f.kind)
+            if took:  # one evaluation for the readings of a round, not one per reading
+                state = session.settle()
+                for kind in took:
+                    _note(out, state, kind)
             if progress is not None:
                 progress(out, clock() - out.started)
             if clock() - out.started >= duration or stop():

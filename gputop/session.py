@@ -36,6 +36,10 @@ from gputop.sinks import Sinks
 from gputop.vocab import stacks as stack_phase
 from gputop.vocab import steps as step_phase
 
+EVALUATE_GAP_S = 1.0
+"""A live screen evaluates the verdict at most this often (``Session.min_gap_s``): the readings
+come from four sources at their own rates, and one evaluation of an 8-rank job's windows costs
+milliseconds; a reading in between is folded into the next one (``settle``)."""
 READINGS = ("gpu", "host", "agents", "stacks")
 """The kinds of reading a session takes, in the order the sinks and recordings name them."""
 FOLLOW_S = 10.0
@@ -126,6 +130,11 @@ class Session:
         """The simulated board's PhaseFollower: busy for the compute share the agents report."""
         self.evaluate_each = evaluate_each
         """Evaluate after every reading (live); replay evaluates at the recorded points only."""
+        self.min_gap_s = 0.0
+        """Seconds (of ``clock``) an evaluation after a reading waits for since the last one;
+        the readings in between are evaluated by the next reading after it, or ``settle``."""
+        self._evaluated_at: float | None = None
+        self._unevaluated = False
         self._clock = clock
         self._wall = wall
         self.timeline = Timeline()
@@ -203,11 +212,30 @@ class Session:
             self._steer_from_stacks(sample)
         return self._after_reading()
 
-    def take(self, kind: str, reading: Any) -> SessionState:
-        """A reading of any kind (``READINGS``): what a loop over several sources calls."""
+    def take(self, kind: str, reading: Any, evaluate: bool = True) -> SessionState:
+        """A reading of any kind (``READINGS``): what a loop over several sources calls.
+        ``evaluate=False``: not evaluated now (a loop that reads several sources at once
+        evaluates once after them: ``settle``)."""
         if kind not in READINGS:
             raise ValueError(f"unknown reading kind {kind!r}")
-        return getattr(self, kind)(reading)
+        held, self.evaluate_each = self.evaluate_each, self.evaluate_each and evaluate
+        try:
+            return getattr(self, kind)(reading)
+        finally:
+            if held and not evaluate:
+                self._unevaluated = True
+            self.evaluate_each = held
+
+    @property
+    def unevaluated(self) -> bool:
+        """A reading came since the last evaluation and was not evaluated (``min_gap_s``)."""
+        return self._unevaluated and self.evaluate_each
+
+    def settle(self) -> SessionState:
+        """Evaluates now if a reading since the last evaluation was not evaluated."""
+        if self.unevaluated:
+            self.evaluate()
+        return self.state
 
     def event(self, kind: str, data: Mapping[str, Any]) -> None:
         """Something that happened once (a capture started or ended, the target exited)."""
@@ -255,6 +283,8 @@ class Session:
         self._verdict = shown(computed) if shown is not None else computed
         self._point = point
         self._evaluations += 1
+        self._evaluated_at = self._clock()
+        self._unevaluated = False
         if self.sinks:
             self.sinks.verdict(point, self._verdict)
         self._changed()
@@ -284,7 +314,12 @@ class Session:
 
     def _after_reading(self) -> SessionState:
         self._changed()
-        if self.evaluate_each:
+        if not self.evaluate_each:
+            return self.state
+        last = self._evaluated_at
+        if self.min_gap_s and last is not None and self._clock() - last < self.min_gap_s:
+            self._unevaluated = True  # folded into the next evaluation
+        else:
             self.evaluate()
         return self.state
 

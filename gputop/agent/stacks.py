@@ -17,7 +17,7 @@ import threading
 from types import CodeType
 from typing import Any
 
-from gputop.vocab.stacks import STACK_DEPTH
+from gputop.vocab.stacks import STACK_DEPTH, WAIT_FILES
 
 MAX_CODES = 65536
 """Code objects whose names are kept; past this the table starts again (a job that makes
@@ -43,8 +43,11 @@ def short_filename(path: str) -> str:
 def _state(tid: int) -> str:
     """A thread's scheduler state from /proc ('R' running or runnable), '' when unreadable."""
     try:
-        with open(f"/proc/self/task/{tid}/stat", "rb") as f:
-            text = f.read()
+        fd = os.open(f"/proc/self/task/{tid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            text = os.read(fd, 1024)
+        finally:
+            os.close(fd)
     except OSError:
         return ""
     end = text.rfind(b")")
@@ -55,11 +58,13 @@ class StackSampler:
     """One sample of every thread but the caller's, as the wire's ``stacks`` message carries it."""
 
     def __init__(self) -> None:
-        self._codes: dict[CodeType, tuple[str, str]] = {}
+        self._codes: dict[int, tuple[CodeType, str, str]] = {}
+        """id(code) -> (code, name, file): a code object hashes its whole body, its id does
+        not (the entry keeps the code alive, so its id is not reused while it is here)."""
         self._files: dict[str, str] = {}
 
-    def _name(self, code: CodeType) -> tuple[str, str]:
-        known = self._codes.get(code)
+    def _name(self, code: CodeType) -> tuple[CodeType, str, str]:
+        known = self._codes.get(id(code))
         if known is None:
             if len(self._codes) >= MAX_CODES:
                 self._codes.clear()
@@ -68,13 +73,16 @@ class StackSampler:
                 if len(self._files) >= MAX_CODES:
                     self._files.clear()
                 file = self._files[code.co_filename] = short_filename(code.co_filename)
-            known = self._codes[code] = (getattr(code, "co_qualname", code.co_name), file)
+            name = getattr(code, "co_qualname", code.co_name)
+            known = self._codes[id(code)] = (code, name, file)
         return known
 
     def sample(self) -> list[dict[str, Any]]:
         """Each thread: its OS thread id, name, whether it was running, and its frames
         innermost first, at most STACK_DEPTH. Frames are read first, states after (reading
-        /proc lets go of the GIL, so a thread that was waiting for it shows as running)."""
+        /proc lets go of the GIL, so a thread that was waiting for it shows as running); a
+        thread whose innermost frame waits in the stdlib (a queue, an event, a socket) is idle
+        without a read."""
         me = threading.get_ident()
         known = {t.ident: t for t in threading.enumerate()}
         frames = sys._current_frames()
@@ -86,7 +94,7 @@ class StackSampler:
                 stack = []
                 f: Any = frame
                 while f is not None and len(stack) < STACK_DEPTH:
-                    name, file = self._name(f.f_code)
+                    _, name, file = self._name(f.f_code)
                     stack.append((name, file, f.f_lineno))
                     f = f.f_back
                 t = known.get(ident)
@@ -94,6 +102,7 @@ class StackSampler:
                 threads.append({"tid": tid, "name": t.name if t else "?", "frames": stack})
         finally:
             del frames  # frames hold their locals alive: let them go now
-        for t in threads:
-            t["active"] = bool(t["tid"]) and _state(t["tid"]) == "R"
+        for t in threads:  # a thread waiting in the stdlib is idle: no /proc read for it
+            waits = t["frames"] and t["frames"][0][1] in WAIT_FILES
+            t["active"] = not waits and bool(t["tid"]) and _state(t["tid"]) == "R"
         return threads

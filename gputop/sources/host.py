@@ -1,12 +1,15 @@
 """The host source: the attached process and its descendants, their threads, their cgroup.
 
-Cost tiers (research/host-signals.md measured the reads): every tick, each process's stat,
-every task's schedstat (run-queue wait), io, cgroup counters and PSI; every few seconds, the
-per-thread stat and status files (thread states, per-thread CPU, context switches summed over
-all tasks), open fds and re-enumerating children; rarely, smaps_rollup (USS/PSS), environ and
-the cgroup paths. Processes are identified by (pid, start time), so a reused PID is new.
-Each process's command line and launcher variables are read once, when it is first seen, and
-its role (main, rank, worker, child: ``model.host.roles``) settled again at each walk.
+Cost tiers (research/host-signals.md measured the reads): every tick, each process's stat and
+io, every task's schedstat (run-queue wait) of the main process, ranks and children, the cgroup
+counters and PSI; every few seconds, the per-thread stat and status files (thread states,
+per-thread CPU, context switches summed over all tasks), open fds, a DataLoader worker's
+schedstat (an 8-rank job has 64 of them: per-process numbers are all that is shown of them,
+and no context switches are read for them) and the tree (``ProcTree``, shared); rarely,
+smaps_rollup (USS/PSS), environ and the cgroup paths. Processes are identified by (pid, start
+time), so a reused PID is new. Each process's command line and launcher variables are read
+once, when it is first seen, and its role (main, rank, worker, child: ``model.host.roles``)
+settled again at each walk.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from gputop.sources.procfs import (
     parse_schedstat,
     parse_smaps_rollup,
     parse_stat,
+    read_bytes,
 )
 from gputop.sources.target import TargetId
 
@@ -86,6 +90,9 @@ class _Proc:
     uss: int | None = None
     pss: int | None = None
     slow_t: float | None = None
+    runq: float | None = None
+    """Run-queue wait at the last schedstat reading (per tick; a worker's at the thread tier)."""
+    main_cores: float | None = None
 
 
 class HostSource:
@@ -149,13 +156,11 @@ class HostSource:
 
     @staticmethod
     def _slurp(path: str) -> str:
-        with open(path, "rb") as f:
-            return f.read().decode(errors="replace")
+        return read_bytes(path).decode(errors="replace")
 
     @staticmethod
     def _slurp_bytes(path: str) -> bytes:
-        with open(path, "rb") as f:
-            return f.read()
+        return read_bytes(path)
 
     def _stat(self, pid: int, tid: int | None = None):
         path = self._path(pid, "task", tid, "stat") if tid else self._path(pid, "stat")
@@ -270,10 +275,13 @@ class HostSource:
             p.cpu_prev = (now, st.cpu_s, st.sys_s)
         # else: too soon to say (the first look at a target is followed within milliseconds
         # by the first tick): unknown, and the next reading measures from the earlier one
-        tasks = self._tasks(p.pid)
-        runq, main_thread = self._schedstat(p, tasks, now)
-        if p.thread_t is None or now - p.thread_t >= self.thread_tier_s:
-            self._threads(p, tasks, now)
+        tier = p.thread_t is None or now - p.thread_t >= self.thread_tier_s
+        if p.role != WORKER or tier:  # a worker's threads at the thread tier only
+            tasks = self._tasks(p.pid)
+            p.runq, p.main_cores = self._schedstat(p, tasks, now)
+            if tier:
+                self._threads(p, tasks, now)
+        runq, main_thread = p.runq, p.main_cores
         reads = self._io(p, now)
         if p.slow_t is None or now - p.slow_t >= self.slow_tier_s:
             p.slow_t = now
@@ -343,7 +351,9 @@ class HostSource:
         infos = []
         cpu_now: dict[int, float] = {}
         vol = invol = 0
-        status_ok = "ctx_voluntary_rate" not in p.denied  # denied once: not asked again
+        # denied once: not asked again; a DataLoader worker's context switches are not read
+        # (nothing shows them: its per-process numbers are what the panes and rules use)
+        status_ok = "ctx_voluntary_rate" not in p.denied and p.role != WORKER
         dt = now - p.thread_t if p.thread_t is not None else None
         for tid in tasks:
             st = self._stat(p.pid, tid)
@@ -365,7 +375,7 @@ class HostSource:
         p.threads_running = sum(1 for t in infos if t.state == "R")
         p.threads_disk_wait = sum(1 for t in infos if t.state == "D")
         p.thread_cpu_prev = cpu_now
-        if "ctx_voluntary_rate" in p.denied:
+        if "ctx_voluntary_rate" in p.denied or p.role == WORKER:
             pass
         elif status_ok:
             if p.ctx_prev is not None and dt:

@@ -103,9 +103,29 @@ def parse_smaps_rollup(text: str) -> dict[str, int]:
     return {"pss": out.get("Pss", 0), "uss": uss}
 
 
+SMALL_READ = 8192
+"""One read() of this many bytes takes a whole stat, status or schedstat file."""
+
+
+def read_bytes(path: str) -> bytes:
+    """A small /proc file's bytes: ``os.open``/``os.read`` (half the cost of ``open()``'s
+    buffered file object, on the path read hundreds of times a tick), more reads only when
+    the first one filled its buffer."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        data = os.read(fd, SMALL_READ)
+        if len(data) < SMALL_READ:
+            return data
+        parts = [data]
+        while chunk := os.read(fd, 1 << 16):
+            parts.append(chunk)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
+
+
 def _read(path: str) -> str:
-    with open(path, "rb") as f:
-        return f.read().decode(errors="replace")
+    return read_bytes(path).decode(errors="replace")
 
 
 def start_ticks(pid: int, proc: str = "/proc") -> int | None:

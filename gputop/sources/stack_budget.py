@@ -114,4 +114,3 @@ class StackBudget:
         self.tokens -= cost
         self.used += cost
         self.cost += COST_WEIGHT * (cost - self.cost)
-

@@ -27,7 +27,7 @@ import sys
 from collections.abc import Sequence
 
 from gputop.model.stacks import Frame, ThreadStack
-from gputop.vocab.stacks import STACK_DEPTH
+from gputop.vocab.stacks import LOCK_LEAVES, STACK_DEPTH, WAIT_LEAVES
 
 RULES: tuple[tuple[str, str, str], ...] = (
     # DataLoader worker processes and the pin-memory thread
@@ -63,17 +63,6 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("logging", "wandb/*", "*"),
     ("logging", "logging/__init__.py", "*"),
 )
-WAIT_LEAVES: tuple[tuple[str, str], ...] = (
-    ("threading.py", "Condition.wait"),
-    ("threading.py", "Event.wait"),
-    ("queue.py", "Queue.get"),
-    ("multiprocessing/queues.py", "Queue.get"),
-    ("multiprocessing/connection.py", "*"),
-    ("selectors.py", "*"),
-    ("socket.py", "*"),
-)
-"""Innermost frames of a thread blocked on something (when no training rule matched)."""
-LOCK_LEAVES = (("threading.py", "Lock.acquire"), ("threading.py", "RLock.acquire"))
 
 
 def _match(pattern: str, value: str) -> bool:

@@ -28,7 +28,7 @@ from gputop.model import DeviceInfo, GpuSample, Timeline
 from gputop.model.host import HostSample
 from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample
-from gputop.session import Session, SessionState
+from gputop.session import EVALUATE_GAP_S, Session, SessionState
 from gputop.sources.feeds import Feed, feeds
 from gputop.ui.capture_keys import CAPTURE_ACTIONS, CaptureKeys, event_data
 from gputop.ui.captures_text import CaptureView
@@ -352,6 +352,16 @@ class GputopApp(App):
             )
         for sampler in self._samplers:
             sampler.start()
+        # the verdict at most once a second, whichever source just read (Session.min_gap_s)
+        self.session.min_gap_s = EVALUATE_GAP_S
+        self.set_interval(EVALUATE_GAP_S, self._settle)
+
+    def _settle(self) -> None:
+        """The readings the verdict has not seen yet, evaluated and drawn."""
+        if self.session.unevaluated:
+            state = self.session.settle()
+            if not self.paused:
+                self.show(state, "verdict")
 
     def on_unmount(self) -> None:
         for sampler in self._samplers:

@@ -40,3 +40,18 @@ SIDE_PHASES = (CHECKPOINT_SAVE, EVAL, LOGGING, EVAL_LOG)
 """Work beside training: a main thread there is not training (side-work)."""
 MODEL_PHASES = (FORWARD, BACKWARD, OPTIMIZER)
 """The model's own work (gpu-compute from stacks)."""
+WAIT_LEAVES: tuple[tuple[str, str], ...] = (
+    ("threading.py", "Condition.wait"),
+    ("threading.py", "Event.wait"),
+    ("queue.py", "Queue.get"),
+    ("multiprocessing/queues.py", "Queue.get"),
+    ("multiprocessing/connection.py", "*"),
+    ("selectors.py", "*"),
+    ("socket.py", "*"),
+)
+"""Innermost frames (file, function) of a thread blocked on something, when no training rule
+matched (``sources/stack_phases.py``)."""
+LOCK_LEAVES = (("threading.py", "Lock.acquire"), ("threading.py", "RLock.acquire"))
+WAIT_FILES = frozenset(f for f, _ in (*WAIT_LEAVES, *LOCK_LEAVES))
+"""Files a thread whose innermost frame is in waits there: the agent takes it for idle
+without asking /proc (its phase is decided by the leaf, whatever its state)."""

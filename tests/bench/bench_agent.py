@@ -10,7 +10,11 @@
    forward hook pair per module call, the backward and collective wrappers per call, DDP's
    comm hook per bucket, and a whole tiny training step (forward through 8 module calls, loss,
    backward, optimizer, step boundary): its bookkeeping is the difference. Target: < 20 us.
-3. A/B runs, interleaved on the same machine, of examples/mlp_train.py (markers) with and
+3. The agent's stack samples (gputop/agent/stacks.py): the CPU one sample of a process's
+   threads costs the agent's thread (torch imported, a main thread 40 frames deep at work,
+   three pool threads parked 30 frames deep), and that cost at the sampling rate as a share of
+   the training thread's time (the sample holds the GIL). Target: under 0.1 % of a step.
+4. A/B runs, interleaved on the same machine, of examples/mlp_train.py (markers) with and
    without the agent, and of examples/mlp_plain.py (no markers, loaded as `gputop run` loads
    it) with no agent, before and after: the step-time overhead. Target: under 1 %.
 
@@ -228,6 +232,52 @@ ARMS = {  # name: extra environment (the agent is loaded the way `gputop run` lo
 }
 
 
+STACKS = r"""
+import statistics, sys, threading, time
+import torch  # what a training process has loaded
+from gputop.agent.stacks import StackSampler
+
+def deep(n, work):
+    if n:
+        return deep(n - 1, work)
+    work()
+
+parked = threading.Event()
+for _ in range(3):
+    threading.Thread(target=deep, args=(30, parked.wait), daemon=True).start()
+cpu = []
+def sampler():
+    s = StackSampler()
+    s.sample()
+    for _ in range(int(sys.argv[1])):
+        t = time.thread_time_ns()
+        threads = s.sample()
+        cpu.append(time.thread_time_ns() - t)
+        time.sleep(0.01)
+    print(statistics.median(cpu) / 1000, max(cpu) / 1000, len(threads),
+          max(len(t["frames"]) for t in threads))
+done = threading.Thread(target=sampler)
+done.start()
+deep(40, lambda: [sum(range(1000)) for _ in iter(lambda: done.is_alive(), False)])
+"""
+
+
+def stack_sampling(samples: int = 300) -> None:
+    from gputop.vocab.stacks import STACKS_PERIOD_S
+
+    out = subprocess.run([sys.executable, "-c", STACKS, str(samples)], capture_output=True,
+                         text=True, timeout=300)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    median_us, max_us, threads, depth = out.stdout.split()
+    share = float(median_us) / 1e6 / STACKS_PERIOD_S
+    print()
+    print(f"agent stack sample ({threads} threads, up to {depth} frames; {samples} samples):")
+    print(f"  CPU of the agent's thread per sample: median {float(median_us):.0f} us, "
+          f"max {float(max_us):.0f} us")  # fmt: skip
+    print(f"  at one sample per {STACKS_PERIOD_S:g} s: {100 * share:.4f} % of the training "
+          "thread's time (target < 0.1 %)")  # fmt: skip
+
+
 def ab(pairs: int, steps: int, script: str, arms: tuple[str, ...]) -> None:
     # a step of a few milliseconds on the CPU: still far shorter than real training steps
     args = [sys.executable, str(EXAMPLES / script), "--steps", str(steps), "--report",
@@ -269,6 +319,7 @@ def main() -> None:
     if not a.ab_only:
         micro()
         auto_micro()
+        stack_sampling()
         ab(a.pairs, a.steps, "mlp_train.py", ("no agent", "agent after"))
     ab(a.pairs, a.steps, "mlp_plain.py", tuple(ARMS))
 

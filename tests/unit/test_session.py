@@ -194,6 +194,22 @@ class Counting:
         return self.make(self.clock[0])
 
 
+def test_a_minimum_gap_folds_readings_into_the_next_evaluation():
+    clock = [0.0]
+    s = Session((device(0),), clock=lambda: clock[0])
+    s.min_gap_s = 1.0
+    s.gpu([gpu(0.0)])
+    assert s.state.evaluations == 1
+    clock[0] = 0.4
+    s.gpu([gpu(0.4)])
+    assert s.state.evaluations == 1 and s.unevaluated
+    assert s.settle().evaluations == 2 and not s.unevaluated
+    assert s.state.point is not None and s.state.point.now == 0.4
+    clock[0] = 1.5
+    s.gpu([gpu(1.5)])
+    assert s.state.evaluations == 3 and not s.unevaluated
+
+
 def test_the_headless_loop_reads_each_source_at_the_tuis_rates():
     clock = [100.0]
     g = Counting(clock, lambda t: [gpu(t)])
@@ -209,7 +225,7 @@ def test_the_headless_loop_reads_each_source_at_the_tuis_rates():
     assert g.reads == 11  # every 2 s over 20 s, both ends
     assert a.reads == 21  # agents at least every second
     assert st.reads == 21  # py-spy once a second, whatever the interval
-    assert session.state.evaluations == g.reads + a.reads + st.reads
+    assert session.state.evaluations == 21  # once per round of readings, not once per reading
     assert d.verdict is session.state.verdict and d.timeline
 
 
