@@ -381,7 +381,7 @@ def with_tree(
     tree = getattr(host, "tree", None) or ProcTree(pid, identity=identity)
     if host is not None:
         host.tree = tree
-    link = AgentLink(pid, pids=tree.pids)
+    link = AgentLink(pid, pids=tree.agent_pids)
     budget = StackBudget(stacks_budget if stacks_budget is not None else DEFAULT_SHARE)
     stacks = StackSource(pid, hints=link.hints, identity=identity, tree=tree,
                          agent_stacks=link.stacks, budget=budget)  # fmt: skip

@@ -50,7 +50,10 @@ READ_BUDGET = 1 << 20
 MAX_DROPPED_PER_TICK = 50
 BACKOFF_S = 5.0
 SCAN_S = 2.0
-"""The kernel's socket list is read at most this often (only while a process has no agent)."""
+"""The kernel's socket list is read at most this often (only while a process has no agent)..."""
+SCAN_MAX_S = 30.0
+"""...and, while the tree stays the same and nothing is found there, half as often each time,
+down to once per SCAN_MAX_S (a launcher that never serves an agent keeps a process missing)."""
 MAX_PROBLEMS = 32
 MAX_REFUSED = 1024
 
@@ -109,9 +112,17 @@ class AgentLink:
         self._refused: set[str] = set()
         self._tree: set[int] = set()
         self._next_scan = 0.0
+        self._scan_gap = SCAN_S
+        self._dirs_seen: list[Path] | None = None
 
     def _default_dirs(self) -> list[Path]:
-        """Our own runtime dir, and the target's if its environment says otherwise."""
+        """Our own runtime dir, and the target's if its environment says otherwise (read once:
+        both are fixed for the target's life)."""
+        if self._dirs_seen is None:
+            self._dirs_seen = self._find_dirs()
+        return self._dirs_seen
+
+    def _find_dirs(self) -> list[Path]:
         dirs = [runtime_dir()]
         try:
             with open(f"{self._proc}/{self.target}/environ", "rb") as f:
@@ -146,6 +157,8 @@ class AgentLink:
 
     def _discover(self, now: float) -> None:
         tree = list(self._pids())
+        if not set(tree) <= self._tree:  # new processes: look in the kernel's list soon
+            self._scan_gap, self._next_scan = SCAN_S, min(self._next_scan, now)
         self._tree = set(tree)
         missing = [pid for pid in tree if pid not in self._agents]
         if not missing:
@@ -155,10 +168,12 @@ class AgentLink:
             self._adopt(pid, [socket_path(pid, d) for d in dirs])
         missing = [pid for pid in missing if pid not in self._agents]
         if missing and now >= self._next_scan:  # a fallback directory: the kernel knows where
-            self._next_scan = now + SCAN_S
             bound = bound_agent_sockets(self.target, self._proc)
             for pid in missing:
                 self._adopt(pid, bound.get(pid, []))
+            found = any(pid in self._agents for pid in missing)
+            self._scan_gap = SCAN_S if found else min(2 * self._scan_gap, SCAN_MAX_S)
+            self._next_scan = now + self._scan_gap
 
     def _adopt(self, pid: int, candidates: Iterable[Path]) -> None:
         """The first candidate socket at which ``pid``'s agent answers. A file nobody serves (a

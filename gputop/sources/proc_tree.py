@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from gputop.model.host import ProcFacts
+from gputop.model.host import DATALOADER_WORKER, ProcFacts
 from gputop.sources.procfs import tree_facts
 from gputop.sources.target import TargetId
 
@@ -55,6 +55,12 @@ class ProcTree:
 
     def pids(self, max_age: float = WALK_S) -> list[int]:
         return [f.pid for f in self.facts(max_age)]
+
+    def agent_pids(self, max_age: float = WALK_S) -> list[int]:
+        """The processes that may serve an agent: not DataLoader workers by torch's name for
+        them (the agent turns itself off in a worker), so 64 workers of an 8-rank job are not
+        looked for at every tick."""
+        return [f.pid for f in self.facts(max_age) if not f.comm.startswith(DATALOADER_WORKER)]
 
     def _walk(self, now: float) -> None:
         self._at = now
