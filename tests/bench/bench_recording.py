@@ -69,10 +69,11 @@ from gputop.session import Session
 from gputop.sim import SimBoard, SimProcess, installed
 from gputop.sinks import Sinks
 from gputop.sources.agent_link import STEP_HISTORY
-from gputop.sources.feeds import AGENTS_MAX_PERIOD_S, STACKS_PERIOD_S
+from gputop.sources.feeds import AGENTS_MAX_PERIOD_S
 from gputop.sources.host import SLOW_TIER_S, THREAD_TIER_S
 from gputop.sources.nvml import NvmlSource
 from gputop.sources.stack_phases import classify
+from gputop.vocab.stacks import STACKS_PERIOD_S
 
 INTERVAL_S = Config().interval  # GPU and host samplers
 AGENT_S = min(INTERVAL_S, AGENTS_MAX_PERIOD_S)  # the agent sampler: at least every second
