@@ -48,3 +48,20 @@ def test_the_stacks_pane_names_a_ranks_main_thread_for_its_rank():
     assert "4242 MainThread" in plain
     assert "6000 rank 0       data wait" in plain and "6001 rank 1 " in plain
     assert "1 DataLoader workers sampled" in plain
+
+
+def test_the_stacks_pane_says_who_read_each_process_and_how_long_ago():
+    window = stacks_window()
+
+    def read(s: StacksSample) -> StacksSample:
+        main, worker, *rest = s.processes
+        return dataclasses.replace(s, processes=(
+            dataclasses.replace(main, via="agent", taken=s.t - 0.4),
+            dataclasses.replace(worker, via="py-spy", taken=s.t - 7.0), *rest))  # fmt: skip
+
+    plain = "\n".join(t.plain for t in stack_lines([read(s) for s in window], style, 160))
+    assert "(agent, 0 s ago)" in plain, plain
+    assert "read by py-spy in turn, the oldest 7 s ago" in plain, plain
+    # recordings made before reads were dated say nothing of it
+    plain = "\n".join(t.plain for t in stack_lines(window, style, 160))
+    assert "ago" not in plain
