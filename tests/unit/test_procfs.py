@@ -63,7 +63,7 @@ def test_one_walk_of_the_tree_serves_every_source():
 
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        host = HostSource.open(os.getpid())
+        host = HostSource.open(os.getpid(), clock=lambda: 100.0)  # one tick, however slow
         attached = with_tree(host, os.getpid())
         for _ in range(3):
             host.sample()
