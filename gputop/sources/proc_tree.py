@@ -20,6 +20,10 @@ from gputop.sources.target import TargetId
 
 WALK_S = 3.0
 """The tree is walked again after this long: a new DataLoader worker or rank is seen within it."""
+FULL_WALK_S = 15.0
+"""Children are found from each process's main thread at every walk, and from all its threads
+(a ``children`` file each: most of a walk's reads, 4 of every 5 on a job of 4-thread processes)
+only this often: a process started from another thread is seen within it."""
 
 
 class ProcTree:
@@ -42,6 +46,7 @@ class ProcTree:
         self._facts: tuple[ProcFacts, ...] = ()
         self._by_key: dict[tuple[int, int], ProcFacts] = {}
         self._at: float | None = None
+        self._full_at: float | None = None
         self.walks = 0
         """Walks made so far (what tests and the scale bench count)."""
 
@@ -68,6 +73,9 @@ class ProcTree:
         if self.identity is not None and not self.identity.alive():
             self._facts, self._by_key = (), {}
             return
-        facts = tree_facts(self.pid, self._proc, self._by_key)
+        full = self._full_at is None or not 0 <= now - self._full_at < FULL_WALK_S
+        if full:
+            self._full_at = now
+        facts = tree_facts(self.pid, self._proc, self._by_key, main_only=not full)
         self._facts = tuple(facts)
         self._by_key = {(f.pid, f.start_ticks): f for f in facts}

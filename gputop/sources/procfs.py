@@ -138,12 +138,14 @@ def start_ticks(pid: int, proc: str = "/proc") -> int | None:
     return None if st.state in ("Z", "X") else st.start_ticks
 
 
-def children_of(pid: int, proc: str = "/proc") -> list[int]:
-    """Direct children: ``/proc/P/task/*/children`` (one small read per thread), or one pass
-    over every ``/proc/*/stat`` on kernels built without those files."""
+def children_of(pid: int, proc: str = "/proc", main_only: bool = False) -> list[int]:
+    """Direct children: ``/proc/P/task/*/children`` (one small read per thread; with
+    ``main_only`` the main thread's alone: where a training script, a launcher or a
+    DataLoader starts its processes), or one pass over every ``/proc/*/stat`` on kernels
+    built without those files."""
     task = f"{proc}/{pid}/task"
     try:
-        tids = os.listdir(task)
+        tids = [str(pid)] if main_only else os.listdir(task)
     except OSError:
         return []
     if os.path.exists(f"{task}/{tids[0]}/children") if tids else False:
@@ -203,12 +205,17 @@ def read_cmdline(pid: int, proc: str = "/proc") -> str:
 
 
 def tree_facts(
-    pid: int, proc: str = "/proc", known: Mapping[tuple[int, int], ProcFacts] | None = None
+    pid: int,
+    proc: str = "/proc",
+    known: Mapping[tuple[int, int], ProcFacts] | None = None,
+    main_only: bool = False,
 ) -> list[ProcFacts]:
     """What the role rule reads about ``pid`` and every process below it, parents before
     children. A process in ``known`` (by pid and start time) keeps its command line and
     environment (read once: both are fixed at exec); its name and parent are read again
-    (a DataLoader worker names itself after it starts)."""
+    (a DataLoader worker names itself after it starts). ``main_only``: children found from
+    each process's main thread only (``children_of``), and the known processes that another
+    thread started kept while they live."""
     out: list[ProcFacts] = []
     stack = [pid]
     while stack:
@@ -225,5 +232,15 @@ def tree_facts(
         elif (old.comm, old.ppid) != (st.comm, st.ppid):
             old = replace(old, comm=st.comm, ppid=st.ppid)
         out.append(old)
-        stack += children_of(p, proc)
+        stack += children_of(p, proc, main_only)
+    if main_only and known:  # what other threads started, seen by the last full walk
+        found = {f.pid for f in out}
+        parents = found.copy()
+        for f in known.values():  # parents before children, as they were found
+            if f.pid not in found and f.ppid in parents:
+                now = start_ticks(f.pid, proc)
+                if now == f.start_ticks:
+                    out.append(f)
+                    found.add(f.pid)
+                    parents.add(f.pid)
     return out

@@ -9,7 +9,8 @@ core, on the machine the job needs. The budget is a token bucket: CPU seconds ac
 1. a process that just went still (its stack unchanged for a read or two after it had been
    moving, or its agent's samples stopped): a hang candidate, read twice as often;
 2. main processes and ranks with no agent sampling them, once per period;
-3. DataLoader workers, each rank's workers in turn (together, one read per period);
+3. DataLoader workers, each rank's workers in turn (together, one read per WORKER_TURN
+   periods);
 
 and a process whose stack has not changed for SETTLED reads (an idle worker, a parked helper)
 is read SETTLED_SLOWER times less often. Pure bookkeeping: the caller runs py-spy.
@@ -34,6 +35,9 @@ SETTLED = 3
 """Reads with an unchanged stack after which a process is settled (read less often)."""
 SETTLED_SLOWER = 4.0
 HANG_FASTER = 2.0
+WORKER_TURN = 4.0
+"""A rank's DataLoader workers together get one read per this many periods: what a worker does
+(fetching, idle) changes slowly and tells less than where the ranks are."""
 COST_WEIGHT = 0.2
 """Weight of the newest dump in the running cost estimate."""
 
@@ -77,7 +81,7 @@ class StackBudget:
 
     def period_of(self, c: Candidate, turn: int) -> float:
         """Seconds between reads of ``c``; ``turn``: how many workers share its parent's turn."""
-        p = self.period * (turn if c.role == WORKER else 1)
+        p = self.period * (WORKER_TURN * turn if c.role == WORKER else 1)
         if c.agent_stalled or (c.role != WORKER and 0 < c.still < SETTLED):
             return p / HANG_FASTER
         return p * SETTLED_SLOWER if c.still >= SETTLED else p

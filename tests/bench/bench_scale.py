@@ -44,7 +44,7 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 TREE = r"""
 import ctypes, os, subprocess, sys, threading, time
 
-ranks, workers, threads, agent = (int(x) for x in sys.argv[1:5])
+ranks, workers, threads, agent, torch_too = (int(x) for x in sys.argv[1:6])
 role = os.environ.get("BENCH_ROLE", "launcher")
 
 
@@ -69,6 +69,8 @@ if role == "launcher":
     sys.exit(0)
 
 # a rank (or the one process of a size-1 tree, which runs as the launcher's only rank)
+if torch_too:
+    import torch  # what py-spy must read through in a real rank and its forked workers
 if agent:
     import gputop.agent as gt
     gt.init()
@@ -138,18 +140,20 @@ class Size:
         return 1 if self.ranks == 0 else 1 + self.ranks * (1 + self.workers)
 
 
-def start_tree(size: Size, threads: int, agent: bool, pythonpath: str, folder: Path):
+def start_tree(
+    size: Size, threads: int, agent: bool, pythonpath: str, folder: Path, torch_too: bool = True
+):
     script = folder / "tree.py"
     script.write_text(TREE)
     env = dict(os.environ, PYTHONPATH=pythonpath, GPUTOP_DIR=str(folder / "run"))
-    args = [str(size.ranks), str(size.workers), str(threads), str(int(agent))]
+    args = [str(size.ranks), str(size.workers), str(threads), str(int(agent)), str(int(torch_too))]
     if size.ranks == 0:  # one process: it is its own rank, with no launcher above it
         env["BENCH_ROLE"] = "rank"
     proc = subprocess.Popen(
         [sys.executable, str(script), *args], env=env, stdout=subprocess.PIPE, text=True,
         start_new_session=True,
     )  # fmt: skip
-    line = proc.stdout.readline().strip() if proc.stdout else ""
+    line = proc.stdout.readline().strip() if proc.stdout else ""  # ranks import torch first
     if line != "ready":
         stop(proc)
         raise SystemExit(f"the {size} tree did not start (it printed {line!r})")
@@ -250,6 +254,9 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--warmup", type=float, default=8.0)
     ap.add_argument("--baseline", default="HEAD~1", help="a git revision; 'none' to skip")
+    ap.add_argument("--no-torch", action="store_true",
+                    help="ranks do not import torch (py-spy reads a plain process in ~2 ms, a "
+                         "torch one in ~15: the default is what a real job costs)")  # fmt: skip
     args = ap.parse_args()
     sizes = [Size.parse(s) for s in args.sizes.split(",")]
     modes = args.modes.split(",")
@@ -272,7 +279,8 @@ def main() -> None:
                         for name, path in codes:
                             env = dict(os.environ, PYTHONPATH=path,
                                        GPUTOP_DIR=str(folder / "run"))  # fmt: skip
-                            tree = start_tree(size, args.threads, agent, path, folder)
+                            tree = start_tree(size, args.threads, agent, path, folder,
+                                              not args.no_torch)  # fmt: skip
                             try:
                                 own, kids, rss = watch(
                                     monitor_cmd(size, tree.pid, mode == "screen"), env,

@@ -74,3 +74,19 @@ def test_one_walk_of_the_tree_serves_every_source():
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_walk_of_main_threads_keeps_what_another_thread_started(tmp_path):
+    import shutil
+
+    fake(tmp_path, 10, 1, "python", "python t.py", {})
+    (tmp_path / "10" / "task" / "11").mkdir()
+    (tmp_path / "10" / "task" / "11" / "children").write_text("12")
+    fake(tmp_path, 12, 10, "pt_data_worker", "python t.py", {})
+    full = tree_facts(10, str(tmp_path))
+    assert [f.pid for f in full] == [10, 12]
+    assert [f.pid for f in tree_facts(10, str(tmp_path), main_only=True)] == [10]
+    known = {(f.pid, f.start_ticks): f for f in full}
+    assert [f.pid for f in tree_facts(10, str(tmp_path), known, main_only=True)] == [10, 12]
+    shutil.rmtree(tmp_path / "12")  # it exits: not kept
+    assert [f.pid for f in tree_facts(10, str(tmp_path), known, main_only=True)] == [10]
