@@ -195,8 +195,12 @@ def _drain(fd: int, done: threading.Event) -> None:
                 return
 
 
-def watch(cmd: list[str], env: dict[str, str], screen: bool, warmup: float, seconds: float):
-    """Runs the monitor; returns (own %, children %, RSS MiB) over the last ``seconds``."""
+def watch(
+    cmd: list[str], env: dict[str, str], screen: bool, warmup: float, seconds: float, cwd: Path
+):
+    """Runs the monitor in ``cwd`` (not the checkout: `python -m` would import the package
+    found there before PYTHONPATH's); returns (own %, children %, RSS MiB) over the last
+    ``seconds``."""
     done = threading.Event()
     master = None
     if screen:
@@ -204,13 +208,13 @@ def watch(cmd: list[str], env: dict[str, str], screen: bool, warmup: float, seco
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
         env = {k: v for k, v in env.items() if k not in ("COLORTERM", "NO_COLOR", "TMUX")}
         env["TERM"] = "xterm-256color"
-        proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, env=env,
+        proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd,
                                 start_new_session=True)  # fmt: skip
         os.close(slave)
         threading.Thread(target=_drain, args=(master, done), daemon=True).start()
     else:
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
-                                start_new_session=True)  # fmt: skip
+                                cwd=cwd, start_new_session=True)  # fmt: skip
     try:
         time.sleep(warmup)
         if proc.poll() is not None:
@@ -284,7 +288,7 @@ def main() -> None:
                             try:
                                 own, kids, rss = watch(
                                     monitor_cmd(size, tree.pid, mode == "screen"), env,
-                                    mode == "screen", args.warmup, args.seconds,
+                                    mode == "screen", args.warmup, args.seconds, folder,
                                 )  # fmt: skip
                             finally:
                                 stop(tree)
