@@ -53,6 +53,9 @@ class ProcTree:
     def facts(self, max_age: float = WALK_S) -> tuple[ProcFacts, ...]:
         """Parents before children; empty once the target has exited."""
         with self._lock:  # sources on other threads wait for the walk rather than repeat it
+            if self.identity is not None and not self.identity.alive():
+                self._facts, self._by_key = (), {}  # at once: its PID may be another's now
+                return self._facts
             now = self._clock()
             if self._at is None or now - self._at >= max_age or now < self._at:
                 self._walk(now)
@@ -70,9 +73,6 @@ class ProcTree:
     def _walk(self, now: float) -> None:
         self._at = now
         self.walks += 1
-        if self.identity is not None and not self.identity.alive():
-            self._facts, self._by_key = (), {}
-            return
         full = self._full_at is None or not 0 <= now - self._full_at < FULL_WALK_S
         if full:
             self._full_at = now
