@@ -211,7 +211,7 @@ def stillness(window: Sequence[StacksSample]) -> list[Stillness]:
             continue
         main = next((t for t in proc.threads if t.name == "MainThread"), None)
         if main is not None:
-            at = proc.taken if proc.taken is not None else sample.t
+            at = proc.read_at(sample.t)
             history.setdefault(proc.pid, []).append((at, main))
             ranks[proc.pid] = (proc.role, proc.rank)
             readers[proc.pid] = (proc.via, proc.taken)
@@ -301,7 +301,7 @@ def main_phases(window: Sequence[StacksSample]) -> list[MainPhases]:
         if main is None:
             continue
         pid = proc.pid
-        at = proc.taken if proc.taken is not None else sample.t
+        at = proc.read_at(sample.t)
         if pid not in first:
             if main.phase not in TRAINING and main.phase not in SIDE_PHASES:
                 continue

@@ -58,6 +58,10 @@ class ProcessStacks:
     last stacks in later readings with the same ``taken`` (one read, counted once: ``reads``);
     None in recordings made before it was kept (every reading then a read)."""
 
+    def read_at(self, reading_t: float) -> float:
+        """When these stacks were read: ``taken``, else the reading's own time."""
+        return self.taken if self.taken is not None else reading_t
+
     def age(self, now: float) -> float | None:
         """Seconds since these stacks were read, as of ``now`` (a reading's ``t``)."""
         return None if self.taken is None else max(0.0, now - self.taken)

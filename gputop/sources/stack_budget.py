@@ -58,6 +58,11 @@ class Candidate:
     """Its agent sampled it, and stopped: whatever holds the GIL is what to see."""
 
 
+def _hang_candidate(c: Candidate) -> bool:
+    """Its agent's samples stopped, or a main process or rank just went still."""
+    return c.agent_stalled or (c.role != WORKER and 0 < c.still < SETTLED)
+
+
 class StackBudget:
     """``due(now, candidates)`` picks the reads to make; ``spent(cost)`` after each one."""
 
@@ -82,7 +87,7 @@ class StackBudget:
     def period_of(self, c: Candidate, turn: int) -> float:
         """Seconds between reads of ``c``; ``turn``: how many workers share its parent's turn."""
         p = self.period * (WORKER_TURN * turn if c.role == WORKER else 1)
-        if c.agent_stalled or (c.role != WORKER and 0 < c.still < SETTLED):
+        if _hang_candidate(c):
             return p / HANG_FASTER
         return p * SETTLED_SLOWER if c.still >= SETTLED else p
 
@@ -99,8 +104,7 @@ class StackBudget:
             lateness = 1e9 if c.last_read is None else (now - c.last_read) / period
             if lateness < 1.0:
                 continue
-            urgent = c.agent_stalled or (c.role != WORKER and 0 < c.still < SETTLED)
-            tier = 0 if urgent else (2 if c.role == WORKER else 1)
+            tier = 0 if _hang_candidate(c) else (2 if c.role == WORKER else 1)
             ranked.append((tier, -lateness, c.pid))
         ranked.sort()
         out: list[int] = []
