@@ -15,7 +15,7 @@ from gputop.diagnose import Verdict
 from gputop.diagnose.budget import stacked
 from gputop.diagnose.findings import Finding
 from gputop.model.step_stats import Mfu
-from gputop.session import Session, SessionState
+from gputop.session import EVALUATE_SHARE, Session, SessionState
 from gputop.snapshot import jsonable
 from gputop.sources.feeds import Feed
 from gputop.sources.watchdog import SourceStalled, Watchdog
@@ -56,6 +56,8 @@ def diagnose(
     ``duration`` passes or ``stop()`` is true; the verdict timeline is noted as it changes.
     ``progress(diagnosis, seconds so far)`` after each round of readings (``Feedback``)."""
     out = Diagnosis(started=clock())
+    if session.evaluate_share is None:
+        session.evaluate_share = EVALUATE_SHARE
     due = {f.kind: out.started for f in sources}
     # each read on a worker thread with the feed's deadline, as the screen's samplers do: a
     # wedged driver costs one timeout, then its reads fail fast while the others go on, and the
@@ -83,6 +85,8 @@ def diagnose(
             if progress is not None:
                 progress(out, clock() - out.started)
             if clock() - out.started >= duration or stop():
+                if session.unevaluated:  # the last readings, whatever the gap
+                    _note(out, session.settle(force=True), "")
                 break
             sleep(max(0.0, min(due.values()) - clock()))
     finally:

@@ -40,6 +40,14 @@ EVALUATE_GAP_S = 1.0
 """A live screen evaluates the verdict at most this often (``Session.min_gap_s``): the readings
 come from four sources at their own rates, and one evaluation of an 8-rank job's windows costs
 milliseconds; a reading in between is folded into the next one (``settle``)."""
+EVALUATE_SHARE = 0.005
+"""A live session's evaluations use at most this share of one core on average
+(``Session.evaluate_share``): an evaluation waits for its own CPU cost over this share since the
+last one. A one-process job's evaluation costs 1-2 ms, so it is evaluated at every round of
+readings as before; an 8-rank job's windows cost ~10 ms, and it is evaluated every ~2 s
+instead of adding 1% of a core to the node it watches."""
+COST_WEIGHT = 0.3
+"""Weight of the newest evaluation in the running estimate of their cost."""
 READINGS = ("gpu", "host", "agents", "stacks")
 """The kinds of reading a session takes, in the order the sinks and recordings name them."""
 FOLLOW_S = 10.0
@@ -123,7 +131,9 @@ class Session:
         evaluate_each: bool = True,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
+        cpu: Callable[[], float] = time.thread_time,
     ) -> None:
+        """``cpu``: the evaluating thread's CPU seconds (what ``evaluate_share`` bounds)."""
         self.devices = tuple(devices)
         self.sinks = sinks if sinks is not None else Sinks()
         self.follower = follower
@@ -133,10 +143,16 @@ class Session:
         self.min_gap_s = 0.0
         """Seconds (of ``clock``) an evaluation after a reading waits for since the last one;
         the readings in between are evaluated by the next reading after it, or ``settle``."""
+        self.evaluate_share: float | None = None
+        """At most this share of one core for evaluations (``EVALUATE_SHARE``): the gap
+        between two grows with their CPU cost. None: no bound (replay, tests)."""
+        self._evaluate_cost = 0.0
+        """The running estimate of one evaluation's CPU seconds (this thread's)."""
         self._evaluated_at: float | None = None
         self._unevaluated = False
         self._clock = clock
         self._wall = wall
+        self._cpu = cpu
         self.timeline = Timeline()
         self._gpus: dict[int, GpuSample] = {}
         self._host: HostSample | None = None
@@ -231,11 +247,22 @@ class Session:
         """A reading came since the last evaluation and was not evaluated (``min_gap_s``)."""
         return self._unevaluated and self.evaluate_each
 
-    def settle(self) -> SessionState:
-        """Evaluates now if a reading since the last evaluation was not evaluated."""
-        if self.unevaluated:
+    def settle(self, force: bool = False) -> SessionState:
+        """Evaluates now if a reading since the last evaluation was not evaluated, unless the
+        evaluations' CPU share says to wait (``force``: whatever it says, the end of a run). The
+        caller's timer is the minimum gap (``min_gap_s``)."""
+        if self.unevaluated and (force or self._may_evaluate(min_gap=False)):
             self.evaluate()
         return self.state
+
+    def _may_evaluate(self, min_gap: bool = True) -> bool:
+        """The gap since the last evaluation has passed: ``min_gap_s``, or the last ones' CPU
+        cost over ``evaluate_share``, whichever is longer."""
+        gap = self.min_gap_s if min_gap else 0.0
+        if self.evaluate_share:
+            gap = max(gap, self._evaluate_cost / self.evaluate_share)
+        last = self._evaluated_at
+        return not gap or last is None or self._clock() - last >= gap
 
     def event(self, kind: str, data: Mapping[str, Any]) -> None:
         """Something that happened once (a capture started or ended, the target exited)."""
@@ -277,9 +304,13 @@ class Session:
         point = point if point is not None else self.point()
         if point is None:
             return None
+        cpu0 = self._cpu()
         computed, self._hysteresis, self._inputs = evaluate_at(
             self.timeline, self.devices, point, self._agents, self._hysteresis
         )
+        cost = self._cpu() - cpu0
+        weight = COST_WEIGHT if self._evaluations else 1.0
+        self._evaluate_cost += weight * (cost - self._evaluate_cost)
         self._verdict = shown(computed) if shown is not None else computed
         self._point = point
         self._evaluations += 1
@@ -316,11 +347,10 @@ class Session:
         self._changed()
         if not self.evaluate_each:
             return self.state
-        last = self._evaluated_at
-        if self.min_gap_s and last is not None and self._clock() - last < self.min_gap_s:
-            self._unevaluated = True  # folded into the next evaluation
-        else:
+        if self._may_evaluate():
             self.evaluate()
+        else:
+            self._unevaluated = True  # folded into the next evaluation
         return self.state
 
     def _changed(self) -> None:

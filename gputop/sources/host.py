@@ -62,6 +62,10 @@ CPU_RATE_MIN_S = 0.2
 process read twice within a few ms uses "0.00 cores" (and the job looks idle)."""
 THREAD_TIER_S = 3.0
 SLOW_TIER_S = 30.0
+WORKER_MEMORY_SLOWER = 10.0
+"""A DataLoader worker's USS/PSS is read this many slow tiers apart: smaps_rollup walks the
+page tables (~5 ms of kernel CPU for a process that imported torch, and a forked worker maps
+what its rank did), so 64 workers at the slow tier alone cost 1% of a core."""
 
 
 @dataclass
@@ -93,6 +97,8 @@ class _Proc:
     runq: float | None = None
     """Run-queue wait at the last schedstat reading (per tick; a worker's at the thread tier)."""
     main_cores: float | None = None
+    last: ProcSample | None = None
+    """What it read last: a DataLoader worker's, shown again between thread-tier readings."""
 
 
 class HostSource:
@@ -263,6 +269,18 @@ class HostSource:
             pass
 
     def _sample_proc(self, p: _Proc, now: float) -> ProcSample | None:
+        """One process's numbers. A DataLoader worker's are read at the thread tier only (64
+        workers read every tick were most of this source's cost, and its rates over 3 s say
+        what the panes and the rules use): in between, its last reading stands."""
+        if (
+            p.role == WORKER
+            and p.last is not None
+            and p.last.role == WORKER
+            and p.last.rank == (p.rank.rank if p.rank else None)
+            and p.thread_t is not None
+            and now - p.thread_t < self.thread_tier_s
+        ):
+            return p.last
         st = self._stat(p.pid)
         if st is None or st.start_ticks != p.start:
             return None
@@ -283,10 +301,11 @@ class HostSource:
                 self._threads(p, tasks, now)
         runq, main_thread = p.runq, p.main_cores
         reads = self._io(p, now)
-        if p.slow_t is None or now - p.slow_t >= self.slow_tier_s:
+        slow = self.slow_tier_s * (WORKER_MEMORY_SLOWER if p.role == WORKER else 1.0)
+        if p.slow_t is None or now - p.slow_t >= slow:
             p.slow_t = now
             self._memory(p)
-        return ProcSample(
+        p.last = ProcSample(
             pid=p.pid,
             start_ticks=p.start,
             ppid=st.ppid,
@@ -316,6 +335,7 @@ class HostSource:
             local_rank=p.rank.local_rank if p.rank else None,
             world_size=p.rank.world_size if p.rank else None,
         )
+        return p.last
 
     def _schedstat(
         self, p: _Proc, tasks: list[int], now: float

@@ -9,11 +9,14 @@ core, on the machine the job needs. The budget is a token bucket: CPU seconds ac
 1. a process that just went still (its stack unchanged for a read or two after it had been
    moving, or its agent's samples stopped): a hang candidate, read twice as often;
 2. main processes and ranks with no agent sampling them, once per period;
-3. DataLoader workers, each rank's workers in turn (together, one read per WORKER_TURN
-   periods);
+3. DataLoader workers, one of each rank's workers at a time, in turn (one read per WORKER_TURN
+   periods for them all), QUIET_SLOWER times less often while their rank is not waiting for
+   data: a worker's stack says why a rank waits for its batches (domain.md, data-input: the
+   transform, the reads, too few workers), and tells nothing while the rank does not wait;
 
-and a process whose stack has not changed for SETTLED reads (an idle worker, a parked helper)
-is read SETTLED_SLOWER times less often. Pure bookkeeping: the caller runs py-spy.
+and a process whose stack has not changed for SETTLED reads (a parked helper; a rank's workers
+when all of them are) is read SETTLED_SLOWER times less often. Pure bookkeeping: the caller
+runs py-spy.
 """
 
 from __future__ import annotations
@@ -38,6 +41,11 @@ HANG_FASTER = 2.0
 WORKER_TURN = 4.0
 """A rank's DataLoader workers together get one read per this many periods: what a worker does
 (fetching, idle) changes slowly and tells less than where the ranks are."""
+QUIET_SLOWER = 8.0
+"""How much less often a rank's workers are read while the rank is not waiting for data."""
+WAITED_LATELY_S = 30.0
+"""A rank seen waiting for data (any thread in the data-wait phase) this recently is waiting:
+at one read a second, a rank that waits 10% of its time is seen within it 19 times in 20."""
 COST_WEIGHT = 0.2
 """Weight of the newest dump in the running cost estimate."""
 
@@ -56,6 +64,8 @@ class Candidate:
     """When py-spy (or its agent) last read it; None: never."""
     agent_stalled: bool = False
     """Its agent sampled it, and stopped: whatever holds the GIL is what to see."""
+    parent_waits: bool = True
+    """A worker's: its rank was seen waiting for data lately (or has not been read yet)."""
 
 
 def _hang_candidate(c: Candidate) -> bool:
@@ -84,28 +94,40 @@ class StackBudget:
             self.tokens = min(self.tokens + (now - self._t) * self.share, cap)
         self._t = now
 
-    def period_of(self, c: Candidate, turn: int) -> float:
-        """Seconds between reads of ``c``; ``turn``: how many workers share its parent's turn."""
-        p = self.period * (WORKER_TURN * turn if c.role == WORKER else 1)
+    def period_of(self, c: Candidate) -> float:
+        """Seconds between reads of ``c``, any process but a DataLoader worker."""
         if _hang_candidate(c):
-            return p / HANG_FASTER
-        return p * SETTLED_SLOWER if c.still >= SETTLED else p
+            return self.period / HANG_FASTER
+        return self.period * SETTLED_SLOWER if c.still >= SETTLED else self.period
+
+    def turn_of(self, workers: Sequence[Candidate]) -> float:
+        """Seconds between reads of one rank's workers, all of them together."""
+        p = self.period * WORKER_TURN
+        if not workers[0].parent_waits:
+            p *= QUIET_SLOWER
+        if all(w.still >= SETTLED for w in workers):
+            p *= SETTLED_SLOWER
+        return p
 
     def due(self, now: float, candidates: Sequence[Candidate]) -> list[int]:
         """The pids to read now, most telling first, as many as the tokens pay for."""
         self._accrue(now)
-        turns: dict[int, int] = {}
+        ranked = []
+        turns: dict[int, list[Candidate]] = {}
         for c in candidates:
             if c.role == WORKER:
-                turns[c.parent] = turns.get(c.parent, 0) + 1
-        ranked = []
-        for c in candidates:
-            period = self.period_of(c, turns.get(c.parent, 1))
-            lateness = 1e9 if c.last_read is None else (now - c.last_read) / period
-            if lateness < 1.0:
+                turns.setdefault(c.parent, []).append(c)
                 continue
-            tier = 0 if _hang_candidate(c) else (2 if c.role == WORKER else 1)
-            ranked.append((tier, -lateness, c.pid))
+            lateness = _lateness(now, c.last_read, self.period_of(c))
+            if lateness >= 1.0:
+                tier = 0 if _hang_candidate(c) else 1
+                ranked.append((tier, -lateness, c.pid))
+        for workers in turns.values():
+            read = [w.last_read for w in workers if w.last_read is not None]
+            lateness = _lateness(now, max(read) if read else None, self.turn_of(workers))
+            if lateness >= 1.0:  # the worker read longest ago (never first) takes the turn
+                nxt = min(workers, key=lambda w: (w.last_read is not None, w.last_read, w.pid))
+                ranked.append((2, -lateness, nxt.pid))
         ranked.sort()
         out: list[int] = []
         budget = self.tokens
@@ -122,3 +144,8 @@ class StackBudget:
         self.tokens -= cost
         self.used += cost
         self.cost += COST_WEIGHT * (cost - self.cost)
+
+
+def _lateness(now: float, last_read: float | None, period: float) -> float:
+    """Periods since the last read: 1 or more is due; never read is due first."""
+    return 1e9 if last_read is None else (now - last_read) / period

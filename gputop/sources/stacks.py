@@ -26,10 +26,10 @@ from gputop.model.host import RANK, WORKER, RankId, RoleHint, merge_hints, roles
 from gputop.model.stacks import AGENT, PY_SPY, ProcessStacks, StacksSample, ThreadStack
 from gputop.sources.proc_tree import ProcTree
 from gputop.sources.procfs import start_ticks
-from gputop.sources.stack_budget import Candidate, StackBudget
+from gputop.sources.stack_budget import WAITED_LATELY_S, Candidate, StackBudget
 from gputop.sources.stack_phases import thread_stack
 from gputop.sources.target import TargetId
-from gputop.vocab.stacks import STACK_DEPTH, STACKS_PERIOD_S
+from gputop.vocab.stacks import DATA_WAIT, STACK_DEPTH, STACKS_PERIOD_S
 
 DUMP_TIMEOUT_S = 5.0
 BACKOFF_MAX_S = 60.0
@@ -222,6 +222,8 @@ class StackSource:
         self._last: dict[int, ProcessStacks] = {}
         self._still: dict[int, int] = {}
         """pid -> reads in a row that found its stacks unchanged."""
+        self._waited: dict[int, float] = {}
+        """pid -> when a read last found one of its threads waiting for data."""
         self._agented: set[int] = set()
         """Processes whose agent has sent stacks: when they stop, py-spy looks at once."""
         self._next_worker = 0
@@ -283,6 +285,7 @@ class StackSource:
             if pid not in alive:
                 del self._last[pid]  # exited between dumps: forgotten quietly
                 self._still.pop(pid, None)
+                self._waited.pop(pid, None)
         procs = tuple(self._last[pid] for pid, _ in tree if pid in self._last)
         return StacksSample(self.pid, now, self._wall(), procs, problem=problem)
 
@@ -309,9 +312,16 @@ class StackSource:
                     still=self._still.get(pid, 0),
                     last_read=last.taken if last is not None else None,
                     agent_stalled=pid in self._agented,
+                    parent_waits=self._waits(self._parent.get(pid, 0), now),
                 )
             )
         return self.budget.due(now, candidates)
+
+    def _waits(self, pid: int, now: float) -> bool:
+        """``pid`` waited for data lately, or has not been read yet (nothing says it does not)."""
+        if pid not in self._last:
+            return True
+        return now - self._waited.get(pid, float("-inf")) <= WAITED_LATELY_S
 
     def _read(
         self,
@@ -333,6 +343,8 @@ class StackSource:
             same = tuple(t.frames for t in threads) == tuple(t.frames for t in last.threads)
             self._still[pid] = self._still.get(pid, 0) + 1 if same else 0
         self._last[pid] = ProcessStacks(pid, role, threads, error, took, number, via, taken)
+        if any(t.phase == DATA_WAIT for t in threads):
+            self._waited[pid] = taken
         if error is None:
             seen = stack_role(threads)
             key = (pid, self._start.get(pid, -1))

@@ -28,7 +28,7 @@ from gputop.model import DeviceInfo, GpuSample, Timeline
 from gputop.model.host import HostSample
 from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample
-from gputop.session import EVALUATE_GAP_S, Session, SessionState
+from gputop.session import EVALUATE_GAP_S, EVALUATE_SHARE, Session, SessionState
 from gputop.sources.feeds import Feed, feeds
 from gputop.ui.capture_keys import CAPTURE_ACTIONS, CaptureKeys, event_data
 from gputop.ui.captures_text import CaptureView
@@ -352,8 +352,10 @@ class GputopApp(App):
             )
         for sampler in self._samplers:
             sampler.start()
-        # the verdict at most once a second, whichever source just read (Session.min_gap_s)
+        # the verdict at most once a second, whichever source just read (Session.min_gap_s),
+        # less often when evaluations cost more (Session.evaluate_share)
         self.session.min_gap_s = EVALUATE_GAP_S
+        self.session.evaluate_share = EVALUATE_SHARE
         self.set_interval(EVALUATE_GAP_S, self._settle)
 
     def _settle(self) -> None:

@@ -210,6 +210,30 @@ def test_a_minimum_gap_folds_readings_into_the_next_evaluation():
     assert s.state.evaluations == 3 and not s.unevaluated
 
 
+def test_costly_evaluations_are_spaced_to_keep_within_their_share_of_a_core():
+    clock, cpu = [0.0], [0.0]
+
+    def costly(seconds: float):
+        def read() -> float:
+            cpu[0] += seconds  # read before and after: one evaluation costs ``seconds``
+            return cpu[0]
+
+        return read
+
+    cheap = Session((device(0),), clock=lambda: clock[0], cpu=costly(0.001))
+    dear = Session((device(0),), clock=lambda: clock[0], cpu=costly(0.02))
+    for s in (cheap, dear):
+        s.evaluate_share = 0.005
+    for second in range(20):
+        clock[0] = float(second)
+        for s in (cheap, dear):
+            s.gpu([gpu(clock[0])])
+    assert cheap.state.evaluations == 20  # 1 ms each: every reading, as before
+    assert dear.state.evaluations == 5 and dear.unevaluated  # 20 ms each: every 4 s (0.5%)
+    assert dear.settle().evaluations == 5
+    assert dear.settle(force=True).evaluations == 6 and dear.state.point.now == 19.0
+
+
 def test_the_headless_loop_reads_each_source_at_the_tuis_rates():
     clock = [100.0]
     g = Counting(clock, lambda t: [gpu(t)])
@@ -219,7 +243,7 @@ def test_the_headless_loop_reads_each_source_at_the_tuis_rates():
     def sleep(seconds: float) -> None:
         clock[0] += max(seconds, 0.01)
 
-    session = Session(g.devices)
+    session = Session(g.devices, clock=lambda: clock[0], cpu=lambda: 0.0)
     d = diagnose(session, feeds(g, None, a, st, interval=2.0), duration=20.0,
                  clock=lambda: clock[0], sleep=sleep)  # fmt: skip
     assert g.reads == 11  # every 2 s over 20 s, both ends

@@ -10,6 +10,7 @@ from gputop.model.host import MAIN, RANK, WORKER
 from gputop.model.stacks import ProcessStacks, StacksSample, ThreadStack, reads
 from gputop.sources.stack_budget import (
     FIRST_COST_S,
+    QUIET_SLOWER,
     SETTLED,
     WORKER_TURN,
     Candidate,
@@ -118,3 +119,35 @@ def test_a_read_carried_into_later_readings_counts_once():
     assert [(s.t, p.pid) for s, p in reads(window)] == [(1.0, 1), (1.0, 2), (2.0, 2)]
     legacy = [StacksSample(1, float(i), 0.0, (ProcessStacks(1, MAIN, (t,)),)) for i in range(3)]
     assert len(list(reads(legacy))) == 3  # recordings without ``taken``: every reading a read
+
+
+def test_workers_of_a_rank_that_does_not_wait_for_data_are_read_rarely():
+    def workers_read(waits: bool) -> int:
+        tree = [
+            c if c.role != WORKER else Candidate(c.pid, c.role, c.parent, 0, None, False, waits)
+            for c in job(2, 8)
+        ]
+        read: dict[int, list[float]] = {c.pid: [] for c in tree}
+        budget = StackBudget(1.0)
+        for now in range(240):
+            cands = [
+                Candidate(c.pid, c.role, c.parent, 0, read[c.pid][-1] if read[c.pid] else None,
+                          False, c.parent_waits)
+                for c in tree
+            ]  # fmt: skip
+            for pid in budget.due(float(now), cands):
+                read[pid].append(float(now))
+                budget.spent(0.015)
+        return sum(len(v) for pid, v in read.items() if pid >= 1000)
+
+    waiting, quiet = workers_read(True), workers_read(False)
+    assert waiting >= 2 * 240 / WORKER_TURN - 2, waiting
+    assert quiet <= waiting / QUIET_SLOWER + 2, (waiting, quiet)
+
+
+def test_a_new_job_is_not_swept_worker_by_worker():
+    # 64 workers never read: one per rank is due at a time, not all 64 at the budget's rate
+    budget = StackBudget(1.0)
+    reads_of = run(budget, job(8, 8), 10, 0.015)
+    workers = sum(len(v) for pid, v in reads_of.items() if pid >= 1000)
+    assert workers <= 8 * (1 + 10 / WORKER_TURN), workers
