@@ -630,7 +630,7 @@ class StackSignals:
 def stack_signals(window: Window[StacksSample] | None) -> StackSignals | None:
     if window is None or not window.samples:
         return None
-    shares = [s for s in thread_shares(window.samples) if s.name == "MainThread"]
+    shares = thread_shares(window.samples, main_only=True)
     mains = [s for s in shares if s.role != "worker"]
     workers = [s for s in shares if s.role == "worker"]
     total = sum(s.samples for s in mains)

@@ -39,11 +39,15 @@ class ThreadShares:
     last: ThreadStack
 
 
-def thread_shares(window: Sequence[StacksSample]) -> list[ThreadShares]:
+def thread_shares(window: Sequence[StacksSample], main_only: bool = False) -> list[ThreadShares]:
+    """Each thread's phases over ``window`` (``main_only``: main threads alone, what the
+    verdict reads; a torch rank has dozens of helper threads)."""
     counts: dict[tuple[int, int], Counter[str]] = {}
     last: dict[tuple[int, int], tuple[str, ThreadStack]] = {}
     for _, proc in reads(window):
         for t in proc.threads:
+            if main_only and t.name != "MainThread":
+                continue
             key = (proc.pid, t.tid)
             counts.setdefault(key, Counter())[t.phase] += 1
             last[key] = (proc.role, t)

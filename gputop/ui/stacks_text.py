@@ -62,7 +62,8 @@ def _stack_lines(window: Sequence[StacksSample], style: StyleFor, short: bool) -
     ranks = {p.pid: p.rank for p in latest.processes if p.role == RANK}
     procs = {p.pid: p for p in latest.processes}
     shown = 0
-    for s in thread_shares(window):
+    threads = thread_shares(window)
+    for s in threads:
         if s.role == "worker" or shown >= MAX_THREAD_LINES:
             continue
         if s.name != "MainThread" and s.shares[0][0] in ("idle", "blocked"):
@@ -79,7 +80,7 @@ def _stack_lines(window: Sequence[StacksSample], style: StyleFor, short: bool) -
         line.label(" ".join(f"{p} {share:.0%}" for p, share in s.shares[:4]))
         line.label("]" + _fresh(procs.get(s.pid), latest.t))
         lines.append(line.text)
-    workers = [s for s in thread_shares(window) if s.role == "worker" and s.name == "MainThread"]
+    workers = [s for s in threads if s.role == "worker" and s.name == "MainThread"]
     if workers:
         fetch = sum(dict(s.shares).get("fetch/transform", 0.0) for s in workers) / len(workers)
         ages = [a for s in workers if (a := _age(procs.get(s.pid), latest.t)) is not None]
