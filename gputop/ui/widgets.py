@@ -161,7 +161,10 @@ class RanksPane(LinePane):
         self.budget: Budget | None = None
 
     def show(self, agents: AgentsSample, budget: Budget | None = None) -> None:
-        """``budget``: the verdict's, whose ranks say where each rank's time goes."""
+        """``budget``: the verdict's, whose ranks say where each rank's time goes. The same
+        reading and budget again (a reading of another source came) draws nothing."""
+        if agents is self.agents and budget is self.budget:
+            return
         self.agents, self.budget = agents, budget
         self.display = len(ranked(agents)) > 1
         self.changed()
