@@ -15,6 +15,7 @@ only a hint; one that fails is dropped with one line in ``problems`` and never t
 
 from __future__ import annotations
 
+import bisect
 import collections
 import contextlib
 import json
@@ -37,7 +38,7 @@ from gputop.agent.paths import (
 )
 from gputop.agent.wire import MAX_LINE
 from gputop.model.host import RANK, RankId, RoleHint
-from gputop.model.steps import AgentsSample, AgentState
+from gputop.model.steps import AgentsSample, AgentState, StepRecord
 from gputop.sources import agent_decode as dec
 from gputop.sources.procfs import descendants, parse_environ
 from gputop.sources.stack_phases import thread_stack
@@ -71,7 +72,7 @@ class _Agent:
     """connected, reconnecting (it went away: tried again), exited."""
     hello: dict[str, Any] = field(default_factory=dict)
     fingerprint: dict[str, Any] = field(default_factory=dict)
-    steps: collections.deque = field(default_factory=collections.deque)
+    steps: collections.deque[StepRecord] = field(default_factory=collections.deque)
     """Every step read since the last reading and the STEP_HISTORY before (``_trim``)."""
     gpu: dict[int, MappingProxyType] = field(default_factory=dict)
     """GPU times per step number, each a snapshot replaced on change: a reading keeps the
@@ -314,13 +315,15 @@ class AgentLink:
                 if s.step > last or s.step == 0:  # a restarted agent starts at 0 again
                     if s.step <= last:
                         a.steps.clear()
-                    a.steps.append(s)
+                    got = a.gpu.get(s.step)
+                    a.steps.append(replace(s, gpu=got) if got is not None else s)
                     last = s.step
             return dropped
         if kind == "gpu":
             items, dropped = dec.parse_gpu(msg)
             for step, name, ns in items:
                 a.gpu[step] = MappingProxyType({**a.gpu.get(step, {}), name: ns})
+                _merge_gpu(a, step)
             return dropped
         if kind == "heartbeat":
             beat = dec.parse_heartbeat(msg)
@@ -362,7 +365,7 @@ class AgentLink:
 
     def _state(self, a: _Agent, now: float) -> AgentState:
         beat = a.beat
-        steps = tuple(replace(s, gpu=a.gpu[s.step]) if s.step in a.gpu else s for s in a.steps)
+        steps = tuple(a.steps)  # each with its GPU times, merged as they came
         return AgentState(
             pid=a.pid,
             state=a.state,
@@ -455,6 +458,18 @@ def _trim(a: _Agent) -> None:
     if len(a.gpu) > STEP_HISTORY:
         for k in sorted(a.gpu)[: len(a.gpu) - STEP_HISTORY]:
             del a.gpu[k]
+
+
+def _merge_gpu(a: _Agent, step: int) -> None:
+    """A step's GPU times into the step kept, found by its number (the steps kept are in
+    order: a restarted agent clears them): a binary search, whatever the message asks."""
+    i = bisect.bisect_left(a.steps, step, key=_step_no)
+    if i < len(a.steps) and a.steps[i].step == step:
+        a.steps[i] = replace(a.steps[i], gpu=a.gpu[step])
+
+
+def _step_no(s: StepRecord) -> int:
+    return s.step
 
 
 def _aged(value: float | None, at: float | None, now: float) -> float | None:

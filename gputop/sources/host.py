@@ -62,6 +62,11 @@ CPU_RATE_MIN_S = 0.2
 process read twice within a few ms uses "0.00 cores" (and the job looks idle)."""
 THREAD_TIER_S = 3.0
 SLOW_TIER_S = 30.0
+IDLE_WORKER_CORES = 0.05
+"""A DataLoader worker using less CPU than this is waiting on its index queue: its threads
+sleep, and their details (states, run-queue wait, fds) are read IDLE_WORKER_SLOWER times less
+often."""
+IDLE_WORKER_SLOWER = 4.0
 WORKER_MEMORY_SLOWER = 10.0
 """A DataLoader worker's USS/PSS is read this many slow tiers apart: smaps_rollup walks the
 page tables (~5 ms of kernel CPU for a process that imported torch, and a forked worker maps
@@ -99,6 +104,8 @@ class _Proc:
     main_cores: float | None = None
     last: ProcSample | None = None
     """What it read last: a DataLoader worker's, shown again between thread-tier readings."""
+    read_t: float | None = None
+    """When it was last read (a worker's reading stands until the next thread tier)."""
 
 
 class HostSource:
@@ -271,16 +278,19 @@ class HostSource:
     def _sample_proc(self, p: _Proc, now: float) -> ProcSample | None:
         """One process's numbers. A DataLoader worker's are read at the thread tier only (64
         workers read every tick were most of this source's cost, and its rates over 3 s say
-        what the panes and the rules use): in between, its last reading stands."""
+        what the panes and the rules use): in between, its last reading stands; an idle
+        worker's threads less often still (``IDLE_WORKER_CORES``)."""
+        worker = p.role == WORKER
         if (
-            p.role == WORKER
+            worker
             and p.last is not None
             and p.last.role == WORKER
             and p.last.rank == (p.rank.rank if p.rank else None)
-            and p.thread_t is not None
-            and now - p.thread_t < self.thread_tier_s
+            and p.read_t is not None
+            and now - p.read_t < self.thread_tier_s
         ):
             return p.last
+        p.read_t = now
         st = self._stat(p.pid)
         if st is None or st.start_ticks != p.start:
             return None
@@ -293,8 +303,11 @@ class HostSource:
             p.cpu_prev = (now, st.cpu_s, st.sys_s)
         # else: too soon to say (the first look at a target is followed within milliseconds
         # by the first tick): unknown, and the next reading measures from the earlier one
-        tier = p.thread_t is None or now - p.thread_t >= self.thread_tier_s
-        if p.role != WORKER or tier:  # a worker's threads at the thread tier only
+        gap = self.thread_tier_s
+        if worker and cpu is not None and cpu < IDLE_WORKER_CORES:
+            gap *= IDLE_WORKER_SLOWER  # an idle worker's threads sleep on its queue
+        tier = p.thread_t is None or now - p.thread_t >= gap
+        if not worker or tier:  # a worker's threads at the thread tier only
             tasks = self._tasks(p.pid)
             p.runq, p.main_cores = self._schedstat(p, tasks, now)
             if tier:

@@ -8,7 +8,8 @@ core, on the machine the job needs. The budget is a token bucket: CPU seconds ac
 
 1. a process that just went still (its stack unchanged for a read or two after it had been
    moving, or its agent's samples stopped): a hang candidate, read twice as often;
-2. main processes and ranks with no agent sampling them, once per period;
+2. main processes and ranks with no agent sampling them, once per period (a launcher, with
+   ranks below it, as seldom as a quiet rank's workers);
 3. DataLoader workers, one of each rank's workers at a time, in turn (one read per WORKER_TURN
    periods for them all), QUIET_SLOWER times less often while their rank is not waiting for
    data: a worker's stack says why a rank waits for its batches (domain.md, data-input: the
@@ -41,8 +42,10 @@ HANG_FASTER = 2.0
 WORKER_TURN = 4.0
 """A rank's DataLoader workers together get one read per this many periods: what a worker does
 (fetching, idle) changes slowly and tells less than where the ranks are."""
-QUIET_SLOWER = 8.0
-"""How much less often a rank's workers are read while the rank is not waiting for data."""
+QUIET_SLOWER = 30.0
+"""How much less often a rank's workers are read while the rank is not waiting for data (one
+of them every 2 min: enough for the stacks pane; the rank's own stacks, read once a second by
+its agent or as the budget allows, are what say when its workers matter again)."""
 WAITED_LATELY_S = 30.0
 """A rank seen waiting for data (any thread in the data-wait phase) this recently is waiting:
 at one read a second, a rank that waits 10% of its time is seen within it 19 times in 20."""
@@ -66,11 +69,14 @@ class Candidate:
     """Its agent sampled it, and stopped: whatever holds the GIL is what to see."""
     parent_waits: bool = True
     """A worker's: its rank was seen waiting for data lately (or has not been read yet)."""
+    launcher: bool = False
+    """Ranks run below it (torchrun, accelerate, ``mp.spawn``'s parent): its stack says
+    nothing of a step, and it is read as a quiet rank's workers are."""
 
 
 def _hang_candidate(c: Candidate) -> bool:
     """Its agent's samples stopped, or a main process or rank just went still."""
-    return c.agent_stalled or (c.role != WORKER and 0 < c.still < SETTLED)
+    return c.agent_stalled or (c.role != WORKER and not c.launcher and 0 < c.still < SETTLED)
 
 
 class StackBudget:
@@ -85,6 +91,8 @@ class StackBudget:
         """The running estimate of one dump's CPU seconds."""
         self.tokens = FIRST_COST_S
         self._t: float | None = None
+        self._appeared: dict[int, float] = {}
+        """A parent's pid -> when its workers were first candidates."""
         self.used = 0.0
         """CPU seconds py-spy has used in all (what the panes report as its cost)."""
 
@@ -98,6 +106,8 @@ class StackBudget:
         """Seconds between reads of ``c``, any process but a DataLoader worker."""
         if _hang_candidate(c):
             return self.period / HANG_FASTER
+        if c.launcher:
+            return self.period * WORKER_TURN * QUIET_SLOWER
         return self.period * SETTLED_SLOWER if c.still >= SETTLED else self.period
 
     def turn_of(self, workers: Sequence[Candidate]) -> float:
@@ -122,9 +132,13 @@ class StackBudget:
             if lateness >= 1.0:
                 tier = 0 if _hang_candidate(c) else 1
                 ranked.append((tier, -lateness, c.pid))
-        for workers in turns.values():
+        self._appeared = {p: self._appeared.get(p, now) for p in turns}
+        for parent, workers in turns.items():
             read = [w.last_read for w in workers if w.last_read is not None]
-            lateness = _lateness(now, max(read) if read else None, self.turn_of(workers))
+            last = max(read) if read else None
+            if last is None and not workers[0].parent_waits:
+                last = self._appeared[parent]  # a quiet rank's new workers wait a turn too
+            lateness = _lateness(now, last, self.turn_of(workers))
             if lateness >= 1.0:  # the worker read longest ago (never first) takes the turn
                 nxt = min(workers, key=lambda w: (w.last_read is not None, w.last_read, w.pid))
                 ranked.append((2, -lateness, nxt.pid))

@@ -279,7 +279,8 @@ class StackSource:
         if rest and self.spy.binary is None:
             problem = NO_PY_SPY
         elif rest:
-            for pid in self._due(rest, now):
+            launchers = {self._parent.get(pid) for pid, role in tree if role == RANK}
+            for pid in self._due(rest, now, launchers):
                 self._dump(pid, roles[pid], now)
         for pid in list(self._last):
             if pid not in alive:
@@ -289,9 +290,12 @@ class StackSource:
         procs = tuple(self._last[pid] for pid, _ in tree if pid in self._last)
         return StacksSample(self.pid, now, self._wall(), procs, problem=problem)
 
-    def _due(self, tree: list[tuple[int, str]], now: float) -> list[int]:
+    def _due(
+        self, tree: list[tuple[int, str]], now: float, launchers: set[int | None]
+    ) -> list[int]:
         """The processes py-spy reads now: by the budget, or (none) every main process and
-        rank and one worker in turn. Processes backing off after failures wait."""
+        rank and one worker in turn. Processes backing off after failures wait.
+        ``launchers``: the parents of ranks."""
         ready = [(pid, role) for pid, role in tree if now >= self._failures.get(pid, (0, 0.0))[1]]
         if self.budget is None:
             workers = [pid for pid, role in ready if role == WORKER]
@@ -313,6 +317,7 @@ class StackSource:
                     last_read=last.taken if last is not None else None,
                     agent_stalled=pid in self._agented,
                     parent_waits=self._waits(self._parent.get(pid, 0), now),
+                    launcher=pid in launchers and role != RANK,
                 )
             )
         return self.budget.due(now, candidates)

@@ -151,3 +151,18 @@ def test_a_new_job_is_not_swept_worker_by_worker():
     reads_of = run(budget, job(8, 8), 10, 0.015)
     workers = sum(len(v) for pid, v in reads_of.items() if pid >= 1000)
     assert workers <= 8 * (1 + 10 / WORKER_TURN), workers
+
+
+def test_a_launcher_is_read_rarely_and_never_taken_for_a_hang():
+    budget = StackBudget(1.0)
+    read: dict[int, list[float]] = {1: [], 100: []}
+    for now in range(240):
+        cands = [
+            Candidate(1, MAIN, 0, 1, read[1][-1] if read[1] else None, launcher=True),
+            Candidate(100, RANK, 1, 0, read[100][-1] if read[100] else None),
+        ]
+        for pid in budget.due(float(now), cands):
+            read[pid].append(float(now))
+            budget.spent(0.015)
+    assert len(read[100]) >= 230  # the rank once a second
+    assert len(read[1]) <= 240 / (WORKER_TURN * QUIET_SLOWER) + 1, read[1]  # still, yet no hurry
