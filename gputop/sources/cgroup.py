@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gputop.sources.procfs import read_bytes
+
 V1_NO_LIMIT = 2**62
 """v1 memory.limit_in_bytes reads 9223372036854771712 (page-rounded 2^63-1) when unlimited."""
 
@@ -158,8 +160,9 @@ def ancestors(path: Path, stop: Path) -> list[Path]:
 
 
 def _read(path: Path) -> str | None:
+    """A cgroup file's text (read every tick: the plain-fd read, not pathlib's file object)."""
     try:
-        return path.read_text()
+        return read_bytes(str(path)).decode(errors="replace")
     except OSError:
         return None
 

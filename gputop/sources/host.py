@@ -85,6 +85,7 @@ class _Proc:
     """(when, CPU seconds, of them in the kernel) at the previous reading."""
     sched_prev: dict[int, float] = field(default_factory=dict)
     main_cpu_prev: float | None = None
+    main_t: float = 0.0
     sched_t: float | None = None
     thread_cpu_prev: dict[int, float] = field(default_factory=dict)
     thread_t: float | None = None
@@ -100,7 +101,7 @@ class _Proc:
     pss: int | None = None
     slow_t: float | None = None
     runq: float | None = None
-    """Run-queue wait at the last schedstat reading (per tick; a worker's at the thread tier)."""
+    """Run-queue wait over every task at the last thread-tier reading."""
     main_cores: float | None = None
     last: ProcSample | None = None
     """What it read last: a DataLoader worker's, shown again between thread-tier readings."""
@@ -307,11 +308,12 @@ class HostSource:
         if worker and cpu is not None and cpu < IDLE_WORKER_CORES:
             gap *= IDLE_WORKER_SLOWER  # an idle worker's threads sleep on its queue
         tier = p.thread_t is None or now - p.thread_t >= gap
-        if not worker or tier:  # a worker's threads at the thread tier only
+        if tier:  # every thread at the thread tier (a worker's read only then)
             tasks = self._tasks(p.pid)
-            p.runq, p.main_cores = self._schedstat(p, tasks, now)
-            if tier:
-                self._threads(p, tasks, now)
+            self._schedstat(p, tasks, now)
+            self._threads(p, tasks, now)
+        elif not worker:  # the main thread's CPU at each tick
+            self._schedstat(p, None, now)
         runq, main_thread = p.runq, p.main_cores
         reads = self._io(p, now)
         slow = self.slow_tier_s * (WORKER_MEMORY_SLOWER if p.role == WORKER else 1.0)
@@ -350,16 +352,16 @@ class HostSource:
         )
         return p.last
 
-    def _schedstat(
-        self, p: _Proc, tasks: list[int], now: float
-    ) -> tuple[float | None, float | None]:
-        """(run-queue wait per second summed over tasks, the main thread's CPU in cores). Tasks
-        that came or went add nothing. The main thread (tid = pid) is read from schedstat's
-        nanosecond clock: a thread that wakes for each batch of a slow loader uses a few ms a
-        second, which stat's 10-ms ticks cannot tell from a blocked thread's none."""
+    def _schedstat(self, p: _Proc, tasks: list[int] | None, now: float) -> None:
+        """The run-queue wait per second summed over ``tasks`` (None: the main thread alone
+        this tick; every task's at the thread tier: a torch rank has dozens) and the main
+        thread's CPU in cores, into ``p``. Tasks that came or went add nothing. The main thread
+        (tid = pid) is read from schedstat's nanosecond clock: a thread that wakes for each
+        batch of a slow loader uses a few ms a second, which stat's 10-ms ticks cannot tell
+        from a blocked thread's none."""
         current: dict[int, float] = {}
         main_cpu = None
-        for tid in tasks:
+        for tid in tasks if tasks is not None else (p.pid,):
             try:
                 cpu_s, wait_s = parse_schedstat(
                     self._slurp(self._path(p.pid, "task", tid, "schedstat"))
@@ -369,16 +371,17 @@ class HostSource:
             current[tid] = wait_s
             if tid == p.pid:
                 main_cpu = cpu_s
-        wait = main = None
-        if p.sched_t is not None and now > p.sched_t:
-            delta = sum(
-                max(0.0, v - p.sched_prev[tid]) for tid, v in current.items() if tid in p.sched_prev
-            )
-            wait = delta / (now - p.sched_t)
-            if main_cpu is not None and p.main_cpu_prev is not None:
-                main = max(0.0, main_cpu - p.main_cpu_prev) / (now - p.sched_t)
-        p.sched_prev, p.sched_t, p.main_cpu_prev = current, now, main_cpu
-        return wait, main
+        if tasks is not None:
+            if p.sched_t is not None and now > p.sched_t:
+                delta = sum(
+                    max(0.0, v - p.sched_prev[t]) for t, v in current.items() if t in p.sched_prev
+                )
+                p.runq = delta / (now - p.sched_t)
+            p.sched_prev, p.sched_t = current, now
+        p.main_cores = None
+        if main_cpu is not None and p.main_cpu_prev is not None and now > p.main_t:
+            p.main_cores = max(0.0, main_cpu - p.main_cpu_prev) / (now - p.main_t)
+        p.main_cpu_prev, p.main_t = main_cpu, now
 
     def _threads(self, p: _Proc, tasks: list[int], now: float) -> None:
         infos = []

@@ -148,7 +148,7 @@ def children_of(pid: int, proc: str = "/proc", main_only: bool = False) -> list[
         tids = [str(pid)] if main_only else os.listdir(task)
     except OSError:
         return []
-    if os.path.exists(f"{task}/{tids[0]}/children") if tids else False:
+    if tids and _has_children_files(proc, f"{task}/{tids[0]}/children"):
         kids: list[int] = []
         for tid in tids:
             try:
@@ -165,6 +165,17 @@ def children_of(pid: int, proc: str = "/proc", main_only: bool = False) -> list[
             except (OSError, ValueError, IndexError):
                 continue
     return kids
+
+
+_CHILDREN_FILES: dict[str, bool] = {}
+"""proc root -> the kernel has ``/proc/P/task/T/children`` (CONFIG_PROC_CHILDREN): asked once."""
+
+
+def _has_children_files(proc: str, probe: str) -> bool:
+    known = _CHILDREN_FILES.get(proc)
+    if known is None:
+        known = _CHILDREN_FILES[proc] = os.path.exists(probe)
+    return known
 
 
 def descendants(pid: int, proc: str = "/proc") -> list[int]:
