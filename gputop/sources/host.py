@@ -63,9 +63,9 @@ process read twice within a few ms uses "0.00 cores" (and the job looks idle).""
 THREAD_TIER_S = 3.0
 SLOW_TIER_S = 30.0
 IDLE_WORKER_CORES = 0.05
-"""A DataLoader worker using less CPU than this is waiting on its index queue: its threads
-sleep, and their details (states, run-queue wait, fds) are read IDLE_WORKER_SLOWER times less
-often."""
+"""A DataLoader worker using less CPU than this is waiting on its index queue (its threads
+sleep: a GPU-bound rank's loader has its batches ready): it is read IDLE_WORKER_SLOWER times
+less often, every 12 s; a worker that starts working is seen busy at the next reading."""
 IDLE_WORKER_SLOWER = 4.0
 WORKER_MEMORY_SLOWER = 10.0
 """A DataLoader worker's USS/PSS is read this many slow tiers apart: smaps_rollup walks the
@@ -279,8 +279,8 @@ class HostSource:
     def _sample_proc(self, p: _Proc, now: float) -> ProcSample | None:
         """One process's numbers. A DataLoader worker's are read at the thread tier only (64
         workers read every tick were most of this source's cost, and its rates over 3 s say
-        what the panes and the rules use): in between, its last reading stands; an idle
-        worker's threads less often still (``IDLE_WORKER_CORES``)."""
+        what the panes and the rules use), an idle one's less often still
+        (``IDLE_WORKER_CORES``): in between, its last reading stands."""
         worker = p.role == WORKER
         if (
             worker
@@ -288,7 +288,7 @@ class HostSource:
             and p.last.role == WORKER
             and p.last.rank == (p.rank.rank if p.rank else None)
             and p.read_t is not None
-            and now - p.read_t < self.thread_tier_s
+            and now - p.read_t < self._worker_gap(p.last.cpu_cores)
         ):
             return p.last
         p.read_t = now
@@ -304,9 +304,7 @@ class HostSource:
             p.cpu_prev = (now, st.cpu_s, st.sys_s)
         # else: too soon to say (the first look at a target is followed within milliseconds
         # by the first tick): unknown, and the next reading measures from the earlier one
-        gap = self.thread_tier_s
-        if worker and cpu is not None and cpu < IDLE_WORKER_CORES:
-            gap *= IDLE_WORKER_SLOWER  # an idle worker's threads sleep on its queue
+        gap = self._worker_gap(cpu) if worker else self.thread_tier_s
         tier = p.thread_t is None or now - p.thread_t >= gap
         if tier:  # every thread at the thread tier (a worker's read only then)
             tasks = self._tasks(p.pid)
@@ -351,6 +349,12 @@ class HostSource:
             world_size=p.rank.world_size if p.rank else None,
         )
         return p.last
+
+    def _worker_gap(self, cores: float | None) -> float:
+        """Seconds between readings of a DataLoader worker using ``cores``: the thread tier,
+        IDLE_WORKER_SLOWER times that while it is idle (its threads sleep on its queue)."""
+        idle = cores is not None and cores < IDLE_WORKER_CORES
+        return self.thread_tier_s * (IDLE_WORKER_SLOWER if idle else 1.0)
 
     def _schedstat(self, p: _Proc, tasks: list[int] | None, now: float) -> None:
         """The run-queue wait per second summed over ``tasks`` (None: the main thread alone
