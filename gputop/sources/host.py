@@ -288,7 +288,7 @@ class HostSource:
             and p.last.role == WORKER
             and p.last.rank == (p.rank.rank if p.rank else None)
             and p.read_t is not None
-            and now - p.read_t < self._worker_gap(p.last.cpu_cores)
+            and now - p.read_t < self._worker_gap(p.last.cpu_cores, p.last)
         ):
             return p.last
         p.read_t = now
@@ -304,7 +304,7 @@ class HostSource:
             p.cpu_prev = (now, st.cpu_s, st.sys_s)
         # else: too soon to say (the first look at a target is followed within milliseconds
         # by the first tick): unknown, and the next reading measures from the earlier one
-        gap = self._worker_gap(cpu) if worker else self.thread_tier_s
+        gap = self._worker_gap(cpu, p.last) if worker else self.thread_tier_s
         tier = p.thread_t is None or now - p.thread_t >= gap
         if tier:  # every thread at the thread tier (a worker's read only then)
             tasks = self._tasks(p.pid)
@@ -350,10 +350,15 @@ class HostSource:
         )
         return p.last
 
-    def _worker_gap(self, cores: float | None) -> float:
-        """Seconds between readings of a DataLoader worker using ``cores``: the thread tier,
-        IDLE_WORKER_SLOWER times that while it is idle (its threads sleep on its queue)."""
-        idle = cores is not None and cores < IDLE_WORKER_CORES
+    def _worker_gap(self, cores: float | None, last: ProcSample | None) -> float:
+        """Seconds between readings of a DataLoader worker using ``cores`` (``last``: its last
+        reading): the thread tier, IDLE_WORKER_SLOWER times that while it is idle (its threads
+        sleep on its queue; one waiting for the disk uses little CPU and is not idle)."""
+        idle = (
+            cores is not None
+            and cores < IDLE_WORKER_CORES
+            and (last is None or (last.state != "D" and not last.threads_disk_wait))
+        )
         return self.thread_tier_s * (IDLE_WORKER_SLOWER if idle else 1.0)
 
     def _schedstat(self, p: _Proc, tasks: list[int] | None, now: float) -> None:

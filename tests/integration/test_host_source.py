@@ -126,6 +126,27 @@ def test_dataloader_workers_are_found_and_the_spinning_one_uses_a_core():
     assert s.processes[0].role == "main"
 
 
+def test_an_idle_worker_is_read_less_often_than_a_busy_one():
+    p = start(WORKERS)
+    try:
+        src = HostSource.open(p.pid, thread_tier_s=0.25)
+        last: dict[int, object] = {}
+        readings: dict[int, int] = {}
+        end = time.monotonic() + 5.0
+        while time.monotonic() < end:
+            for w in src.sample().workers:
+                if last.get(w.pid) is not w:  # a reading that stands is the same object
+                    readings[w.pid] = readings.get(w.pid, 0) + 1
+                    last[w.pid] = w
+            time.sleep(0.05)
+    finally:
+        stop(p)
+    counts = sorted(readings.values())
+    assert len(counts) == 3
+    # the spinning worker every 0.25 s, the two sleeping ones every 1 s
+    assert counts[-1] >= 2 * counts[1] and counts[1] <= 7, counts
+
+
 SYSCALLS = """
 import os, sys, tempfile, threading, time
 path = os.path.join(tempfile.mkdtemp(), "f")
