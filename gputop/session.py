@@ -20,8 +20,10 @@ stamps events is injected. Like the Timeline, a Session has one writer.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from statistics import median
 from types import MappingProxyType
 from typing import Any
 
@@ -43,11 +45,12 @@ milliseconds; a reading in between is folded into the next one (``settle``)."""
 EVALUATE_SHARE = 0.005
 """A live session's evaluations use at most this share of one core on average
 (``Session.evaluate_share``): an evaluation waits for its own CPU cost over this share since the
-last one. A one-process job's evaluation costs 1-2 ms, so it is evaluated at every round of
-readings as before; an 8-rank job's windows cost ~10 ms, and it is evaluated every ~2 s
-instead of adding 1% of a core to the node it watches."""
-COST_WEIGHT = 0.3
-"""Weight of the newest evaluation in the running estimate of their cost."""
+last one. Measured: one trainer on a 2-GPU board costs 1 ms with empty windows and 5-8 ms once
+they fill (every ~1.3 s instead of every round); an 8-rank job's ~10 ms (every ~2 s instead of
+adding 1% of a core to the node it watches)."""
+COSTS_KEPT = 5
+"""The evaluations whose median cost sets the gap: one slow one (a garbage collection) does not
+stretch it."""
 READINGS = ("gpu", "host", "agents", "stacks")
 """The kinds of reading a session takes, in the order the sinks and recordings name them."""
 FOLLOW_S = 10.0
@@ -146,10 +149,12 @@ class Session:
         self.evaluate_share: float | None = None
         """At most this share of one core for evaluations (``EVALUATE_SHARE``): the gap
         between two grows with their CPU cost. None: no bound (replay, tests)."""
-        self._evaluate_cost = 0.0
-        """The running estimate of one evaluation's CPU seconds (this thread's)."""
+        self._costs: deque[float] = deque(maxlen=COSTS_KEPT)
+        """The last evaluations' CPU seconds (this thread's)."""
         self._evaluated_at: float | None = None
         self._unevaluated = False
+        self._news = False
+        """A reading that must be evaluated at once (the target exited)."""
         self._clock = clock
         self._wall = wall
         self._cpu = cpu
@@ -202,6 +207,8 @@ class Session:
 
     def host(self, sample: HostSample) -> SessionState:
         self.timeline.append(sample.key, sample)
+        if sample.state == "exited" and (self._host is None or self._host.state != "exited"):
+            self._news = True  # the job ended: evaluated now, whatever the gaps
         self._host = sample
         if self.sinks:
             self.sinks.host(sample)
@@ -258,9 +265,11 @@ class Session:
     def _may_evaluate(self, min_gap: bool = True) -> bool:
         """The gap since the last evaluation has passed: ``min_gap_s``, or the last ones' CPU
         cost over ``evaluate_share``, whichever is longer."""
+        if self._news:
+            return True
         gap = self.min_gap_s if min_gap else 0.0
-        if self.evaluate_share:
-            gap = max(gap, self._evaluate_cost / self.evaluate_share)
+        if self.evaluate_share and self._costs:
+            gap = max(gap, median(self._costs) / self.evaluate_share)
         last = self._evaluated_at
         return not gap or last is None or self._clock() - last >= gap
 
@@ -309,13 +318,13 @@ class Session:
             self.timeline, self.devices, point, self._agents, self._hysteresis
         )
         cost = self._cpu() - cpu0
-        weight = COST_WEIGHT if self._evaluations else 1.0
-        self._evaluate_cost += weight * (cost - self._evaluate_cost)
+        self._costs.append(cost)
         self._verdict = shown(computed) if shown is not None else computed
         self._point = point
         self._evaluations += 1
         self._evaluated_at = self._clock()
         self._unevaluated = False
+        self._news = False
         if self.sinks:
             self.sinks.verdict(point, self._verdict)
         self._changed()

@@ -66,7 +66,9 @@ def test_record_a_demo_then_replay_it(tmux, tmp_path):  # noqa: F811
     seen = _dedup(live)
     assert seen, "no verdict was ever shown live"
     assert _is_subsequence(seen, recorded), (seen, recorded)
-    assert result.evaluations > 50  # the live app evaluated at least once a second
+    # the live app evaluated all along: once a second at most, less often as its evaluations
+    # grow costlier (Session.evaluate_share: a demo's cost ~6 ms each once its windows fill)
+    assert result.evaluations > RECORD_S / 3
 
     # replay's own state at the end is the last recorded verdict (no terminal involved)
     final = recorded[-1] if recorded else None

@@ -234,6 +234,31 @@ def test_costly_evaluations_are_spaced_to_keep_within_their_share_of_a_core():
     assert dear.settle(force=True).evaluations == 6 and dear.state.point.now == 19.0
 
 
+def test_the_end_of_the_job_is_evaluated_at_once_whatever_the_gap():
+    from types import MappingProxyType
+
+    from gputop.model.host import HostSample
+
+    clock = [0.0]
+    s = Session((device(0),), clock=lambda: clock[0], cpu=lambda: 0.0)
+    s.min_gap_s = 10.0
+
+    def host(state: str) -> HostSample:
+        return HostSample(100, clock[0], 0.0, state, 3 if state == "exited" else None, (),
+                          None, "", None, None, MappingProxyType({}))  # fmt: skip
+
+    s.gpu([gpu(0.0)])
+    clock[0] = 1.0
+    s.host(host("running"))
+    assert s.state.evaluations == 1 and s.unevaluated  # within the gap: folded
+    clock[0] = 2.0
+    s.host(host("exited"))
+    assert s.state.evaluations == 2 and not s.unevaluated  # the end: at once
+    clock[0] = 3.0
+    s.host(host("exited"))
+    assert s.state.evaluations == 2  # and once
+
+
 def test_the_headless_loop_reads_each_source_at_the_tuis_rates():
     clock = [100.0]
     g = Counting(clock, lambda t: [gpu(t)])
