@@ -105,8 +105,6 @@ class _Proc:
     main_cores: float | None = None
     last: ProcSample | None = None
     """What it read last: a DataLoader worker's, shown again between thread-tier readings."""
-    read_t: float | None = None
-    """When it was last read (a worker's reading stands until the next thread tier)."""
 
 
 class HostSource:
@@ -287,11 +285,10 @@ class HostSource:
             and p.last is not None
             and p.last.role == WORKER
             and p.last.rank == (p.rank.rank if p.rank else None)
-            and p.read_t is not None
-            and now - p.read_t < self._worker_gap(p.last.cpu_cores, p.last)
+            and p.thread_t is not None
+            and now - p.thread_t < self._worker_gap(p.last.cpu_cores, p.last)
         ):
             return p.last
-        p.read_t = now
         st = self._stat(p.pid)
         if st is None or st.start_ticks != p.start:
             return None
@@ -304,9 +301,9 @@ class HostSource:
             p.cpu_prev = (now, st.cpu_s, st.sys_s)
         # else: too soon to say (the first look at a target is followed within milliseconds
         # by the first tick): unknown, and the next reading measures from the earlier one
-        gap = self._worker_gap(cpu, p.last) if worker else self.thread_tier_s
-        tier = p.thread_t is None or now - p.thread_t >= gap
-        if tier:  # every thread at the thread tier (a worker's read only then)
+        # a worker is read whole or not at all (the gap was decided above, once)
+        tier = worker or p.thread_t is None or now - p.thread_t >= self.thread_tier_s
+        if tier:  # every thread at the thread tier
             tasks = self._tasks(p.pid)
             self._schedstat(p, tasks, now)
             self._threads(p, tasks, now)
