@@ -51,9 +51,9 @@ def sample_pair(
 ) -> list[GpuSample]:
     """Two readings ``settle_s`` apart (so rates and GPM metrics exist); returns the second.
 
-    The monitor reads NVLink (and processes, MIG) at most once a second to keep its ticks
-    cheap, so a second reading 0.25 s later would reuse the first one's NVLink counters and have
-    no rate. Rather than wait a whole second for every value, the second reading is ``fresh``:
+    The monitor reads NVLink (and processes, MIG) at most once per slow tier (2 s) to keep its
+    ticks cheap, so a second reading 0.25 s later would reuse the first one's NVLink counters and
+    have no rate. Rather than wait a whole tier for every value, the second reading is ``fresh``:
     it reads the slow tier again, and NVLink's cumulative counters give a rate over the 0.25 s.
     Every other value that needs two readings (GPM, 100 ms) is satisfied by the settle time.
     """

@@ -47,10 +47,14 @@ GPM_METRICS = {
     "gpm_nvlink_tx_mibps": N.NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC,
     "gpm_nvlink_rx_mibps": N.NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC,
 }
-SLOW_TIER_S = 1.0
-"""NVLink counters, process lists and MIG instances are read at most this often: they are
-costly (NVLink alone is two field values per link) and change slowly, and rates over a
-longer window are steadier anyway."""
+SLOW_TIER_S = 2.0
+"""NVLink counters, process lists, MIG instances, the enforced power limit and the PCIe link's
+generation and width are read at most this often: they change slowly or are cumulative, some
+are costly (NVLink alone is two field values per link: on an 8-GPU board, 288 a reading), and
+rates over a longer window are steadier anyway."""
+SLOW_TIER_EARLY = 0.9
+"""A reading this fraction of SLOW_TIER_S after the last read reads again: readings are not
+exactly spaced, and one a few ms early must not wait a whole interval more."""
 LOST = "GPU is lost (fell off the bus): it needs a reset (nvidia-smi -r) or a reboot"
 NA_INSTANCE = 0xFFFFFFFF
 
@@ -415,7 +419,7 @@ class NvmlSource:
         if "util" in r.na:
             r.na["util_gpu_pct"] = r.na["util_mem_pct"] = r.na.pop("util")
         power = r("power_w", N.nvmlDeviceGetPowerUsage, h)
-        limit = r("power_limit_w", N.nvmlDeviceGetEnforcedPowerLimit, h)
+        limit, pcie_gen, pcie_width = self._slow(dev, "limits", t, r, _limits(h), fresh)
         energy = r("energy_j", N.nvmlDeviceGetTotalEnergyConsumption, h)
         if caps.temperature_v:
             temp = r("temp_c", N.nvmlDeviceGetTemperatureV, h, N.NVML_TEMPERATURE_GPU)
@@ -473,8 +477,8 @@ class NvmlSource:
             pcie_rx_kbps=r(
                 "pcie_rx_kbps", N.nvmlDeviceGetPcieThroughput, h, N.NVML_PCIE_UTIL_RX_BYTES
             ),
-            pcie_gen=r("pcie_gen", N.nvmlDeviceGetCurrPcieLinkGeneration, h),
-            pcie_width=r("pcie_width", N.nvmlDeviceGetCurrPcieLinkWidth, h),
+            pcie_gen=pcie_gen,
+            pcie_width=pcie_width,
             nvlink_tx_kibps=nv_tx,
             nvlink_rx_kibps=nv_rx,
             processes=processes,
@@ -495,7 +499,7 @@ class NvmlSource:
         """``read`` at most once per ``slow_tier_s`` (always when ``fresh``); in between, its
         last value and reasons."""
         hit = dev.slow.get(name)
-        if not fresh and hit is not None and 0 <= t - hit[0] < self.slow_tier_s:
+        if not fresh and hit is not None and 0 <= t - hit[0] < self.slow_tier_s * SLOW_TIER_EARLY:
             r.na.update(hit[2])
             return hit[1]
         sub = _Reader(r.driver_version)
@@ -620,6 +624,20 @@ class NvmlSource:
             self._open = False
             with contextlib.suppress(N.NVMLError):
                 N.nvmlShutdown()
+
+
+def _limits(h: Any) -> Callable[[_Reader], tuple[Any, Any, Any]]:
+    """The slow tier's read of the enforced power limit and the PCIe link's generation and
+    width (mW, generation, lanes)."""
+
+    def read(r: _Reader) -> tuple[Any, Any, Any]:
+        return (
+            r("power_limit_w", N.nvmlDeviceGetEnforcedPowerLimit, h),
+            r("pcie_gen", N.nvmlDeviceGetCurrPcieLinkGeneration, h),
+            r("pcie_width", N.nvmlDeviceGetCurrPcieLinkWidth, h),
+        )
+
+    return read
 
 
 def _watts(milliwatts: int | None) -> float | None:

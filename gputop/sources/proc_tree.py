@@ -23,7 +23,8 @@ WALK_S = 3.0
 FULL_WALK_S = 15.0
 """Children are found from each process's main thread at every walk, and from all its threads
 (a ``children`` file each: most of a walk's reads, 4 of every 5 on a job of 4-thread processes)
-only this often: a process started from another thread is seen within it."""
+only this often, as are a DataLoader worker's (a worker is rarely a parent): a process started
+from another thread or by a worker is seen within it."""
 
 
 class ProcTree:

@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from gputop.model.host import RANK_VARIABLES, ProcFacts
+from gputop.model.host import DATALOADER_WORKER, RANK_VARIABLES, ProcFacts
 
 ENVIRON_LIMIT = 256 * 1024
 """Bytes of a process's environment read at most (a few KiB is usual; SLURM's is larger)."""
@@ -225,8 +225,9 @@ def tree_facts(
     children. A process in ``known`` (by pid and start time) keeps its command line and
     environment (read once: both are fixed at exec); its name and parent are read again
     (a DataLoader worker names itself after it starts). ``main_only``: children found from
-    each process's main thread only (``children_of``), and the known processes that another
-    thread started kept while they live."""
+    each process's main thread only (``children_of``), none from a DataLoader worker (64 on
+    an 8-rank job, rarely a parent), and the known processes that another thread or a worker
+    started kept while they live."""
     out: list[ProcFacts] = []
     stack = [pid]
     while stack:
@@ -243,7 +244,8 @@ def tree_facts(
         elif (old.comm, old.ppid) != (st.comm, st.ppid):
             old = replace(old, comm=st.comm, ppid=st.ppid)
         out.append(old)
-        stack += children_of(p, proc, main_only)
+        if not (main_only and st.comm.startswith(DATALOADER_WORKER)):
+            stack += children_of(p, proc, main_only)
     if main_only and known:  # what other threads started, seen by the last full walk
         found = {f.pid for f in out}
         parents = found.copy()

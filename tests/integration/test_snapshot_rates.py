@@ -1,7 +1,8 @@
 """`gputop snapshot`'s two readings give every rate, NVLink included, within the settle time.
 
-NVLink is read at most once a second by the monitor; the snapshot's second reading, 0.25 s after
-the first, reads it again (``fresh``) so its counters give a rate instead of "needs two samples".
+NVLink is read at most once per slow tier (2 s) by the monitor; the snapshot's second reading,
+0.25 s after the first, reads it again (``fresh``) so its counters give a rate instead of
+"needs two samples".
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from gputop.sim.activity import Activity, constant
 from gputop.sim.boards import H100
 from gputop.sim.scenarios import Scenario
 from gputop.snapshot import SETTLE_S, sample_pair
+from gputop.sources.nvml import SLOW_TIER_S
 from gputop.sources.watchdog import Watchdog
 
 NVLINK = Activity(duty=1.0, sm=0.8, occupancy=0.5, tensor=0.6, dram=0.4, nvlink=0.3)
@@ -43,13 +45,13 @@ def test_snapshot_pair_gives_nvlink_rates_after_the_settle_time_only(sim):
         assert g.sm_active_pct is not None  # GPM's 100 ms is within the settle time
 
 
-def test_the_monitors_ticks_still_read_nvlink_once_a_second(sim):
+def test_the_monitors_ticks_still_read_nvlink_once_a_slow_tier(sim):
     s = sim("h100", scenario=Scenario("allreduce", "NVLink busy", constant(NVLINK)))
     s.open()
     s.tick(5.0)
-    (g,) = s.tick(SETTLE_S)  # an ordinary tick within the second reuses the first read
+    (g,) = s.tick(SETTLE_S)  # an ordinary tick within the tier reuses the first read
     assert g.nvlink_tx_kibps is None and g.na["nvlink_tx_kibps"] == "needs two samples"
-    (g,) = s.tick(1.0)
+    (g,) = s.tick(SLOW_TIER_S)
     assert g.nvlink_tx_kibps == pytest.approx(EXPECTED_KIBPS, rel=0.02)
 
 

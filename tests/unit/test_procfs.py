@@ -90,3 +90,15 @@ def test_a_walk_of_main_threads_keeps_what_another_thread_started(tmp_path):
     assert [f.pid for f in tree_facts(10, str(tmp_path), known, main_only=True)] == [10, 12]
     shutil.rmtree(tmp_path / "12")  # it exits: not kept
     assert [f.pid for f in tree_facts(10, str(tmp_path), known, main_only=True)] == [10]
+
+
+def test_a_walk_of_main_threads_leaves_a_workers_children_to_the_full_walk(tmp_path):
+    """64 workers' children files are read by the full walk only; what it found is kept."""
+    fake(tmp_path, 10, 1, "python", "python t.py", {}, kids=(11,))
+    fake(tmp_path, 11, 10, "pt_data_worker", "python t.py", {}, kids=(12,))
+    fake(tmp_path, 12, 11, "python", "python helper.py", {})
+    assert [f.pid for f in tree_facts(10, str(tmp_path), main_only=True)] == [10, 11]
+    full = tree_facts(10, str(tmp_path))
+    assert [f.pid for f in full] == [10, 11, 12]
+    known = {(f.pid, f.start_ticks): f for f in full}
+    assert [f.pid for f in tree_facts(10, str(tmp_path), known, main_only=True)] == [10, 11, 12]
