@@ -419,7 +419,9 @@ class NvmlSource:
         if "util" in r.na:
             r.na["util_gpu_pct"] = r.na["util_mem_pct"] = r.na.pop("util")
         power = r("power_w", N.nvmlDeviceGetPowerUsage, h)
-        limit, pcie_gen, pcie_width = self._slow(dev, "limits", t, r, _limits(h), fresh)
+        limit, pcie_gen, pcie_width = self._slow(
+            dev, "limits", t, r, lambda sub: _limits(sub, h), fresh
+        )
         energy = r("energy_j", N.nvmlDeviceGetTotalEnergyConsumption, h)
         if caps.temperature_v:
             temp = r("temp_c", N.nvmlDeviceGetTemperatureV, h, N.NVML_TEMPERATURE_GPU)
@@ -626,18 +628,14 @@ class NvmlSource:
                 N.nvmlShutdown()
 
 
-def _limits(h: Any) -> Callable[[_Reader], tuple[Any, Any, Any]]:
+def _limits(r: _Reader, h: Any) -> tuple[Any, Any, Any]:
     """The slow tier's read of the enforced power limit and the PCIe link's generation and
     width (mW, generation, lanes)."""
-
-    def read(r: _Reader) -> tuple[Any, Any, Any]:
-        return (
-            r("power_limit_w", N.nvmlDeviceGetEnforcedPowerLimit, h),
-            r("pcie_gen", N.nvmlDeviceGetCurrPcieLinkGeneration, h),
-            r("pcie_width", N.nvmlDeviceGetCurrPcieLinkWidth, h),
-        )
-
-    return read
+    return (
+        r("power_limit_w", N.nvmlDeviceGetEnforcedPowerLimit, h),
+        r("pcie_gen", N.nvmlDeviceGetCurrPcieLinkGeneration, h),
+        r("pcie_width", N.nvmlDeviceGetCurrPcieLinkWidth, h),
+    )
 
 
 def _watts(milliwatts: int | None) -> float | None:
