@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from gputop import __version__
+from gputop import version_line
 from gputop.commands import MONITOR, SUBCOMMANDS
 
 
@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=MONITOR.EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"gputop {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=version_line())
     MONITOR.add_arguments(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     parsers: dict[str | None, argparse.ArgumentParser] = {None: parser}

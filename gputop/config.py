@@ -95,6 +95,14 @@ class Config:
         )
 
 
+def with_no_color(config: Config, environ: Mapping[str, str] = os.environ) -> Config:
+    """``NO_COLOR`` set and not empty (no-color.org) means the mono colours, unless the config
+    file or a flag chose colours (``auto`` chooses nothing: it asks the environment)."""
+    if config.color == "auto" and environ.get("NO_COLOR"):
+        return replace(config, color="mono")
+    return config
+
+
 def clamp_interval(value: float) -> float:
     return min(INTERVAL_MAX, max(INTERVAL_MIN, value))
 

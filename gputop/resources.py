@@ -21,3 +21,12 @@ def bundled_examples_dir() -> Path:
     if inside.is_dir():
         return inside
     return PACKAGE.parent / "examples"
+
+
+def bundled_docs_dir() -> Path:
+    """The documents the help and `gputop schema --doc` name (``gputop/docs`` in a wheel,
+    ``docs/`` in a checkout)."""
+    inside = PACKAGE / "docs"
+    if inside.is_dir():
+        return inside
+    return PACKAGE.parent / "docs"

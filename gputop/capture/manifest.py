@@ -1,6 +1,6 @@
 """``manifest.json``: what a capture is, its bounds, how it ended, and what it wrote
-(docs/captures.md, docs/capture.schema.json). Written when the capture starts and again when it
-ends, atomically, so a crash leaves a manifest that says "running"."""
+(docs/captures.md, gputop/schemas/capture.schema.json). Written when the capture starts and
+again when it ends, atomically, so a crash leaves a manifest that says "running"."""
 
 from __future__ import annotations
 

@@ -21,12 +21,13 @@ from gputop.commands import (
     replay,
     report,
     run,
+    schema,
     snapshot,
 )
 
 MONITOR = monitor
 """What `gputop` with no subcommand runs; its flags are the top-level parser's."""
-SUBCOMMANDS = (demo, diagnose, record, replay, report, run, snapshot, capture)
+SUBCOMMANDS = (demo, diagnose, record, replay, report, run, snapshot, capture, schema)
 """In the order `gputop --help` lists them."""
 
 __all__ = ["MONITOR", "SUBCOMMANDS"]

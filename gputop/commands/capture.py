@@ -33,7 +33,7 @@ examples:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("kind", choices=KINDS, help="what to capture")
-    p.add_argument("--pid", type=int, required=True, metavar="PID", help="the target process")
+    p.add_argument("-p", "--pid", type=int, required=True, metavar="PID", help="the target process")
     p.add_argument(
         "--seconds", type=float, help="pyspy-flame (max 120) / nsys (max 60): how long (default 10)"
     )

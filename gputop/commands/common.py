@@ -9,6 +9,7 @@ variables) before Textual is imported, and headless commands never import it at 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,6 +70,51 @@ def add_sim_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the simulated board's noise")
 
 
+def add_gpu_flags(p: argparse.ArgumentParser) -> None:
+    """--only and --only-visible: the GPUs shown and judged (``sources/gpu_choice.py``)."""
+    group = p.add_mutually_exclusive_group()
+    group.add_argument(
+        "--only",
+        type=_only,
+        default=argparse.SUPPRESS,  # given before a subcommand (gputop --only 0 diagnose) or after
+        metavar="GPUS",
+        help="only these GPUs: indices as nvidia-smi numbers them, or UUIDs (or their start), "
+        "comma-separated: --only 0,3",
+    )
+    group.add_argument(
+        "--only-visible",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="only the GPUs in this shell's CUDA_VISIBLE_DEVICES (indices name the same GPUs "
+        "as nvidia-smi's when CUDA_DEVICE_ORDER=PCI_BUS_ID; UUIDs always do)",
+    )
+
+
+def _only(text: str):  # -> GpuChoice
+    from gputop.sources.gpu_choice import parse_only
+
+    try:
+        return parse_only(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("--only ")) from None
+
+
+def gpu_choice(args: argparse.Namespace):  # -> GpuChoice | None
+    """What --only or --only-visible chose (None: every GPU); a note on stderr when
+    CUDA_VISIBLE_DEVICES's indices may not be nvidia-smi's."""
+    from gputop.sources.gpu_choice import order_note, visible_devices
+
+    if getattr(args, "only", None) is not None:
+        return args.only
+    if not getattr(args, "only_visible", False):
+        return None
+    choice = visible_devices(os.environ)
+    note = order_note(choice, os.environ)
+    if note:
+        print(f"gputop: {note}", file=sys.stderr)
+    return choice
+
+
 def add_ui_flags(
     p: argparse.ArgumentParser, under_command: bool = False, live: bool = True
 ) -> None:
@@ -89,7 +135,8 @@ def add_ui_flags(
     p.add_argument(
         "--color",
         choices=COLOR_MODES,
-        help="colours to use (default auto: from COLORTERM and TERM); mono is black and white",
+        help="colours to use (default auto: from COLORTERM and TERM, and mono when NO_COLOR is "
+        "set); mono is black and white",
     )
     p.add_argument(
         "--theme",
@@ -115,10 +162,18 @@ def add_ui_flags(
         return
     add_output_flags(p)
     p.add_argument(
+        "-p",
         "--pid",
         type=int,
         metavar="PID",
         help="the training process to attach to (its DataLoader workers and children too)",
+    )
+
+
+def json_help(schema: str, verb: str = "JSON") -> str:
+    """The --json flag's help: where an installed gputop shows the output's schema and fields."""
+    return (
+        f"{verb} (its schema: `gputop schema {schema}`; its fields: `gputop schema {schema} --doc`)"
     )
 
 
@@ -175,15 +230,17 @@ def command_of(args: argparse.Namespace) -> list[str]:
 
 
 def ui_config(args: argparse.Namespace, terminal: bool = True):  # -> Config
-    from gputop.config import load_config, with_flags
+    from gputop.config import load_config, with_flags, with_no_color
 
-    config = with_flags(
-        load_config(args.config),
-        interval=args.interval,
-        color=args.color,
-        theme=args.theme,
-        mouse=args.mouse,
-        low_bandwidth=args.low_bandwidth,
+    config = with_no_color(
+        with_flags(
+            load_config(args.config),
+            interval=args.interval,
+            color=args.color,
+            theme=args.theme,
+            mouse=args.mouse,
+            low_bandwidth=args.low_bandwidth,
+        )
     ).effective()
     if getattr(args, "theme", None):  # asked for on the command line: known before anything opens
         check_theme(config)
@@ -299,12 +356,14 @@ class Gpus:
             self.watchdog.call(self.source.close)
 
 
-def open_gpus(board: Board | None = None, timeout: float = 10.0) -> Gpus:
+def open_gpus(board: Board | None = None, timeout: float = 10.0, only: Any = None) -> Gpus:
     """The one way gputop opens its GPU source: installs the simulated board when asked, then
     opens NVML under a deadline (a wedged driver cannot hang gputop). When NVML cannot be used
     the source is ``NoGpus`` with one line saying why; each command decides whether it can go
-    on without GPUs."""
+    on without GPUs. ``only``: the GPUs to watch (``gpu_choice``); one it does not find is a
+    UsageError."""
     from gputop.sources.feeds import NoGpus
+    from gputop.sources.gpu_choice import NoSuchGpu
     from gputop.sources.nvml import NvmlSource
     from gputop.sources.nvml_errors import NvmlUnavailable
     from gputop.sources.watchdog import SourceStalled, Watchdog
@@ -323,7 +382,10 @@ def open_gpus(board: Board | None = None, timeout: float = 10.0) -> Gpus:
         )
     watchdog = Watchdog("NVML", timeout=timeout)
     try:
-        return Gpus(watchdog.call(NvmlSource.open), simulated, watchdog)
+        return Gpus(watchdog.call(lambda: NvmlSource.open(only=only)), simulated, watchdog)
+    except NoSuchGpu as e:
+        watchdog.close()
+        raise UsageError(str(e)) from None
     except NvmlUnavailable as e:
         return Gpus(NoGpus(e.what), simulated, watchdog, str(e))
     except SourceStalled as e:

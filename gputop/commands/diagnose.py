@@ -12,6 +12,7 @@ from typing import Any
 from gputop.commands.common import (
     UsageError,
     add_attach_flag,
+    add_gpu_flags,
     add_output_flags,
     add_sim_flags,
     attach,
@@ -19,7 +20,9 @@ from gputop.commands.common import (
     close_session,
     command_of,
     follower_for,
+    gpu_choice,
     interval_seconds,
+    json_help,
     new_session,
     offer_agent,
     open_gpus,
@@ -44,16 +47,21 @@ examples:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--pid", type=int, metavar="PID", help="the training process to diagnose")
+    p.add_argument("-p", "--pid", type=int, metavar="PID", help="the training process to diagnose")
     add_attach_flag(p)
     p.add_argument("--duration", type=float, default=30.0, help="seconds to watch (default 30)")
     p.add_argument(
         "--interval", type=interval_seconds, default=1.0, help="seconds between readings"
     )
-    p.add_argument("--json", action="store_true", help="JSON (schema: docs/diagnose.md)")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help=json_help("diagnose"),
+    )
     p.add_argument("--log", type=Path, metavar="FILE", help="where CMD's output goes")
     add_output_flags(p)
     add_sim_flags(p)
+    add_gpu_flags(p)
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...")
 
 
@@ -82,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     pid = job.pid if job else args.pid
     try:
         attached = attach(pid, getattr(args, "stacks_budget", None))
-        gpus = open_gpus(board)
+        gpus = open_gpus(board, only=gpu_choice(args))
     except BaseException:
         sinks.close()
         if job is not None:

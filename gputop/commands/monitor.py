@@ -9,11 +9,13 @@ from gputop.commands.common import (
     NoTerminal,
     UsageError,
     add_attach_flag,
+    add_gpu_flags,
     add_sim_flags,
     add_ui_flags,
     attach,
     board_from_flags,
     follower_for,
+    gpu_choice,
     new_session,
     open_gpus,
     open_outputs,
@@ -49,6 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_ui_flags(p)
     add_attach_flag(p)
     add_sim_flags(p)
+    add_gpu_flags(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     board = board_from_flags(args, follower)
     attached = attach(args.pid, getattr(args, "stacks_budget", None))
     sinks = open_outputs(args, "monitor")
-    gpus = open_gpus(board)
+    gpus = open_gpus(board, only=gpu_choice(args))
     if gpus.missing and args.pid is None:
         print(
             f"gputop: {gpus.missing}. `gputop --pid PID` watches a training process without "

@@ -13,11 +13,13 @@ from typing import Any
 
 from gputop.commands.common import (
     add_attach_flag,
+    add_gpu_flags,
     add_sim_flags,
     attach,
     board_from_flags,
     close_session,
     follower_for,
+    gpu_choice,
     interval_seconds,
     new_session,
     offer_agent,
@@ -43,7 +45,9 @@ examples:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--pid", type=int, required=True, metavar="PID", help="the process to record")
+    p.add_argument(
+        "-p", "--pid", type=int, required=True, metavar="PID", help="the process to record"
+    )
     p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE",
                    help="the recording to write (never overwritten)")  # fmt: skip
     p.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
@@ -53,6 +57,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prometheus", metavar="[ADDR:]PORT", help="also serve Prometheus metrics")
     add_attach_flag(p)
     add_sim_flags(p)
+    add_gpu_flags(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     attached = attach(args.pid, getattr(args, "stacks_budget", None))
     sinks = open_outputs(args, "record", record=args.output)
     offer_agent(attached, load=bool(args.attach))
-    gpus = open_gpus(board)
+    gpus = open_gpus(board, only=gpu_choice(args))
     if gpus.missing:
         print(f"gputop: no GPU data: {gpus.missing}; recording the process only", file=sys.stderr)
     session = new_session(gpus, sinks, follower)

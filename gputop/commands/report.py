@@ -8,6 +8,8 @@ import json
 import sys
 from pathlib import Path
 
+from gputop.commands.common import json_help
+
 NAME = "report"
 HELP = "a summary of a recording to read or paste: verdicts, steps, GPUs, findings"
 DESCRIPTION = (
@@ -26,7 +28,11 @@ examples:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", type=Path, metavar="FILE", help="a recording (--record FILE)")
-    p.add_argument("--json", action="store_true", help="JSON (schema: docs/report.md)")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help=json_help("report"),
+    )
     p.add_argument("--no-charts", action="store_true", help="leave out the charts")
 
 

@@ -12,11 +12,13 @@ from pathlib import Path
 
 from gputop.commands.common import (
     UsageError,
+    add_gpu_flags,
     add_sim_flags,
     add_ui_flags,
     board_from_flags,
     command_of,
     follower_for,
+    gpu_choice,
     new_session,
     open_gpus,
     open_outputs,
@@ -59,6 +61,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     add_ui_flags(p, under_command=True)
     add_sim_flags(p)
+    add_gpu_flags(p)
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...")
 
 
@@ -106,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         host = HostSource.open(job.pid, exit_code=job.exit_status)
     except Exception:
         host = None  # it already exited: the log says why
-    gpus = open_gpus(board)
+    gpus = open_gpus(board, only=gpu_choice(args))
     run_tui(gpus, config, new_session(gpus, sinks, follower), with_tree(host, job.pid), job=job)
     return _after_screen(job)
 

@@ -7,7 +7,15 @@ import argparse
 import json
 import sys
 
-from gputop.commands.common import add_sim_flags, attach, board_from_flags, open_gpus
+from gputop.commands.common import (
+    add_gpu_flags,
+    add_sim_flags,
+    attach,
+    board_from_flags,
+    gpu_choice,
+    json_help,
+    open_gpus,
+)
 
 NAME = "snapshot"
 HELP = "print one reading of every GPU (a table, or JSON with --json)"
@@ -23,8 +31,14 @@ examples:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", action="store_true", help="print JSON (schema: docs/snapshot.md)")
-    p.add_argument("--pid", type=int, metavar="PID", help="also read this process tree (host data)")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help=json_help("snapshot", "print JSON"),
+    )
+    p.add_argument(
+        "-p", "--pid", type=int, metavar="PID", help="also read this process tree (host data)"
+    )
     p.add_argument(
         "--timeout",
         type=float,
@@ -32,6 +46,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="seconds to wait for the driver before giving up (default 5)",
     )
     add_sim_flags(p)
+    add_gpu_flags(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
 
     board = board_from_flags(args)
     attached = attach(args.pid)
-    gpus = open_gpus(board, timeout=args.timeout)
+    gpus = open_gpus(board, timeout=args.timeout, only=gpu_choice(args))
     if gpus.problem:
         print(f"gputop: {gpus.problem}", file=sys.stderr)
         return 1

@@ -4,7 +4,7 @@ An entry says what the bound is called, which rule finds it, which levers it sug
 it ranks in the verdict, which bounds it always explains, how the verdict pane styles it, and
 what it means in one line. Everything else reads this table: the verdict (rule order, tiers,
 what is explained, levers), the verdict pane (styles), the Prometheus state set (names), and a
-test holds docs/diagnose.schema.json's enum to it. ``registry_problems()`` says what an entry
+test holds diagnose's JSON Schema's bound enum to it. ``registry_problems()`` says what an entry
 lacks; ARCHITECTURE.md has the recipe for adding one.
 
 The order of ``REGISTRY`` is the rules' priority order: when two findings fire with equal
@@ -276,8 +276,8 @@ def registry_problems(
     schema_bounds: Iterable[str] | None = None, registry: Sequence[Bound] = REGISTRY
 ) -> list[str]:
     """What the registry lacks, one line per problem naming the entry and the part; empty when
-    every entry is complete. ``schema_bounds``: docs/diagnose.schema.json's bound enum, when
-    the caller has it (the docs are not part of the package)."""
+    every entry is complete. ``schema_bounds``: the bound enum of diagnose's JSON Schema
+    (``gputop.schemas.load("diagnose")``), when the caller checks it."""
     registry = tuple(registry)
     by_name = {b.name: b for b in registry}
     out: list[str] = []
@@ -334,10 +334,12 @@ def registry_problems(
         for b in registry:
             if b.name not in enum_:
                 out.append(
-                    f"bound {b.name!r}: not in docs/diagnose.schema.json "
+                    f"bound {b.name!r}: not in gputop/schemas/diagnose.schema.json "
                     "($defs.finding.properties.bound.enum)"
                 )
         for name in enum_:
             if name not in by_name:
-                out.append(f"docs/diagnose.schema.json's bound enum has {name!r}: no entry")
+                out.append(
+                    f"gputop/schemas/diagnose.schema.json's bound enum has {name!r}: no entry"
+                )
     return out

@@ -20,6 +20,7 @@ from typing import Any
 import pynvml as N
 
 from gputop.model import DeviceInfo, GpuProcess, GpuSample, MigInfo, MigSample
+from gputop.sources.gpu_choice import GpuChoice, NoSuchGpu, chosen
 from gputop.sources.nvml_errors import NvmlUnavailable, field_reason, init_failure
 from gputop.sources.pidns import PidMapper
 from gputop.vocab.reasons import decode_reasons
@@ -180,7 +181,10 @@ class NvmlSource:
         wall: Callable[[], float] = time.time,
         pid_mapper: PidMapper | None = None,
         slow_tier_s: float = SLOW_TIER_S,
+        only: GpuChoice | None = None,
     ) -> None:
+        """``only``: the GPUs to show and judge (``gpu_choice``; None: every one)."""
+        self._only = only
         self._clock = clock
         self.slow_tier_s = slow_tier_s
         self._wall = wall
@@ -200,7 +204,7 @@ class NvmlSource:
         source._open = True
         try:
             source._discover()
-        except NvmlUnavailable:
+        except (NvmlUnavailable, NoSuchGpu):
             source.close()
             raise
         except Exception as e:
@@ -237,6 +241,11 @@ class NvmlSource:
             raise NvmlUnavailable("the NVIDIA driver is loaded but reports no GPU")
         for i in range(count):
             self._devices.append(self._discover_device(i))
+        keep = chosen(self.devices, self._only)
+        if not keep:
+            assert self._only is not None
+            raise NvmlUnavailable(f"{self._only.origin} leaves no GPU to watch")
+        self._devices = [d for d in self._devices if d.info.index in keep]
 
     def _discover_device(self, i: int) -> _Device:
         caps = self.capabilities

@@ -19,11 +19,12 @@ import psutil
 import pytest
 from tests_support import as_nobody, kill_tree, trainer_with_workers
 
+from gputop import schemas
 from gputop.capture.take import take  # imported before as_nobody forks: nobody may not read it
 from gputop.sources.stacks import find_py_spy
 
 REPO = Path(__file__).resolve().parents[2]
-SCHEMA = json.loads((REPO / "docs" / "capture.schema.json").read_text())
+SCHEMA = schemas.load("capture")
 
 
 @pytest.fixture

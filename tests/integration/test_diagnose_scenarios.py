@@ -22,9 +22,11 @@ import jsonschema
 import pytest
 from tests_support import cpu_quota_cgroup, kill_tree, memory_cgroup, trainer_with_workers
 
+from gputop import schemas
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
-SCHEMA = json.loads((REPO / "docs" / "diagnose.schema.json").read_text())
+SCHEMA = schemas.load("diagnose")
 
 
 def diagnose(*args: str, duration: float = 20, timeout: float = 240) -> dict:

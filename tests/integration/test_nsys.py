@@ -15,8 +15,10 @@ import psutil
 import pytest
 from tests_support import kill_tree
 
+from gputop import schemas
+
 REPO = Path(__file__).resolve().parents[2]
-SCHEMA = json.loads((REPO / "docs" / "capture.schema.json").read_text())
+SCHEMA = schemas.load("capture")
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
 
 

@@ -6,7 +6,10 @@ hangs: affected fields read None with a reason, the rest stay correct, nothing r
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 
 import pynvml as N
 import pytest
@@ -441,3 +444,40 @@ def test_slow_tier_keeps_its_reasons_between_reads(sim):
     for _ in range(3):
         (g,) = s.tick(0.25)
         assert g.na["nvlink_tx_kibps"] == "no NVLink on this GPU"
+
+
+def test_only_the_chosen_gpus_are_read_and_shown(sim):
+    from gputop.sources.gpu_choice import NoSuchGpu, parse_only
+
+    s = sim("h100x8", scenario="compute")
+    uuid = s.board.devices[5].uuid
+    src = s.open(only=parse_only(f"2,{uuid[:12]}"))
+    assert [d.index for d in src.devices] == [2, 5]
+    s.tick()
+    assert [g.index for g in s.tick()] == [2, 5]  # the others are not read at all
+    src.close()
+    s.source = None
+    with pytest.raises(NoSuchGpu, match="no GPU 8 on this machine"):
+        s.open(only=parse_only("8"))
+    s.source = None
+
+
+def test_gputop_says_in_one_line_which_gpu_it_lacks():
+    run = subprocess.run(
+        [sys.executable, "-m", "gputop", "snapshot", "--sim-board", "h100x2", "--only", "0,4"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.splitlines()[-1] == (
+        "gputop snapshot: error: --only 4: no GPU 4 on this machine (its GPUs: 0, 1)"
+    )
+    hidden = subprocess.run(
+        [sys.executable, "-m", "gputop", "snapshot", "--json", "--sim-board", "h100x2",
+         "--only-visible"],
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
+    )  # fmt: skip
+    assert hidden.returncode == 0, hidden.stderr
+    assert [d["index"] for d in json.loads(hidden.stdout)["devices"]] == [1]

@@ -19,11 +19,12 @@ import jsonschema
 import psutil
 import pytest
 
+from gputop import schemas
 from gputop.record.reader import open_recording
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
-SCHEMA = json.loads((REPO / "docs" / "report.schema.json").read_text())
+SCHEMA = schemas.load("report")
 ENV = {**os.environ, "PYTHONWARNINGS": "ignore"}
 
 pytestmark = pytest.mark.slow

@@ -4,13 +4,13 @@ scenario in the diagnose tests. The messages name the entry and what it lacks.""
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from gputop import schemas
 from gputop.diagnose import levers, rules
 from gputop.diagnose.bounds import (
     BY_NAME,
@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def schema_bounds() -> list[str]:
-    schema = json.loads((REPO / "docs" / "diagnose.schema.json").read_text())
+    schema = schemas.load("diagnose")
     return schema["$defs"]["finding"]["properties"]["bound"]["enum"]
 
 
@@ -45,7 +45,7 @@ def test_an_incomplete_entry_is_named_with_what_it_lacks():
     assert any("no levers" in p for p in lines), problems
     assert any("no style" in p for p in lines)
     assert any("no description" in p for p in lines)
-    assert any("not in docs/diagnose.schema.json" in p for p in problems)  # the 16 others
+    assert any("not in gputop/schemas/diagnose.schema.json" in p for p in problems)  # the 16 others
     assert any("sharing the rule comms must be adjacent" in p for p in problems)
     no_rule = registry_problems(None, (*REGISTRY, replace(half, rule=None)))
     assert any("'new-bound'" in p and "no rule" in p for p in no_rule), no_rule
@@ -54,7 +54,7 @@ def test_an_incomplete_entry_is_named_with_what_it_lacks():
 def test_an_entry_missing_from_the_schema_or_a_stray_enum_value_is_said():
     enum = [n for n in schema_bounds() if n != "side-work"] + ["gone"]
     problems = registry_problems(enum)
-    assert any("'side-work': not in docs/diagnose.schema.json" in p for p in problems)
+    assert any("'side-work': not in gputop/schemas/diagnose.schema.json" in p for p in problems)
     assert any("enum has 'gone': no entry" in p for p in problems)
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from gputop import schemas
 from gputop.capture import folder as fold
 from gputop.capture.external import run_tool
 from gputop.capture.flamegraph import merge, render
@@ -22,7 +23,7 @@ from gputop.capture.manifest import CaptureTarget, Manifest, Tool, document, wri
 from gputop.capture.take import Bounds, checked
 
 REPO = Path(__file__).resolve().parents[2]
-SCHEMA = json.loads((REPO / "docs" / "capture.schema.json").read_text())
+SCHEMA = schemas.load("capture")
 
 SPEEDSCOPE = {
     "shared": {"frames": [{"name": "main", "file": "/x/train.py", "line": 10},

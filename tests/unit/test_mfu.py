@@ -4,12 +4,12 @@ fingerprint, and MFU over synthetic step records (signals, the step pane, the di
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from types import MappingProxyType as M
 
 import pytest
 from rich.style import Style
 
+from gputop import schemas
 from gputop.diagnose.signals import step_signals
 from gputop.headless import Diagnosis, document, render
 from gputop.model.step_stats import (
@@ -230,9 +230,7 @@ def test_step_pane_names_the_precision_and_peak_or_why_there_is_no_mfu():
 
 def test_diagnose_json_carries_mfu_and_validates_against_the_schema():
     jsonschema = pytest.importorskip("jsonschema")
-    schema = json.loads(
-        (Path(__file__).resolve().parents[2] / "docs" / "diagnose.schema.json").read_text()
-    )
+    schema = schemas.load("diagnose")
     st = step_signals(agents(dict(BF16)), ["NVIDIA H100 80GB HBM3"])
     source = {"simulated": None, "pid": 1, "command": None, "log": None}
     d = Diagnosis(started=0.0, mfu=st.mfu_detail if st else None)

@@ -2,7 +2,7 @@
 two GPUs (one power-capped for a known minute), two ranks of known step times, phases and
 FLOPs, verdict changes at known times, a capture and the target's exit. The numbers come out
 as put in (histogram medians within their 2 % buckets), the JSON validates against
-docs/report.schema.json, the text has every section, and a recording cut after its last
+gputop/schemas/report.schema.json, the text has every section, and a recording cut after its last
 summary still reports its last minutes."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import jsonschema
 import pytest
 from builders import agent, device
 
+from gputop import schemas
 from gputop.diagnose.findings import Evidence, Finding, Verdict
 from gputop.diagnose.point import EvalPoint
 from gputop.model.gpu import GpuSample
@@ -29,7 +30,7 @@ from gputop.record.report import build_report, render_report
 from gputop.record.writer import Recorder
 
 REPO = Path(__file__).resolve().parents[2]
-SCHEMA = json.loads((REPO / "docs" / "report.schema.json").read_text())
+SCHEMA = schemas.load("report")
 MS = 1_000_000
 T0 = 1000.0
 SECONDS = 180

@@ -1,0 +1,31 @@
+"""The JSON Schemas of gputop's JSON outputs, shipped inside the package so an installed gputop
+can show them (``gputop schema NAME``) and tests validate real output against the same files.
+
+Each schema's field-by-field meaning is in the Markdown document of the same name, shipped
+beside it (``gputop schema NAME --doc``).
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Any
+
+SCHEMAS = ("diagnose", "snapshot", "report", "capture")
+"""What ``gputop schema`` knows: `gputop diagnose --json`, `snapshot --json`, `report --json`
+and a capture's manifest.json."""
+DOCS = {"diagnose": "diagnose.md", "snapshot": "snapshot.md", "report": "report.md",
+        "capture": "captures.md"}  # fmt: skip
+"""Each schema's document (docs/ in a checkout, gputop/docs in the wheel)."""
+
+
+def schema_text(name: str) -> str:
+    """The schema ``name`` as written (one of SCHEMAS)."""
+    if name not in SCHEMAS:
+        raise KeyError(f"no schema {name!r}: one of {', '.join(SCHEMAS)}")
+    return resources.files(__package__).joinpath(f"{name}.schema.json").read_text("utf-8")
+
+
+def load(name: str) -> dict[str, Any]:
+    import json
+
+    return json.loads(schema_text(name))
