@@ -64,6 +64,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # gputop itself must never start an agent, even inside a `gputop run` job's environment
     os.environ.pop("GPUTOP_AGENT_AUTOSTART", None)
     parser = build_parser()
+    if "_ARGCOMPLETE" in os.environ:  # the shell asks what to complete (`gputop completion`)
+        from gputop.commands.completion import complete
+
+        complete(parser)  # answers and exits
     args = parser.parse_args(once_alias(list(sys.argv[1:] if argv is None else argv), parser))
     from gputop.commands.common import NoTerminal, UsageError
     from gputop.record.fileformat import RecordingError

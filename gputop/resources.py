@@ -23,9 +23,21 @@ def bundled_examples_dir() -> Path:
     return PACKAGE.parent / "examples"
 
 
+DOCS = {
+    "diagnose": "diagnose.md",
+    "snapshot": "snapshot.md",
+    "report": "report.md",
+    "captures": "captures.md",
+    "prometheus": "prometheus.md",
+    "recording": "recording.md",
+    "agent-wire": "agent-wire.md",
+}
+"""What `gputop docs NAME` prints (pyproject ships each in the wheel: a test holds them)."""
+
+
 def bundled_docs_dir() -> Path:
-    """The documents the help and `gputop schema --doc` name (``gputop/docs`` in a wheel,
-    ``docs/`` in a checkout)."""
+    """The documents --help and `gputop docs` name (``gputop/docs`` in a wheel, ``docs/`` in a
+    checkout)."""
     inside = PACKAGE / "docs"
     if inside.is_dir():
         return inside

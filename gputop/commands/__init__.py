@@ -14,8 +14,11 @@ from __future__ import annotations
 
 from gputop.commands import (
     capture,
+    completion,
     demo,
     diagnose,
+    docs,
+    man,
     monitor,
     record,
     replay,
@@ -27,7 +30,20 @@ from gputop.commands import (
 
 MONITOR = monitor
 """What `gputop` with no subcommand runs; its flags are the top-level parser's."""
-SUBCOMMANDS = (demo, diagnose, record, replay, report, run, snapshot, capture, schema)
+SUBCOMMANDS = (
+    demo,
+    diagnose,
+    record,
+    replay,
+    report,
+    run,
+    snapshot,
+    capture,
+    schema,
+    docs,
+    completion,
+    man,
+)
 """In the order `gputop --help` lists them."""
 
 __all__ = ["MONITOR", "SUBCOMMANDS"]

@@ -13,7 +13,7 @@ NAME = "capture"
 HELP = "take one bounded capture of a process for later analysis"
 DESCRIPTION = (
     "Take one bounded capture of PID and its subprocesses into a private folder with a manifest "
-    "(docs/captures.md): pyspy-flame records S seconds of stacks (speedscope JSON and an SVG "
+    "(`gputop docs captures`): pyspy-flame records S seconds of stacks (speedscope JSON and an SVG "
     "flame graph), pyspy-dump every thread now (text and JSON), torch-trace N steps of "
     "torch.profiler and memory-snapshot the CUDA allocator's history over N steps, in every "
     "process that runs gputop's agent; nsys an Nsight Systems window of a job started by "

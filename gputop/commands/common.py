@@ -172,9 +172,7 @@ def add_ui_flags(
 
 def json_help(schema: str, verb: str = "JSON") -> str:
     """The --json flag's help: where an installed gputop shows the output's schema and fields."""
-    return (
-        f"{verb} (its schema: `gputop schema {schema}`; its fields: `gputop schema {schema} --doc`)"
-    )
+    return f"{verb} (its schema: `gputop schema {schema}`; its fields: `gputop docs {schema}`)"
 
 
 ATTACH_HELP = (
@@ -219,8 +217,8 @@ def add_output_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--prometheus",
         metavar="[ADDR:]PORT",
-        help="serve Prometheus metrics on PORT (localhost unless ADDR is given; "
-        "docs/prometheus.md)",
+        help="serve Prometheus metrics on PORT (localhost unless ADDR is given; the metrics: "
+        "`gputop docs prometheus`)",
     )
 
 

@@ -25,7 +25,7 @@ DESCRIPTION = "Take one reading of every GPU and print it. Exits 1 when NVML is 
 EXAMPLES = """\
 examples:
   gputop snapshot                             a table of every GPU now
-  gputop snapshot --pid 1234 --json           with the process tree, as JSON (docs/snapshot.md)
+  gputop snapshot -p 1234 --json              with the process tree, as JSON
 """
 """Shown after the flags in --help."""
 

@@ -1,8 +1,7 @@
 """The JSON Schemas of gputop's JSON outputs, shipped inside the package so an installed gputop
 can show them (``gputop schema NAME``) and tests validate real output against the same files.
 
-Each schema's field-by-field meaning is in the Markdown document of the same name, shipped
-beside it (``gputop schema NAME --doc``).
+What each field means is in the document of the same name (``gputop docs NAME``).
 """
 
 from __future__ import annotations
@@ -13,9 +12,6 @@ from typing import Any
 SCHEMAS = ("diagnose", "snapshot", "report", "capture")
 """What ``gputop schema`` knows: `gputop diagnose --json`, `snapshot --json`, `report --json`
 and a capture's manifest.json."""
-DOCS = {"diagnose": "diagnose.md", "snapshot": "snapshot.md", "report": "report.md",
-        "capture": "captures.md"}  # fmt: skip
-"""Each schema's document (docs/ in a checkout, gputop/docs in the wheel)."""
 
 
 def schema_text(name: str) -> str:

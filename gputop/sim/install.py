@@ -13,12 +13,60 @@ from typing import Any
 import pynvml
 
 from gputop.sim.board import SimBoard
+from gputop.sim.boards import SimConfigError
 from gputop.sim.fakelib import FakeNvmlLib
 from gputop.sim.scenarios import Scenario
 
+TESTED_PYNVML = ">=12.535,<14"
+"""The nvidia-ml-py versions the simulated board is tested with: pyproject.toml's dependency
+says the same (a test holds them together)."""
+
+PRIVATE_NAMES = {
+    "nvmlLib": object,
+    "libLoadLock": object,
+    "_nvmlGetFunctionPointer_cache": dict,
+    "_nvmlLib_refcount": int,
+}
+"""pynvml's module-level names the board replaces or resets: not its public API, so a release
+of nvidia-ml-py may move them (pyproject caps the versions this is tested with)."""
+
+
+class PynvmlChanged(SimConfigError):
+    """This nvidia-ml-py keeps its library elsewhere: the simulated board cannot go below it."""
+
+
+def private_names_problem(module: Any = pynvml) -> str | None:
+    """One line when ``module`` lacks a name the board needs (or has it as another type)."""
+    missing = [
+        name
+        for name, kind in PRIVATE_NAMES.items()
+        if not hasattr(module, name)
+        or (kind is not object and not isinstance(getattr(module, name), kind))
+    ]
+    if not missing:
+        return None
+    return (
+        f"this nvidia-ml-py ({_version()}) has no {', '.join(missing)}, which the simulated "
+        "board replaces to sit below pynvml: install a version gputop is tested with "
+        f"(pip install 'nvidia-ml-py{TESTED_PYNVML}'); the real driver is not affected"
+    )
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("nvidia-ml-py")
+    except PackageNotFoundError:
+        return "version unknown"
+
 
 def install(board: SimBoard) -> FakeNvmlLib:
-    """Make every later pynvml call talk to ``board``. Returns the fake library."""
+    """Make every later pynvml call talk to ``board``. Returns the fake library; PynvmlChanged
+    (one line) when this pynvml keeps its library under other names."""
+    problem = private_names_problem()
+    if problem is not None:
+        raise PynvmlChanged(problem)
     fake = FakeNvmlLib(board)
     with pynvml.libLoadLock:
         pynvml.nvmlLib = fake.exports()

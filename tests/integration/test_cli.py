@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from gputop.commands import SUBCOMMANDS
+
 OUTSIDE = tempfile.gettempdir()
 REPO_ROOT = Path(__file__).resolve().parents[2]
 """Run from outside the checkout, so the installed package is what runs."""
@@ -99,8 +101,7 @@ def test_help_lists_the_commands():
     assert "snapshot" in r.stdout and "demo" in r.stdout
 
 
-@pytest.mark.parametrize("command", [None, "demo", "diagnose", "record", "replay", "report",
-                                     "run", "snapshot", "capture"])  # fmt: skip
+@pytest.mark.parametrize("command", [None, *(c.NAME for c in SUBCOMMANDS)])
 def test_every_command_has_help_with_examples(command):
     r = gputop(*([command] if command else []), "--help")
     assert r.returncode == 0, r.stderr
