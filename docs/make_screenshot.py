@@ -1,13 +1,23 @@
-"""Regenerate docs/gputop.svg, the README's screenshot: Textual's own SVG export of the
-monitor on a simulated 8x H100 board with throttled GPUs.
+"""Regenerate the README's screenshots with Textual's own SVG export, from the code as it is:
 
-    python docs/make_screenshot.py
+- docs/screen-monitor.svg: the monitor on a simulated 8x H100 board, each GPU with a different
+  problem (a scripted history: the same picture every time);
+- docs/screen-attached.svg: the example trainer with no gputop code (examples/mlp_plain.py)
+  started plainly with a slow transform in its loop, then attached by PID as `gputop --pid`
+  does: its process tree, its stacks, the verdict and the budget line, beside a simulated H100;
+- docs/screen-why.svg: the same job's "why" screen (key v), every rule with its numbers.
+
+    python docs/make_screenshot.py [--seconds S]
+
+The attached job runs for real, so those two differ a little from run to run.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -16,12 +26,17 @@ from gputop.sim import SimBoard, installed
 from gputop.sources.nvml import NvmlSource
 from gputop.ui.app import GputopApp
 
-OUT = Path(__file__).resolve().parent / "gputop.svg"
+DOCS = Path(__file__).resolve().parent
+MONITOR, ATTACHED, WHY = (DOCS / f"screen-{n}.svg" for n in ("monitor", "attached", "why"))
+TRAINER_KNOBS = ["--workers", "0", "--slow-transform-ms", "40"]
+"""A CPU transform in the training loop: the budget's biggest slice is the batch wait."""
 
 
-async def main() -> None:
-    os.environ["TZ"] = "UTC"
-    time.tzset()
+def config() -> Config:
+    return Config(themes_dir=Path("/nonexistent"), snapshot_dir=Path("/tmp"))
+
+
+async def monitor() -> None:
     clock = [1000.0]
     board = SimBoard("h100x8", scenario="mixed", clock=lambda: clock[0], warmup_s=300)
     with installed(board):
@@ -30,15 +45,67 @@ async def main() -> None:
         for _ in range(60):
             clock[0] += 2.0
             history.append(source.sample())
-    config = Config(themes_dir=Path("/nonexistent"), snapshot_dir=Path("/tmp"))
-    app = GputopApp(source, config=config, simulated=board.short_label, start_sampler=False)
+    app = GputopApp(source, config=config(), simulated=board.short_label, start_sampler=False)
     async with app.run_test(size=(140, 22)) as pilot:
         for samples in history:
             app.ingest(samples)
         await pilot.pause()
-        OUT.write_text(app.export_screenshot(title="gputop demo"))
-    print(f"wrote {OUT}")
+        MONITOR.write_text(app.export_screenshot(title="gputop demo"))
+    print(f"wrote {MONITOR}")
+
+
+async def attached(seconds: float) -> None:
+    """The example trainer started plainly (no gputop code in it), then watched as
+    `gputop --pid` does, under Pilot instead of a terminal."""
+    import subprocess
+
+    from gputop.commands.common import Board, attach, new_session, open_gpus
+    from gputop.resources import bundled_examples_dir
+    from gputop.ui.app import Target
+
+    script = bundled_examples_dir() / "mlp_plain.py"
+    job = subprocess.Popen([sys.executable, str(script), "--steps", "100000000", *TRAINER_KNOBS],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        board = Board("h100", None, "starved", 0, 120.0, short_label=True)
+        gpus = open_gpus(board)
+        sources = attach(job.pid)
+        session = new_session(gpus)
+        app = GputopApp(
+            gpus.source,
+            config=config(),
+            simulated=gpus.simulated,
+            host=sources.host,
+            target=Target(job.pid, sources.command() or "?"),
+            agents=sources.agents,
+            stacks=sources.stacks,
+            session=session,
+        )
+        session.start({"simulated": gpus.simulated, "interval": app.interval, "pid": job.pid})
+        async with app.run_test(size=(150, 46)) as pilot:
+            await asyncio.sleep(seconds)
+            await pilot.pause()
+            ATTACHED.write_text(app.export_screenshot(title="gputop --pid"))
+            await pilot.press("v")
+            await pilot.pause()
+            WHY.write_text(app.export_screenshot(title="gputop: why"))
+        gpus.close()
+        session.close()
+    finally:
+        job.kill()
+        job.wait()
+    print(f"wrote {ATTACHED} and {WHY}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seconds", type=float, default=30.0, help="how long the job is watched")
+    args = ap.parse_args()
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+    asyncio.run(monitor())
+    asyncio.run(attached(args.seconds))
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()
