@@ -7,6 +7,7 @@ quitting (or the ssh link dropping: SIGHUP) gives the shell back in a sane state
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -58,8 +59,9 @@ class Tmux:
     def keys(self, *keys: str) -> None:
         self._tmux("send-keys", "-t", "t", *keys)
 
-    def screen(self) -> str:
-        return self._tmux("capture-pane", "-p", "-t", "t")
+    def screen(self, escapes: bool = False) -> str:
+        """What the pane shows; ``escapes``: with the SGR sequences that colour it."""
+        return self._tmux("capture-pane", "-p", *(["-e"] if escapes else []), "-t", "t")
 
     def wait_for(self, text: str, timeout: float = 20.0) -> str:
         deadline = time.monotonic() + timeout
@@ -264,3 +266,46 @@ def test_without_a_terminal_the_screen_does_not_start(tmux80, tmp_path):
     screen = tmux.wait_for("demo-said-1", timeout=30)
     assert "the live screen needs a terminal" in screen
     assert_shell_is_sane(tmux)
+
+
+SGR = re.compile(r"\x1b\[([0-9;:]*)m")
+BLACK_AND_WHITE = {"30", "37", "40", "47", "90", "97", "100", "107"}
+"""Black, white and grey in the 16 colours: all that the mono theme draws with (its levels are
+bold, reverse and underline). Greyscale from 256 or true colours is a coloured theme
+greyed, whose yellow and red come out as greys that cannot be told apart."""
+
+
+def colours(screen: str) -> set[str]:
+    """The colours (foreground or background: 16, 256 or true colour) that a screen's SGR
+    sequences set; attributes (bold, reverse) and the default colours are not colours."""
+    found = set()
+    for params in SGR.findall(screen):
+        codes = params.replace(":", ";").split(";")
+        i = 0
+        while i < len(codes):
+            code = codes[i]
+            if code in ("38", "48"):  # extended: 5;N or 2;R;G;B
+                span = 3 if codes[i + 1 : i + 2] == ["5"] else 5
+                found.add(";".join(codes[i : i + span]))
+                i += span
+                continue
+            n = int(code) if code.isdigit() else 0
+            if 30 <= n <= 37 or 40 <= n <= 47 or 90 <= n <= 97 or 100 <= n <= 107:
+                found.add(code)
+            i += 1
+    return found
+
+
+def test_no_color_draws_the_demo_in_black_and_white(tmux, tmp_path):
+    tmux.type(demo_command(tmp_path))
+    tmux.wait_for("held: POWER CAP")
+    assert colours(tmux.screen(escapes=True)) - BLACK_AND_WHITE  # colours without NO_COLOR
+    tmux.keys("q")
+    tmux.wait_for("READY$")
+    tmux.type("clear; NO_COLOR=1 " + demo_command(tmp_path))
+    tmux.wait_for("held: POWER CAP")
+    time.sleep(1.0)  # a few refreshes
+    screen = tmux.screen(escapes=True)
+    assert colours(screen) <= BLACK_AND_WHITE, sorted(colours(screen) - BLACK_AND_WHITE)
+    tmux.keys("q")
+    tmux.wait_for("READY$")
