@@ -12,8 +12,10 @@ from typing import Any
 from gputop.commands.common import (
     Board,
     UsageError,
+    add_gpu_flags,
     add_ui_flags,
     attach,
+    gpu_choice,
     new_session,
     open_gpus,
     open_outputs,
@@ -63,6 +65,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "'--workers 0 --slow-transform-ms 50'; see examples/README.md) and attach to it: the "
         "simulated GPU then follows its phases",
     )
+    add_gpu_flags(p)
     add_ui_flags(p, under_command=True)
 
 
@@ -99,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         attached = attach(pid)
         board = Board(args.board, args.driver, scenario, args.seed, 120.0, short_label=True)
-        gpus = open_gpus(board)
+        gpus = open_gpus(board, only=gpu_choice(args))
         code = run_tui(gpus, config, new_session(gpus, sinks, follower), attached, job=job)
         return _trainer_ended(job) if job is not None else code
     except BaseException:
