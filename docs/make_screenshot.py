@@ -82,7 +82,7 @@ async def attached(seconds: float) -> None:
             session=session,
         )
         session.start({"simulated": gpus.simulated, "interval": app.interval, "pid": job.pid})
-        async with app.run_test(size=(150, 46)) as pilot:
+        async with app.run_test(size=(150, 30)) as pilot:
             await asyncio.sleep(seconds)
             await pilot.pause()
             ATTACHED.write_text(app.export_screenshot(title="gputop --pid"))
