@@ -64,7 +64,10 @@ async def attached(seconds: float) -> None:
     from gputop.ui.app import Target
 
     script = bundled_examples_dir() / "mlp_plain.py"
-    job = subprocess.Popen([sys.executable, str(script), "--steps", "100000000", *TRAINER_KNOBS],
+    # As a user types it: `python mlp_plain.py ...` from the script's folder (argv[0] is what
+    # the process pane shows, so no machine's paths reach the picture).
+    job = subprocess.Popen(["python", script.name, "--steps", "100000000", *TRAINER_KNOBS],
+                           executable=sys.executable, cwd=script.parent,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     try:
         board = Board("h100", None, "starved", 0, 120.0, short_label=True)
