@@ -40,7 +40,12 @@ JOB = "gputop"
 HOLD_S = 900
 """How long the recorded window is continued (15 minutes: past every ``for:`` in the rules)."""
 CLOCKS = ("gputop_open_phase_age_seconds", "gputop_verdict_held_seconds")
-"""Gauges that are clocks: they go on at their recorded rate, like counters."""
+"""Gauges that are clocks: they go on at their recorded rate, like counters, while one reading
+of them (one phase left open, one verdict held) spans the window's end (CLOCK_RUN)."""
+CLOCK_RUN = 6
+"""Scrapes in a row, up to the last, over which a clock must have run at least half as fast as
+the wall to be continued: a rank's backward caught open in a few scrapes by chance (a straggler
+on a loaded machine) is not a phase that never ends."""
 
 Series = dict[tuple[str, tuple[tuple[str, str], ...]], list[float | None]]
 
@@ -223,12 +228,23 @@ def values_of(name: str, values: list[float | None], hold: int = HOLD_S) -> str:
     (i0, v0), (i1, v1) = present[0], present[-1]
     slope = 0.0
     monotone = all(b >= a for (_, a), (_, b) in itertools.pairwise(present))
-    if _grows(name) and monotone and i1 > i0:
+    if name in CLOCKS:
+        slope = _clock_rate(values)
+    elif _grows(name) and monotone and i1 > i0:
         slope = (v1 - v0) / (i1 - i0)
     step = _num(abs(slope))
     sign = "-" if slope < 0 else "+"
     words[-1] = f"{words[-1]}{sign}{step}x{hold}" if step != "0" else f"{words[-1]}x{hold}"
     return " ".join(words)
+
+
+def _clock_rate(values: list[float | None]) -> float:
+    """A clock's rate per scrape over its last CLOCK_RUN scrapes, or 0 (held at its last value)
+    when it was absent, went back, or ran under half the wall's rate in any of them."""
+    tail = [v for v in values[-CLOCK_RUN:] if v is not None]
+    if len(tail) < CLOCK_RUN or any(b - a < 0.5 for a, b in itertools.pairwise(tail)):
+        return 0.0
+    return (tail[-1] - tail[0]) / (CLOCK_RUN - 1)
 
 
 def _selector(name: str, labels: tuple[tuple[str, str], ...]) -> str:
