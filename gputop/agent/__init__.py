@@ -30,6 +30,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from gputop.agent.recorder import NO_PHASE, Phase, StepRecorder
+from gputop.vocab import steps as _step
 
 __all__ = [
     "BACKWARD",
@@ -58,18 +59,18 @@ _rec.on = not _DISABLED
 _server: Any = None
 _owner = os.getpid()
 
-DATA_WAIT = _rec.phases["data_wait"]
+DATA_WAIT = _rec.phases[_step.DATA_WAIT]
 H2D = _rec.phases["h2d"]
-FORWARD = _rec.phases["forward"]
-BACKWARD = _rec.phases["backward"]
-GRAD_SYNC = _rec.phases["grad_sync"]
-OPTIMIZER = _rec.phases["optimizer"]
-CHECKPOINT = _rec.phases["checkpoint"]
-EVAL = _rec.phases["eval"]
-LOG = _rec.phases["log"]
-EVAL_LOG = _rec.phases["eval_log"]
+FORWARD = _rec.phases[_step.FORWARD]
+BACKWARD = _rec.phases[_step.BACKWARD]
+GRAD_SYNC = _rec.phases[_step.GRAD_SYNC]
+OPTIMIZER = _rec.phases[_step.OPTIMIZER]
+CHECKPOINT = _rec.phases[_step.CHECKPOINT]
+EVAL = _rec.phases[_step.EVAL]
+LOG = _rec.phases[_step.LOG]
+EVAL_LOG = _rec.phases[_step.EVAL_LOG]
 """Kept for scripts written before EVAL and LOG were apart (counted as evaluation)."""
-OTHER = _rec.phases["other"]
+OTHER = _rec.phases[_step.OTHER]
 
 
 def enabled() -> bool:

@@ -15,14 +15,35 @@ oversubscribed CPU explains a slow loader).
 
 from __future__ import annotations
 
+import ast
 import enum
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from gputop.diagnose import levers, rules
 from gputop.diagnose.findings import Finding
 from gputop.diagnose.signals import RuleInputs
+from gputop.vocab import bounds as bound_names
 from gputop.vocab import budget as slices
+from gputop.vocab.bounds import (
+    COMMS,
+    CPU_OVERSUBSCRIBED,
+    DATA_CPU_TRANSFORM,
+    DATA_INPUT,
+    DATA_IO,
+    GPU_COMPUTE,
+    H2D_COPY,
+    HOST_MEMORY_PRESSURE,
+    HOST_OVERHEAD,
+    HUNG,
+    IDLE,
+    MEMORY_BANDWIDTH,
+    SIDE_WORK,
+    STRAGGLER,
+    THROTTLED_POWER,
+    THROTTLED_THERMAL,
+)
 
 Rule = Callable[[RuleInputs], Finding]
 Levers = Callable[[RuleInputs], tuple[str, ...]]
@@ -96,7 +117,7 @@ class Bound:
 
 REGISTRY: tuple[Bound, ...] = (
     Bound(
-        "hung",
+        HUNG,
         rules.hung,
         levers.hung,
         tier=Tier.OVERRIDE,
@@ -105,7 +126,7 @@ REGISTRY: tuple[Bound, ...] = (
         slices=(slices.STALL,),
     ),
     Bound(
-        "host-memory-pressure",
+        HOST_MEMORY_PRESSURE,
         rules.host_memory_pressure,
         levers.host_memory_pressure,
         style=Style.BAD,
@@ -114,7 +135,7 @@ REGISTRY: tuple[Bound, ...] = (
         stretches=True,
     ),
     Bound(
-        "throttled-thermal",
+        THROTTLED_THERMAL,
         rules.throttled_thermal,
         levers.throttled_thermal,
         per_gpu=PerGpu.ALWAYS,
@@ -123,7 +144,7 @@ REGISTRY: tuple[Bound, ...] = (
         limits_compute=True,
     ),
     Bound(
-        "throttled-power",
+        THROTTLED_POWER,
         rules.throttled_power,
         levers.throttled_power,
         per_gpu=PerGpu.ALWAYS,
@@ -132,16 +153,16 @@ REGISTRY: tuple[Bound, ...] = (
         limits_compute=True,
     ),
     Bound(
-        "straggler",
+        STRAGGLER,
         rules.straggler,
         levers.straggler,
-        explains=("comms",),
+        explains=(COMMS,),
         style=Style.BAD,
         description="one rank works longer per step than the median rank; the others wait for it",
         slices=(slices.STRAGGLER,),
     ),
     Bound(
-        "cpu-oversubscribed",
+        CPU_OVERSUBSCRIBED,
         rules.cpu_oversubscribed,
         levers.cpu_oversubscribed,
         style=Style.BAD,
@@ -150,7 +171,7 @@ REGISTRY: tuple[Bound, ...] = (
         limits_compute=True,
     ),
     Bound(
-        "data-input",
+        DATA_INPUT,
         rules.data_input,
         levers.data_input,
         per_gpu=PerGpu.GPU_VIEW,
@@ -159,7 +180,7 @@ REGISTRY: tuple[Bound, ...] = (
         slices=(slices.DATA,),
     ),
     Bound(
-        "data-input/cpu-transform",
+        DATA_CPU_TRANSFORM,
         rules.data_input,
         levers.cpu_transform,
         style=Style.BAD,
@@ -167,7 +188,7 @@ REGISTRY: tuple[Bound, ...] = (
         slices=(slices.DATA,),
     ),
     Bound(
-        "data-input/io",
+        DATA_IO,
         rules.data_input,
         levers.data_io,
         style=Style.BAD,
@@ -175,7 +196,7 @@ REGISTRY: tuple[Bound, ...] = (
         slices=(slices.DATA,),
     ),
     Bound(
-        "comms",
+        COMMS,
         rules.comms,
         levers.comms,
         style=Style.BAD,
@@ -183,7 +204,7 @@ REGISTRY: tuple[Bound, ...] = (
         slices=(slices.COMMS,),
     ),
     Bound(
-        "h2d-copy",
+        H2D_COPY,
         rules.h2d_copy,
         levers.h2d_copy,
         per_gpu=PerGpu.GPU_VIEW,
@@ -192,7 +213,7 @@ REGISTRY: tuple[Bound, ...] = (
         slices=(slices.H2D,),
     ),
     Bound(
-        "side-work",
+        SIDE_WORK,
         rules.side_work,
         levers.side_work,
         style=Style.BAD,
@@ -200,7 +221,7 @@ REGISTRY: tuple[Bound, ...] = (
         slices=slices.SIDE,
     ),
     Bound(
-        "host-overhead",
+        HOST_OVERHEAD,
         rules.host_overhead,
         levers.host_overhead,
         per_gpu=PerGpu.GPU_VIEW,
@@ -210,7 +231,7 @@ REGISTRY: tuple[Bound, ...] = (
         limits_compute=True,
     ),
     Bound(
-        "memory-bandwidth",
+        MEMORY_BANDWIDTH,
         rules.memory_bandwidth,
         levers.memory_bandwidth,
         per_gpu=PerGpu.ALWAYS,
@@ -219,7 +240,7 @@ REGISTRY: tuple[Bound, ...] = (
         limits_compute=True,
     ),
     Bound(
-        "gpu-compute",
+        GPU_COMPUTE,
         rules.gpu_compute,
         levers.gpu_compute,
         tier=Tier.FALLBACK,
@@ -228,7 +249,7 @@ REGISTRY: tuple[Bound, ...] = (
         slices=(slices.COMPUTE,),
     ),
     Bound(
-        "idle",
+        IDLE,
         rules.idle,
         levers.idle,
         tier=Tier.FALLBACK,
@@ -318,9 +339,17 @@ def registry_problems(
             out.append(
                 f"bounds {names}: the rule {rule.__name__} names {named!r}, no entry of its own"
             )
-    for name in rules.DATA_BOUNDS:
+    for name in bound_names.NAMES:
         if name not in by_name:
-            out.append(f"rules.DATA_BOUNDS names {name!r}, which has no entry")
+            out.append(f"gputop/vocab/bounds.py names {name!r}, which has no entry")
+    for b in registry:
+        if b.name not in bound_names.NAMES:
+            out.append(f"bound {b.name!r}: not named in gputop/vocab/bounds.py (NAMES)")
+    for where, name in spelled_bounds():
+        out.append(
+            f"{where}: the bound {name!r} spelled as a string (use gputop/vocab/bounds.py's "
+            "name: a misspelling there fails at import, here it silently never matches)"
+        )
     for b in registry:
         for x in b.slices:
             if x not in slices.SLICES:
@@ -342,4 +371,32 @@ def registry_problems(
                 out.append(
                     f"gputop/schemas/diagnose.schema.json's bound enum has {name!r}: no entry"
                 )
+    return out
+
+
+NAMING_CALLS = {"finding": (0, 1), "band": (2, None)}
+"""The calls in the rules that take bound names, by the positions of those arguments (a slice
+of the positional arguments): the bound a finding is about, the bounds whose band a threshold
+follows."""
+
+
+def spelled_bounds(rules_dir: Path = Path(rules.__file__).parent) -> list[tuple[str, str]]:
+    """(file:line, text) for every string literal a rule passes where a bound name goes
+    (``NAMING_CALLS``) or compares with the bound held (``sig.holding``): each should be a name
+    from ``gputop.vocab.bounds``, so that a misspelled one (a band that would never hold) cannot
+    be written. Read from the rules' source, so it sees every branch, taken or not."""
+    out = []
+    for path in sorted(rules_dir.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            args: list[ast.expr] = []
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                span = NAMING_CALLS.get(node.func.id)
+                if span is not None:
+                    args = node.args[span[0] : span[1]]
+            elif isinstance(node, ast.Compare) and "holding" in ast.unparse(node.left):
+                args = list(node.comparators)
+            for arg in args:
+                for c in ast.walk(arg):
+                    if isinstance(c, ast.Constant) and isinstance(c.value, str):
+                        out.append((f"gputop/diagnose/rules/{path.name}:{c.lineno}", c.value))
     return out

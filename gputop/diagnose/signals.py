@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from gputop.model import DeviceInfo, GpuSample, Window
-from gputop.model.host import HostSample
+from gputop.model.host import MAIN, WORKER, HostSample
 from gputop.model.ranks import RankWork, main_agent, rank_work, ranked
 from gputop.model.stack_stats import (
     MainPhases,
@@ -28,7 +28,7 @@ from gputop.model.stack_stats import (
     worker_mains,
 )
 from gputop.model.stacks import Frame, StacksSample
-from gputop.model.step_stats import Mfu, gc_share, loop_share, mfu_of, phase_shares, usable
+from gputop.model.step_stats import Mfu, gc_share, loop_share, mfu_of, phase_shares, tail_ms, usable
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
 from gputop.vocab import stacks as stack
 from gputop.vocab import steps as step
@@ -74,6 +74,8 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+LOWERED_LIMIT = 0.95
+"""An enforced power limit under this share of the card's default is a box capped on purpose."""
 RECENT_S = 3.0
 """The recent part of the GPU window (``GpuSignals.util_recent``)."""
 MAX_PER_GPU = 128
@@ -155,7 +157,7 @@ def gpu_signals(
                 n_power += 1
                 t_power += s.power_w / limit
                 default = default_limit.get(i)
-                if default and limit < 0.95 * default:
+                if default and limit < LOWERED_LIMIT * default:
                     lowered = True
             v = s.temp_c
             if v is not None and (hottest is None or v > hottest):
@@ -391,7 +393,7 @@ def _kernel_share(samples: Sequence[HostSample]) -> float | None:
     for h in samples:
         if by_workers and not h.workers:
             continue
-        loaders = h.workers if by_workers else tuple(p for p in h.processes if p.role == "main")
+        loaders = h.workers if by_workers else tuple(p for p in h.processes if p.role == MAIN)
         for p in loaders:
             if p.cpu_cores is not None and p.kernel_cores is not None:
                 cpu += p.cpu_cores
@@ -585,7 +587,7 @@ def _step_signals(agents: AgentsSample, gpu_names: Sequence[str]) -> StepSignals
         ranks=len(ranked_agents),
         steps=len(steps),
         median_ms=med / 1e6,
-        p90_ms=durs[int(0.9 * (len(durs) - 1))] / 1e6,
+        p90_ms=tail_ms(durs, 0.9),
         cv=cv,
         shares=dict(phase_shares(steps)),
         spikes=_spikes(longer, long_med),
@@ -599,7 +601,7 @@ def _step_signals(agents: AgentsSample, gpu_names: Sequence[str]) -> StepSignals
         gc_share=gc,
         gc_full=gc_full,
         rank_work=per_rank,
-        p99_ms=durs[int(0.99 * (len(durs) - 1))] / 1e6,
+        p99_ms=tail_ms(durs, 0.99),
         spike_steps=len(longer),
         spike_median_ms=long_med / 1e6,
         loop_share=loop_share(steps, (step.OTHER,)),
@@ -631,8 +633,8 @@ def stack_signals(window: Window[StacksSample] | None) -> StackSignals | None:
     if window is None or not window.samples:
         return None
     shares = thread_shares(window.samples, main_only=True)
-    mains = [s for s in shares if s.role != "worker"]
-    workers = [s for s in shares if s.role == "worker"]
+    mains = [s for s in shares if s.role != WORKER]
+    workers = [s for s in shares if s.role == WORKER]
     total = sum(s.samples for s in mains)
     combined: dict[str, float] = {}
     for s in mains:

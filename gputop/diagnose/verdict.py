@@ -24,6 +24,7 @@ from gputop.diagnose.findings import Evidence, Finding, Verdict
 from gputop.diagnose.rules import pct, stalling, warming_up
 from gputop.diagnose.signals import RuleInputs
 from gputop.vocab import budget as slices
+from gputop.vocab.bounds import GPU_COMPUTE, HOST_OVERHEAD
 
 SWITCH_AFTER = 3
 """Evaluations a new principal must lead in a row before it replaces the current one."""
@@ -202,7 +203,7 @@ def _compute_bound(budget: Budget, by_bound: dict[str, Finding], sig: RuleInputs
         f = by_bound.get(name)
         if f is None or not f.fired:
             continue
-        if name == "host-overhead" and not any(e.source == "NVML" and e.supports
+        if name == HOST_OVERHEAD and not any(e.source == "NVML" and e.supports
                                                for e in f.evidence):  # fmt: skip
             continue  # the loop's own time is its own slice: only tiny kernels limit compute
         return replace(
@@ -211,7 +212,7 @@ def _compute_bound(budget: Budget, by_bound: dict[str, Finding], sig: RuleInputs
             evidence=(lead, *f.evidence),
             impact=max(f.impact, x.share),
         )
-    own = by_bound.get("gpu-compute")
+    own = by_bound.get(GPU_COMPUTE)
     if own is not None and own.fired:
         return replace(
             own,
@@ -220,7 +221,7 @@ def _compute_bound(budget: Budget, by_bound: dict[str, Finding], sig: RuleInputs
             confidence=max(own.confidence, x.confidence),
         )
     summary = f"compute {pct(x.share)} of the step: no loss reaches {pct(FLOOR)}"
-    return _from_budget("gpu-compute", x, summary, lead, by_bound, sig)
+    return _from_budget(GPU_COMPUTE, x, summary, lead, by_bound, sig)
 
 
 def by_budget(

@@ -27,6 +27,7 @@ from gputop.inject.target import (
     remote_debug_disabled,
     yama_scope,
 )
+from gputop.model.host import CHILD, DATALOADER_WORKER, RANK, WORKER
 from gputop.sources.procfs import descendants
 
 MIN_VERSION = (3, 10)
@@ -139,7 +140,7 @@ def _roles(pid: int, proc: str) -> dict[int, str]:
             continue
         ppid = stat[stat.rindex(b")") + 2 :].split()[1].decode()
         forked = cmdline is not None and cmdline == read(f"{proc}/{ppid}/cmdline")
-        out[child] = "worker" if comm.startswith(b"pt_data_worker") or forked else "child"
+        out[child] = WORKER if comm.startswith(DATALOADER_WORKER.encode()) or forked else CHILD
     return out
 
 
@@ -149,9 +150,9 @@ def candidates(pid: int, roles: Mapping[int, str] | None, proc: str = "/proc") -
     left alone), else every one that is not a DataLoader worker (a rank not yet recognised)."""
     roles = _roles(pid, proc) if roles is None else roles
     below = [p for p in descendants(pid, proc) if p != pid]
-    if any(roles.get(p) == "rank" for p in below):
-        return [pid, *(p for p in below if roles.get(p) == "rank")]
-    return [pid, *(p for p in below if roles.get(p, "child") != "worker")]
+    if any(roles.get(p) == RANK for p in below):
+        return [pid, *(p for p in below if roles.get(p) == RANK)]
+    return [pid, *(p for p in below if roles.get(p, CHILD) != WORKER)]
 
 
 def source_hint() -> str:

@@ -125,7 +125,7 @@ class HostSample:
 
     @property
     def main(self) -> ProcSample | None:
-        return next((p for p in self.processes if p.role == "main"), None)
+        return next((p for p in self.processes if p.role == MAIN), None)
 
     @property
     def workers(self) -> tuple[ProcSample, ...]:

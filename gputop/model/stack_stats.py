@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gputop.model.host import MAIN, WORKER
 from gputop.model.stacks import PY_SPY, Frame, StacksSample, ThreadStack, reads
 from gputop.vocab.stacks import (
     BACKWARD,
@@ -57,7 +58,7 @@ def thread_shares(window: Sequence[StacksSample], main_only: bool = False) -> li
         role, t = last[key]
         shares = tuple((p, c / n) for p, c in counter.most_common())
         out.append(ThreadShares(key[0], key[1], t.name, role, n, shares, t))
-    out.sort(key=lambda s: (s.role != "main", s.role == "worker", s.pid, s.name != "MainThread"))
+    out.sort(key=lambda s: (s.role != MAIN, s.role == WORKER, s.pid, s.name != "MainThread"))
     return out
 
 
@@ -164,7 +165,7 @@ def own_code(window: Sequence[StacksSample], n: int = 2) -> OwnCode | None:
     training: set[tuple[int, int]] = set()
     total = user = 0
     for _, proc in reads(window):
-        if proc.role == "worker":
+        if proc.role == WORKER:
             continue
         for t in proc.threads:
             if t.name != "MainThread":
@@ -211,7 +212,7 @@ def stillness(window: Sequence[StacksSample]) -> list[Stillness]:
     history: dict[int, list[tuple[float, ThreadStack]]] = {}
     readers: dict[int, tuple[str, float | None]] = {}
     for sample, proc in reads(window):
-        if proc.role == "worker" or proc.error:
+        if proc.role == WORKER or proc.error:
             continue
         main = next((t for t in proc.threads if t.name == "MainThread"), None)
         if main is not None:
@@ -259,7 +260,7 @@ def worker_mains(window: Sequence[StacksSample]) -> dict[int, ThreadStack]:
     this may be a few seconds old): where a worker that does nothing sits."""
     if not window:
         return {}
-    alive = {p.pid for p in window[-1].processes if p.role == "worker"}
+    alive = {p.pid for p in window[-1].processes if p.role == WORKER}
     out: dict[int, ThreadStack] = {}
     for sample in window:
         for proc in sample.processes:
@@ -299,7 +300,7 @@ def main_phases(window: Sequence[StacksSample]) -> list[MainPhases]:
     first: dict[int, float] = {}
     last: dict[int, tuple[float, str, int | None]] = {}
     for sample, proc in reads(window):
-        if proc.role == "worker" or proc.error:
+        if proc.role == WORKER or proc.error:
             continue
         main = next((t for t in proc.threads if t.name == "MainThread"), None)
         if main is None:

@@ -127,6 +127,13 @@ def loop_share(steps: Sequence[StepRecord], outside: Sequence[str] = ()) -> floa
     return statistics.median(per_step) if per_step else 0.0
 
 
+def tail_ms(durs_ns: Sequence[float], q: float) -> float:
+    """The ``q`` quantile (0-1) of step durations, in ms: the nearest rank at or below, so a
+    window's single slowest step is its p99 only when it has over a hundred steps."""
+    ordered = sorted(durs_ns)
+    return ordered[int(q * (len(ordered) - 1))] / 1e6 if ordered else 0.0
+
+
 def median_ms(values: Sequence[float]) -> float | None:
     return percentile(sorted(values), 50) / 1e6 if values else None
 

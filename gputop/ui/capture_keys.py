@@ -15,6 +15,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from gputop.model.host import MAIN
 from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample
 from gputop.ui.captures_text import CaptureView
@@ -170,7 +171,7 @@ class CaptureKeys:
 
 def _ptrace_denied(latest: StacksSample | None) -> str | None:
     """The stacks source's own finding that py-spy may not read the target, if it made it."""
-    main = next((p for p in latest.processes if p.role == "main"), None) if latest else None
+    main = next((p for p in latest.processes if p.role == MAIN), None) if latest else None
     if main is not None and main.error and "(ptrace)" in main.error:
         return main.error
     return None

@@ -13,6 +13,10 @@ from collections.abc import Callable, Sequence
 from rich.style import Style
 from rich.text import Text
 
+from gputop.diagnose.rules.gpu import COMPUTE_CLOCK, SLOWDOWN_MARGIN_C
+from gputop.diagnose.rules.progress import IDLE_UTIL
+from gputop.diagnose.rules.steps import LAUNCH_UTIL, TINY_KERNELS
+from gputop.diagnose.signals import LOWERED_LIMIT
 from gputop.model import DeviceInfo, GpuSample
 from gputop.vocab.reasons import THROTTLING
 
@@ -31,6 +35,14 @@ SHORT_REASONS = {
 }
 SPARK_COLUMN = 74
 WIDE_WIDTH = 120
+CLOCK_BAD = 0.7
+"""SM clock over its max under which a busy GPU's clock is shown as bad (warned from the
+gpu-compute rule's COMPUTE_CLOCK)."""
+TEMP_WARN_MARGIN_C = 5
+"""Degrees under the GPU's max operating temperature from which it is shown as warm (bad
+from the thermal rule's SLOWDOWN_MARGIN_C under the slowdown temperature)."""
+GPU_MEM_WARN = 0.95
+"""Memory used over total from which a GPU's memory is shown as nearly full."""
 """At this width and above, rows carry history sparklines."""
 
 StyleFor = Callable[[str], Style]
@@ -65,7 +77,7 @@ def short_name(name: str | None) -> str:
 
 
 def busy(s: GpuSample) -> bool:
-    return "gpu_idle" not in s.reasons and (s.util_gpu_pct or 0) > 5
+    return "gpu_idle" not in s.reasons and (s.util_gpu_pct or 0) > IDLE_UTIL
 
 
 def clock_level(s: GpuSample, d: DeviceInfo) -> str:
@@ -74,9 +86,9 @@ def clock_level(s: GpuSample, d: DeviceInfo) -> str:
     if not busy(s):
         return "dim"
     ratio = s.sm_clock_mhz / d.max_sm_clock_mhz
-    if ratio < 0.7:
+    if ratio < CLOCK_BAD:
         return "bad"
-    if ratio < 0.9 or any(r in THROTTLING for r in s.reasons):
+    if ratio < COMPUTE_CLOCK or any(r in THROTTLING for r in s.reasons):
         return "warn"
     return "good"
 
@@ -85,7 +97,7 @@ def power_level(s: GpuSample, d: DeviceInfo) -> str:
     if (
         s.power_limit_w
         and d.default_power_limit_w
-        and s.power_limit_w < 0.95 * (d.default_power_limit_w)
+        and s.power_limit_w < LOWERED_LIMIT * d.default_power_limit_w
     ):
         return "warn"  # the box is capped below the card's default limit
     return "value"
@@ -94,10 +106,10 @@ def power_level(s: GpuSample, d: DeviceInfo) -> str:
 def temp_level(s: GpuSample, d: DeviceInfo) -> str:
     if s.temp_c is None:
         return "dim"
-    if d.temp_slowdown_c is not None and s.temp_c >= d.temp_slowdown_c - 2:
+    if d.temp_slowdown_c is not None and s.temp_c >= d.temp_slowdown_c - SLOWDOWN_MARGIN_C:
         return "bad"
     hot = d.temp_gpu_max_c if d.temp_gpu_max_c is not None else d.temp_slowdown_c
-    if hot is not None and s.temp_c >= hot - 5:
+    if hot is not None and s.temp_c >= hot - TEMP_WARN_MARGIN_C:
         return "warn"
     return "value"
 
@@ -105,14 +117,16 @@ def temp_level(s: GpuSample, d: DeviceInfo) -> str:
 def memory_level(s: GpuSample, d: DeviceInfo) -> str:
     if s.mem_used_bytes is None or not d.mem_total_bytes:
         return "dim"
-    return "warn" if s.mem_used_bytes > 0.95 * d.mem_total_bytes else "value"
+    return "warn" if s.mem_used_bytes > GPU_MEM_WARN * d.mem_total_bytes else "value"
 
 
 def sm_active_level(s: GpuSample) -> str:
-    """Busy by nvidia-smi's measure but few SMs working: the misleading-utilisation case."""
+    """Busy by nvidia-smi's measure but few SMs working: the misleading-utilisation case, as
+    the host-overhead rule reads tiny kernels."""
     if s.sm_active_pct is None:
         return "dim"
-    if (s.util_gpu_pct or 0) >= 80 and s.sm_active_pct < 0.5 * (s.util_gpu_pct or 0):
+    util = s.util_gpu_pct or 0
+    if util >= LAUNCH_UTIL and s.sm_active_pct < TINY_KERNELS * util:
         return "warn"
     return "value"
 

@@ -1,20 +1,37 @@
 """What the host pane says about the attached process tree: pure functions, styled by level.
 
-Thresholds follow research/host-signals.md: oversubscription shows as runnable threads well
-above the effective CPUs and as run-queue wait (not as context switches); cgroup throttling as
-the share of CFS periods throttled; memory as the working set against the limit (page cache
-does not count); pressure as PSI "some" over the last 10 s.
+Each level that the verdict also judges reads the rule's own threshold (a pane never disagrees
+with the verdict); the rest are named here. Thresholds follow research/host-signals.md:
+oversubscription shows as runnable threads well above the effective CPUs and as run-queue wait
+(not as context switches); cgroup throttling as the share of CFS periods throttled; memory as
+the working set against the limit (page cache does not count); pressure as PSI "some" over the
+last 10 s.
 """
 
 from __future__ import annotations
 
 from rich.text import Text
 
+from gputop.diagnose.rules.host import CPU_THROTTLED, MEM_PRESSURE, RUNNABLE_PER_CPU, RUNQ_PER_CPU
+from gputop.diagnose.rules.steps import IO_PRESSURE
+from gputop.diagnose.signals import MEM_NEAR
 from gputop.diagnose.signals import WORKER_PEGGED as PEGGED
-from gputop.model.host import HostSample, ProcSample
+from gputop.model.host import CHILD, HostSample
 from gputop.ui.gpu_text import Line, StyleFor
 
 GIB = 1024**3
+RUNQ_BAD_PER_CPU = 1.0
+"""Run-queue wait (threads waiting per CPU) the pane shows as bad: a whole thread per CPU."""
+THROTTLE_WARN = 0.05
+"""Share of CFS periods throttled from which the pane warns, before the rule's CPU_THROTTLED."""
+MEM_WARN = 0.8
+"""Working set over its limit from which the pane warns, before the rule's MEM_NEAR."""
+PSI_WARN = min(MEM_PRESSURE, IO_PRESSURE)
+"""PSI some avg10 (%) from which a resource without a rule of its own (cpu) warns."""
+PSI_BAD = 25.0
+"""PSI some avg10 (%) the pane shows as bad: a quarter of the time stalled."""
+PSI_SHOWN = (("cpu", "cpu", PSI_WARN), ("memory", "mem", MEM_PRESSURE), ("io", "io", IO_PRESSURE))
+"""(resource, short name, the pressure its rule fires from) in the pane's order."""
 
 
 def _n(v: float | None, fmt: str = "{:.0f}") -> str:
@@ -22,52 +39,55 @@ def _n(v: float | None, fmt: str = "{:.0f}") -> str:
 
 
 def threads_level(running: int | None, cpus: float | None) -> str:
+    """Bad where the oversubscription rule counts runnable threads (RUNNABLE_PER_CPU per CPU);
+    a warning once they outnumber the CPUs."""
     if running is None or not cpus:
         return "dim"
-    if running > 1.5 * cpus:
+    if running > RUNNABLE_PER_CPU * cpus:
         return "bad"
     return "warn" if running > cpus else "value"
 
 
 def runq_level(wait: float | None, cpus: float | None) -> str:
+    """A warning where the oversubscription rule counts the run-queue wait (RUNQ_PER_CPU);
+    bad when each CPU has a whole thread waiting (RUNQ_BAD_PER_CPU)."""
     if wait is None or not cpus:
         return "dim"
     per_cpu = wait / cpus
-    if per_cpu > 1.0:
+    if per_cpu > RUNQ_BAD_PER_CPU:
         return "bad"
-    return "warn" if per_cpu > 0.5 else "value"
+    return "warn" if per_cpu > RUNQ_PER_CPU else "value"
 
 
 def throttle_level(ratio: float | None) -> str:
+    """Bad where the rule calls the cgroup's CPU quota a cause (CPU_THROTTLED of periods)."""
     if ratio is None:
         return "dim"
-    if ratio > 0.2:
+    if ratio > CPU_THROTTLED:
         return "bad"
-    return "warn" if ratio > 0.05 else "value"
+    return "warn" if ratio > THROTTLE_WARN else "value"
 
 
 def memory_level(used: int | None, limit: int | None, oom_kills: int) -> str:
+    """Bad where the memory-pressure rule calls the working set near its limit (MEM_NEAR)."""
     if oom_kills:
         return "bad"
     if used is None or not limit:
         return "value"
     share = used / limit
-    if share > 0.9:
+    if share > MEM_NEAR:
         return "bad"
-    return "warn" if share > 0.8 else "value"
+    return "warn" if share > MEM_WARN else "value"
 
 
-def psi_level(avg10: float | None) -> str:
+def psi_level(avg10: float | None, fires: float = PSI_WARN) -> str:
+    """A warning from where the resource's rule reads pressure as a cause (``fires``: the
+    memory or io rule's threshold), bad past PSI_BAD."""
     if avg10 is None:
         return "dim"
-    if avg10 > 25:
+    if avg10 > PSI_BAD:
         return "bad"
-    return "warn" if avg10 > 10 else "value"
-
-
-def _cmd(p: ProcSample, width: int) -> str:
-    text = p.cmdline or p.name
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return "warn" if avg10 > fires else "value"
 
 
 def host_lines(h: HostSample, style: StyleFor, width: int, gpus: int = 0) -> list[Text]:
@@ -120,7 +140,7 @@ def host_lines(h: HostSample, style: StyleFor, width: int, gpus: int = 0) -> lis
             two.label("… ")
         two.add(f"({pegged} pegged)", "bad" if pegged == len(workers) else "label")
     else:
-        children = [p for p in h.processes if p.role == "child"]
+        children = [p for p in h.processes if p.role == CHILD]
         two.label("  workers 0")
         if children:
             two.label(f"  children {len(children)}")
@@ -146,9 +166,10 @@ def host_lines(h: HostSample, style: StyleFor, width: int, gpus: int = 0) -> lis
             three.add(f"OOM KILL x{kills}  ", "bad")
         if c.psi:
             three.label(f"PSI({c.psi_scope}) " if wide else "PSI ")
-            for res, short in (("cpu", "cpu"), ("memory", "mem"), ("io", "io")):
+            for res, short, fires in PSI_SHOWN:
                 avg = c.psi.get(res, {}).get("some_avg10")
-                three.label(f"{res if wide else short} ").add(f"{_n(avg)}% ", psi_level(avg))
+                level = psi_level(avg, fires)
+                three.label(f"{res if wide else short} ").add(f"{_n(avg)}% ", level)
     reads = sum(p.read_chars_rate or 0 for p in h.processes)
     disk = sum(p.read_bytes_rate or 0 for p in h.processes)
     three.label(" read " if wide else "rd ").add(f"{reads / 1e6:.0f}")

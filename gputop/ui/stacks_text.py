@@ -6,20 +6,25 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
-from gputop.model.host import RANK
+from gputop.diagnose.rules.progress import IDLE_DUMPS, STALL_NOTE_S
+from gputop.diagnose.signals import WORKER_PEGGED
+from gputop.model.host import RANK, WORKER
 from gputop.model.stack_stats import hottest_frames, stillness, thread_shares
 from gputop.model.stacks import Frame, ProcessStacks, StacksSample
 from gputop.ui.fit import ellipsize
 from gputop.ui.gpu_text import Line, StyleFor
+from gputop.vocab import stacks as stack
 
 MAX_THREAD_LINES = 6
-STILL_S = 5.0
-STILL_IDLE = 0.7
-"""A main thread idle on one stack this long is shown as standing still: where a hang would
+STILL_S = STALL_NOTE_S
+STILL_IDLE = IDLE_DUMPS
+"""A main thread idle on one stack this long (the verdict says "no progress" from STILL_S) in
+this share of its dumps (the hang rule's own) is shown as standing still: where a hang would
 be, seconds before the verdict's own limit (hang rule: rules.hung)."""
 NARROW = 120
 """Below this width frames are named without their class."""
-WAITING = {"data wait": "warn", "collective wait": "warn", "lock wait": "warn", "host sync": "warn"}
+WAITING = {stack.DATA_WAIT, stack.COLLECTIVE_WAIT, stack.LOCK_WAIT, stack.HOST_SYNC}
+"""Phases a main thread waits in, shown as a warning."""
 
 
 def _where(f: Frame, short: bool = False) -> str:
@@ -64,15 +69,15 @@ def _stack_lines(window: Sequence[StacksSample], style: StyleFor, short: bool) -
     shown = 0
     threads = thread_shares(window)
     for s in threads:
-        if s.role == "worker" or shown >= MAX_THREAD_LINES:
+        if s.role == WORKER or shown >= MAX_THREAD_LINES:
             continue
-        if s.name != "MainThread" and s.shares[0][0] in ("idle", "blocked"):
+        if s.name != "MainThread" and s.shares[0][0] in (stack.IDLE, stack.BLOCKED):
             continue  # helper threads that wait are not news
         shown += 1
         t = s.last
         line = Line(style).add(" stacks " if not lines else "        ", "name")
         line.label(f"{s.pid} {_thread(s.pid, s.name, ranks):<12} ").add(
-            f"{t.phase:<15}", WAITING.get(t.phase, "value")
+            f"{t.phase:<15}", "warn" if t.phase in WAITING else "value"
         )
         if t.deciding is not None:
             line.label(f" {_where(t.deciding, short)}")
@@ -80,15 +85,15 @@ def _stack_lines(window: Sequence[StacksSample], style: StyleFor, short: bool) -
         line.label(" ".join(f"{p} {share:.0%}" for p, share in s.shares[:4]))
         line.label("]" + _fresh(procs.get(s.pid), latest.t))
         lines.append(line.text)
-    workers = [s for s in threads if s.role == "worker" and s.name == "MainThread"]
+    workers = [s for s in threads if s.role == WORKER and s.name == "MainThread"]
     if workers:
-        fetch = sum(dict(s.shares).get("fetch/transform", 0.0) for s in workers) / len(workers)
+        fetch = sum(dict(s.shares).get(stack.FETCH, 0.0) for s in workers) / len(workers)
         ages = [a for s in workers if (a := _age(procs.get(s.pid), latest.t)) is not None]
         oldest = f" (read by py-spy in turn, the oldest {max(ages):.0f} s ago)" if ages else ""
         lines.append(
             Line(style)
             .label(f"        {len(workers)} DataLoader workers sampled: fetching ")
-            .add(f"{fetch:.0%}", "warn" if fetch > 0.85 else "value")
+            .add(f"{fetch:.0%}", "warn" if fetch > WORKER_PEGGED else "value")  # as busy as pegged
             .label(" of the time" + oldest)
             .text
         )

@@ -12,39 +12,44 @@ from collections.abc import Sequence
 from rich.text import Text
 
 from gputop.diagnose.budget import FLOOR, Budget
+from gputop.diagnose.rules.progress import step_limit_s
+from gputop.diagnose.rules.steps import COMMS_SHARE, DATA_WAIT_WARN, SIDE_SHARE
 from gputop.model.ranks import rank_work
-from gputop.model.step_stats import gc_share, median_ms, mfu_of, phase_shares, usable
+from gputop.model.step_stats import gc_share, median_ms, mfu_of, phase_shares, tail_ms, usable
 from gputop.model.steps import AgentState, StepRecord
 from gputop.model.window import percentile
 from gputop.ui.fit import ellipsize
 from gputop.ui.gpu_text import Line, StyleFor, spark
 from gputop.vocab import budget as slices
+from gputop.vocab import steps as step
 
+SHOWN = 0.005
+"""Shares under this round to 0%: not listed."""
 SHORT = {
-    "data_wait": "data",
+    step.DATA_WAIT: "data",
     "h2d": "h2d",
-    "forward": "fwd",
-    "backward": "bwd",
-    "grad_sync": "sync",
-    "optimizer": "opt",
-    "checkpoint": "ckpt",
-    "eval": "eval",
-    "log": "log",
-    "eval_log": "eval",
-    "other": "other",
-    "unmarked": "unmarked",
+    step.FORWARD: "fwd",
+    step.BACKWARD: "bwd",
+    step.GRAD_SYNC: "sync",
+    step.OPTIMIZER: "opt",
+    step.CHECKPOINT: "ckpt",
+    step.EVAL: "eval",
+    step.LOG: "log",
+    step.EVAL_LOG: "eval",
+    step.OTHER: "other",
+    step.UNMARKED: "unmarked",
 }
 BAR_CHARS = {
-    "data_wait": "░",
+    step.DATA_WAIT: "░",
     "h2d": "▒",
-    "forward": "▓",
-    "backward": "█",
-    "grad_sync": "▚",
-    "optimizer": "▞",
-    "checkpoint": "▪",
-    "eval": "▪",
-    "log": "▪",
-    "eval_log": "▪",
+    step.FORWARD: "▓",
+    step.BACKWARD: "█",
+    step.GRAD_SYNC: "▚",
+    step.OPTIMIZER: "▞",
+    step.CHECKPOINT: "▪",
+    step.EVAL: "▪",
+    step.LOG: "▪",
+    step.EVAL_LOG: "▪",
 }
 
 
@@ -103,16 +108,16 @@ def step_lines(
     for name, share in shares:
         n = round(share * bar_w)
         if n:
-            bar.add(BAR_CHARS.get(name, "·") * n, _phase_level(name, share))
+            bar.add(BAR_CHARS.get(name, "·") * n, phase_level(name, share))
     bar.label("  ")
     for name, share in shares:
-        if share >= 0.005:
+        if share >= SHOWN:
             bar.label(f"{SHORT.get(name, name[:10])} ").add(
-                f"{share:.0%}  ", _phase_level(name, share)
+                f"{share:.0%}  ", phase_level(name, share)
             )
     gc, full = gc_share(steps)  # inside the phases above, so after them and not in the bar
-    if gc is not None and gc >= 0.005:
-        bar.label("| gc pauses ").add(f"{gc:.0%}", "warn" if gc > 0.1 else "value")
+    if gc is not None and gc >= SHOWN:
+        bar.label("| gc pauses ").add(f"{gc:.0%}", "warn" if gc > SIDE_SHARE else "value")
         if full:
             bar.label(f" ({full} full)")
     if ended is not None or a.state == "exited":  # not "now": nothing runs any more
@@ -121,7 +126,8 @@ def step_lines(
             now.label(f"; its last phase was {a.open_phase}")
     elif a.open_phase:
         now = Line(style).label(" now ")
-        level = "bad" if (a.open_age_s or 0) > max(60.0, 10 * (med or 0) / 1e3) else "value"
+        overdue = (a.open_age_s or 0) > step_limit_s(tail_ms(durs, 0.99))  # the hang rule's
+        level = "bad" if overdue else "value"
         now.add(f"{a.open_phase} for {a.open_age_s or 0:.1f} s", level)
     else:
         now = Line(style).label(" now ")
@@ -137,14 +143,17 @@ def step_lines(
     return [ellipsize(line.text, width) for line in (head, bar, now)]
 
 
-def _phase_level(name: str, share: float) -> str:
-    """Data wait over 5 % of the step, or grad sync over 20 %, are findings."""
-    if name == "data_wait":
-        return "bad" if share > 0.2 else "warn" if share > 0.05 else "value"
-    if name == "grad_sync":
-        return "bad" if share > 0.2 else "warn" if share > 0.15 else "value"
-    if name in ("checkpoint", "eval", "log", "eval_log"):
-        return "warn" if share > 0.1 else "value"
+def phase_level(name: str, share: float) -> str:
+    """A phase's colour by the rules' own thresholds: a batch wait the data-input rule counts
+    (DATA_WAIT_WARN) and one big enough to be the verdict's principal (the budget's FLOOR); a
+    gradient sync from FLOOR, bad where the comms rule fires (COMMS_SHARE); side work (eval,
+    checkpoints, logging) where the side-work rule fires (SIDE_SHARE)."""
+    if name == step.DATA_WAIT:
+        return "bad" if share >= FLOOR else "warn" if share > DATA_WAIT_WARN else "value"
+    if name == step.GRAD_SYNC:
+        return "bad" if share > COMMS_SHARE else "warn" if share >= FLOOR else "value"
+    if name in step.SIDE_PHASES:
+        return "warn" if share > SIDE_SHARE else "value"
     return "value"
 
 

@@ -22,8 +22,10 @@ from gputop.diagnose.bounds import (
     Tier,
     bound,
     registry_problems,
+    spelled_bounds,
 )
 from gputop.ui.verdict_text import LEVEL
+from gputop.vocab import bounds as bound_names
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -103,3 +105,35 @@ def test_every_bound_has_a_scenario_in_the_diagnose_tests():
     named = set(re.findall(r'"([a-z0-9/-]+)"', text))
     missing = [n for n in NAMES if n not in named]
     assert not missing, f"no scenario in tests/unit/test_diagnose.py names the bounds {missing}"
+
+
+def test_every_name_in_vocab_has_an_entry_and_every_entry_a_name():
+    assert [b.name for b in REGISTRY] == list(bound_names.NAMES)
+    extra = Bound("new-bound", rules.comms)
+    assert any(
+        "'new-bound': not named in gputop/vocab/bounds.py" in p
+        for p in registry_problems(None, (*REGISTRY, extra))
+    )
+    fewer = tuple(b for b in REGISTRY if b.name != bound_names.H2D_COPY)
+    assert any(
+        "gputop/vocab/bounds.py names 'h2d-copy', which has no entry" in p
+        for p in registry_problems(None, fewer)
+    )
+
+
+def test_a_bound_spelled_as_a_string_in_a_rule_is_said_with_its_line(tmp_path):
+    # a band whose bound is misspelled never holds: the hysteresis is silently off
+    (tmp_path / "gpu.py").write_text(
+        "def gpu_compute(sig):\n"
+        "    need = band(COMPUTE_SM, sig, GPU_COMPUTE, 'gpu-compte')\n"
+        "    held = sig.holding == 'comms'\n"
+        "    return finding('gpu-compute', [], [], [], 'fine', impact=band(1, sig, 'x'))\n"
+        "    return finding(GPU_COMPUTE, [], [], [], 'a summary, not a name')\n"
+    )
+    assert spelled_bounds(tmp_path) == [
+        ("gputop/diagnose/rules/gpu.py:2", "gpu-compte"),
+        ("gputop/diagnose/rules/gpu.py:3", "comms"),
+        ("gputop/diagnose/rules/gpu.py:4", "gpu-compute"),
+        ("gputop/diagnose/rules/gpu.py:4", "x"),
+    ]
+    assert spelled_bounds() == []  # the rules as they are: every name from gputop/vocab

@@ -20,6 +20,7 @@ from gputop.diagnose.signals import (
 )
 from gputop.vocab import stacks as stack
 from gputop.vocab import steps as step
+from gputop.vocab.bounds import GPU_COMPUTE, MEMORY_BANDWIDTH, THROTTLED_POWER, THROTTLED_THERMAL
 
 THERMAL_SHARE = 0.3
 """Share of busy time with a thermal clock-event reason from which heat is cutting clocks."""
@@ -32,7 +33,7 @@ SLOWDOWN_MARGIN_C = 2
 def throttled_thermal(sig: RuleInputs) -> Finding:
     g = sig.gpu
     if g is None:
-        return finding("throttled-thermal", [], [], ["NVML"], "clocks cut by heat")
+        return finding(THROTTLED_THERMAL, [], [], ["NVML"], "clocks cut by heat")
     agree = []
     if g.thermal_throttled >= THERMAL_SHARE:
         share = pct(g.thermal_throttled)
@@ -45,7 +46,7 @@ def throttled_thermal(sig: RuleInputs) -> Finding:
     fired = fired_clock or len(agree) > 1
     against = [] if fired and agree else [_thermal_numbers(g)]
     return finding(
-        "throttled-thermal",
+        THROTTLED_THERMAL,
         agree if fired else [],
         against,
         [],
@@ -75,7 +76,7 @@ POWER_CLOCK = 0.9
 def throttled_power(sig: RuleInputs) -> Finding:
     g = sig.gpu
     if g is None:
-        return finding("throttled-power", [], [], ["NVML"], "clocks cut by the power limit")
+        return finding(THROTTLED_POWER, [], [], ["NVML"], "clocks cut by the power limit")
     agree = []
     if (
         g.power_throttled >= POWER_SHARE
@@ -101,7 +102,7 @@ def throttled_power(sig: RuleInputs) -> Finding:
         )
         against.append(Evidence(text, "NVML", False))  # fmt: skip
     return finding(
-        "throttled-power",
+        THROTTLED_POWER,
         agree,
         against,
         [],
@@ -119,7 +120,7 @@ TENSOR_LOW = 30.0
 def memory_bandwidth(sig: RuleInputs) -> Finding:
     g = sig.gpu
     if g is None:
-        return finding("memory-bandwidth", [], [], ["NVML"], "DRAM bandwidth is the limit")
+        return finding(MEMORY_BANDWIDTH, [], [], ["NVML"], "DRAM bandwidth is the limit")
     agree, against, missing = [], [], []
     if g.dram is not None:
         text = (
@@ -133,7 +134,7 @@ def memory_bandwidth(sig: RuleInputs) -> Finding:
     else:
         missing.append("GPM")
     return finding(
-        "memory-bandwidth",
+        MEMORY_BANDWIDTH,
         agree,
         against,
         missing,
@@ -167,7 +168,7 @@ def gpu_compute(sig: RuleInputs) -> Finding:
     agent's first steps and STACK_MIN dumps: until then no bottleneck could have shown."""
     g = sig.gpu
     agree, against, missing = [], [], []
-    held = sig.holding == "gpu-compute"
+    held = sig.holding == GPU_COMPUTE
     numbers = None  # what NVML read, shown against when the rule does not fire (why screen)
     if g is None:
         missing.append("NVML")
@@ -182,7 +183,7 @@ def gpu_compute(sig: RuleInputs) -> Finding:
             and (g.clock_ratio or 0) >= COMPUTE_CLOCK
             and g.power_throttled < POWER_SHARE
             and g.thermal_throttled < THERMAL_SHARE
-        ) and (sm is None or sm >= band(COMPUTE_SM, sig, "gpu-compute")):
+        ) and (sm is None or sm >= band(COMPUTE_SM, sig, GPU_COMPUTE)):
             when = f" over the last {RECENT_S:g} s" if lately else ""
             agree.append(
                 Evidence(
@@ -202,7 +203,7 @@ def gpu_compute(sig: RuleInputs) -> Finding:
             )
     if sig.steps and sig.steps.shares:
         compute = sum(sig.steps.shares.get(p, 0) for p in step.MODEL_PHASES)
-        need = band(COMPUTE_SHARE, sig, "gpu-compute")
+        need = band(COMPUTE_SHARE, sig, GPU_COMPUTE)
         if compute >= need:
             agree.append(
                 Evidence(
@@ -222,7 +223,7 @@ def gpu_compute(sig: RuleInputs) -> Finding:
     elif (shares := stack_shares(sig)) is not None and sig.host is not None:
         h = sig.host
         compute = sum(shares.get(p, 0) for p in stack.MODEL_PHASES)
-        need = band(STACK_COMPUTE, sig, "gpu-compute")
+        need = band(STACK_COMPUTE, sig, GPU_COMPUTE)
         working = h.cpu_wanted
         if compute >= need and working >= MAIN_COMPUTING and not h.exited:
             n = sig.stacks.samples if sig.stacks else 0
@@ -256,7 +257,7 @@ def gpu_compute(sig: RuleInputs) -> Finding:
     if not fired and numbers is not None and not any(e.source == "NVML" for e in against):
         against.append(numbers)
     return finding(
-        "gpu-compute",
+        GPU_COMPUTE,
         agree if fired else [],
         against,
         missing,

@@ -12,12 +12,17 @@ from gputop.diagnose.signals import (
     MEM_NEAR,
     RuleInputs,
 )
+from gputop.vocab.bounds import (
+    CPU_OVERSUBSCRIBED,
+    DATA_BOUNDS,
+    DATA_CPU_TRANSFORM,
+    HOST_MEMORY_PRESSURE,
+)
 
 MEM_PRESSURE = 10.0
 """PSI memory "some" avg10 (%): time some task stalled on reclaim."""
 LIMIT_HITS = 0.5
 """Times per second the cgroup hits its memory limit from which the kernel is reclaiming."""
-DATA_BOUNDS = ("data-input", "data-input/cpu-transform", "data-input/io")
 
 
 def host_memory_pressure(sig: RuleInputs) -> Finding:
@@ -27,12 +32,12 @@ def host_memory_pressure(sig: RuleInputs) -> Finding:
     an OOM kill."""
     h = sig.host
     if h is None:
-        return finding("host-memory-pressure", [], [], ["host"], "memory near the limit")
+        return finding(HOST_MEMORY_PRESSURE, [], [], ["host"], "memory near the limit")
     if h.exited:  # the kills are why it is gone: say so rather than "nothing is training"
         kills = [Evidence(f"{h.oom_kills} OOM kill(s) in the cgroup, then the target exited",
                           "host")] if h.oom_kills else []  # fmt: skip
         return finding(
-            "host-memory-pressure", kills, [], [], "the OOM killer ended the job", impact=1.0
+            HOST_MEMORY_PRESSURE, kills, [], [], "the OOM killer ended the job", impact=1.0
         )
     agree = []
     near = h.mem_near
@@ -64,7 +69,7 @@ def host_memory_pressure(sig: RuleInputs) -> Finding:
         )
     agree, against = [e for e in agree if e.supports], [e for e in agree if not e.supports]
     f = finding(
-        "host-memory-pressure",
+        HOST_MEMORY_PRESSURE,
         agree,
         against,
         [],
@@ -113,9 +118,7 @@ def pools_crowd(sig: RuleInputs) -> bool:
         return False
     # the band: easier to keep saying pools while oversubscription is shown, harder to start
     # while the transform is (the two readings sit close when a 2-thread pool meets 2 workers)
-    factor = {"cpu-oversubscribed": HOLD, "data-input/cpu-transform": 1 / HOLD}.get(
-        sig.holding or "", 1.0
-    )
+    factor = {CPU_OVERSUBSCRIBED: HOLD, DATA_CPU_TRANSFORM: 1 / HOLD}.get(sig.holding or "", 1.0)
     excess = h.threads_running - h.effective_cpus
     return (
         h.pool_threads > factor * POOL_OF_CPUS * h.effective_cpus
@@ -147,14 +150,14 @@ def cpu_oversubscribed(sig: RuleInputs) -> Finding:
     - anything else (workers that wait, a plain data-input): the CPU fight explains it."""
     h = sig.host
     if h is None or h.exited or not h.effective_cpus:
-        return finding("cpu-oversubscribed", [], [], ["host"], "too many threads for the CPUs")
+        return finding(CPU_OVERSUBSCRIBED, [], [], ["host"], "too many threads for the CPUs")
     agree = []
     e = h.effective_cpus
     if (
         h.threads_running is not None
         and h.runq is not None
-        and h.threads_running > band(RUNNABLE_PER_CPU, sig, "cpu-oversubscribed") * e
-        and h.runq / e > band(RUNQ_PER_CPU, sig, "cpu-oversubscribed")
+        and h.threads_running > band(RUNNABLE_PER_CPU, sig, CPU_OVERSUBSCRIBED) * e
+        and h.runq / e > band(RUNQ_PER_CPU, sig, CPU_OVERSUBSCRIBED)
     ):
         agree.append(
             Evidence(
@@ -164,13 +167,13 @@ def cpu_oversubscribed(sig: RuleInputs) -> Finding:
                 "host",
             )
         )
-    throttled = band(CPU_THROTTLED, sig, "cpu-oversubscribed")
+    throttled = band(CPU_THROTTLED, sig, CPU_OVERSUBSCRIBED)
     if h.throttled_ratio is not None and h.throttled_ratio > throttled:
         share = pct(h.throttled_ratio)
         text = f"cgroup throttled in {share} of periods (> {pct(throttled)})"
         agree.append(Evidence(text, "host"))
     f = finding(
-        "cpu-oversubscribed",
+        CPU_OVERSUBSCRIBED,
         agree,
         [],
         [],

@@ -16,9 +16,11 @@ from gputop.diagnose.signals import (
     StackSignals,
     StepSignals,
 )
+from gputop.model.host import RANK
 from gputop.model.stack_stats import Stillness
 from gputop.model.stacks import Frame
 from gputop.vocab import stacks as stack
+from gputop.vocab.bounds import HUNG, IDLE
 
 STEPS_SEEN = 3
 """Steps the agent must have seen before the job has a cadence (a first batch may take long)."""
@@ -134,7 +136,7 @@ def _trainers(sk: StackSignals | None) -> tuple[list[Stillness], int]:
     """(the main or rank threads whose stillness decides a hang, how many ranks): the ranks
     when there are some, not a launcher (torchrun, spawn's parent) that only waits for them."""
     still = list(sk.still) if sk is not None else []
-    trains = [m for m in still if m.role == "rank" or m.rank is not None or _in_collective(m, 1)]
+    trains = [m for m in still if m.role == RANK or m.rank is not None or _in_collective(m, 1)]
     return trains or still, len(trains)
 
 
@@ -157,9 +159,14 @@ def _has_cadence(st: StepSignals | None) -> bool:
     return st is not None and st.steps >= STEPS_SEEN and st.since_step_s is not None
 
 
+def step_limit_s(p99_ms: float) -> float:
+    """No step for longer than this is no progress by the agent's clock (the step pane colours
+    an open phase by it too)."""
+    return max(HANG_FLOOR_S, HANG_K * p99_ms / 1000)
+
+
 def _step_limit(st: StepSignals) -> float:
-    """No step for longer than this is no progress by the agent's clock."""
-    return max(HANG_FLOOR_S, HANG_K * st.p99_ms / 1000)
+    return step_limit_s(st.p99_ms)
 
 
 def _still_limit(m: Stillness, st: StepSignals | None) -> float:
@@ -214,7 +221,7 @@ def hung(sig: RuleInputs) -> Finding:
     st, sk, h = sig.steps, sig.stacks, sig.host
     missing = [name for name, v in (("agent", st), ("stacks", sk), ("host", h)) if v is None]
     agree: list[Evidence] = []
-    no = finding("hung", [], [], missing, "no progress: the job is stuck")
+    no = finding(HUNG, [], [], missing, "no progress: the job is stuck")
     if h is not None and h.exited:
         return no  # an exit is not a hang (the exit says why)
     if st is not None and st.agents and all(a.state == "exited" for a in st.agents):
@@ -245,7 +252,7 @@ def hung(sig: RuleInputs) -> Finding:
             agree.append(_tree_quiet(h))
         elif st.since_step_s <= HANG_AGENT_ONLY_S:
             return no
-        return finding("hung", agree, [], missing, "no progress: the job is stuck", impact=1.0)
+        return finding(HUNG, agree, [], missing, "no progress: the job is stuck", impact=1.0)
     for m in evidence:  # a launcher (torchrun, spawn's parent) need only be quiet, below
         need = PARKED_S if cadence else _still_limit(m, st)
         if m.still_s < need or not _parked(m, cpu):
@@ -271,7 +278,7 @@ def hung(sig: RuleInputs) -> Finding:
     if h is not None and h.process_cpu:
         agree.append(_tree_quiet(h))
     summary = "no progress: " + _who_waits(evidence, ranks)
-    return finding("hung", agree, [], missing, summary, impact=1.0)
+    return finding(HUNG, agree, [], missing, summary, impact=1.0)
 
 
 IDLE_UTIL = 5.0
@@ -340,12 +347,12 @@ def idle(sig: RuleInputs) -> Finding:
     to be idle: a job that is starting is warming up (``warming_up``), one stuck is for hung."""
     if sig.host is not None and sig.host.exited:
         exited = Evidence("the target process has exited", "host")
-        return finding("idle", [exited], [], [], "the job has exited: nothing is training")
+        return finding(IDLE, [exited], [], [], "the job has exited: nothing is training")
     inside = sig.steps is not None or (sig.stacks is not None and sig.stacks.samples > 0)
     if sig.host is not None and not inside:
         # a live process that uses no CPU is asleep or stuck: only its steps or its stacks
         # tell idle from hung (py-spy denied or missing, no agent): never concluded without
-        return finding("idle", [], [], ["agent", "stacks"], "nothing is training")
+        return finding(IDLE, [], [], ["agent", "stacks"], "nothing is training")
     quiet, busy = _quiet(sig)
     # every source that is there must have said so: a first host reading has no CPU rate yet
     present = {
@@ -359,8 +366,8 @@ def idle(sig: RuleInputs) -> Finding:
         if there
     }
     if busy or not quiet or present - {e.source for e in quiet}:
-        return finding("idle", [], busy, [], "nothing is training")
-    return finding("idle", quiet, [], [], "nothing is training")
+        return finding(IDLE, [], busy, [], "nothing is training")
+    return finding(IDLE, quiet, [], [], "nothing is training")
 
 
 STILL = (stack.IDLE, stack.LOCK_WAIT, stack.BLOCKED)

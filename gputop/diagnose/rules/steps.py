@@ -33,6 +33,18 @@ from gputop.model.ranks import STRAGGLER_EXCESS
 from gputop.model.stack_stats import OwnCode
 from gputop.vocab import stacks as stack
 from gputop.vocab import steps as step
+from gputop.vocab.bounds import (
+    COMMS,
+    CPU_OVERSUBSCRIBED,
+    DATA_BOUNDS,
+    DATA_CPU_TRANSFORM,
+    DATA_INPUT,
+    DATA_IO,
+    H2D_COPY,
+    HOST_OVERHEAD,
+    SIDE_WORK,
+    STRAGGLER,
+)
 
 DATA_WAIT_WARN = 0.05
 """Batch wait over this share of the step starves the GPU (domain.md: target < 5%)."""
@@ -50,12 +62,12 @@ def straggler(sig: RuleInputs) -> Finding:
     st = sig.steps
     slow = st.rank_work.slowest if st is not None and st.rank_work is not None else None
     if slow is None:
-        return finding("straggler", [], [], [] if st else ["agent"], "one rank slower")
+        return finding(STRAGGLER, [], [], [] if st else ["agent"], "one rank slower")
     agree = []
     # the model's definition, with the band while straggler is shown: data skew varies from
     # batch to batch, and a median excess near 10% would hand the verdict to the comms wait
     # it causes and back
-    need = band(STRAGGLER_EXCESS, sig, "straggler")
+    need = band(STRAGGLER_EXCESS, sig, STRAGGLER)
     if slow.step_ms and slow.exceeds(need):
         agree.append(
             Evidence(
@@ -66,7 +78,7 @@ def straggler(sig: RuleInputs) -> Finding:
             )
         )
     return finding(
-        "straggler",
+        STRAGGLER,
         agree,
         [],
         [],
@@ -78,7 +90,7 @@ def straggler(sig: RuleInputs) -> Finding:
 def comms(sig: RuleInputs) -> Finding:
     agree, missing = [], []
     share = None
-    limit, stacks_limit = band(COMMS_SHARE, sig, "comms"), band(STACK_SHARE, sig, "comms")
+    limit, stacks_limit = band(COMMS_SHARE, sig, COMMS), band(STACK_SHARE, sig, COMMS)
     if sig.steps is not None and sig.steps.shares:
         share = sig.steps.shares.get(step.GRAD_SYNC, 0.0)
         if share > limit:
@@ -99,7 +111,7 @@ def comms(sig: RuleInputs) -> Finding:
     else:
         missing.append("stacks")
     return finding(
-        "comms",
+        COMMS,
         agree,
         [],
         missing,
@@ -137,7 +149,7 @@ def _transforming(h: HostSignals, sig: RuleInputs) -> bool:
     """DataLoader workers that compute: every one pegged, or on average wanting at least
     WORKERS_COMPUTE of a core (CPU used plus time queued for one: on shared or saturated cores
     a computing worker gets less than it wants, but it still wants it)."""
-    need = band(WORKERS_COMPUTE, sig, "data-input/cpu-transform")
+    need = band(WORKERS_COMPUTE, sig, DATA_CPU_TRANSFORM)
     return bool(h.workers) and (
         h.workers_pegged == h.workers
         or (h.workers_busy or 0) >= need
@@ -159,7 +171,7 @@ system calls are no bottleneck."""
 def _kernel_reads(h: HostSignals, sig: RuleInputs) -> Evidence | None:
     """The loader's CPU goes mostly to system calls (KERNEL_READS): evidence, else None."""
     share = h.loader_kernel
-    need = band(KERNEL_READS, sig, "data-input/io")
+    need = band(KERNEL_READS, sig, DATA_IO)
     if share is None or share < need:
         return None
     if h.workers:
@@ -191,8 +203,7 @@ def data_input(sig: RuleInputs) -> Finding:
     what fills the CPUs, and the lever is a cheaper transform, not a thread cap."""
     agree, against, missing = [], [], []
     share = None
-    held = ("data-input", "data-input/cpu-transform", "data-input/io")
-    warn = band(DATA_WAIT_WARN, sig, *held)
+    warn = band(DATA_WAIT_WARN, sig, *DATA_BOUNDS)
     if sig.steps is not None and sig.steps.shares:
         share = sig.steps.shares.get(step.DATA_WAIT, 0.0)
         if share > warn:
@@ -203,7 +214,7 @@ def data_input(sig: RuleInputs) -> Finding:
     shares = stack_shares(sig)
     if shares is not None:
         w = shares.get(stack.DATA_WAIT, 0.0) + shares.get(stack.FETCH, 0.0)
-        need = band(STACK_SHARE, sig, *held)
+        need = band(STACK_SHARE, sig, *DATA_BOUNDS)
         if w > need:
             agree.append(
                 Evidence(
@@ -233,7 +244,7 @@ def data_input(sig: RuleInputs) -> Finding:
         else:
             against.append(Evidence(f"GPU busy {g.util:.0f}% of the time", "NVML", False))
     fired = bool(agree) and (share is None or share > warn)
-    bound = "data-input"
+    bound = DATA_INPUT
     summary = "the GPU waits for the next batch"
     explains: tuple[str, ...] = ()
     h = sig.host
@@ -241,11 +252,11 @@ def data_input(sig: RuleInputs) -> Finding:
         io = _io_evidence(h)
         kernel = _kernel_reads(h, sig)
         if kernel is not None:  # busy, but in opens and reads: reading, not transforming
-            bound, summary = "data-input/io", "reading the data is the bottleneck"
+            bound, summary = DATA_IO, "reading the data is the bottleneck"
             agree.extend(e for e in (io, kernel) if e is not None)
         elif _transforming(h, sig):
             # pegged, or busy most of the time on a machine whose cores are shared
-            bound, summary = "data-input/cpu-transform", "DataLoader workers are CPU-bound"
+            bound, summary = DATA_CPU_TRANSFORM, "DataLoader workers are CPU-bound"
             wants = ""
             if (h.workers_demand or 0) - (h.workers_busy or 0) >= 0.1:
                 wants = f", wanting {pct(h.workers_demand or 0)} with the run-queue wait"
@@ -259,23 +270,23 @@ def data_input(sig: RuleInputs) -> Finding:
                 )
             )
             if not pools_crowd(sig):
-                explains = ("cpu-oversubscribed",)
+                explains = (CPU_OVERSUBSCRIBED,)
         elif io is not None:
-            bound, summary = "data-input/io", "reading the data is the bottleneck"
+            bound, summary = DATA_IO, "reading the data is the bottleneck"
             agree.append(io)
         elif (
             not h.workers
             and shares is not None
-            and shares.get(stack.FETCH, 0) > band(STACK_SHARE, sig, "data-input/cpu-transform")
+            and shares.get(stack.FETCH, 0) > band(STACK_SHARE, sig, DATA_CPU_TRANSFORM)
             # computing (CPU used, or queued for a CPU), not asleep on a remote read
-            and h.cpu_wanted >= band(MAIN_COMPUTING, sig, "data-input/cpu-transform")
+            and h.cpu_wanted >= band(MAIN_COMPUTING, sig, DATA_CPU_TRANSFORM)
         ):
             bound, summary = (
-                "data-input/cpu-transform",
+                DATA_CPU_TRANSFORM,
                 "the main thread prepares every batch itself",
             )
             if not pools_crowd(sig):
-                explains = ("cpu-oversubscribed",)
+                explains = (CPU_OVERSUBSCRIBED,)
     f = finding(
         bound,
         agree if fired else [],
@@ -325,7 +336,7 @@ def h2d_copy(sig: RuleInputs) -> Finding:
         )
         against.append(Evidence(text, "NVML", False))  # fmt: skip
     return finding(
-        "h2d-copy",
+        H2D_COPY,
         agree,
         against,
         missing,
@@ -373,7 +384,7 @@ def side_work(sig: RuleInputs) -> Finding:
     agree, missing = [], []
     side = 0.0
     gc_spikes = False
-    side_share = band(SIDE_SHARE, sig, "side-work")
+    side_share = band(SIDE_SHARE, sig, SIDE_WORK)
     if st is None or not st.shares:
         missing.append("agent")
     else:
@@ -395,7 +406,7 @@ def side_work(sig: RuleInputs) -> Finding:
             # slow steps are the norm (a noisy machine): only measured GC pauses still stand out
             spikes = tuple(s for s in spikes if s.grew.startswith("gc"))
         excess = sum(s.ms - med for s in spikes)
-        spike_time = band(SPIKE_TIME, sig, "side-work")
+        spike_time = band(SPIKE_TIME, sig, SIDE_WORK)
         if spikes and len(spikes) <= periodic and total and excess / total > spike_time:
             phases = sorted({s.grew for s in spikes})
             gc_spikes = any(p.startswith("gc") for p in phases)
@@ -456,7 +467,7 @@ def side_work(sig: RuleInputs) -> Finding:
         if gc_spikes
         else "periodic side work stalls training"
     )
-    return finding("side-work", agree, [], missing, summary, impact=side)
+    return finding(SIDE_WORK, agree, [], missing, summary, impact=side)
 
 
 LAUNCH_UTIL = 80.0
@@ -498,7 +509,7 @@ def loop_share(sig: RuleInputs) -> float | None:
     phase, when it crosses LOOP_SHARE (its band while host-overhead is shown): the agent's
     clock when it has steps, else the main threads' own-code samples; None otherwise. The rule
     and its levers both read it, so a lever never follows a decision the rule did not make."""
-    need = band(LOOP_SHARE, sig, "host-overhead")
+    need = band(LOOP_SHARE, sig, HOST_OVERHEAD)
     if _agent_times_the_loop(sig):
         assert sig.steps is not None
         share: float | None = sig.steps.loop_share
@@ -555,7 +566,7 @@ def host_overhead(sig: RuleInputs) -> Finding:
     if share is not None:
         summary = "the loop's own Python outside the training phases holds up every step"
         impact = max(impact, share)
-        need = band(LOOP_SHARE, sig, "host-overhead")
+        need = band(LOOP_SHARE, sig, HOST_OVERHEAD)
         own = _own_code_counts(sig)
         if _agent_times_the_loop(sig):
             agree.append(
@@ -577,4 +588,4 @@ def host_overhead(sig: RuleInputs) -> Finding:
                     "stacks",
                 )
             )
-    return finding("host-overhead", agree, against, missing, summary, impact=impact)
+    return finding(HOST_OVERHEAD, agree, against, missing, summary, impact=impact)
