@@ -3,10 +3,10 @@ thread, at step boundaries: a torch.profiler trace of N steps, and a CUDA memory
 steps (recording enabled with a bounded entry count, dumped, disabled).
 
 torch.profiler records a thread's CPU ops only when started on that thread, and started on one
-thread and stopped on another it crashed (research/capture.md): so the monitor's request only
-sets ``pending`` here (from the agent's socket thread); the profiler is started, stepped and
-stopped by the step-boundary hook, in the training thread. Nothing in here may raise into
-training: every failure becomes a result the monitor reads.
+thread and stopped on another it crashed (docs/facts/capture.md, "torch.profiler threads"): so
+the monitor's request only sets ``pending`` here (from the agent's socket thread); the profiler
+is started, stepped and stopped by the step-boundary hook, in the training thread. Nothing in
+here may raise into training: every failure becomes a result the monitor reads.
 
 The request is not trusted: the folder must be absolute, a real directory (not a symlink),
 owned by this process's user and private (no group or other bits), and the bounds in range.

@@ -1,8 +1,9 @@
 """The nsys capture kind: an Nsight Systems window of S seconds on a job that runs inside an
-nsys session. nsys cannot attach to a running process (research/capture.md), so a job must be
-started by `gputop run --nsys -- CMD`, which launches it with `nsys launch --session-new=NAME`
-and tells its processes the session's name; a capture is then `nsys start` / `nsys stop` on
-that session. For any other job the capture explains this and prints the relaunch command."""
+nsys session. nsys cannot attach to a running process (docs/facts/capture.md, "Nsight
+Systems"), so a job must be started by `gputop run --nsys -- CMD`, which launches it with
+`nsys launch --session-new=NAME` and tells its processes the session's name; a capture is then
+`nsys start` / `nsys stop` on that session. For any other job the capture explains this and
+prints the relaunch command."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """The py-spy capture kinds: a flame graph of the whole tree over S seconds, and a dump of every
 process and thread now. Both nonblocking: py-spy reads the target's memory without pausing it
-(research/capture.md: blocking record slowed a 159-thread torch job 5-15x)."""
+(blocking record slowed a 159-thread torch job 5-15x: docs/facts/capture.md, "Blocking record
+on many threads")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Levers per bound class, cheapest first (domain.md), naming the user's own settings when the
-agent reported them and sized against the effective CPUs when the host source knows them.
+"""Levers per bound class, cheapest first (docs/facts/bounds.md, "Levers"), naming the user's
+own settings when the agent reported them and sized against the effective CPUs when the host
+source knows them.
 
 One function per bound, registered in its entry in ``gputop/diagnose/bounds.py``; the verdict
 calls it for a fired finding only."""

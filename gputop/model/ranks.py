@@ -2,14 +2,14 @@
 straggler. One implementation of each, read by the verdict, the panes, /metrics and the
 report (they used to compute these their own ways and could disagree). Pure.
 
-The straggler (domain.md): a rank's *work* time (step minus the time it waited in gradient
-sync) exceeds the median rank's by at least ``STRAGGLER_EXCESS`` of the median step, for most
-of the recent steps. Each rank's work is the median over its recent steps (``usable``); a
-median over ranks of those is the baseline. "For most of the steps" is what the median says:
-a rank's median work is over a bar exactly when at least half of its steps are. The rank
-named is the one with the most work: in synchronous data parallelism the collectives make
+The straggler (docs/facts/bounds.md, "straggler"): a rank's *work* time (step minus the time it
+waited in gradient sync) exceeds the median rank's by at least ``STRAGGLER_EXCESS`` of the
+median step, for most of the recent steps. Each rank's work is the median over its recent steps
+(``usable``); a median over ranks of those is the baseline. "For most of the steps" is what the
+median says: a rank's median work is over a bar exactly when at least half of its steps are. The
+rank named is the one with the most work: in synchronous data parallelism the collectives make
 every rank's step equally long, so it is also the rank that waits least in sync (it arrives
-last), domain.md's culprit.
+last), the culprit.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from gputop.vocab.steps import GRAD_SYNC
 
 STRAGGLER_EXCESS = 0.1
 """The slowest rank's work over the median rank's, as a share of the median step, from which
-it is the straggler (domain.md: ">= 10% of the median step")."""
+it is the straggler (docs/facts/bounds.md, "straggler")."""
 
 MIN_STEPS = 3
 """Usable steps the main rank needs before ranks are compared (its median step is the bar)."""

@@ -108,8 +108,9 @@ class Stillness:
     dumps: int
     idle_share: float
     """Share of the run's dumps in which py-spy judged the thread idle. Its idle guess is a
-    heuristic (research/capture.md: a thread blocked in Queue.get was still called active in
-    about one sample in ten), so it is a share, read beside the process's CPU time."""
+    heuristic (a thread blocked in Queue.get was still called active in about one sample in
+    ten: docs/facts/capture.md, "py-spy's idle flag"), so it is a share, read beside the
+    process's CPU time."""
     before_s: float | None
     """The longest earlier quiet run of one stack in the window (the job's longest pause so
     far); None when there was none (the stack never moved in the window, or never paused)."""

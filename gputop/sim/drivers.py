@@ -3,8 +3,8 @@
 A symbol a generation lacks is simply absent from the fake library, so the real pynvml raises
 ``NVMLError_FunctionNotFound`` (or ``NVMLLibraryMismatchError`` for unversioned wrappers) exactly
 as it does on an old driver. The cut-off versions are the first driver headers that contain each
-symbol (research/nvml-signals.md: memory v2 and processes v3 by 510, GPM by 520, clock *event*
-reasons by 535, TemperatureV by 565).
+symbol (docs/facts/nvml-signals.md, "Driver generations": memory v2 and processes v3 by 510,
+GPM by 520, clock *event* reasons by 535, TemperatureV by 565).
 """
 
 from __future__ import annotations
@@ -190,10 +190,10 @@ Ampere (A100) from R450, the first data-center branch with A100 (R450 release no
 HGX A100 VBIOSes); Hopper (H100) from R520: NVIDIA AI Enterprise 2.3's release notes add "Support
 for the NVIDIA H100 GPU" with bare-metal driver 520.61.05, the branch of CUDA 11.8 (the first
 toolkit with sm_90), and NVML's GPM calls, which exist for Hopper only, first appear in the 520.56
-headers (research/nvml-signals.md); so R515, which shipped Hopper only to early-access partners,
-is refused. Ada (L40S) from R525, the first data-center branch with Ada boards (L4/L40; CUDA 12.0);
-the L40S itself shipped in 2023 under R535, which changes nothing for the generations simulated
-here (r515 is refused either way).
+headers (docs/facts/nvml-signals.md, "Driver generations"); so R515, which shipped Hopper only
+to early-access partners, is refused. Ada (L40S) from R525, the first data-center branch with
+Ada boards (L4/L40; CUDA 12.0); the L40S itself shipped in 2023 under R535, which changes
+nothing for the generations simulated here (r515 is refused either way).
 """
 
 

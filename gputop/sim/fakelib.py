@@ -29,10 +29,11 @@ MAX_MIG_DEVICES = 7
 V1_COUNTS_RESERVED_FROM = 510
 """The branch from which nvmlDeviceGetMemoryInfo (v1) counts the driver's reservation as used:
 idle boards read ~0 MiB used before it and ~reserved (480 MiB on H100) from it (gpustat #141;
-research/nvml-signals.md). Before it, the reservation was left out of the total instead: a T4
-reads 15109 MiB total on R470 (nvidia-smi outputs users posted) against the 15360 MiB of the
-595 capture. The simulator keeps one reservation per board (the capture's, 448 MiB on T4, where
-R470's was 251 MiB), so its R470 total is the capture's total minus that reservation."""
+docs/facts/nvml-signals.md, "Memory used and the reservation"). Before it, the reservation was
+left out of the total instead: a T4 reads 15109 MiB total on R470 (nvidia-smi outputs users
+posted) against the 15360 MiB of the 595 capture. The simulator keeps one reservation per board
+(the capture's, 448 MiB on T4, where R470's was 251 MiB), so its R470 total is the capture's
+total minus that reservation."""
 MIB = 1024 * 1024
 CODEC_SAMPLE_PERIOD_US = 167_000
 """Encoder/decoder utilisation sample period: a modelling choice (the header's shortest

@@ -1,7 +1,8 @@
 """Scripted workloads for the simulated board: what a training job does to the GPU over time.
 
 Each scenario is an activity curve plus the board settings it needs (a lowered power limit, bad
-cooling). They are deliberately drawn from the signatures in domain.md, not from any test case.
+cooling). They are deliberately drawn from the signatures in docs/facts/bounds.md, not from any
+test case.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@ headless loop, so `gputop diagnose`, `gputop record` and the screen read at the 
 
 GPUs and the process tree follow the refresh interval; the agents' steps are read at least
 every second (steps are fast and the link's buffer is bounded); py-spy keeps its own budget of
-one dump a second per main process whatever the screen does (research/capture.md).
+one dump a second per main process whatever the screen does (docs/facts/capture.md, "py-spy's
+cost").
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The host source: the attached process and its descendants, their threads, their cgroup.
 
-Cost tiers (research/host-signals.md measured the reads): every tick, each process's stat and
+Cost tiers (docs/facts/host-signals.md, "Read costs"): every tick, each process's stat and
 io, every task's schedstat (run-queue wait) of the main process, ranks and children, the cgroup
 counters and PSI; every few seconds, the per-thread stat and status files (thread states,
 per-thread CPU, context switches summed over all tasks), open fds, a DataLoader worker's

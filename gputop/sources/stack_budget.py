@@ -1,6 +1,6 @@
 """Which processes py-spy reads now, within a fixed share of one core.
 
-A dump costs 15-25 ms of CPU (research/capture.md; tests/bench/bench_stacks.py), so reading every
+A dump costs 15-25 ms of CPU (docs/facts/capture.md, "py-spy's cost"), so reading every
 process of an 8-rank job with 8 DataLoader workers each once a second would cost most of a
 core, on the machine the job needs. The budget is a token bucket: CPU seconds accrue at
 ``share`` per second (a short burst's worth at most) and each dump spends what it really cost
@@ -12,8 +12,9 @@ core, on the machine the job needs. The budget is a token bucket: CPU seconds ac
    ranks below it, as seldom as a quiet rank's workers);
 3. DataLoader workers, one of each rank's workers at a time, in turn (one read per WORKER_TURN
    periods for them all), QUIET_SLOWER times less often while their rank is not waiting for
-   data: a worker's stack says why a rank waits for its batches (domain.md, data-input: the
-   transform, the reads, too few workers), and tells nothing while the rank does not wait;
+   data: a worker's stack says why a rank waits for its batches (the transform, the reads, too
+   few workers: docs/facts/bounds.md, "data-input"), and tells nothing while the rank does not
+   wait;
 
 and a process whose stack has not changed for SETTLED reads (a parked helper; a rank's workers
 when all of them are) is read SETTLED_SLOWER times less often. Pure bookkeeping: the caller
@@ -31,7 +32,7 @@ from gputop.vocab.stacks import STACKS_PERIOD_S
 DEFAULT_SHARE = 0.02
 """py-spy's CPU, as a share of one core, unless the user says otherwise (--stacks-budget)."""
 FIRST_COST_S = 0.02
-"""A dump's cost before any was measured (research/capture.md: 15-25 ms)."""
+"""A dump's cost before any was measured (docs/facts/capture.md, "py-spy's cost")."""
 BURST_DUMPS = 2.0
 """Tokens kept at most beyond one period's share, in dumps: a quiet spell does not buy a later
 burst."""

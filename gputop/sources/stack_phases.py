@@ -3,8 +3,8 @@
 Rules are tried in order (their order is their priority); the first rule that matches any
 frame wins, and the innermost frame it matches is kept as the evidence. A rule is (phase,
 file suffix, function name); ``*`` matches anything, ``x*`` a prefix and ``*x`` a suffix.
-Frame names are from real torch 2.x dumps (research/capture.md section 2). Priority matters
-where stacks nest: a DataLoader worker carries its parent's frames below its own, a
+Frame names are from real torch 2.x dumps (docs/facts/capture.md, "Torch frame names").
+Priority matters where stacks nest: a DataLoader worker carries its parent's frames below its own, a
 torchvision transform is an nn.Module called inside the loader, a collective runs inside
 backward hooks, and recomputation under activation checkpointing is a forward inside
 backward; so loader rules come first, then waits, then backward before forward.

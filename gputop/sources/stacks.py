@@ -159,8 +159,8 @@ class PySpy:
         """One process's stacks for a dump a user asked for: (threads, error, note). A
         nonblocking read races the running interpreter and can fail ("Failed to get stack
         traces", about one in 80 on a busy machine); after a second try, one blocking dump
-        pauses the process for a few ms (research/capture.md: 0.4 ms at 1 thread, 2.3 ms at
-        31), acceptable once. The live view does not retry: it backs off instead."""
+        pauses the process for a few ms (0.4 ms at 1 thread, 2.3 ms at 31: docs/facts/capture.md,
+        "py-spy's cost"), acceptable once. The live view does not retry: it backs off instead."""
         threads, error = self.dump(pid)
         for blocking in (False, True):
             if not error or "(ptrace)" in error or start_ticks(pid) is None:

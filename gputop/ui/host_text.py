@@ -1,7 +1,7 @@
 """What the host pane says about the attached process tree: pure functions, styled by level.
 
 Each level that the verdict also judges reads the rule's own threshold (a pane never disagrees
-with the verdict); the rest are named here. Thresholds follow research/host-signals.md:
+with the verdict); the rest are named here. Thresholds follow docs/facts/host-signals.md:
 oversubscription shows as runnable threads well above the effective CPUs and as run-queue wait
 (not as context switches); cgroup throttling as the share of CFS periods throttled; memory as
 the working set against the limit (page cache does not count); pressure as PSI "some" over the

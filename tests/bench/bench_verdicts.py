@@ -218,7 +218,7 @@ SCENARIOS = (
         frozenset({"side-work", "host-overhead"}),
         "about half of each step is metrics logging (side work by what it is), but it happens "
         "every step rather than as spikes, and it is made of per-tensor .item()/.tolist() host "
-        "syncs, which domain.md lists under host-overhead",
+        "syncs, which docs/facts/bounds.md lists under host-overhead",
     ),
     Scenario("gc_pressure", ("gc_pressure.py",), "plain", frozenset({"side-work"})),
     # data input

@@ -1,10 +1,11 @@
 """One recorded session, four outputs, one set of numbers.
 
 Three ranks train in lockstep for 200 s; rank 2 does 20 ms more work per step and waits that
-much less in gradient sync (a straggler by domain.md's definition). GPU 0 is power-capped for
-40 s (10 of them with a hardware slowdown too); GPU 1 is held by a thermal limit for 20 s and
-then not read for 70 s (a gap that counts for nothing). The session is written by the real
-Recorder, with the verdict evaluated live as the monitor does, and read back. Then:
+much less in gradient sync (a straggler: docs/facts/bounds.md, "straggler"). GPU 0 is
+power-capped for 40 s (10 of them with a hardware slowdown too); GPU 1 is held by a thermal
+limit for 20 s and then not read for 70 s (a gap that counts for nothing). The session is
+written by the real Recorder, with the verdict evaluated live as the monitor does, and read
+back. Then:
 
 - the TUI's ranks and step panes (their text functions over the replayed agents' reading),
 - ``gputop report``'s JSON (from the minute summaries),

@@ -1,6 +1,6 @@
-"""One small rule per bound class of domain.md, by the slice of the step-time budget it
-speaks for. Each takes the reduced signals and returns a Finding: fired or not, with the
-numbers and thresholds behind it, where they came from, and a confidence from how many
+"""One small rule per bound class of docs/facts/bounds.md, by the slice of the step-time
+budget it speaks for. Each takes the reduced signals and returns a Finding: fired or not, with
+the numbers and thresholds behind it, where they came from, and a confidence from how many
 independent sources agree. Its entry in ``bounds.py`` places it in the registry and adds the
 bound's levers when it fires; the verdict names the principal from the budget and reads the
 rule of the largest loss for what limits it.
@@ -12,7 +12,7 @@ rule of the largest loss for what limits it.
   Python);
 - ``common``: what they share (a finding, percentages, a threshold's band, stack shares).
 
-Thresholds are the documented rules of thumb (domain.md, research/), module constants that the
+Thresholds are the documented rules of thumb (docs/facts/), module constants that the
 evidence text is formatted from: shown next to the numbers so a user can disagree.
 """
 

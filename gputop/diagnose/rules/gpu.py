@@ -112,7 +112,8 @@ def throttled_power(sig: RuleInputs) -> Finding:
 
 
 DRAM_BUSY = 80.0
-"""DRAM bandwidth (% of peak) from which memory is the limit (domain.md: > ~80%)..."""
+"""DRAM bandwidth (% of peak) from which memory is the limit (docs/facts/bounds.md,
+"memory-bandwidth")..."""
 TENSOR_LOW = 30.0
 """... while the tensor cores are busy under this (%)."""
 
@@ -154,7 +155,8 @@ STACK_COMPUTE = 0.7
 without the agent, the loop computes: py-spy also lands in the loss, zero_grad and the loop's
 own lines, which the agent counts inside its phases or not at all."""
 HELD_BUSY = 80.0
-"""GPU utilisation (%) a held gpu-compute verdict needs: domain.md's "well used" (> 80%)."""
+"""GPU utilisation (%) a held gpu-compute verdict needs: "well used" (docs/facts/bounds.md,
+"GPU utilisation bands")."""
 
 
 def gpu_compute(sig: RuleInputs) -> Finding:

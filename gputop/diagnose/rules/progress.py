@@ -28,13 +28,13 @@ HANG_FLOOR_S = 10.0
 """No progress for less than this is never a hang: a stack unchanged across ten dumps at one
 a second, long enough that a slow step shows itself moving."""
 HANG_K = 3
-"""...nor for less than HANG_K times the job's own longest normal wait: its 99th-percentile
-step by the agent's clock, or without the agent the longest pause its main thread showed in
-the stack window. Three: a step's tail on a shared, busy machine stretches to about twice its
-p99 (domain.md's "many median step times", taken against the tail so a job with a periodic
+"""...nor for less than HANG_K times the job's own longest normal wait: its 99th-percentile step
+by the agent's clock, or without the agent the longest pause its main thread showed in the stack
+window. Three: a step's tail on a shared, busy machine stretches to about twice its p99
+(docs/facts/bounds.md, "hung": many step times, taken against the tail so a job with a periodic
 slow step is judged against that step); the confirmation below (no CPU, no writes, no stack
-moving) is what separates a hang from slowness, so the factor need only cover waits that are
-as long as the job's own."""
+moving) is what separates a hang from slowness, so the factor need only cover waits that are as
+long as the job's own."""
 PARKED_S = 9.0
 """Span of unchanged stacks that confirms the agent's missing steps: ten dumps a second apart."""
 HANG_FIRST_S = 30.0

@@ -47,9 +47,9 @@ from gputop.vocab.bounds import (
 )
 
 DATA_WAIT_WARN = 0.05
-"""Batch wait over this share of the step starves the GPU (domain.md: target < 5%)."""
+"""Batch wait over this share of the step starves the GPU (docs/facts/bounds.md, "data-input")."""
 COMMS_SHARE = 0.20
-"""Gradient sync over this share of the step is comms-bound (domain.md)."""
+"""Gradient sync over this share of the step is comms-bound (docs/facts/bounds.md, "comms")."""
 H2D_SHARE = 0.10
 """Host-to-device copies over this share of the step are on the critical path."""
 SIDE_SHARE = 0.10
@@ -161,8 +161,8 @@ KERNEL_READS = 0.4
 """Share of the loader's CPU spent in the kernel from which its work is reading, not
 transforming: a transform runs in user space (a few % system time), while a loader that opens,
 stats and reads many small files spends most of its CPU in those syscalls, even when the page
-cache serves them (domain.md's data-input/io: the workers "sit in read"; the lever is fewer,
-larger files, not a cheaper transform)."""
+cache serves them (docs/facts/bounds.md, "data-input/io": the lever is fewer, larger files,
+not a cheaper transform)."""
 LOADER_BUSY = 0.2
 """CPU (cores per loader process) from which the kernel share is read: an idle loader's few
 system calls are no bottleneck."""
@@ -300,7 +300,7 @@ def data_input(sig: RuleInputs) -> Finding:
 
 H2D_RX_GBPS = 1.0
 """PCIe receive (GB/s) that, with the SMs mostly idle, means copies gate the GPU
-(research/nvml-signals.md: >= 1 GB/s with SM < 30%)."""
+(docs/facts/nvml-signals.md, "PCIe throughput")."""
 H2D_SM_IDLE = 30.0
 
 
@@ -483,9 +483,9 @@ SYNC_SHARE = 0.1
 LOOP_SHARE = 0.3
 """Share of a typical step the loop spends in its own Python outside every training phase
 (per-step metrics, logging, .item()/.tolist() syncs, bookkeeping) from which that is the
-bottleneck: the GPU idles through it every step (domain.md's host-overhead: "GPU gaps while
-the CPU is busy in Python; per-step .item() syncs"). Every step rather than a periodic spike,
-which is side-work. The same share of the main threads' stack samples without the agent."""
+bottleneck: the GPU idles through it every step (docs/facts/bounds.md, "host-overhead").
+Every step rather than a periodic spike, which is side-work. The same share of the main
+threads' stack samples without the agent."""
 
 
 def _agent_times_the_loop(sig: RuleInputs) -> bool:
