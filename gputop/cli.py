@@ -1,6 +1,6 @@
 """The ``gputop`` entry point: builds the parser from the subcommand registry
-(``gputop/commands/``), runs the chosen command, and turns the errors a user can cause into one
-line and an exit code.
+(``gputop/commands/``), runs the chosen command, and turns the errors a user can cause (the
+``gputop.errors`` family) into one line and their exit status.
 
 Kept free of Textual imports: the colour system must be chosen (environment variables) before
 Textual is imported, and headless commands should not pay for it at all.
@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from gputop import version_line
 from gputop.commands import MONITOR, SUBCOMMANDS
+from gputop.errors import GputopError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -69,28 +70,26 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         complete(parser)  # answers and exits
     args = parser.parse_args(once_alias(list(sys.argv[1:] if argv is None else argv), parser))
-    from gputop.commands.common import NoTerminal, UsageError
-    from gputop.record.fileformat import RecordingError
-    from gputop.sim import SimConfigError
-    from gputop.sinks import SinkError
-    from gputop.sources.target import TargetNotFound
-
     commands = {c.NAME: c for c in SUBCOMMANDS}
     command = commands.get(args.command, MONITOR)
     try:
         return command.run(args)
-    except (SimConfigError, UsageError) as e:  # exit 2 with the command's own usage
-        args.parsers.get(args.command, parser).error(str(e))
-    except (SinkError, RecordingError) as e:
-        print(f"gputop: {e}", file=sys.stderr)
-        return 2
-    except (TargetNotFound, NoTerminal) as e:
-        print(f"gputop: {e}", file=sys.stderr)
-        return 1
+    except GputopError as e:
+        return say_error(e, args.parsers.get(args.command, parser))
     except BrokenPipeError:  # `gputop snapshot | head`
         return 0
     finally:
         _flush_or_drop()
+
+
+def say_error(error: GputopError, parser: argparse.ArgumentParser) -> int:
+    """``error`` as one line on stderr, after ``parser``'s usage when its class asks (argparse
+    then exits 2 itself); its class's exit status."""
+    line = " ".join(str(error).splitlines())
+    if error.with_usage:
+        parser.error(line)
+    print(f"gputop: {line}", file=sys.stderr)
+    return error.exit_status
 
 
 def _flush_or_drop() -> None:

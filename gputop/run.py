@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gputop.agent.paths import runtime_dir, serving_dir
+from gputop.errors import CannotStart
 from gputop.sources.procfs import descendants
 
 BOOTSTRAP = Path(__file__).resolve().parent / "agent" / "_bootstrap"
@@ -28,8 +29,11 @@ ENDING = (signal.SIGTERM, signal.SIGHUP)
 or its terminal is gone (SIGHUP)."""
 
 
-class RunError(RuntimeError):
-    """The command cannot be started (none given, not found, not allowed): one line for the user."""
+class RunError(CannotStart):
+    """The command cannot be started (none given, not found, not allowed, no nsys for --nsys):
+    one line for the user."""
+
+    when = "a job's command missing, not found or not allowed, its log unwritable, or no nsys"
 
 
 def child_env(environ: dict[str, str] | None = None) -> dict[str, str]:

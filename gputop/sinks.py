@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from gputop.diagnose.findings import Verdict
+from gputop.errors import BadInput
 from gputop.model.gpu import DeviceInfo, GpuSample
 from gputop.model.host import HostSample
 from gputop.model.stacks import StacksSample
@@ -103,5 +104,8 @@ class Sinks:
         self.sinks = []
 
 
-class SinkError(Exception):
-    """A sink asked for on the command line cannot start: one line, what to do."""
+class SinkError(BadInput):
+    """A sink asked for on the command line cannot start: one line, what to do. The recorder's
+    and the exporter's errors are its kinds."""
+
+    when = "an output asked for on the command line (--record, --prometheus) cannot start"

@@ -26,6 +26,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from gputop.errors import BadUsage, CannotDo
+
 DEFAULT_ROOT = "gputop-captures"
 MIN_FREE = 2 * 2**30
 """Refuse to start with less free space than this (or 3x the capture's byte cap)."""
@@ -37,12 +39,17 @@ _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
-class CaptureError(Exception):
+class CaptureError(CannotDo):
     """A capture that cannot start or go on: the message says what happened and what to do."""
 
+    when = "a capture cannot start: the target gone, a folder refused, no room"
 
-class CaptureBoundsError(CaptureError):
-    """A bound given out of its range (--seconds, --rate, --steps, --max-mb): a usage error."""
+
+class CaptureBoundsError(BadUsage, CaptureError):
+    """A bound given out of its range (--seconds, --rate, --steps, --max-mb): a usage error,
+    and still a CaptureError for the screen's keys, which catch those."""
+
+    when = "a capture's --seconds, --rate, --steps or --max-mb out of its range"
 
 
 @dataclass(frozen=True)

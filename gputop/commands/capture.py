@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import signal
-import sys
 import threading
 
 NAME = "capture"
@@ -63,7 +62,7 @@ def _capture_dir_from_config() -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gputop.capture.folder import CaptureBoundsError, CaptureError, capture_root
+    from gputop.capture.folder import capture_root
     from gputop.capture.manifest import document
     from gputop.capture.take import Bounds, take
 
@@ -83,13 +82,7 @@ def run(args: argparse.Namespace) -> int:
                 if getattr(args, k)
             },
         )
-    except CaptureBoundsError as e:  # a flag out of range: usage, as argparse's own errors
-        print(f"gputop capture: {e}", file=sys.stderr)
-        return 2
-    except CaptureError as e:  # the target gone, a folder refused, no room: the world
-        print(f"gputop: {e}", file=sys.stderr)
-        return 1
-    finally:
+    finally:  # a CaptureError goes on to cli.main: a bound out of range with the usage
         signal.signal(signal.SIGINT, previous)
     if args.json:
         print(json.dumps(document(m), indent=2))

@@ -15,9 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gputop.errors import BadUsage, CannotDo
 
-class UsageError(Exception):
-    """Flags that contradict each other: argparse's usage message and exit code 2."""
+
+class UsageError(BadUsage):
+    """Flags that contradict each other, or a value only the command can check (a theme): said
+    with the command's usage, as argparse says its own errors."""
+
+    when = "flags that contradict each other, or a value only the command can check"
 
 
 # ---- flag groups ----
@@ -257,9 +262,11 @@ def require_terminal() -> None:
         )
 
 
-class NoTerminal(RuntimeError):
+class NoTerminal(CannotDo):
     """A screen mode started without a terminal (a pipe, /dev/null, cron): one line, exit 1.
     Textual would start anyway and busy-poll its input thread long after the job ended."""
+
+    when = "a screen mode started where stdin or stdout is not a terminal"
 
 
 def check_theme(config: Any) -> None:
@@ -359,7 +366,7 @@ def open_gpus(board: Board | None = None, timeout: float = 10.0, only: Any = Non
     opens NVML under a deadline (a wedged driver cannot hang gputop). When NVML cannot be used
     the source is ``NoGpus`` with one line saying why; each command decides whether it can go
     on without GPUs. ``only``: the GPUs to watch (``gpu_choice``); one it does not find is a
-    UsageError."""
+    NoSuchGpu (a usage error)."""
     from gputop.sources.feeds import NoGpus
     from gputop.sources.gpu_choice import NoSuchGpu
     from gputop.sources.nvml import NvmlSource
@@ -381,9 +388,9 @@ def open_gpus(board: Board | None = None, timeout: float = 10.0, only: Any = Non
     watchdog = Watchdog("NVML", timeout=timeout)
     try:
         return Gpus(watchdog.call(lambda: NvmlSource.open(only=only)), simulated, watchdog)
-    except NoSuchGpu as e:
+    except NoSuchGpu:
         watchdog.close()
-        raise UsageError(str(e)) from None
+        raise
     except NvmlUnavailable as e:
         return Gpus(NoGpus(e.what), simulated, watchdog, str(e))
     except SourceStalled as e:
@@ -498,28 +505,25 @@ def offer_agent(attached: Attached, load: bool, say: Any = None) -> None:
 
 def open_outputs(args: argparse.Namespace, mode: str, record: Any = None):  # -> Sinks
     """The --record and --prometheus sinks of a live mode, opened before anything starts so
-    that a bad flag stops the command at once (SinkError: one line)."""
-    from gputop.sinks import SinkError, Sinks
+    that a bad flag stops the command at once (a SinkError: one line)."""
+    from gputop.sinks import Sinks
 
     record = record if record is not None else getattr(args, "record", None)
     prometheus = getattr(args, "prometheus", None)
     opened: list[Any] = []
     if record is not None:
-        from gputop.record.writer import Recorder, RecordError
+        from gputop.record.writer import Recorder
 
-        try:
-            opened.append(Recorder(record))
-        except RecordError as e:
-            raise SinkError(str(e)) from None
+        opened.append(Recorder(record))
     if prometheus is not None:
         from gputop.export.prometheus import ExportError, open_exporter
 
         try:
             opened.append(open_exporter(prometheus))
-        except ExportError as e:
+        except ExportError:
             for sink in opened:
                 sink.close()
-            raise SinkError(str(e)) from None
+            raise
     sinks = Sinks(opened)
     sinks.meta = {"mode": mode}
     return sinks

@@ -22,6 +22,7 @@ from gputop.commands.common import (
     run_tui,
     ui_config,
 )
+from gputop.errors import CannotDo
 
 NAME = "demo"
 HELP = "the live monitor on a simulated board (no GPU needed)"
@@ -71,12 +72,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.trainer is not None and importlib.util.find_spec("torch") is None:
-        print(
-            f"gputop: --trainer runs a PyTorch trainer and {sys.executable} has no torch: "
-            "pip install 'gputop[torch]' (a CPU build is enough), or drop --trainer",
-            file=sys.stderr,
+        raise CannotDo(
+            f"--trainer runs a PyTorch trainer and {sys.executable} has no torch: "
+            "pip install 'gputop[torch]' (a CPU build is enough), or drop --trainer"
         )
-        return 1
     Board(args.board, args.driver, args.scenario, args.seed).checked()  # before the screen
     config = ui_config(args)
     sinks = open_outputs(args, "demo")

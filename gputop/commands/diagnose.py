@@ -82,10 +82,9 @@ def run(args: argparse.Namespace) -> int:
     if command:
         try:
             job = Job(command, log=args.log, owned=True)
-        except RunError as e:
+        except RunError:
             sinks.close()
-            print(f"gputop: {e}", file=sys.stderr)
-            return 127
+            raise
         job.forward_signals()
     pid = job.pid if job else args.pid
     try:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from gputop.errors import CannotDo
+
 NAME = "docs"
 HELP = "print one of gputop's documents (JSON fields, captures, metrics, formats)"
 DESCRIPTION = "Print one of the documents shipped with gputop (Markdown); with no NAME, list them."
@@ -38,8 +40,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         text = path.read_text("utf-8")
     except OSError as e:
-        print(f"gputop: cannot read {path}: {e.strerror or e}; reinstall gputop", file=sys.stderr)
-        return 1
+        raise CannotDo(f"cannot read {path}: {e.strerror or e}; reinstall gputop") from None
     sys.stdout.write(text)
     return 0
 

@@ -1,11 +1,12 @@
 """`gputop man`: gputop's manual page (roff), written from the parser --help shows, so the two
 never disagree. argparse-manpage renders the parser; the sections it cannot know (environment,
-files, exit status) are here."""
+files, exit status: from ``gputop.errors``) are here."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 
 NAME = "man"
 HELP = "print gputop's manual page (roff, for man)"
@@ -29,16 +30,6 @@ ENVIRONMENT = (
 )  # fmt: skip
 """What a user sets, and what it does (the man page's ENVIRONMENT)."""
 
-EXIT_STATUS = (
-    "The same in every command: 0 done; 1 what was asked could not be done (no such PID, no "
-    "NVIDIA driver and nothing else to watch, a capture that failed, `replay --check` found a "
-    "difference); 2 a bad flag, value or input file (a recording that is not one, --record to "
-    "a path that exists), said before anything opens (with the command's own usage for a "
-    "flag); 127 the command given to `gputop run` or `gputop diagnose --` cannot be started; "
-    "`gputop run` exits with its job's status."
-)
-"""README.md's "Exit status" says the same (a test holds them together)."""
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     pass
@@ -60,9 +51,10 @@ def manual(parser: argparse.ArgumentParser) -> str:
             "manual_title": "gputop manual",
         },
     )
-    env = "\n".join(f".TP\n\\fB{name}\\fR\n{_roff(text)}" for name, text in ENVIRONMENT)
-    page.add_section("ENVIRONMENT", "=", env)
-    page.add_section("EXIT STATUS", "=", _roff(EXIT_STATUS))
+    from gputop.errors import exit_status_table
+
+    page.add_section("ENVIRONMENT", "=", _tagged(ENVIRONMENT))
+    page.add_section("EXIT STATUS", "=", _tagged(exit_status_table()))
     page.add_section(
         "SEE ALSO",
         "=",
@@ -73,6 +65,11 @@ def manual(parser: argparse.ArgumentParser) -> str:
         ),
     )
     return str(page)
+
+
+def _tagged(rows: Sequence[tuple[str, str]]) -> str:
+    """(term, text) rows as roff tagged paragraphs: the term in bold, its text below."""
+    return "\n".join(f".TP\n\\fB{term}\\fR\n{_roff(text)}" for term, text in rows)
 
 
 def _roff(text: str) -> str:

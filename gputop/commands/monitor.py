@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from gputop.commands.common import (
     NoTerminal,
@@ -23,6 +22,7 @@ from gputop.commands.common import (
     run_tui,
     ui_config,
 )
+from gputop.errors import CannotDo
 
 NAME = None
 """The bare command: its flags are the top-level parser's."""
@@ -69,13 +69,11 @@ def run(args: argparse.Namespace) -> int:
     sinks = open_outputs(args, "monitor")
     gpus = open_gpus(board, only=gpu_choice(args))
     if gpus.missing and args.pid is None:
-        print(
-            f"gputop: {gpus.missing}. `gputop --pid PID` watches a training process without "
-            "GPUs; `gputop demo` shows the live monitor on a simulated board (no GPU needed).",
-            file=sys.stderr,
-        )
         sinks.close()
-        return 1
+        raise CannotDo(
+            f"{gpus.missing}. `gputop --pid PID` watches a training process without GPUs; "
+            "`gputop demo` shows the live monitor on a simulated board (no GPU needed)."
+        )
     try:
         require_terminal()
     except NoTerminal:

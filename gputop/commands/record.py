@@ -26,6 +26,7 @@ from gputop.commands.common import (
     open_gpus,
     open_outputs,
 )
+from gputop.errors import CannotDo
 
 NAME = "record"
 HELP = "record a training process without a screen (replay or report it later)"
@@ -85,8 +86,7 @@ def run(args: argparse.Namespace) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         close_session(session)
-        print(f"gputop: {failed[0]}", file=sys.stderr)
-        return 1
+        raise CannotDo(failed[0])
     watched = NoticingExit(attached.host)
     print(f"gputop: recording pid {args.pid} to {args.output} (ctrl+c stops)", file=sys.stderr)
     try:

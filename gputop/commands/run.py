@@ -82,8 +82,7 @@ def run(args: argparse.Namespace) -> int:
 
         binary = nsys.find_nsys()
         if binary is None:
-            print(f"gputop: {nsys.NO_NSYS}", file=sys.stderr)
-            return 127
+            raise RunError(nsys.NO_NSYS)
         session = nsys.session_name(f"{os.getpid()}-{int(time.time())}")
         command, env = nsys.launch_argv(binary, session, command), {nsys.SESSION_ENV: session}
     config = None if args.no_tui else ui_config(args)  # a bad --theme stops us before the job
@@ -97,11 +96,10 @@ def run(args: argparse.Namespace) -> int:
     sinks = None if args.no_tui else open_outputs(args, "run")  # bad flags stop us before the job
     try:
         job = Job(command, log=args.log, passthrough=args.no_tui, env=env)
-    except RunError as e:
+    except RunError:
         if sinks is not None:
             sinks.close()
-        print(f"gputop: {e}", file=sys.stderr)
-        return 127
+        raise
     if args.no_tui:
         return run_headless(job, AgentLink(job.pid))
     job.forward_signals()

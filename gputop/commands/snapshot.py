@@ -16,6 +16,7 @@ from gputop.commands.common import (
     json_help,
     open_gpus,
 )
+from gputop.errors import CannotDo
 
 NAME = "snapshot"
 HELP = "print one reading of every GPU (a table, or JSON with --json)"
@@ -52,14 +53,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from gputop.render.text import render_snapshot
     from gputop.snapshot import build_document, sample_pair
-    from gputop.sources.watchdog import SourceStalled
 
     board = board_from_flags(args)
     attached = attach(args.pid)
     gpus = open_gpus(board, timeout=args.timeout, only=gpu_choice(args))
     if gpus.problem:
-        print(f"gputop: {gpus.problem}", file=sys.stderr)
-        return 1
+        raise CannotDo(gpus.problem)
     host, link, stacks = attached.host, attached.agents, attached.stacks
     try:
         if host is not None:
@@ -75,10 +74,7 @@ def run(args: argparse.Namespace) -> int:
             agents=link.sample() if link is not None else None,
             stacks=stacks.sample() if stacks is not None else None,
         )
-    except SourceStalled as e:
-        print(f"gputop: {e}", file=sys.stderr)
-        return 1
-    finally:
+    finally:  # a SourceStalled goes on to cli.main: one line, exit 1
         gpus.close()
     if args.json:
         print(json.dumps(doc, indent=2))

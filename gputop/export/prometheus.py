@@ -42,6 +42,7 @@ from gputop.model.ranks import RankTotals, StepCounter, rank_labels, rank_work
 from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
 from gputop.model.throttle import ThrottleClock
+from gputop.sinks import SinkError
 from gputop.vocab.budget import SLICES
 from gputop.vocab.reasons import REASON_BITS
 from gputop.vocab.steps import STEP_PHASES as STANDARD_PHASES
@@ -77,8 +78,11 @@ BUCKETS: tuple[float, ...] = (
 LE: tuple[str, ...] = (*(floatToGoString(b) for b in BUCKETS), "+Inf")
 
 
-class ExportError(Exception):
-    """One line: what happened and what to do."""
+class ExportError(SinkError):
+    """The exporter cannot start (a bad --prometheus value, a port that cannot be had): one
+    line, what happened and what to do."""
+
+    when = "a --prometheus value that is no address, or a port that cannot be had"
 
 
 def parse_listen(spec: str) -> tuple[str, int]:

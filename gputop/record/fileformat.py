@@ -25,6 +25,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from gputop.errors import BadInput
+
 MAGIC = b"GPUTOP-RECORDING\n"
 FORMAT_VERSION = 1
 HEADER, DATA, SUMMARY = 1, 2, 3
@@ -35,8 +37,11 @@ MAX_FRAME = 64 * 2**20
 """No frame is ever this large: a larger length is damage, not a reason to allocate."""
 
 
-class RecordingError(Exception):
-    """The file cannot be read at all: one line saying what and what to do."""
+class RecordingError(BadInput):
+    """A file given to read (replay, report) cannot be read as a recording at all: one line
+    saying what and what to do. Writing one that cannot start is ``RecordError``."""
+
+    when = "a file given to replay or report that is no readable recording"
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,6 +34,7 @@ from gputop.record import events as ev
 from gputop.record.codec import Schema
 from gputop.record.fileformat import DATA, FORMAT_VERSION, HEADER, MAGIC, NEW_STREAM, SUMMARY, pack
 from gputop.record.summary import Accumulator
+from gputop.sinks import SinkError
 
 FLUSH_S = 1.0
 SUMMARY_S = 60.0
@@ -43,8 +44,11 @@ frame written again) every 10 minutes; summaries every minute inside it."""
 _JSON = json.JSONEncoder(separators=(",", ":"), allow_nan=True)
 
 
-class RecordError(Exception):
-    """The recording cannot start (one line: what and what to do)."""
+class RecordError(SinkError):
+    """A recording to write (--record, record -o) cannot be created: the path exists or cannot
+    be made (one line: what and what to do). Reading one is ``RecordingError``."""
+
+    when = "a recording to write whose path exists or cannot be created"
 
 
 def create(path: Path) -> int:

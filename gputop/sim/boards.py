@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gputop.errors import BadUsage
+
 MIB = 1024 * 1024
 
 
@@ -314,12 +316,16 @@ class BoardSpec:
         return f"{self.count}x {self.profile.name}" + (" (MIG)" if self.mig else "")
 
 
-class SimConfigError(ValueError):
+class SimConfigError(BadUsage):
     """A simulated board, driver or scenario the user asked for does not exist."""
+
+    when = "--sim-driver or --sim-scenario without --sim-board"
 
 
 class UnknownBoard(SimConfigError):
     """A board that cannot be simulated: an unknown name, a count outside 1..64, or MIG it lacks."""
+
+    when = "a --sim-board with an unknown name, a count outside 1..64, or MIG the board lacks"
 
 
 def parse_board(spec: str) -> BoardSpec:

@@ -162,6 +162,8 @@ CURRENT_DRIVER = "r580"
 class UnknownDriver(SimConfigError):
     """The driver generation asked for is not simulated; the message lists those that are."""
 
+    when = "a --sim-driver that is not simulated"
+
 
 def get_driver(key: str) -> DriverGeneration:
     """The generation named ``r580`` (any case); UnknownDriver listing the simulated ones."""
@@ -199,6 +201,8 @@ nothing for the generations simulated here (r515 is refused either way).
 
 class UnsupportedDriver(SimConfigError):
     """A board on a driver that predates its architecture: no such machine ever existed."""
+
+    when = "a --sim-driver older than the --sim-board's architecture"
 
 
 def supported_drivers(architecture: str) -> list[DriverGeneration]:

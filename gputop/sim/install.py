@@ -34,6 +34,8 @@ of nvidia-ml-py may move them (pyproject caps the versions this is tested with).
 class PynvmlChanged(SimConfigError):
     """This nvidia-ml-py keeps its library elsewhere: the simulated board cannot go below it."""
 
+    when = "a --sim-board under an nvidia-ml-py that moved the names the board replaces"
+
 
 def private_names_problem(module: Any = pynvml) -> str | None:
     """One line when ``module`` lacks a name the board needs (or has it as another type)."""

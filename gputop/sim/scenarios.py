@@ -137,6 +137,8 @@ SCENARIOS["mixed"] = Scenario(
 class UnknownScenario(SimConfigError):
     """The scenario asked for does not exist; the message lists those that do."""
 
+    when = "a --sim-scenario that does not exist"
+
 
 def get_scenario(key: str) -> Scenario:
     try:

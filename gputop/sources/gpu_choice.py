@@ -13,14 +13,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from gputop.errors import BadUsage
 from gputop.model.gpu import DeviceInfo
 
 MAX_CHOICES = 64
 """More GPUs than any node has: a longer list is a mistake, said as one."""
 
 
-class NoSuchGpu(ValueError):
+class NoSuchGpu(BadUsage):
     """A GPU the user named that this machine does not have (one line, exit status 2)."""
+
+    when = "--only or CUDA_VISIBLE_DEVICES names a GPU this machine does not have"
 
 
 @dataclass(frozen=True)

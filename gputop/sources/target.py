@@ -10,14 +10,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gputop.errors import CannotDo
 from gputop.sources.procfs import parse_stat
 
 GONE_STATES = ("Z", "X")
 """A zombie or a dead task has finished: its PID names no running program."""
 
 
-class TargetNotFound(RuntimeError):
+class TargetNotFound(CannotDo):
     """The PID to attach to does not exist; the message is for the user."""
+
+    when = "the PID to watch does not exist"
 
 
 @dataclass(frozen=True)

@@ -14,11 +14,16 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from gputop.errors import CannotDo
+
 T = TypeVar("T")
 
 
-class SourceStalled(RuntimeError):
-    """The source did not answer in time; ``since`` is when the stuck call started."""
+class SourceStalled(CannotDo):
+    """The source did not answer in time; ``since`` is when the stuck call started. The live
+    modes go on without it; a command that needs its reading stops with the message."""
+
+    when = "the driver did not answer a reading a command needs in time"
 
     def __init__(self, name: str, since: float, timeout: float) -> None:
         self.since = since

@@ -18,7 +18,8 @@ import pytest
 
 from gputop import DISTRIBUTION, __version__, schemas
 from gputop.commands import SUBCOMMANDS
-from gputop.commands.man import ENVIRONMENT, EXIT_STATUS
+from gputop.commands.man import ENVIRONMENT
+from gputop.errors import exit_status_table
 from gputop.resources import DOCS
 
 OUTSIDE = tempfile.gettempdir()
@@ -177,9 +178,21 @@ def test_the_man_page_is_the_parser_and_says_environment_and_exit_status():
         shown = subprocess.run(["man", "-l", "-"], input=page, capture_output=True, text=True,
                                timeout=60, env={**os.environ, "MANWIDTH": "100"})  # fmt: skip
         assert shown.returncode == 0 and "EXIT STATUS" in shown.stdout, shown.stderr
+    for status, _ in exit_status_table():
+        assert f".TP\n\\fB{status}\\fR\n" in page, status
 
 
-def test_the_readme_says_the_exit_status_the_man_page_does():
+def test_the_readme_exit_status_table_is_the_error_familys():
+    """README.md's table is written by hand; it must say what gputop.errors says (the table to
+    paste is printed when it does not)."""
     readme = (REPO / "README.md").read_text()
     section = readme.split("### Exit status\n", 1)[1].split("\n#", 1)[0]
-    assert " ".join(section.split()) == " ".join(EXIT_STATUS.split())
+    rows = [tuple(cell.strip() for cell in line.strip().strip("|").split("|"))
+            for line in section.splitlines()
+            if line.startswith("|") and not set(line) <= set("|-: ")]  # fmt: skip
+    expected = exit_status_table()
+    table = "\n".join(f"| {status} | {meaning} |" for status, meaning in expected)
+    assert rows[1:] == expected, (
+        f"README.md's Exit status table should read:\n| status | meaning |\n|---|---|\n{table}"
+    )
+    assert rows[0] == ("status", "meaning")

@@ -99,6 +99,11 @@ def test_the_vocabulary_is_below_everything():
     assert not broken(files("vocab"), pure(("gputop.vocab",)))
 
 
+def test_the_errors_are_below_everything_the_agent_aside():
+    """Sources, the simulator and the outputs raise them: they import nothing of gputop."""
+    assert not broken(files("errors.py"), pure(("gputop.errors",)))
+
+
 def test_the_model_is_pure_and_imports_nothing_above_it():
     assert not broken(files("model"), pure(("gputop.model", "gputop.vocab")))
 
