@@ -243,7 +243,8 @@ class Session:
             raise ValueError(f"unknown reading kind {kind!r}")
         held, self.evaluate_each = self.evaluate_each, self.evaluate_each and evaluate
         try:
-            return getattr(self, kind)(reading)
+            state: SessionState = getattr(self, kind)(reading)
+            return state
         finally:
             if held and not evaluate:
                 self._unevaluated = True
@@ -376,8 +377,8 @@ class Session:
         from gputop.diagnose.signals import step_signals
 
         # the evaluation just made on this reading has the step statistics: not computed twice
-        evaluated = self.evaluate_each and self._inputs is not None
-        steps = self._inputs.steps if evaluated else step_signals(sample)
+        inputs = self._inputs if self.evaluate_each else None
+        steps = inputs.steps if inputs is not None else step_signals(sample)
         if steps is not None and steps.shares:
             since = steps.since_step_s or 0.0
             if since > max(STALLED_S, STALLED_STEPS * steps.p99_ms / 1000):

@@ -28,6 +28,7 @@ import functools
 import sys
 import threading
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from gputop.agent.recorder import StepRecorder, _now
@@ -62,12 +63,12 @@ def _never() -> bool:
 class _Guard:
     """What every hook checks first, cheaply: torch.compile tracing, CUDA graph capture."""
 
-    compiling = staticmethod(_never)
+    compiling: Callable[[], bool] = staticmethod(_never)
     cuda: Any = None
 
     @classmethod
     def bind(cls, torch: Any) -> None:
-        cls.compiling = getattr(getattr(torch, "compiler", None), "is_compiling", _never)
+        cls.compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or _never
         cls.cuda = torch.cuda
 
 
@@ -436,7 +437,7 @@ def _wrap_collectives(rec: StepRecorder, dist: Any, c10d: Any) -> None:
                 setattr(owner, name, timed)
     work = getattr(dist, "Work", None) or getattr(c10d, "Work", None)
     wait = getattr(work, "wait", None)
-    if wait is not None and not getattr(wait, "__gputop__", False):
+    if work is not None and wait is not None and not getattr(wait, "__gputop__", False):
         try:
             work.wait = _timed(wait, sync, rec)
         except Exception:

@@ -17,7 +17,7 @@ import gc
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from gputop.vocab.steps import STEP_PHASES
 
@@ -69,7 +69,7 @@ class Phase:
                 self._ev = r.gpu_start()
         return self
 
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> bool:
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> Literal[False]:
         r = self._rec
         if r.on and self._t0:
             try:
@@ -158,7 +158,7 @@ class _NoPhase:
     def __enter__(self) -> _NoPhase:
         return self
 
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> bool:
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> Literal[False]:
         return False
 
 
@@ -284,6 +284,8 @@ class StepRecorder:
             self.acc = [0] * MAX_PHASES
             if flops is None:
                 flops = self.default_flops
+            gc_ns: int | None
+            gc_full: int | None
             if self._gc_cb is not None:
                 g, full = self.gc_ns, self.gc_full
                 gc_ns, gc_full = g - self._gc_ns_seen, full - self._gc_full_seen

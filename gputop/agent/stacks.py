@@ -86,12 +86,12 @@ class StackSampler:
         me = threading.get_ident()
         known = {t.ident: t for t in threading.enumerate()}
         frames = sys._current_frames()
-        threads = []
+        threads: list[dict[str, Any]] = []
         try:
             for ident, frame in frames.items():
                 if ident == me:
                     continue
-                stack = []
+                stack: list[tuple[str, str, int]] = []
                 f: Any = frame
                 while f is not None and len(stack) < STACK_DEPTH:
                     _, name, file = self._name(f.f_code)
@@ -102,7 +102,7 @@ class StackSampler:
                 threads.append({"tid": tid, "name": t.name if t else "?", "frames": stack})
         finally:
             del frames  # frames hold their locals alive: let them go now
-        for t in threads:  # a thread waiting in the stdlib is idle: no /proc read for it
-            waits = t["frames"] and t["frames"][0][1] in WAIT_FILES
-            t["active"] = not waits and bool(t["tid"]) and _state(t["tid"]) == "R"
+        for info in threads:  # a thread waiting in the stdlib is idle: no /proc read for it
+            waits = info["frames"] and info["frames"][0][1] in WAIT_FILES
+            info["active"] = not waits and bool(info["tid"]) and _state(info["tid"]) == "R"
         return threads

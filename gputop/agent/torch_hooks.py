@@ -94,7 +94,7 @@ def _wrap_dataloader(rec: StepRecorder) -> None:
 
     __next__.__gputop__ = True  # type: ignore[attr-defined]
     __next__.__wrapped__ = original  # type: ignore[attr-defined]
-    cls.__next__ = __next__
+    cls.__next__ = __next__  # type: ignore[method-assign]  # the loader's iterator, patched on purpose
 
 
 def _note_loader(it: Any) -> None:

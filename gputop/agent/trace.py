@@ -84,7 +84,8 @@ def _check(msg: dict[str, Any]) -> Request | str:
     steps = msg.get("steps")
     folder = msg.get("dir")
     cap = msg.get("max_bytes")
-    opts = msg.get("options") if isinstance(msg.get("options"), dict) else {}
+    options = msg.get("options")
+    opts: dict[str, Any] = options if isinstance(options, dict) else {}
     if not isinstance(rid, str) or not 0 < len(rid) <= 64:
         return "a request needs an id"
     kind = msg.get("kind")

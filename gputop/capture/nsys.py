@@ -98,8 +98,8 @@ def window(
     if began.returncode != 0:
         tail = began.stderr_tail.strip().splitlines()
         why = tail[-1] if tail else f"exit status {began.returncode}"
-        return m.ended("failed", f"nsys start failed: {why}",
-                       tool=replace(m.tool, stderr_tail=began.stderr_tail))  # type: ignore[arg-type]  # fmt: skip
+        tool = replace(m.tool, stderr_tail=began.stderr_tail) if m.tool else None
+        return m.ended("failed", f"nsys start failed: {why}", tool=tool)
     t0 = time.monotonic()
     while time.monotonic() - t0 < seconds and not cancel.is_set():
         progress(Progress(time.monotonic() - t0, seconds, "s"))
@@ -114,9 +114,9 @@ def window(
     files = tuple(folder.entry(n) for n in reports)
     took = time.monotonic() - t0
     if ended.returncode != 0 or not files:
-        why = ended.stderr_tail.strip().splitlines()[-1:] or ["no report was written"]
+        last = ended.stderr_tail.strip().splitlines()[-1:] or ["no report was written"]
         status = "partial" if files else "failed"
-        return m.ended(status, f"nsys stop: {why[0]}", tool=tool, files=files)
+        return m.ended(status, f"nsys stop: {last[0]}", tool=tool, files=files)
     if sum(f.bytes for f in files) > max_bytes:
         return m.ended("partial", f"the report is over the {max_bytes} byte cap", tool=tool,
                        files=files)  # fmt: skip

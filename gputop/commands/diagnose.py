@@ -114,11 +114,12 @@ def run(args: argparse.Namespace) -> int:
         close_session(session)
     stopped = False
     if job is not None:
-        if job.poll() is None:  # the duration is over: a diagnosis must not leave jobs behind
+        code = job.poll()
+        if code is None:  # the duration is over: a diagnosis must not leave jobs behind
             stopped = True
             d.exit_code = job.stop()
         else:
-            d.exit_code = exit_status(job.poll())
+            d.exit_code = exit_status(code)
     if gpus.missing:
         d.problems.insert(0, f"no GPU data: {gpus.missing}")
     if stopped:

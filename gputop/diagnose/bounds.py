@@ -354,9 +354,9 @@ def registry_problems(
         for x in b.slices:
             if x not in slices.SLICES:
                 out.append(f"bound {b.name!r}: names the slice {x!r}, which is no budget slice")
-    named = {x for b in registry for x in b.slices}
+    claimed = {x for b in registry for x in b.slices}
     for x in slices.SLICES:
-        if x not in named:
+        if x not in claimed:
             out.append(f"budget slice {x!r}: no bound names its loss (Bound.slices)")
     if schema_bounds is not None:
         enum_ = list(schema_bounds)

@@ -311,7 +311,8 @@ def agent_budget(
     if not 0 < total < math.inf:
         return None  # nothing timed, or numbers no clock gives
     raw = _normalised(acc)
-    shares, errors, samples = raw, {}, 0
+    shares, samples = raw, 0
+    errors: dict[str, float] = {}
     estimates: dict[str, Mapping[str, float]] = {"agent": raw}
     if stacks is not None and stacks.samples >= STACKS_MIN:
         samples = stacks.samples
@@ -426,7 +427,7 @@ def _job_slices(r: RankBudget, busy: float | None) -> tuple[Slice, ...]:
     """The typical rank's slices; a GPU idle as long as the losses add up to (within AGREE)
     holds the loss slices that reach that long (NVML cannot tell one loss from another)."""
     lost = sum(r.shares[n] for n in b.LOSSES)
-    held = ()
+    held: tuple[str, ...] = ()
     if busy is not None and abs((1 - busy) - lost) <= AGREE:
         held = tuple(n for n in b.LOSSES if r.shares[n] >= AGREE)
     return slices_of(r, {n: ("NVML",) for n in held})

@@ -104,6 +104,7 @@ def gpu_signals(
     lowered = False
     hottest = None
     seen = set()
+    v: float | None
     for w in windows:
         samples = w.samples
         if len(samples) > MAX_PER_GPU:  # evenly spaced, newest kept: means need no more
@@ -492,7 +493,7 @@ def _spikes(steps: Sequence[StepRecord], median_ns: float) -> tuple[Spike, ...]:
     GC time covers most of its excess, else the phase that grew most ("unmarked" included)."""
 
     def parts(s: StepRecord) -> dict[str, float]:
-        d = dict(s.phases)
+        d: dict[str, float] = dict(s.phases)
         d["unmarked"] = s.unaccounted_ns
         return d
 

@@ -51,7 +51,7 @@ def rank(findings: Sequence[Finding], ended: bool = False) -> list[Finding]:
     entries = {f.bound: bound(f.bound) for f in fired}
     explained = {b for f in fired for b in (*entries[f.bound].explains, *f.explains)}
 
-    def key(f: Finding) -> tuple:
+    def key(f: Finding) -> tuple[bool, bool, int, float, int]:
         return (
             ended and not entries[f.bound].after_exit,
             f.bound in explained,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import socket
 import threading
 from socketserver import ThreadingMixIn
-from typing import Any
+from typing import Any, cast
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import make_wsgi_app
@@ -73,7 +73,8 @@ def start_server(
     server_class = type(
         "BoundedServer", (BoundedServer,), {"address_family": family, "max_clients": max_clients}
     )
-    httpd = make_server(sockaddr[0], port, make_wsgi_app(registry), server_class, _Handler)
+    app = make_wsgi_app(registry)
+    httpd = cast(BoundedServer, make_server(str(sockaddr[0]), port, app, server_class, _Handler))
     thread = threading.Thread(target=httpd.serve_forever, name="gputop-metrics", daemon=True)
     thread.start()
     return httpd, thread

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from gputop.inject import debugger as dbg
 from gputop.inject import remote
@@ -167,7 +168,7 @@ def import_refusal(t: InjectTarget) -> str | None:
     env = {k: v for k, v in t.environ.items() if not k.startswith("GPUTOP_")}
     env["GPUTOP_DISABLE"] = "1"  # the check's own interpreter must not start an agent
     argv = [t.path, *t.flags, "-c", "import gputop.agent"]
-    as_user = {}
+    as_user: dict[str, Any] = {}
     if os.geteuid() == 0 and t.uid != 0:
         as_user = {"user": t.uid, "group": t.gid, "extra_groups": []}
     cwd = t.cwd if os.path.isdir(t.cwd) else "/"
@@ -306,6 +307,7 @@ def load_agent(
     queued: dict[int, tuple[InjectTarget, str | None, str | None]] = {}
     # the plan's refusals too: the result line is the whole story (the screen shows only it)
     problems = [f"pid {p.pid}: {p.refusal}" for p in plan.processes if p.refusal and p.python]
+    debugger: tuple[str, str] | None
     for p in plan.todo:
         t = p.target
         assert t is not None
@@ -340,12 +342,12 @@ def load_agent(
             break
         time.sleep(0.1)
     waiting: list[str] = []
-    for pid, (_t, c_call, script) in pending.items():
-        if script:
-            remote.remove_script(script)  # nothing stays on disk; a late safe point finds none
+    for pid, (_t, c_call, left) in pending.items():
+        if left:
+            remote.remove_script(left)  # nothing stays on disk; a late safe point finds none
         if not os.path.exists(f"/proc/{pid}"):
             problems.append(f"pid {pid} exited")
-        elif script:
+        elif left:
             waiting.append(
                 f"pid {pid}: no agent socket after {wait_s:g} s (a main thread inside a long C "
                 "call runs no Python; its stderr says why if the agent failed): try again"

@@ -190,10 +190,11 @@ def rank_from_env(env: Mapping[str, str]) -> RankId | None:
     for launcher, rank, local, world in LAUNCHERS:
         if _int(env.get(rank)) is not None:
             return RankId(_int(env[rank]), _int(env.get(local)), _int(env.get(world)), launcher)
-    local = _int(env.get("LOCAL_RANK"))
-    if local is not None:
+    local_rank = _int(env.get("LOCAL_RANK"))
+    if local_rank is not None:
         node = _int(env.get("NODE_RANK"))
-        return RankId(local if not node else None, local, _int(env.get("WORLD_SIZE")), "lightning")
+        rank_ = local_rank if not node else None
+        return RankId(rank_, local_rank, _int(env.get("WORLD_SIZE")), "lightning")
     return None
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 T = TypeVar("T")
 
@@ -68,8 +68,8 @@ class Ring(Generic[T]):
             return []
         a, b = self._slot(first), self._slot(end - 1) + 1
         if a < b:
-            return self._items[a:b]  # type: ignore[return-value]
-        return self._items[a:] + self._items[:b]  # type: ignore[operator]
+            return cast("list[T]", self._items[a:b])  # slots in [0, len) all hold items
+        return cast("list[T]", self._items[a:] + self._items[:b])
 
     def __iter__(self) -> Iterator[T]:
         for i in range(self._len):

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from gputop.vocab.steps import STEP_PHASES
 
-_EMPTY: Mapping = MappingProxyType({})
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 PIPELINE = STEP_PHASES
 """Pipeline order for display: the agent's own list (``gputop.vocab.steps``)."""

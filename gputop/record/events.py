@@ -125,7 +125,7 @@ def _unruns(raw: list[Any], names: Sequence[str]) -> list[Any]:
         n_, t0_, dur_ = names.index("step"), names.index("t0_ns"), names.index("dur_ns")
     except ValueError:
         raise CodecError("the file's steps lack step, t0_ns or dur_ns") from None
-    out = []
+    out: list[Any] = []
     for i, e in enumerate(raw):
         if not isinstance(e, list) or len(e) <= max(n_, t0_, dur_):
             raise CodecError("a step has the wrong shape")

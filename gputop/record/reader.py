@@ -106,12 +106,12 @@ class Recording:
         stream: Any = None
         last_verdict: ev.RecordedVerdict | None = None
         clock = _Clock()
-        begin = None
+        begin: int | None = None
         if start is not None or from_offset is not None:
             starts = self.segment_starts()
             if from_offset is not None:
                 begin = max((o for _, o in starts if o <= from_offset), default=None)
-            else:
+            elif start is not None:
                 begin = max((o for t, o in starts if t <= start), default=None)
         with self.path.open("rb") as f:
             for fr in frames(f, str(self.path), scan, start_offset=begin):
@@ -529,7 +529,7 @@ def open_recording(path: Path | str) -> Recording:
         )
     t0 = header.get("t0")
     finite = isinstance(t0, int | float) and -1e300 < t0 < 1e300  # float() of 10**400 raises
-    if not finite or not isinstance(header.get("fields"), dict):
+    if not finite or not isinstance(t0, int | float) or not isinstance(header.get("fields"), dict):
         raise RecordingError(f"{path} cannot be read: its header is incomplete")
     schema = Schema()
     try:

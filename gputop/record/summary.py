@@ -130,7 +130,7 @@ class Accumulator:
         principal = carry.get("principal")
         self.principal: str | None = principal if isinstance(principal, str) else None
         self.exited: bool = carry.get("exited") is True
-        self._fingerprints: dict[str, Any] = {}
+        self._fingerprints: dict[int, Any] = {}
         self._reset(None)
 
     def _reset(self, t: float | None) -> None:

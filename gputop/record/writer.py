@@ -87,7 +87,7 @@ class Recorder:
     # ---- the sink ----
 
     def start(self, devices: Sequence[DeviceInfo], meta: dict[str, Any]) -> None:
-        header = {
+        header: dict[str, Any] = {
             "format": "gputop.recording",
             "version": FORMAT_VERSION,
             "gputop_version": __version__,

@@ -501,7 +501,7 @@ class HostSource:
             cpu_usage_cores=usage,
             throttled_ratio=ratio,
             throttled_s_per_s=throttled,
-            mem_limit_bytes=limit.value if limit else None,
+            mem_limit_bytes=int(limit.value) if limit else None,
             mem_limit_path=str(limit.path) if limit else None,
             mem_current_bytes=mem.current if mem else None,
             mem_working_set_bytes=mem.working_set if mem else None,

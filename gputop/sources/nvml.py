@@ -436,7 +436,7 @@ class NvmlSource:
             temp = r("temp_c", N.nvmlDeviceGetTemperatureV, h, N.NVML_TEMPERATURE_GPU)
         else:
             temp = r("temp_c", N.nvmlDeviceGetTemperature, h, N.NVML_TEMPERATURE_GPU)
-        gpm_values: dict[str, float | None] = {}
+        gpm_values: dict[str, Any] = {}  # GpuSample's GPM fields by name: floats or None
         if dev.gpm is not None:
             try:
                 gpm_values, gpm_na = dev.gpm.read(t)

@@ -15,6 +15,7 @@ import signal
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -144,7 +145,7 @@ class GputopApp(App):
     ]
     """The key bar's entries (binding ids, label), most important first: at 80 columns the
     last ones give way to "? more keys" (``ui/keybar.py``)."""
-    HELP = {
+    KEY_HELP = {
         "quit": "leave gputop, restoring the terminal (F10 as in htop)",
         "pause": "freeze the display; collection goes on, nothing is lost",
         "help": "this screen",
@@ -332,6 +333,10 @@ class GputopApp(App):
         if self.offer is not None:
             self.run_worker(self._first_look, thread=True, group="load_agent")
 
+    def _deliver(self, kind: str, value: object) -> None:
+        """A sampler's reading, handed to the app's thread as a message."""
+        self.post_message(Reading(kind, value))
+
     def _start_samplers(self) -> None:
         """One sampler thread per feed, at the feed's own rate (``sources/feeds.py``)."""
         from gputop.sources.watchdog import Watchdog
@@ -341,7 +346,7 @@ class GputopApp(App):
             self._samplers.append(
                 Sampler(
                     read=f.read,
-                    deliver=lambda value, kind=f.kind: self.post_message(Reading(kind, value)),
+                    deliver=partial(self._deliver, f.kind),
                     fail=lambda text: self.post_message(SourceTrouble(text)),
                     interval=f.period,
                     watchdog=Watchdog(f.what, timeout=f.timeout),
@@ -907,6 +912,11 @@ class GputopApp(App):
                 continue  # only where an agent can be loaded (gputop --pid)
             keys = self.keys_of(b)
             rows.append(
-                (keys, self.HELP.get(b.id, b.description), b.id, self.unavailable_reason(b.action))
+                (
+                    keys,
+                    self.KEY_HELP.get(b.id, b.description),
+                    b.id,
+                    self.unavailable_reason(b.action),
+                )
             )
         return rows

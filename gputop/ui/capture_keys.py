@@ -41,8 +41,8 @@ class CaptureKeys:
     def __init__(
         self,
         pid: int | None,
-        post: Callable[[CaptureView], None],
-        run_thread: Callable[[Callable[[], None], str], None],
+        post: Callable[[CaptureView], object],
+        run_thread: Callable[[Callable[[], None], str], object],
         capture_dir: str | None = None,
         seconds: float = 10.0,
         identity: Any = None,

@@ -50,7 +50,7 @@ def _progress(v: CaptureView) -> str:
 def capture_lines(views: Sequence[CaptureView], style: StyleFor, width: int) -> list[Text]:
     """Running captures first, then the newest finished ones; at most SHOWN lines."""
     order = sorted(views, key=lambda v: (v.status != "running", -v.key))[:SHOWN]
-    lines = []
+    lines: list[Text] = []
     for v in order:
         line = Line(style).add(" capture " if not lines else "         ", "name")
         line.label(f"{NAMES.get(v.kind, v.kind)} of pid {v.pid}  ")

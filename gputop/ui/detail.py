@@ -158,7 +158,9 @@ class DetailScreen(Screen):
         width = max(40, self.size.width - 4)
         t0 = history[-1].t if history else 0.0
         seconds = [h.t - t0 for h in history]
-        activity = [("util %", [h.util_gpu_pct for h in history])]
+        activity: list[tuple[str, Sequence[float | None]]] = [
+            ("util %", [h.util_gpu_pct for h in history])
+        ]
         if d.gpm_supported:
             activity.append(("SM active %", [h.sm_active_pct for h in history]))
             activity.append(("tensor %", [h.tensor_active_pct for h in history]))

@@ -101,8 +101,8 @@ class HelpScreen(ModalScreen):
             if present:
                 parts.append(_group(title, present, wide))
         if not wide:
-            ids = ", ".join(r[2] for r in rows.values())
-            parts.append(Text(f"\nids for [keys] in config.toml: {ids}", style="dim"))
+            every = ", ".join(r[2] for r in rows.values())
+            parts.append(Text(f"\nids for [keys] in config.toml: {every}", style="dim"))
         return Group(*parts)
 
     def _panes(self) -> Table:

@@ -113,9 +113,9 @@ def checked_keymap(
 ) -> tuple[dict[str, str], list[str]]:
     """The keymap to give Textual and one problem line per refused entry. ``bindings``: the
     app's, each with an id; ``where``: the config file, to prefix the lines."""
-    bindings = [b for b in bindings if b.id is not None]
-    defaults = {b.id: parse_keys(b.key) for b in bindings}
-    actions = {b.id: b.action for b in bindings}
+    ids = [(b.id, b) for b in bindings if b.id is not None]
+    defaults = {bid: parse_keys(b.key) for bid, b in ids}
+    actions = {bid: b.action for bid, b in ids}
     prefix = f"{where}: [keys]" if where else "[keys]"
     problems: list[str] = []
     unknown = [bid for bid in wanted if bid not in defaults]

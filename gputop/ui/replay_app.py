@@ -45,8 +45,8 @@ class ReplayApp(GputopApp):
         (("speed_down", "speed_up"), "Speed"),
         *GputopApp.FOOTER[3:],
     ]
-    HELP = {
-        **GputopApp.HELP,
+    KEY_HELP = {
+        **GputopApp.KEY_HELP,
         "pause": "stop or resume the playback",
         "seek_back": "back 10 s (shift: 1 min)",
         "seek_forward": "forward 10 s (shift: 1 min)",

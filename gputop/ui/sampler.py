@@ -21,8 +21,8 @@ class Sampler:
     def __init__(
         self,
         read: Callable[[], Any],
-        deliver: Callable[[Any], None],
-        fail: Callable[[str], None],
+        deliver: Callable[[Any], object],
+        fail: Callable[[str], object],
         interval: float,
         watchdog: Watchdog | None = None,
         name: str = "gputop-sampler",

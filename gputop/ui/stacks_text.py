@@ -62,7 +62,7 @@ def _stack_lines(window: Sequence[StacksSample], style: StyleFor, short: bool) -
     latest = window[-1]
     if latest.problem:
         return [Line(style).add(" stacks ", "name").add(latest.problem, "bad").text]
-    lines = []
+    lines: list[Text] = []
     errors = [p for p in latest.processes if p.error]
     ranks = {p.pid: p.rank for p in latest.processes if p.role == RANK}
     procs = {p.pid: p for p in latest.processes}

@@ -7,7 +7,7 @@ time no marker covered shown as "unmarked".
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from rich.text import Text
 
@@ -85,7 +85,7 @@ def step_lines(
         head.label(f"pid {a.pid}: waiting for the first steps")
         return [head.text]
     durs = [s.dur_ns for s in steps]
-    med = median_ms(durs)
+    med = median_ms(durs) or 0.0  # steps is not empty: a median exists
     p90 = percentile(sorted(durs), 90) / 1e6
     head.label(f"#{steps[-1].step}  step ").add(f"{med:.0f} ms").label(f" (p90 {p90:.0f})  ")
     spark_w = max(8, min(30, width - 100))
@@ -133,8 +133,8 @@ def step_lines(
         now = Line(style).label(" now ")
         now.label(f"between phases, {a.since_step_s or 0:.1f} s since the last step")
     fp = a.fingerprint
-    loader = fp.get("dataloader") or {}
-    if loader:
+    loader = fp.get("dataloader")
+    if isinstance(loader, Mapping) and loader:
         now.label(f"  workers {loader.get('num_workers')} pin {loader.get('pin_memory')}")
     if fp.get("intra_op_threads") is not None:
         now.label(f"  torch threads {fp['intra_op_threads']}")

@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
@@ -108,7 +109,7 @@ def theme_from_table(data: dict) -> Theme:
     if "primary" not in colours:
         raise ThemeError("needs a [textual] table with at least primary")
     _unknown(set(colours) - COLOR_FIELDS, "[textual] colours")
-    kwargs = {k: _color(v, f"[textual] {k}") for k, v in colours.items()}
+    kwargs: dict[str, Any] = {k: _color(v, f"[textual] {k}") for k, v in colours.items()}
     variables = _variables(data)
     ansi = _flag(data, "ansi", False)
     if ansi:  # Textual's own CSS reads these in ANSI themes

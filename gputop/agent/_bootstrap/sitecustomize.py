@@ -15,6 +15,11 @@ except Exception as e:  # never stop the user's program from starting
 _here = os.path.dirname(os.path.abspath(__file__))
 _rest = [p for p in sys.path if os.path.abspath(p or ".") != _here]
 _spec = importlib.machinery.PathFinder.find_spec("sitecustomize", _rest)
-if _spec is not None and _spec.origin and os.path.dirname(_spec.origin) != _here:
+if (
+    _spec is not None
+    and _spec.loader is not None
+    and _spec.origin
+    and os.path.dirname(_spec.origin) != _here
+):
     _module = importlib.util.module_from_spec(_spec)
     _spec.loader.exec_module(_module)

@@ -24,7 +24,6 @@ from gputop.diagnose.rules.gpu import (
     throttled_thermal,
 )
 from gputop.diagnose.rules.host import (
-    DATA_BOUNDS,
     cpu_oversubscribed,
     host_memory_pressure,
     pools_crowd,
@@ -42,6 +41,7 @@ from gputop.diagnose.rules.steps import (
     side_work,
     straggler,
 )
+from gputop.vocab.bounds import DATA_BOUNDS
 
 __all__ = [
     "DATA_BOUNDS",

@@ -94,9 +94,11 @@ def _intra_op(sig: RuleInputs) -> int | None:
     threads = sig.steps.fingerprint.get("intra_op_threads") if sig.steps else None
     if threads is None and sig.host is not None and sig.host.omp:
         threads = sig.host.omp
+    if not isinstance(threads, int | float | str):
+        return None  # not said, or not a number (the fingerprint comes from the trainer)
     try:
-        return int(threads) if threads is not None else None
-    except (TypeError, ValueError):
+        return int(threads)
+    except ValueError:
         return None
 
 
