@@ -51,7 +51,7 @@ class Sink(Protocol):
 class Sinks:
     """Fans every reading out to the sinks; a sink that raises is dropped with its reason."""
 
-    def __init__(self, sinks: Sequence[Any] = ()) -> None:
+    def __init__(self, sinks: Sequence[Sink] = ()) -> None:
         self.sinks = list(sinks)
         self.problems: list[str] = []
         self.meta: dict[str, Any] = {}

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import collections
 import gc
-import threading
 import time
 from collections.abc import Callable
 from typing import Any, Literal
@@ -210,7 +209,6 @@ class StepRecorder:
         self.cuda_events: Callable[[], Any] | None = None
         self._gpu_pending: collections.deque[tuple[int, int, Any, Any]] = collections.deque()
         self.gpu_dropped = 0
-        self.thread_id = threading.get_ident()
         self.gc_ns = 0
         """Nanoseconds in garbage collections so far, written only by the gc callback (the
         interpreter runs one collection at a time); steps take differences, so a collection

@@ -30,7 +30,6 @@ from gputop.model.stack_stats import (
 from gputop.model.stacks import Frame, StacksSample
 from gputop.model.step_stats import Mfu, gc_share, loop_share, mfu_of, phase_shares, tail_ms, usable
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
-from gputop.vocab import stacks as stack
 from gputop.vocab import steps as step
 from gputop.vocab.reasons import POWER_REASONS, THERMAL_REASONS
 
@@ -47,7 +46,6 @@ class GpuSignals:
     sm_active: float | None
     tensor: float | None
     dram: float | None
-    util_mem: float | None
     clock_ratio: float | None
     power_ratio: float | None
     limit_lowered: bool
@@ -94,8 +92,8 @@ def gpu_signals(
     runs on every refresh, over up to minutes of readings of every GPU."""
     max_clock = {d.index: d.max_sm_clock_mhz for d in devices}
     default_limit = {d.index: d.default_power_limit_w for d in devices}
-    n_util = n_sm = n_tensor = n_dram = n_mem = n_ratio = n_power = n_rx = 0
-    t_util = sq_util = t_sm = t_tensor = t_dram = t_mem = t_ratio = t_power = t_rx = 0.0
+    n_util = n_sm = n_tensor = n_dram = n_ratio = n_power = n_rx = 0
+    t_util = sq_util = t_sm = t_tensor = t_dram = t_ratio = t_power = t_rx = 0.0
     busy = throttled_power = throttled_thermal = count = 0
     n_recent = n_sm_recent = 0
     t_recent = t_sm_recent = 0.0
@@ -139,10 +137,6 @@ def gpu_signals(
             if v is not None:
                 n_dram += 1
                 t_dram += v
-            v = s.util_mem_pct
-            if v is not None:
-                n_mem += 1
-                t_mem += v
             reasons = s.reasons
             if "gpu_idle" not in reasons:
                 busy += 1
@@ -180,7 +174,6 @@ def gpu_signals(
         sm_active=_avg(t_sm, n_sm),
         tensor=_avg(t_tensor, n_tensor),
         dram=_avg(t_dram, n_dram),
-        util_mem=_avg(t_mem, n_mem),
         clock_ratio=_avg(t_ratio, n_ratio),
         power_ratio=_avg(t_power, n_power),
         limit_lowered=lowered,
@@ -449,7 +442,6 @@ class StepSignals:
     ranks: int
     steps: int
     median_ms: float = 0
-    p90_ms: float = 0
     cv: float = 0
     shares: dict[str, float] = field(default_factory=dict)
     spikes: tuple[Spike, ...] = ()
@@ -588,7 +580,6 @@ def _step_signals(agents: AgentsSample, gpu_names: Sequence[str]) -> StepSignals
         ranks=len(ranked_agents),
         steps=len(steps),
         median_ms=med / 1e6,
-        p90_ms=tail_ms(durs, 0.9),
         cv=cv,
         shares=dict(phase_shares(steps)),
         spikes=_spikes(longer, long_med),
@@ -616,7 +607,6 @@ class StackSignals:
     samples: int
     main_shares: dict[str, float]
     """Phase shares of the main threads of the main process and ranks."""
-    worker_fetch: float | None
     errors: tuple[str, ...]
     still: tuple[Stillness, ...] = ()
     """Every main and rank process's current run of one main-thread stack (the hang rule)."""
@@ -635,17 +625,11 @@ def stack_signals(window: Window[StacksSample] | None) -> StackSignals | None:
         return None
     shares = thread_shares(window.samples, main_only=True)
     mains = [s for s in shares if s.role != WORKER]
-    workers = [s for s in shares if s.role == WORKER]
     total = sum(s.samples for s in mains)
     combined: dict[str, float] = {}
     for s in mains:
         for phase, share in s.shares:
             combined[phase] = combined.get(phase, 0.0) + share * s.samples / max(total, 1)
-    fetch = (
-        sum(dict(s.shares).get(stack.FETCH, 0.0) for s in workers) / len(workers)
-        if workers
-        else None
-    )
     errors = tuple({p.error for s in window.samples[-1:] for p in s.processes if p.error})
     workers_at = tuple(
         (pid, waits_in(t, by_phase=False), user_frame(t.frames))
@@ -654,7 +638,6 @@ def stack_signals(window: Window[StacksSample] | None) -> StackSignals | None:
     return StackSignals(
         samples=total,
         main_shares=combined,
-        worker_fetch=fetch,
         errors=errors,
         still=tuple(stillness(window.samples)),
         workers_at=workers_at,

@@ -13,7 +13,6 @@ from types import MappingProxyType
 _NONE: Mapping[str, str] = MappingProxyType({})
 
 DATALOADER_WORKER = "pt_data_worker"
-PIN_MEMORY_THREAD = "pt_data_pin"
 
 MAIN, RANK, WORKER, CHILD = "main", "rank", "worker", "child"
 """The roles of a process in the attached tree (``roles``)."""

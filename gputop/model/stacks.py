@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 AGENT = "agent"
 PY_SPY = "py-spy"
-READERS = (AGENT, PY_SPY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +51,7 @@ class ProcessStacks:
     rank: int | None = None
     """A rank's number when known (``model.host.roles``)."""
     via: str = PY_SPY
-    """Who read the stacks: the process's own agent or py-spy (``READERS``)."""
+    """Who read the stacks: the process's own agent (``AGENT``) or py-spy (``PY_SPY``)."""
     taken: float | None = None
     """When they were read, on the reading's clock: a process not read again since keeps its
     last stacks in later readings with the same ``taken`` (one read, counted once: ``reads``);

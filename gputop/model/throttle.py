@@ -2,14 +2,13 @@
 /metrics (``gputop_gpu_throttle_seconds``) and ``gputop report`` (they used two). Pure.
 
 The rule. NVML's reasons bitmask (``nvmlDeviceGetCurrentClocksEventReasons``) is the state
-at the moment of the reading, not a summary of the time before it. Like every time-weighted
-share in the model (``Window.fraction``), a reading stands for the time until the next
-reading of that GPU: the interval is charged to the reasons of the reading that began it
-(sample and hold), when the next one arrives, so a counter only ever counts time already
-past. A reading that shows no reason (none active, NVML gave no mask, the GPU was lost)
-stands for none. An interval of ``MAX_HOLD_S`` or more is a gap (the monitor paused, the machine
-slept, the sampler hung): nothing was observed there, so it counts for no reason; the
-verdict's time in the report drops such gaps the same way.
+at the moment of the reading, not a summary of the time before it. So a reading stands for
+the time until the next reading of that GPU: the interval is charged to the reasons of the
+reading that began it (sample and hold), when the next one arrives, so a counter only ever
+counts time already past. A reading that shows no reason (none active, NVML gave no mask, the
+GPU was lost) stands for none. An interval of ``MAX_HOLD_S`` or more is a gap (the monitor
+paused, the machine slept, the sampler hung): nothing was observed there, so it counts for no
+reason; the verdict's time in the report drops such gaps the same way.
 """
 
 from __future__ import annotations

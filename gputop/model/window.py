@@ -100,25 +100,3 @@ class Window(Generic[S]):
             total += v1 - v0
             elapsed += t1 - t0
         return total / elapsed if elapsed > 0 else None
-
-    def fraction(self, condition: Callable[[S], bool | None]) -> float | None:
-        """Share of the window's time during which ``condition`` held.
-
-        Each sample stands for the time until the next one; the last one stands until ``end``.
-        Samples for which the condition is undecidable (returns None) are left out of both sides.
-        """
-        held = 0.0
-        known = 0.0
-        for i, s in enumerate(self.samples):
-            nxt = self.samples[i + 1].t if i + 1 < len(self.samples) else self.end
-            dt = max(0.0, nxt - s.t)
-            verdict = condition(s)
-            if verdict is None:
-                continue
-            known += dt
-            if verdict:
-                held += dt
-        if known > 0:
-            return held / known
-        decided = [c for c in (condition(s) for s in self.samples) if c is not None]
-        return sum(1 for c in decided if c) / len(decided) if decided else None

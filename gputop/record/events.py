@@ -33,8 +33,6 @@ from gputop.vocab.budget import SLICES
 MAX_RANKS = 4096
 """Ranks a recorded budget may hold (one node's monitor sees its own: far fewer)."""
 
-_AGENT_FIELDS = tuple(f.name for f in dataclasses.fields(AgentState) if f.name != "steps")
-
 
 def steps_delta(prev: Sequence[StepRecord] | None, cur: Sequence[StepRecord]) -> Any:
     """How ``cur`` differs from ``prev`` (see the module doc); None for "unchanged"."""

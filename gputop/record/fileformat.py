@@ -66,7 +66,6 @@ class Scan:
     """Frames read so far, and why reading stopped early (None: the file ended cleanly)."""
 
     damage: str | None = None
-    end_offset: int = 0
 
 
 def frames(
@@ -90,28 +89,23 @@ def frames(
     while True:
         raw = f.read(FRAME.size)
         if not raw:
-            scan.end_offset = offset
             return
         if len(raw) < FRAME.size:
             scan.damage = _cut(offset)
-            scan.end_offset = offset
             return
         kind, flags, length, t, head_crc, crc = FRAME.unpack(raw)
         if zlib.crc32(raw[: HEAD.size]) != head_crc:
             scan.damage = f"damaged at byte {offset:,} (frame header checksum mismatch)"
-            scan.end_offset = offset
             return
         misplaced = (kind == HEADER) != (offset == len(MAGIC))  # the header only, first
         if kind not in (HEADER, DATA, SUMMARY) or misplaced or length > MAX_FRAME or t != t:
             scan.damage = f"damaged at byte {offset:,} (not a frame there)"
-            scan.end_offset = offset
             return
         if skip_data and kind == DATA:
             here = f.tell()
             end = f.seek(length, 1)
             if f.seek(0, 2) < end:
                 scan.damage = _cut(offset)
-                scan.end_offset = offset
                 return
             f.seek(here + length)
             yield FileFrame(kind, flags, t, b"", offset)
@@ -120,11 +114,9 @@ def frames(
         payload = f.read(length)
         if len(payload) < length:
             scan.damage = _cut(offset)
-            scan.end_offset = offset
             return
         if zlib.crc32(payload) != crc:
             scan.damage = f"damaged at byte {offset:,} (checksum mismatch)"
-            scan.end_offset = offset
             return
         yield FileFrame(kind, flags, t, payload, offset)
         offset += FRAME.size + length

@@ -366,7 +366,3 @@ def quantile_of(hist: dict[str, int], q: float) -> float | None:
         if seen >= q * total:
             return bucket_value(b)
     return bucket_value(items[-1][0])
-
-
-def median_of(hist: dict[str, int]) -> float | None:
-    return quantile_of(hist, 0.5)

@@ -42,8 +42,6 @@ DISPLAY_MODE_DEPRECATED_FROM = 580
 """nvidia-smi prints display_mode as "Requested functionality has been deprecated" in the 580
 and 595 captures (H100, L40S, T4) and "Enabled" in the 570 one (A100)."""
 
-ARCH_NAMES = {6: "Turing", 7: "Ampere", 8: "Ada Lovelace", 9: "Hopper"}
-
 
 def _val(x: Any) -> int:
     """An integer argument, whether passed as a Python int or a ctypes scalar."""

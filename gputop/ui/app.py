@@ -274,18 +274,6 @@ class GputopApp(App):
         return self.state.verdict
 
     @property
-    def host_latest(self) -> HostSample | None:
-        return self.state.host
-
-    @property
-    def agents_latest(self) -> AgentsSample | None:
-        return self.state.agents
-
-    @property
-    def stacks_latest(self) -> StacksSample | None:
-        return self.state.stacks
-
-    @property
     def captures(self) -> dict[int, CaptureView]:
         return self.capture_keys.views
 

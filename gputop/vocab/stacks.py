@@ -34,8 +34,6 @@ USER_CODE = "user code"
 STACK_PHASES = (FETCH, WORKER_IDLE, PIN_MEMORY, COLLECTIVE_WAIT, HOST_SYNC, CHECKPOINT_SAVE,
                 EVAL, DATA_WAIT, BACKWARD, OPTIMIZER, FORWARD, LOGGING, LOCK_WAIT, BLOCKED, IDLE,
                 USER_CODE)  # fmt: skip
-PARKED_PHASES = frozenset({COLLECTIVE_WAIT, LOCK_WAIT, BLOCKED, HOST_SYNC, DATA_WAIT})
-"""Phases of a thread that waits: the same stack there for long is hang evidence."""
 SIDE_PHASES = (CHECKPOINT_SAVE, EVAL, LOGGING, EVAL_LOG)
 """Work beside training: a main thread there is not training (side-work)."""
 MODEL_PHASES = (FORWARD, BACKWARD, OPTIMIZER)

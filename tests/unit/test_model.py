@@ -135,17 +135,6 @@ def test_rate_of_a_counter_uses_monotonic_deltas_and_ignores_resets():
     assert w.rate("v") == pytest.approx(400.0 / 3.0)
 
 
-def test_fraction_is_time_weighted():
-    # throttled for 1 s out of 4: samples at 0 (no), 1 (yes), 2 (no), window ends at 4
-    w = _w([0.0, 1.0, 0.0], times=[0.0, 1.0, 2.0], end=4.0)
-    assert w.fraction(lambda s: s.v > 0.5) == pytest.approx(0.25)
-
-
-def test_fraction_leaves_out_undecidable_samples():
-    w = _w([0.0, None, 1.0], times=[0.0, 1.0, 2.0], end=3.0)
-    assert w.fraction(lambda s: None if s.v is None else s.v > 0.5) == pytest.approx(0.5)
-
-
 def test_window_latest_and_span():
     w = _w([1.0, 2.0, 3.0], times=[10.0, 11.0, 13.0])
     assert w.latest.v == 3.0
