@@ -409,93 +409,117 @@ def side_work(sig: RuleInputs) -> Finding:
     has its band (HOLD) while side-work is the principal: a few spikes leaving the window do
     not end a side-work verdict whose cause is still there."""
     st = sig.steps
-    agree, missing = [], []
-    side = 0.0
-    gc_spikes = False
+    missing: list[str] = []
+    seen: list[_Side] = []
     side_share = band(SIDE_SHARE, sig, SIDE_WORK)
     if st is None or not st.shares:
         missing.append("agent")
     else:
-        side = sum(st.shares.get(p, 0.0) for p in step.SIDE_PHASES)
-        if side > side_share:
-            named = {step.CHECKPOINT: "checkpointing", step.EVAL: "evaluation",
-                     step.EVAL_LOG: "evaluation", step.LOG: "logging"}  # fmt: skip
-            parts: dict[str, float] = {}
-            for phase, what in named.items():
-                parts[what] = parts.get(what, 0.0) + st.shares.get(phase, 0.0)
-            which = " + ".join(f"{w} {pct(v)}" for w, v in parts.items() if v >= 0.005)
-            text = f"{which} of step time (> {pct(side_share)} together)"
-            agree.append(Evidence(text, "agent"))
-        n, med = st.spike_steps or st.steps, st.spike_median_ms or st.median_ms
-        total = med * n + sum(s.ms - med for s in st.spikes)
-        spikes = tuple(s for s in st.spikes if s.grew.startswith("gc") or s.grew in SIDE_GROWTH)
-        periodic = max(PERIODIC_MIN, n // PERIODIC_OF)
-        if len(spikes) > periodic:
-            # slow steps are the norm (a noisy machine): only measured GC pauses still stand out
-            spikes = tuple(s for s in spikes if s.grew.startswith("gc"))
-        excess = sum(s.ms - med for s in spikes)
-        spike_time = band(SPIKE_TIME, sig, SIDE_WORK)
-        if spikes and len(spikes) <= periodic and total and excess / total > spike_time:
-            phases = sorted({s.grew for s in spikes})
-            gc_spikes = any(p.startswith("gc") for p in phases)
-            if "gc" in phases and "gc (full collections)" in phases:
-                phases.remove("gc")  # one GC entry: a young collection lengthened by load too
-            agree.append(
-                Evidence(
-                    f"{len(spikes)} of {n} steps over {SPIKE:g}x the median "
-                    f"({med:.0f} ms), {pct(excess / total)} of the time "
-                    f"(> {pct(spike_time)}), growing in {', '.join(phases)}",
-                    "agent",
-                )
-            )
-            side = max(side, excess / total)
-        if st.gc_share is not None and (gc_spikes or st.gc_share > side_share):
-            over = f" (> {pct(side_share)})" if st.gc_share > side_share else ""
-            agree.append(
-                Evidence(
-                    f"Python garbage collection {pct(st.gc_share)} of step time{over}, "
-                    f"{st.gc_full} full collections in {n} steps",
-                    "agent",
-                )
-            )
-            side = max(side, st.gc_share)
+        spikes = _side_spikes(st, sig)
+        gc = _gc_pauses(st, spikes.gc, side_share)
+        seen += [_side_phases(st.shares, side_share), spikes, gc]
     shares = stack_shares(sig)
     if shares is None:
         missing.append("stacks")
     else:
-        n = sig.stacks.samples if sig.stacks else 0
-        saving = shares.get(stack.CHECKPOINT_SAVE, 0)
-        evaluating = shares.get(stack.EVAL, 0) + shares.get(stack.EVAL_LOG, 0)
-        # the agent has the step's numbers, unless the step in progress is itself the side
-        # work: an eval pass of 10 s shows in no finished step until it ends
-        timed = st is not None and bool(st.shares) and not _step_overdue(st)
-        if timed:  # corroboration
-            if saving > SAVE_SHARE:
-                agree.append(
-                    Evidence(
-                        f"main thread in torch.save in {saving:.0%} of {n} stack samples "
-                        f"(> {pct(SAVE_SHARE)})",
-                        "stacks",
-                    )
-                )
-        elif saving + evaluating > side_share:
-            parts = [f"in torch.save {pct(saving)}"] if saving else []
-            if evaluating:
-                parts.append(f"in an eval pass or logging {pct(evaluating)}")
-            agree.append(
-                Evidence(
-                    f"main thread {', '.join(parts)} of {n} stack samples "
-                    f"(> {pct(side_share)} of the time)",
-                    "stacks",
-                )
-            )
-            side = max(side, saving + evaluating)
+        seen.append(_side_stacks(shares, sig, side_share))
+    agree = [e for s in seen for e in s.evidence]
     summary = (
         "garbage collection pauses stall training"
-        if gc_spikes
+        if any(s.gc for s in seen)
         else "periodic side work stalls training"
     )
-    return finding(SIDE_WORK, agree, [], missing, summary, impact=side)
+    impact = max((s.share for s in seen), default=0.0)
+    return finding(SIDE_WORK, agree, [], missing, summary, impact=impact)
+
+
+@dataclass(frozen=True)
+class _Side:
+    """What one reading shows of side work: its evidence, the share of time it puts on side
+    work (the finding's impact is the largest) and whether GC pauses made the spikes."""
+
+    evidence: tuple[Evidence, ...] = ()
+    share: float = 0.0
+    gc: bool = False
+
+
+def _side_phases(shares: dict[str, float], side_share: float) -> _Side:
+    """The agent's checkpoint, eval and logging phases: their share of the step is the size of
+    the side work, named part by part once together they take over ``side_share``."""
+    side = sum(shares.get(p, 0.0) for p in step.SIDE_PHASES)
+    if side > side_share:
+        named = {step.CHECKPOINT: "checkpointing", step.EVAL: "evaluation",
+                 step.EVAL_LOG: "evaluation", step.LOG: "logging"}  # fmt: skip
+        parts: dict[str, float] = {}
+        for phase, what in named.items():
+            parts[what] = parts.get(what, 0.0) + shares.get(phase, 0.0)
+        which = " + ".join(f"{w} {pct(v)}" for w, v in parts.items() if v >= 0.005)
+        text = f"{which} of step time (> {pct(side_share)} together)"
+        return _Side((Evidence(text, "agent"),), side)
+    return _Side(share=side)
+
+
+def _side_spikes(st: StepSignals, sig: RuleInputs) -> _Side:
+    """Periodic spikes that grew in side work or GC and take over SPIKE_TIME of the time: side
+    work the step's median hides, as a save every N steps is."""
+    n, med = st.spike_steps or st.steps, st.spike_median_ms or st.median_ms
+    total = med * n + sum(s.ms - med for s in st.spikes)
+    spikes = tuple(s for s in st.spikes if s.grew.startswith("gc") or s.grew in SIDE_GROWTH)
+    periodic = max(PERIODIC_MIN, n // PERIODIC_OF)
+    if len(spikes) > periodic:
+        # slow steps are the norm (a noisy machine): only measured GC pauses still stand out
+        spikes = tuple(s for s in spikes if s.grew.startswith("gc"))
+    excess = sum(s.ms - med for s in spikes)
+    spike_time = band(SPIKE_TIME, sig, SIDE_WORK)
+    if spikes and len(spikes) <= periodic and total and excess / total > spike_time:
+        phases = sorted({s.grew for s in spikes})
+        gc = any(p.startswith("gc") for p in phases)
+        if "gc" in phases and "gc (full collections)" in phases:
+            phases.remove("gc")  # one GC entry: a young collection lengthened by load too
+        text = (
+            f"{len(spikes)} of {n} steps over {SPIKE:g}x the median ({med:.0f} ms), "
+            f"{pct(excess / total)} of the time (> {pct(spike_time)}), growing in "
+            f"{', '.join(phases)}"
+        )
+        return _Side((Evidence(text, "agent"),), excess / total, gc)
+    return _Side()
+
+
+def _gc_pauses(st: StepSignals, gc_spikes: bool, side_share: float) -> _Side:
+    """Python's garbage collection as the agent times it: shown when it takes over
+    ``side_share`` of step time or the spikes grew in it."""
+    if st.gc_share is None or not (gc_spikes or st.gc_share > side_share):
+        return _Side()
+    over = f" (> {pct(side_share)})" if st.gc_share > side_share else ""
+    text = (
+        f"Python garbage collection {pct(st.gc_share)} of step time{over}, "
+        f"{st.gc_full} full collections in {st.spike_steps or st.steps} steps"
+    )
+    return _Side((Evidence(text, "agent"),), st.gc_share)
+
+
+def _side_stacks(shares: dict[str, float], sig: RuleInputs, side_share: float) -> _Side:
+    """The main thread's stacks in torch.save or an eval pass: corroboration where the agent
+    times the steps, else the estimate of side work's share of the time."""
+    st = sig.steps
+    n = sig.stacks.samples if sig.stacks else 0
+    saving = shares.get(stack.CHECKPOINT_SAVE, 0)
+    evaluating = shares.get(stack.EVAL, 0) + shares.get(stack.EVAL_LOG, 0)
+    # the agent has the step's numbers, unless the step in progress is itself the side
+    # work: an eval pass of 10 s shows in no finished step until it ends
+    if st is not None and bool(st.shares) and not _step_overdue(st):
+        if saving > SAVE_SHARE:
+            text = f"main thread in torch.save in {saving:.0%} of {n} stack samples"
+            return _Side((Evidence(f"{text} (> {pct(SAVE_SHARE)})", "stacks"),))
+        return _Side()
+    if saving + evaluating > side_share:
+        parts = [f"in torch.save {pct(saving)}"] if saving else []
+        if evaluating:
+            parts.append(f"in an eval pass or logging {pct(evaluating)}")
+        text = f"main thread {', '.join(parts)} of {n} stack samples"
+        evidence = Evidence(f"{text} (> {pct(side_share)} of the time)", "stacks")
+        return _Side((evidence,), saving + evaluating)
+    return _Side()
 
 
 LAUNCH_UTIL = 80.0
