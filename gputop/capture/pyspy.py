@@ -8,11 +8,12 @@ from __future__ import annotations
 import json
 import threading
 import time
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
-from gputop.capture.external import run_tool
+from gputop.capture.external import ToolRun, run_tool
 from gputop.capture.flamegraph import merge, render
-from gputop.capture.folder import Folder
+from gputop.capture.folder import FileEntry, Folder
 from gputop.capture.manifest import CaptureTarget, Manifest, Progress, Tool
 from gputop.render.stacks import dump_text
 from gputop.snapshot import jsonable
@@ -69,6 +70,10 @@ def _version(binary: str) -> str | None:
     return run.stdout.strip() or None
 
 
+RECORDING = "pyspy.speedscope.json"
+"""The flame capture's recording; py-spy writes it as RECORDING.partial until it ends."""
+
+
 def flame(
     m: Manifest,
     folder: Folder,
@@ -88,15 +93,48 @@ def flame(
     ticks = start_ticks(pid)
     if ticks is None:
         return m.ended("failed", f"pid {pid} is not running")
-    out = "pyspy.speedscope.json"
-    tmp = out + ".partial"
-    argv = [binary, "record", "--pid", str(pid), "--duration", str(max(1, round(seconds))),
-            "--rate", str(rate), "--format", "speedscope", "--idle", "--nonblocking",
-            "--subprocesses", "--output", folder.tool_path(tmp)]  # fmt: skip
+    tmp = RECORDING + ".partial"
+    argv = _record_argv(binary, pid, seconds, rate, folder.tool_path(tmp))
     tool = Tool("py-spy", _version(binary), tuple(argv))
     tree = StackSource(pid).tree()  # the processes --subprocesses will follow, as they are now
     targets = with_versions(pid, tuple(CaptureTarget(p, r, start_ticks(p)) for p, r in tree))
     m = replace(m, tool=tool, targets=targets)
+    result, took = _record(argv, seconds, cancel, folder.fd, progress)
+    tool = Tool("py-spy", tool.version, tool.argv, result.stderr_tail)
+    if result.not_found:
+        return m.ended("failed", NO_PY_SPY, tool=tool)
+    # py-spy ends a recording early only when the target is gone (it may still be exiting)
+    short = took < seconds - 1.5 and not result.cancelled and not result.timed_out
+    exited = short or start_ticks(pid) != ticks
+    if not folder.size(tmp):
+        folder.remove(tmp)
+        return m.ended(*_nothing_recorded(result, exited, pid), tool=tool)
+    folder.rename(tmp, RECORDING)
+    kept = _draw(folder, pid, took, max_bytes)
+    if kept.failure is not None:
+        return m.ended(*kept.failure, tool=tool, files=kept.files)
+    status, reason = _ending(result, exited, took, seconds, pid)
+    targets = tuple(replace(t, status=status) for t in m.targets)
+    return m.ended(status, reason, tool=tool, files=kept.files, targets=targets)
+
+
+def _record_argv(binary: str, pid: int, seconds: float, rate: int, output: str) -> list[str]:
+    """The whole tree (--subprocesses), idle threads too, without pausing the target
+    (--nonblocking: blocking slowed a many-threaded job 5-15x)."""
+    return [binary, "record", "--pid", str(pid), "--duration", str(max(1, round(seconds))),
+            "--rate", str(rate), "--format", "speedscope", "--idle", "--nonblocking",
+            "--subprocesses", "--output", output]  # fmt: skip
+
+
+def _record(
+    argv: list[str],
+    seconds: float,
+    cancel: threading.Event,
+    fd: int,
+    progress: Callable[[Progress], None],
+) -> tuple[ToolRun, float]:
+    """py-spy run to its end, and how long it took, with ``progress`` told the seconds every
+    half second: py-spy itself says nothing until it is done."""
     started = time.monotonic()
     done = threading.Event()
 
@@ -107,58 +145,67 @@ def flame(
     ticker = threading.Thread(target=tick, daemon=True)
     ticker.start()
     try:
-        result = run_tool(argv, timeout=seconds + OVERRUN_S, cancel=cancel,
-                          pass_fds=(folder.fd,))  # fmt: skip
+        result = run_tool(argv, timeout=seconds + OVERRUN_S, cancel=cancel, pass_fds=(fd,))
     finally:
         done.set()
-    took = time.monotonic() - started
-    tool = Tool("py-spy", tool.version, tool.argv, result.stderr_tail)
-    if result.not_found:
-        return m.ended("failed", NO_PY_SPY, tool=tool)
-    # py-spy ends a recording early only when the target is gone (it may still be exiting)
-    short = took < seconds - 1.5 and not result.cancelled and not result.timed_out
-    exited = short or start_ticks(pid) != ticks
-    if not folder.size(tmp):
-        folder.remove(tmp)
-        if result.cancelled:
-            return m.ended("cancelled", "cancelled before py-spy wrote anything", tool=tool)
-        reason = (
-            f"pid {pid} exited before py-spy wrote anything"
-            if exited
-            else explain(result.stderr_tail, result.returncode, pid)
-        )
-        return m.ended("timeout" if result.timed_out else "failed", reason, tool=tool)
-    folder.rename(tmp, out)
-    files = [folder.entry(out)]
+    return result, time.monotonic() - started
+
+
+def _nothing_recorded(result: ToolRun, exited: bool, pid: int) -> tuple[str, str]:
+    """Status and reason of a recording that left no samples, told from how py-spy ended."""
+    if result.cancelled:
+        return "cancelled", "cancelled before py-spy wrote anything"
+    reason = (
+        f"pid {pid} exited before py-spy wrote anything"
+        if exited
+        else explain(result.stderr_tail, result.returncode, pid)
+    )
+    return ("timeout" if result.timed_out else "failed"), reason
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """The files a recording left, and the status and reason when no SVG could be drawn."""
+
+    files: tuple[FileEntry, ...]
+    failure: tuple[str, str] | None = None
+
+
+def _draw(folder: Folder, pid: int, took: float, max_bytes: int) -> _Kept:
+    """flame.svg drawn from the recording, read only once it is known to be under the byte
+    cap: a larger one is kept without an SVG, and so is one that is not JSON."""
+    files = (folder.entry(RECORDING),)
     size = files[0].bytes
     if size > max_bytes:
-        return m.ended(
-            "partial",
+        reason = (
             f"the recording is {size / 2**20:.0f} MiB, over the {max_bytes / 2**20:.0f} MiB "
-            "cap: kept, no SVG drawn; record fewer seconds or a lower rate",
-            tool=tool,
-            files=tuple(files),
+            "cap: kept, no SVG drawn; record fewer seconds or a lower rate"
         )
-    try:  # read once it is known to be under the cap
-        doc = json.loads(folder.read(out))
+        return _Kept(files, ("partial", reason))
+    try:
+        doc = json.loads(folder.read(RECORDING))
     except (OSError, ValueError):
-        return m.ended("failed", "py-spy's output is not JSON", tool=tool, files=tuple(files))
+        return _Kept(files, ("failed", "py-spy's output is not JSON"))
     svg = render(merge(doc), f"pid {pid} and its subprocesses, {took:.0f} s").encode()
     folder.write("flame.svg", svg)
-    files.append(folder.entry("flame.svg"))
-    status, reason = "ok", ""
+    return _Kept((*files, folder.entry("flame.svg")))
+
+
+def _ending(
+    result: ToolRun, exited: bool, took: float, seconds: float, pid: int
+) -> tuple[str, str]:
+    """Status and reason of a recording that was drawn: cancelled, cut short by the target's
+    exit or by py-spy's time limit, else ok; what was recorded is kept in every case."""
     if result.cancelled:
-        status, reason = "cancelled", f"cancelled after {took:.0f} s; kept what was recorded"
-    elif exited:
-        status, reason = (
-            "partial",
+        return "cancelled", f"cancelled after {took:.0f} s; kept what was recorded"
+    if exited:
+        return "partial", (
             f"pid {pid} exited during the capture, after {took:.0f} of {seconds:g} s; kept "
-            "what was recorded",
+            "what was recorded"
         )
-    elif result.timed_out:
-        status, reason = "timeout", f"py-spy did not finish within {seconds + OVERRUN_S:g} s"
-    targets = tuple(replace(t, status=status) for t in m.targets)
-    return m.ended(status, reason, tool=tool, files=tuple(files), targets=targets)
+    if result.timed_out:
+        return "timeout", f"py-spy did not finish within {seconds + OVERRUN_S:g} s"
+    return "ok", ""
 
 
 def dump(m: Manifest, folder: Folder, pid: int, max_bytes: int) -> Manifest:

@@ -16,6 +16,7 @@ from gputop.diagnose.rules.common import (
 from gputop.diagnose.signals import (
     RECENT_S,
     GpuSignals,
+    HostSignals,
     RuleInputs,
 )
 from gputop.vocab import stacks as stack
@@ -168,96 +169,30 @@ def gpu_compute(sig: RuleInputs) -> Finding:
     MAIN_COMPUTING cores) say the loop computes: that outweighs a GPU reading still quiet from
     the start (it is shown against), never a GPU the rules call starved by data. Not before the
     agent's first steps and STACK_MIN dumps: until then no bottleneck could have shown."""
-    g = sig.gpu
-    agree, against, missing = [], [], []
-    held = sig.holding == GPU_COMPUTE
-    numbers = None  # what NVML read, shown against when the rule does not fire (why screen)
-    if g is None:
+    agree: list[Evidence] = []
+    against: list[Evidence] = []
+    missing: list[str] = []
+    nvml = _nvml_computes(sig.gpu, sig) if sig.gpu is not None else None
+    if nvml is None:
         missing.append("NVML")
-    else:
-        # the window, or its last RECENT_S when the GPU got busier there (a job that started)
-        lately = g.util_recent is not None and g.util_recent > g.util
-        util = g.util_recent if lately and g.util_recent is not None else g.util
-        sm = g.sm_recent if lately and g.sm_recent is not None else g.sm_active
-        busy = HELD_BUSY if held else GPU_BUSY
-        if (
-            util >= busy
-            and (g.clock_ratio or 0) >= COMPUTE_CLOCK
-            and g.power_throttled < POWER_SHARE
-            and g.thermal_throttled < THERMAL_SHARE
-        ) and (sm is None or sm >= band(COMPUTE_SM, sig, GPU_COMPUTE)):
-            when = f" over the last {RECENT_S:g} s" if lately else ""
-            agree.append(
-                Evidence(
-                    f"GPU busy {util:.0f}%{when} (>= {busy:.0f}%), SM clock "
-                    f"{pct(g.clock_ratio or 0)} of max"
-                    + (f", SMs busy {sm:.0f}%" if sm is not None else ""),
-                    "NVML",
-                )
-            )
-        else:
-            numbers = Evidence(
-                f"GPU busy {util:.0f}% (needs {busy:.0f}%), SM clock {pct(g.clock_ratio or 0)} "
-                f"of max (needs {pct(COMPUTE_CLOCK)}), no throttling"
-                + (f", SMs busy {sm:.0f}%" if sm is not None else ""),
-                "NVML",
-                False,
-            )
+    elif nvml.supports:
+        agree.append(nvml)
     if sig.steps and sig.steps.shares:
-        compute = sum(sig.steps.shares.get(p, 0) for p in step.MODEL_PHASES)
-        need = band(COMPUTE_SHARE, sig, GPU_COMPUTE)
-        if compute >= need:
-            agree.append(
-                Evidence(
-                    f"forward + backward + optimizer {pct(compute)} of the step (>= {pct(need)})",
-                    "agent",
-                )
-            )
-        else:
-            against.append(
-                Evidence(
-                    f"forward + backward + optimizer only {pct(compute)} of the step "
-                    f"(< {pct(need)})",
-                    "agent",
-                    False,
-                )
-            )
+        said = [_agent_computes(sig.steps.shares, sig)]
     elif (shares := stack_shares(sig)) is not None and sig.host is not None:
-        h = sig.host
-        compute = sum(shares.get(p, 0) for p in stack.MODEL_PHASES)
-        need = band(STACK_COMPUTE, sig, GPU_COMPUTE)
-        working = h.cpu_wanted
-        if compute >= need and working >= MAIN_COMPUTING and not h.exited:
-            n = sig.stacks.samples if sig.stacks else 0
-            agree.append(
-                Evidence(
-                    f"main threads in forward / backward / optimizer {pct(compute)} of {n} "
-                    f"stack samples (>= {pct(need)})",
-                    "stacks",
-                )
-            )
-            agree.append(
-                Evidence(f"the job uses {working:.1f} cores of CPU (>= {MAIN_COMPUTING:g})", "host")
-            )
-            if g is not None and not any(e.source == "NVML" for e in agree):
-                against.append(
-                    Evidence(
-                        f"GPU busy only {g.util:.0f}% over the window (from a quiet start?)",
-                        "NVML",
-                        False,
-                    )
-                )
+        quiet = sig.gpu if not agree else None  # a GPU NVML did not find computing
+        said = _stacks_compute(shares, sig, sig.host, quiet)
+    else:
+        said = []
+    agree += [e for e in said if e.supports]
+    against += [e for e in said if not e.supports]
     from_nvml = any(e.source == "NVML" for e in agree)
     from_stacks = any(e.source == "stacks" for e in agree)
-    # the good case is the absence of a bottleneck: it can be told only once the sources that
-    # would show one have had their say (the agent's first steps, STACK_MIN dumps); before the
-    # agent's third step of a slow loop (5-s steps), the stacks have seen where the steps go
-    settled = (sig.steps is None or bool(sig.steps.shares) or from_stacks) and (
-        sig.stacks is None or sig.stacks.samples >= STACK_MIN
-    )
-    fired = settled and ((from_nvml and not against) or from_stacks)
-    if not fired and numbers is not None and not any(e.source == "NVML" for e in against):
-        against.append(numbers)
+    fired = _settled(sig, from_stacks) and ((from_nvml and not against) or from_stacks)
+    # what NVML read, shown against when the rule does not fire (the why screen)
+    nvml_shown = any(e.source == "NVML" for e in against)
+    if not fired and nvml is not None and not nvml.supports and not nvml_shown:
+        against.append(nvml)
     return finding(
         GPU_COMPUTE,
         agree if fired else [],
@@ -265,3 +200,77 @@ def gpu_compute(sig: RuleInputs) -> Finding:
         missing,
         "the GPU computes all the time (the good case)",
     )
+
+
+def _nvml_computes(g: GpuSignals, sig: RuleInputs) -> Evidence:
+    """NVML's word on the good case: for it when the GPU is busy at full clock, unthrottled,
+    else the numbers it read (against), so the why screen says what fell short."""
+    # the window, or its last RECENT_S when the GPU got busier there (a job that started)
+    lately = g.util_recent is not None and g.util_recent > g.util
+    util = g.util_recent if lately and g.util_recent is not None else g.util
+    sm = g.sm_recent if lately and g.sm_recent is not None else g.sm_active
+    busy = HELD_BUSY if sig.holding == GPU_COMPUTE else GPU_BUSY
+    sms = f", SMs busy {sm:.0f}%" if sm is not None else ""
+    if (
+        util >= busy
+        and (g.clock_ratio or 0) >= COMPUTE_CLOCK
+        and g.power_throttled < POWER_SHARE
+        and g.thermal_throttled < THERMAL_SHARE
+    ) and (sm is None or sm >= band(COMPUTE_SM, sig, GPU_COMPUTE)):
+        when = f" over the last {RECENT_S:g} s" if lately else ""
+        return Evidence(
+            f"GPU busy {util:.0f}%{when} (>= {busy:.0f}%), SM clock "
+            f"{pct(g.clock_ratio or 0)} of max{sms}",
+            "NVML",
+        )
+    return Evidence(
+        f"GPU busy {util:.0f}% (needs {busy:.0f}%), SM clock {pct(g.clock_ratio or 0)} "
+        f"of max (needs {pct(COMPUTE_CLOCK)}), no throttling{sms}",
+        "NVML",
+        False,
+    )
+
+
+def _agent_computes(shares: dict[str, float], sig: RuleInputs) -> Evidence:
+    """The agent's clock, for or against: the step is computing when the model's own phases
+    take COMPUTE_SHARE of it."""
+    compute = sum(shares.get(p, 0) for p in step.MODEL_PHASES)
+    need = band(COMPUTE_SHARE, sig, GPU_COMPUTE)
+    if compute >= need:
+        text = f"forward + backward + optimizer {pct(compute)} of the step (>= {pct(need)})"
+        return Evidence(text, "agent")
+    text = f"forward + backward + optimizer only {pct(compute)} of the step (< {pct(need)})"
+    return Evidence(text, "agent", False)
+
+
+def _stacks_compute(
+    shares: dict[str, float], sig: RuleInputs, h: HostSignals, quiet: GpuSignals | None
+) -> list[Evidence]:
+    """Without the agent, the stacks in the model's phases while the job works on the CPU say
+    the loop computes; a GPU NVML did not find busy (``quiet``) is shown against them."""
+    compute = sum(shares.get(p, 0) for p in stack.MODEL_PHASES)
+    need = band(STACK_COMPUTE, sig, GPU_COMPUTE)
+    working = h.cpu_wanted
+    if not (compute >= need and working >= MAIN_COMPUTING and not h.exited):
+        return []
+    n = sig.stacks.samples if sig.stacks else 0
+    said = [
+        Evidence(
+            f"main threads in forward / backward / optimizer {pct(compute)} of {n} "
+            f"stack samples (>= {pct(need)})",
+            "stacks",
+        ),
+        Evidence(f"the job uses {working:.1f} cores of CPU (>= {MAIN_COMPUTING:g})", "host"),
+    ]
+    if quiet is not None:
+        text = f"GPU busy only {quiet.util:.0f}% over the window (from a quiet start?)"
+        said.append(Evidence(text, "NVML", False))
+    return said
+
+
+def _settled(sig: RuleInputs, from_stacks: bool) -> bool:
+    """The good case is the absence of a bottleneck: it can be told only once the sources that
+    would show one have had their say (the agent's first steps, STACK_MIN dumps); before the
+    agent's third step of a slow loop (5-s steps), the stacks have seen where the steps go."""
+    agent_said = sig.steps is None or bool(sig.steps.shares) or from_stacks
+    return agent_said and (sig.stacks is None or sig.stacks.samples >= STACK_MIN)

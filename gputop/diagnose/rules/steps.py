@@ -4,7 +4,7 @@ Python (host-overhead)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from gputop.diagnose.findings import Evidence, Finding
 from gputop.diagnose.rules.common import (
@@ -25,6 +25,7 @@ from gputop.diagnose.signals import (
     SPIKE,
     WORKER_PEGGED,
     WORKERS_COMPUTE,
+    GpuSignals,
     HostSignals,
     RuleInputs,
     StepSignals,
@@ -201,7 +202,9 @@ def data_input(sig: RuleInputs) -> Finding:
     block. When the workers' own computing saturates the CPUs (one thread each, no thread
     pools: ``pools_crowd`` is false) the finding explains cpu-oversubscribed: the transform is
     what fills the CPUs, and the lever is a cheaper transform, not a thread cap."""
-    agree, against, missing = [], [], []
+    agree: list[Evidence] = []
+    against: list[Evidence] = []
+    missing: list[str] = []
     share = None
     warn = band(DATA_WAIT_WARN, sig, *DATA_BOUNDS)
     if sig.steps is not None and sig.steps.shares:
@@ -213,89 +216,114 @@ def data_input(sig: RuleInputs) -> Finding:
         missing.append("agent")
     shares = stack_shares(sig)
     if shares is not None:
-        w = shares.get(stack.DATA_WAIT, 0.0) + shares.get(stack.FETCH, 0.0)
-        need = band(STACK_SHARE, sig, *DATA_BOUNDS)
-        if w > need:
-            agree.append(
-                Evidence(
-                    f"main thread waiting on or preparing data {pct(w)} of "
-                    f"{sig.stacks.samples if sig.stacks else 0} stack samples (> {pct(need)})",
-                    "stacks",
-                )
-            )
+        agree += _stacks_in_the_loader(shares, sig)
     else:
         missing.append("stacks")
     if sig.gpu is not None:
-        g = sig.gpu
-        if g.util < GPU_STARVED and agree:
-            agree.append(Evidence(f"GPU busy only {g.util:.0f}% of the time", "NVML"))
-        elif g.util >= GPU_BUSY:
-            against.append(Evidence(f"GPU busy {g.util:.0f}% of the time", "NVML", False))
-        elif sig.gpu_view and STARVED_FROM <= g.util < GPU_STARVED and g.util_cv >= BURSTY:
-            # nothing but NVML speaks for the job: a GPU that works in bursts and waits between
-            # them is starved, most often of batches (attached, the job's own signals say which)
-            agree.append(
-                Evidence(
-                    f"GPU busy only {g.util:.0f}% of the time, in bursts (variation "
-                    f"{g.util_cv:.2f} >= {BURSTY:g}): it waits between batches of work",
-                    "NVML",
-                )
-            )
-        else:
-            against.append(Evidence(f"GPU busy {g.util:.0f}% of the time", "NVML", False))
+        gpu = _gpu_starved(sig.gpu, sig, waiting=bool(agree))
+        (agree if gpu.supports else against).append(gpu)
     fired = bool(agree) and (share is None or share > warn)
-    bound = DATA_INPUT
-    summary = "the GPU waits for the next batch"
-    explains: tuple[str, ...] = ()
-    h = sig.host
-    if fired and h is not None and not h.exited:
-        io = _io_evidence(h)
-        kernel = _kernel_reads(h, sig)
-        if kernel is not None:  # busy, but in opens and reads: reading, not transforming
-            bound, summary = DATA_IO, "reading the data is the bottleneck"
-            agree.extend(e for e in (io, kernel) if e is not None)
-        elif _transforming(h, sig):
-            # pegged, or busy most of the time on a machine whose cores are shared
-            bound, summary = DATA_CPU_TRANSFORM, "DataLoader workers are CPU-bound"
-            wants = ""
-            if (h.workers_demand or 0) - (h.workers_busy or 0) >= 0.1:
-                wants = f", wanting {pct(h.workers_demand or 0)} with the run-queue wait"
-            agree.append(
-                Evidence(
-                    f"{h.workers_pegged} of {h.workers} workers at "
-                    f">= {pct(WORKER_PEGGED)} of a core, "
-                    f"{pct(h.workers_busy or 0)} of a core each on average{wants} "
-                    f"(computing from {pct(WORKERS_COMPUTE)})",
-                    "host",
-                )
-            )
-            if not pools_crowd(sig):
-                explains = (CPU_OVERSUBSCRIBED,)
-        elif io is not None:
-            bound, summary = DATA_IO, "reading the data is the bottleneck"
-            agree.append(io)
-        elif (
-            not h.workers
-            and shares is not None
-            and shares.get(stack.FETCH, 0) > band(STACK_SHARE, sig, DATA_CPU_TRANSFORM)
-            # computing (CPU used, or queued for a CPU), not asleep on a remote read
-            and h.cpu_wanted >= band(MAIN_COMPUTING, sig, DATA_CPU_TRANSFORM)
-        ):
-            bound, summary = (
-                DATA_CPU_TRANSFORM,
-                "the main thread prepares every batch itself",
-            )
-            if not pools_crowd(sig):
-                explains = (CPU_OVERSUBSCRIBED,)
+    lacks = _WAITS
+    if fired and sig.host is not None and not sig.host.exited:
+        lacks = _what_the_loader_lacks(sig.host, shares, sig)
     f = finding(
-        bound,
-        agree if fired else [],
+        lacks.bound,
+        agree + list(lacks.evidence) if fired else [],
         against,
         missing,
-        summary,
+        lacks.summary,
         impact=share if share is not None else 0.3,
     )
-    return replace(f, explains=explains) if f.fired else f
+    return replace(f, explains=lacks.explains) if f.fired else f
+
+
+def _stacks_in_the_loader(shares: dict[str, float], sig: RuleInputs) -> list[Evidence]:
+    """The main thread's stacks waiting on or preparing data over STACK_SHARE of the samples:
+    the agent's batch wait as py-spy sees it, with or without the agent."""
+    w = shares.get(stack.DATA_WAIT, 0.0) + shares.get(stack.FETCH, 0.0)
+    need = band(STACK_SHARE, sig, *DATA_BOUNDS)
+    if w > need:
+        n = sig.stacks.samples if sig.stacks else 0
+        text = f"main thread waiting on or preparing data {pct(w)} of {n} stack samples"
+        return [Evidence(f"{text} (> {pct(need)})", "stacks")]
+    return []
+
+
+def _gpu_starved(g: GpuSignals, sig: RuleInputs, waiting: bool) -> Evidence:
+    """NVML's word, for or against: a GPU idle while the other sources see the job wait for
+    data (``waiting``), or one that works in bursts when NVML alone speaks for the job."""
+    if g.util < GPU_STARVED and waiting:
+        return Evidence(f"GPU busy only {g.util:.0f}% of the time", "NVML")
+    if g.util >= GPU_BUSY:
+        return Evidence(f"GPU busy {g.util:.0f}% of the time", "NVML", False)
+    if sig.gpu_view and STARVED_FROM <= g.util < GPU_STARVED and g.util_cv >= BURSTY:
+        # nothing but NVML speaks for the job: a GPU that works in bursts and waits between
+        # them is starved, most often of batches (attached, the job's own signals say which)
+        return Evidence(
+            f"GPU busy only {g.util:.0f}% of the time, in bursts (variation "
+            f"{g.util_cv:.2f} >= {BURSTY:g}): it waits between batches of work",
+            "NVML",
+        )
+    return Evidence(f"GPU busy {g.util:.0f}% of the time", "NVML", False)
+
+
+@dataclass(frozen=True)
+class _Lacks:
+    """What a data loader lacks, as data-input names it: the bound (the variant), its summary,
+    the host's evidence for it, and the bounds it explains."""
+
+    bound: str
+    summary: str
+    evidence: tuple[Evidence, ...] = ()
+    explains: tuple[str, ...] = ()
+
+
+_WAITS = _Lacks(DATA_INPUT, "the GPU waits for the next batch")
+"""No resource named: the GPU waits for batches, the host does not say why."""
+_READS = "reading the data is the bottleneck"
+
+
+def _what_the_loader_lacks(
+    h: HostSignals, shares: dict[str, float] | None, sig: RuleInputs
+) -> _Lacks:
+    """The host's word on why the batches are late: CPU for workers that compute or a main
+    thread that prepares them, storage for reads that block; the CPU variants explain
+    cpu-oversubscribed unless thread pools crowd the CPUs (then the lever is a thread cap)."""
+    explains = () if pools_crowd(sig) else (CPU_OVERSUBSCRIBED,)
+    io = _io_evidence(h)
+    kernel = _kernel_reads(h, sig)
+    if kernel is not None:  # busy, but in opens and reads: reading, not transforming
+        return _Lacks(DATA_IO, _READS, tuple(e for e in (io, kernel) if e is not None))
+    if _transforming(h, sig):
+        # pegged, or busy most of the time on a machine whose cores are shared
+        busy = (_workers_compute(h),)
+        return _Lacks(DATA_CPU_TRANSFORM, "DataLoader workers are CPU-bound", busy, explains)
+    if io is not None:
+        return _Lacks(DATA_IO, _READS, (io,))
+    if (
+        not h.workers
+        and shares is not None
+        and shares.get(stack.FETCH, 0) > band(STACK_SHARE, sig, DATA_CPU_TRANSFORM)
+        # computing (CPU used, or queued for a CPU), not asleep on a remote read
+        and h.cpu_wanted >= band(MAIN_COMPUTING, sig, DATA_CPU_TRANSFORM)
+    ):
+        summary = "the main thread prepares every batch itself"
+        return _Lacks(DATA_CPU_TRANSFORM, summary, (), explains)
+    return _WAITS
+
+
+def _workers_compute(h: HostSignals) -> Evidence:
+    """How hard the DataLoader workers compute: the transform's evidence for cpu-transform."""
+    wants = ""
+    if (h.workers_demand or 0) - (h.workers_busy or 0) >= 0.1:
+        wants = f", wanting {pct(h.workers_demand or 0)} with the run-queue wait"
+    return Evidence(
+        f"{h.workers_pegged} of {h.workers} workers at "
+        f">= {pct(WORKER_PEGGED)} of a core, "
+        f"{pct(h.workers_busy or 0)} of a core each on average{wants} "
+        f"(computing from {pct(WORKERS_COMPUTE)})",
+        "host",
+    )
 
 
 H2D_RX_GBPS = 1.0
@@ -381,93 +409,117 @@ def side_work(sig: RuleInputs) -> Finding:
     has its band (HOLD) while side-work is the principal: a few spikes leaving the window do
     not end a side-work verdict whose cause is still there."""
     st = sig.steps
-    agree, missing = [], []
-    side = 0.0
-    gc_spikes = False
+    missing: list[str] = []
+    seen: list[_Side] = []
     side_share = band(SIDE_SHARE, sig, SIDE_WORK)
     if st is None or not st.shares:
         missing.append("agent")
     else:
-        side = sum(st.shares.get(p, 0.0) for p in step.SIDE_PHASES)
-        if side > side_share:
-            named = {step.CHECKPOINT: "checkpointing", step.EVAL: "evaluation",
-                     step.EVAL_LOG: "evaluation", step.LOG: "logging"}  # fmt: skip
-            parts: dict[str, float] = {}
-            for phase, what in named.items():
-                parts[what] = parts.get(what, 0.0) + st.shares.get(phase, 0.0)
-            which = " + ".join(f"{w} {pct(v)}" for w, v in parts.items() if v >= 0.005)
-            text = f"{which} of step time (> {pct(side_share)} together)"
-            agree.append(Evidence(text, "agent"))
-        n, med = st.spike_steps or st.steps, st.spike_median_ms or st.median_ms
-        total = med * n + sum(s.ms - med for s in st.spikes)
-        spikes = tuple(s for s in st.spikes if s.grew.startswith("gc") or s.grew in SIDE_GROWTH)
-        periodic = max(PERIODIC_MIN, n // PERIODIC_OF)
-        if len(spikes) > periodic:
-            # slow steps are the norm (a noisy machine): only measured GC pauses still stand out
-            spikes = tuple(s for s in spikes if s.grew.startswith("gc"))
-        excess = sum(s.ms - med for s in spikes)
-        spike_time = band(SPIKE_TIME, sig, SIDE_WORK)
-        if spikes and len(spikes) <= periodic and total and excess / total > spike_time:
-            phases = sorted({s.grew for s in spikes})
-            gc_spikes = any(p.startswith("gc") for p in phases)
-            if "gc" in phases and "gc (full collections)" in phases:
-                phases.remove("gc")  # one GC entry: a young collection lengthened by load too
-            agree.append(
-                Evidence(
-                    f"{len(spikes)} of {n} steps over {SPIKE:g}x the median "
-                    f"({med:.0f} ms), {pct(excess / total)} of the time "
-                    f"(> {pct(spike_time)}), growing in {', '.join(phases)}",
-                    "agent",
-                )
-            )
-            side = max(side, excess / total)
-        if st.gc_share is not None and (gc_spikes or st.gc_share > side_share):
-            over = f" (> {pct(side_share)})" if st.gc_share > side_share else ""
-            agree.append(
-                Evidence(
-                    f"Python garbage collection {pct(st.gc_share)} of step time{over}, "
-                    f"{st.gc_full} full collections in {n} steps",
-                    "agent",
-                )
-            )
-            side = max(side, st.gc_share)
+        spikes = _side_spikes(st, sig)
+        gc = _gc_pauses(st, spikes.gc, side_share)
+        seen += [_side_phases(st.shares, side_share), spikes, gc]
     shares = stack_shares(sig)
     if shares is None:
         missing.append("stacks")
     else:
-        n = sig.stacks.samples if sig.stacks else 0
-        saving = shares.get(stack.CHECKPOINT_SAVE, 0)
-        evaluating = shares.get(stack.EVAL, 0) + shares.get(stack.EVAL_LOG, 0)
-        # the agent has the step's numbers, unless the step in progress is itself the side
-        # work: an eval pass of 10 s shows in no finished step until it ends
-        timed = st is not None and bool(st.shares) and not _step_overdue(st)
-        if timed:  # corroboration
-            if saving > SAVE_SHARE:
-                agree.append(
-                    Evidence(
-                        f"main thread in torch.save in {saving:.0%} of {n} stack samples "
-                        f"(> {pct(SAVE_SHARE)})",
-                        "stacks",
-                    )
-                )
-        elif saving + evaluating > side_share:
-            parts = [f"in torch.save {pct(saving)}"] if saving else []
-            if evaluating:
-                parts.append(f"in an eval pass or logging {pct(evaluating)}")
-            agree.append(
-                Evidence(
-                    f"main thread {', '.join(parts)} of {n} stack samples "
-                    f"(> {pct(side_share)} of the time)",
-                    "stacks",
-                )
-            )
-            side = max(side, saving + evaluating)
+        seen.append(_side_stacks(shares, sig, side_share))
+    agree = [e for s in seen for e in s.evidence]
     summary = (
         "garbage collection pauses stall training"
-        if gc_spikes
+        if any(s.gc for s in seen)
         else "periodic side work stalls training"
     )
-    return finding(SIDE_WORK, agree, [], missing, summary, impact=side)
+    impact = max((s.share for s in seen), default=0.0)
+    return finding(SIDE_WORK, agree, [], missing, summary, impact=impact)
+
+
+@dataclass(frozen=True)
+class _Side:
+    """What one reading shows of side work: its evidence, the share of time it puts on side
+    work (the finding's impact is the largest) and whether GC pauses made the spikes."""
+
+    evidence: tuple[Evidence, ...] = ()
+    share: float = 0.0
+    gc: bool = False
+
+
+def _side_phases(shares: dict[str, float], side_share: float) -> _Side:
+    """The agent's checkpoint, eval and logging phases: their share of the step is the size of
+    the side work, named part by part once together they take over ``side_share``."""
+    side = sum(shares.get(p, 0.0) for p in step.SIDE_PHASES)
+    if side > side_share:
+        named = {step.CHECKPOINT: "checkpointing", step.EVAL: "evaluation",
+                 step.EVAL_LOG: "evaluation", step.LOG: "logging"}  # fmt: skip
+        parts: dict[str, float] = {}
+        for phase, what in named.items():
+            parts[what] = parts.get(what, 0.0) + shares.get(phase, 0.0)
+        which = " + ".join(f"{w} {pct(v)}" for w, v in parts.items() if v >= 0.005)
+        text = f"{which} of step time (> {pct(side_share)} together)"
+        return _Side((Evidence(text, "agent"),), side)
+    return _Side(share=side)
+
+
+def _side_spikes(st: StepSignals, sig: RuleInputs) -> _Side:
+    """Periodic spikes that grew in side work or GC and take over SPIKE_TIME of the time: side
+    work the step's median hides, as a save every N steps is."""
+    n, med = st.spike_steps or st.steps, st.spike_median_ms or st.median_ms
+    total = med * n + sum(s.ms - med for s in st.spikes)
+    spikes = tuple(s for s in st.spikes if s.grew.startswith("gc") or s.grew in SIDE_GROWTH)
+    periodic = max(PERIODIC_MIN, n // PERIODIC_OF)
+    if len(spikes) > periodic:
+        # slow steps are the norm (a noisy machine): only measured GC pauses still stand out
+        spikes = tuple(s for s in spikes if s.grew.startswith("gc"))
+    excess = sum(s.ms - med for s in spikes)
+    spike_time = band(SPIKE_TIME, sig, SIDE_WORK)
+    if spikes and len(spikes) <= periodic and total and excess / total > spike_time:
+        phases = sorted({s.grew for s in spikes})
+        gc = any(p.startswith("gc") for p in phases)
+        if "gc" in phases and "gc (full collections)" in phases:
+            phases.remove("gc")  # one GC entry: a young collection lengthened by load too
+        text = (
+            f"{len(spikes)} of {n} steps over {SPIKE:g}x the median ({med:.0f} ms), "
+            f"{pct(excess / total)} of the time (> {pct(spike_time)}), growing in "
+            f"{', '.join(phases)}"
+        )
+        return _Side((Evidence(text, "agent"),), excess / total, gc)
+    return _Side()
+
+
+def _gc_pauses(st: StepSignals, gc_spikes: bool, side_share: float) -> _Side:
+    """Python's garbage collection as the agent times it: shown when it takes over
+    ``side_share`` of step time or the spikes grew in it."""
+    if st.gc_share is None or not (gc_spikes or st.gc_share > side_share):
+        return _Side()
+    over = f" (> {pct(side_share)})" if st.gc_share > side_share else ""
+    text = (
+        f"Python garbage collection {pct(st.gc_share)} of step time{over}, "
+        f"{st.gc_full} full collections in {st.spike_steps or st.steps} steps"
+    )
+    return _Side((Evidence(text, "agent"),), st.gc_share)
+
+
+def _side_stacks(shares: dict[str, float], sig: RuleInputs, side_share: float) -> _Side:
+    """The main thread's stacks in torch.save or an eval pass: corroboration where the agent
+    times the steps, else the estimate of side work's share of the time."""
+    st = sig.steps
+    n = sig.stacks.samples if sig.stacks else 0
+    saving = shares.get(stack.CHECKPOINT_SAVE, 0)
+    evaluating = shares.get(stack.EVAL, 0) + shares.get(stack.EVAL_LOG, 0)
+    # the agent has the step's numbers, unless the step in progress is itself the side
+    # work: an eval pass of 10 s shows in no finished step until it ends
+    if st is not None and bool(st.shares) and not _step_overdue(st):
+        if saving > SAVE_SHARE:
+            text = f"main thread in torch.save in {saving:.0%} of {n} stack samples"
+            return _Side((Evidence(f"{text} (> {pct(SAVE_SHARE)})", "stacks"),))
+        return _Side()
+    if saving + evaluating > side_share:
+        parts = [f"in torch.save {pct(saving)}"] if saving else []
+        if evaluating:
+            parts.append(f"in an eval pass or logging {pct(evaluating)}")
+        text = f"main thread {', '.join(parts)} of {n} stack samples"
+        evidence = Evidence(f"{text} (> {pct(side_share)} of the time)", "stacks")
+        return _Side((evidence,), saving + evaluating)
+    return _Side()
 
 
 LAUNCH_UTIL = 80.0
