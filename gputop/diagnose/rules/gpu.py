@@ -40,8 +40,8 @@ def throttled_thermal(sig: RuleInputs) -> Finding:
         share = pct(g.thermal_throttled)
         text = f"thermal clock reasons {share} of busy time (>= {pct(THERMAL_SHARE)})"
         agree.append(Evidence(text, "NVML"))
-    temps = g.hottest is not None and g.slowdown is not None
-    if temps and g.hottest >= g.slowdown - SLOWDOWN_MARGIN_C:
+    hottest, slowdown = g.hottest, g.slowdown
+    if hottest is not None and slowdown is not None and hottest >= slowdown - SLOWDOWN_MARGIN_C:
         agree.append(Evidence(f"{g.hottest:.0f} C, slowdown at {g.slowdown} C", "NVML"))
     fired_clock = g.clock_ratio is not None and g.clock_ratio < THERMAL_CLOCK
     fired = fired_clock or len(agree) > 1
