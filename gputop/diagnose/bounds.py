@@ -300,10 +300,18 @@ def registry_problems(
     every entry is complete. ``schema_bounds``: the bound enum of diagnose's JSON Schema
     (``gputop.schemas.load("diagnose")``), when the caller checks it."""
     registry = tuple(registry)
+    out = _entry_problems(registry) + _rule_problems(registry) + _name_problems(registry)
+    out += _slice_problems(registry)
+    if schema_bounds is not None:
+        out += _schema_problems(registry, list(schema_bounds))
+    return out
+
+
+def _entry_problems(registry: tuple[Bound, ...]) -> list[str]:
+    """Each entry's own parts: a name once, a rule, levers, a tier, a style, a description."""
     by_name = {b.name: b for b in registry}
     out: list[str] = []
     seen: set[str] = set()
-    empty = RuleInputs(None, None, None, None)
     for i, b in enumerate(registry):
         where = f"bound {b.name!r} (entry {i + 1} in gputop/diagnose/bounds.py)"
         if not b.name or b.name in seen:
@@ -324,6 +332,13 @@ def registry_problems(
         for other in b.explains:
             if other not in by_name:
                 out.append(f"{where}: explains {other!r}, which is no bound")
+    return out
+
+
+def _rule_problems(registry: tuple[Bound, ...]) -> list[str]:
+    """Entries sharing a rule stand together, and the rule names one of them."""
+    out: list[str] = []
+    empty = RuleInputs(None, None, None, None)
     for rule in dict.fromkeys(b.rule for b in registry if callable(b.rule)):
         sharing = [b for b in registry if b.rule is rule]
         names = [b.name for b in sharing]
@@ -339,38 +354,61 @@ def registry_problems(
             out.append(
                 f"bounds {names}: the rule {rule.__name__} names {named!r}, no entry of its own"
             )
-    for name in bound_names.NAMES:
-        if name not in by_name:
-            out.append(f"gputop/vocab/bounds.py names {name!r}, which has no entry")
-    for b in registry:
-        if b.name not in bound_names.NAMES:
-            out.append(f"bound {b.name!r}: not named in gputop/vocab/bounds.py (NAMES)")
-    for where, name in spelled_bounds():
-        out.append(
-            f"{where}: the bound {name!r} spelled as a string (use gputop/vocab/bounds.py's "
-            "name: a misspelling there fails at import, here it silently never matches)"
-        )
-    for b in registry:
-        for x in b.slices:
-            if x not in slices.SLICES:
-                out.append(f"bound {b.name!r}: names the slice {x!r}, which is no budget slice")
+    return out
+
+
+def _name_problems(registry: tuple[Bound, ...]) -> list[str]:
+    """The registry and gputop/vocab/bounds.py name the same bounds, and no rule spells one."""
+    names = {b.name for b in registry}
+    out = [
+        f"gputop/vocab/bounds.py names {name!r}, which has no entry"
+        for name in bound_names.NAMES
+        if name not in names
+    ]
+    out += [
+        f"bound {b.name!r}: not named in gputop/vocab/bounds.py (NAMES)"
+        for b in registry
+        if b.name not in bound_names.NAMES
+    ]
+    out += [
+        f"{where}: the bound {name!r} spelled as a string (use gputop/vocab/bounds.py's "
+        "name: a misspelling there fails at import, here it silently never matches)"
+        for where, name in spelled_bounds()
+    ]
+    return out
+
+
+def _slice_problems(registry: tuple[Bound, ...]) -> list[str]:
+    """Every budget slice has a bound naming its loss, and a bound names slices only."""
+    out = [
+        f"bound {b.name!r}: names the slice {x!r}, which is no budget slice"
+        for b in registry
+        for x in b.slices
+        if x not in slices.SLICES
+    ]
     claimed = {x for b in registry for x in b.slices}
-    for x in slices.SLICES:
-        if x not in claimed:
-            out.append(f"budget slice {x!r}: no bound names its loss (Bound.slices)")
-    if schema_bounds is not None:
-        enum_ = list(schema_bounds)
-        for b in registry:
-            if b.name not in enum_:
-                out.append(
-                    f"bound {b.name!r}: not in gputop/schemas/diagnose.schema.json "
-                    "($defs.finding.properties.bound.enum)"
-                )
-        for name in enum_:
-            if name not in by_name:
-                out.append(
-                    f"gputop/schemas/diagnose.schema.json's bound enum has {name!r}: no entry"
-                )
+    out += [
+        f"budget slice {x!r}: no bound names its loss (Bound.slices)"
+        for x in slices.SLICES
+        if x not in claimed
+    ]
+    return out
+
+
+def _schema_problems(registry: tuple[Bound, ...], enum_: list[str]) -> list[str]:
+    """diagnose's JSON Schema enumerates exactly the registry's bounds."""
+    names = {b.name for b in registry}
+    out = [
+        f"bound {b.name!r}: not in gputop/schemas/diagnose.schema.json "
+        "($defs.finding.properties.bound.enum)"
+        for b in registry
+        if b.name not in enum_
+    ]
+    out += [
+        f"gputop/schemas/diagnose.schema.json's bound enum has {name!r}: no entry"
+        for name in enum_
+        if name not in names
+    ]
     return out
 
 
