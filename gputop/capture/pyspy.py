@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 from gputop.capture.external import run_tool
@@ -77,7 +78,7 @@ def flame(
     rate: int,
     max_bytes: int,
     cancel: threading.Event,
-    progress=lambda p: None,
+    progress: Callable[[Progress], None] = lambda p: None,
 ) -> Manifest:
     """``py-spy record`` of ``pid`` and its subprocesses as speedscope JSON, and an SVG drawn
     from the same samples. py-spy writes through the held folder's descriptor (passed to it,
