@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import median
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gputop.diagnose import State, Verdict
 from gputop.diagnose.point import STACKS_WINDOW_S, EvalPoint, evaluate_at
@@ -37,6 +37,9 @@ from gputop.model.steps import AgentsSample
 from gputop.sinks import Sinks
 from gputop.vocab import stacks as stack_phase
 from gputop.vocab import steps as step_phase
+
+if TYPE_CHECKING:
+    from gputop.sim.scenarios import PhaseFollower
 
 EVALUATE_GAP_S = 1.0
 """A live screen evaluates the verdict at most this often (``Session.min_gap_s``): the readings
@@ -129,8 +132,9 @@ class Session:
     def __init__(
         self,
         devices: Sequence[DeviceInfo],
+        *,
         sinks: Sinks | None = None,
-        follower: Any = None,
+        follower: PhaseFollower | None = None,
         evaluate_each: bool = True,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
@@ -223,7 +227,7 @@ class Session:
             self.sinks.agents(sample)
         state = self._after_reading()
         if self.follower is not None:
-            self._steer(sample)
+            self._steer(self.follower, sample)
         return state
 
     def stacks(self, sample: StacksSample) -> SessionState:
@@ -232,7 +236,7 @@ class Session:
         if self.sinks:
             self.sinks.stacks(sample)
         if self.follower is not None:
-            self._steer_from_stacks(sample)
+            self._steer_from_stacks(self.follower, sample)
         return self._after_reading()
 
     def take(self, kind: str, reading: Any, evaluate: bool = True) -> SessionState:
@@ -372,7 +376,7 @@ class Session:
             self.sinks.problems.clear()
             self._changed()
 
-    def _steer(self, sample: AgentsSample) -> None:
+    def _steer(self, follower: PhaseFollower, sample: AgentsSample) -> None:
         """The agents' step phases steer the simulated board when they have them."""
         from gputop.diagnose.signals import step_signals
 
@@ -386,10 +390,10 @@ class Session:
                 # running them; the stacks (what the process does now) steer it instead
                 self._agents_steered = -FOLLOW_S
                 return
-            self.follower.update(steps.shares)
+            follower.update(steps.shares)
             self._agents_steered = sample.t
 
-    def _steer_from_stacks(self, sample: StacksSample) -> None:
+    def _steer_from_stacks(self, follower: PhaseFollower, sample: StacksSample) -> None:
         """Without the agents' phases, the main threads' stacks over the last seconds steer it:
         busy for the share of samples in forward, backward or the optimizer (a process attached
         by PID, with no agent yet, still drives the board as a real GPU would be driven)."""
@@ -401,4 +405,4 @@ class Session:
         sig = stack_signals(window)
         if sig is not None and sig.samples:
             shares = sig.main_shares
-            self.follower.update({phase: shares.get(where, 0.0) for phase, where in STACK_WORK})
+            follower.update({phase: shares.get(where, 0.0) for phase, where in STACK_WORK})

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gputop.diagnose.findings import Verdict
 from gputop.errors import BadInput
@@ -19,6 +19,9 @@ from gputop.model.gpu import DeviceInfo, GpuSample
 from gputop.model.host import HostSample
 from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample
+
+if TYPE_CHECKING:
+    from gputop.diagnose.point import EvalPoint
 
 
 class Sink(Protocol):
@@ -39,7 +42,7 @@ class Sink(Protocol):
 
     def stacks(self, sample: StacksSample) -> None: ...
 
-    def verdict(self, point: Any, verdict: Verdict) -> None:
+    def verdict(self, point: EvalPoint, verdict: Verdict) -> None:
         """Every evaluation (an ``EvalPoint``: the window ends it was computed at)."""
 
     def event(self, t: float, wall: float, kind: str, data: dict[str, Any]) -> None:
@@ -87,7 +90,7 @@ class Sinks:
     def stacks(self, sample: StacksSample) -> None:
         self._each("stacks", sample)
 
-    def verdict(self, point: Any, verdict: Verdict) -> None:
+    def verdict(self, point: EvalPoint, verdict: Verdict) -> None:
         self._each("verdict", point, verdict)
 
     def event(self, t: float, wall: float, kind: str, data: dict[str, Any]) -> None:

@@ -27,10 +27,13 @@ import atexit
 import os
 import sys
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gputop.agent.recorder import NO_PHASE, Phase, StepRecorder
 from gputop.vocab import steps as _step
+
+if TYPE_CHECKING:
+    from gputop.agent.server import AgentServer
 
 __all__ = [
     "BACKWARD",
@@ -56,7 +59,7 @@ __all__ = [
 _DISABLED = os.environ.get("GPUTOP_DISABLE", "") not in ("", "0")
 _rec = StepRecorder()
 _rec.on = not _DISABLED
-_server: Any = None
+_server: AgentServer | None = None
 _owner = os.getpid()
 
 DATA_WAIT = _rec.phases[_step.DATA_WAIT]

@@ -23,8 +23,9 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gputop.agent import ranks
 from gputop.agent.paths import peer_credentials, runtime_dir, serving_dir, socket_path
@@ -32,6 +33,9 @@ from gputop.agent.recorder import StepRecorder
 from gputop.agent.stacks import StackSampler
 from gputop.agent.wire import WIRE_VERSION, encode
 from gputop.vocab.stacks import STACKS_PERIOD_S
+
+if TYPE_CHECKING:
+    from gputop.agent.trace import TraceCapture
 
 TICK_S = 0.1
 HEARTBEAT_S = 1.0
@@ -106,9 +110,9 @@ class AgentServer:
         self,
         recorder: StepRecorder,
         directory: Path | None = None,
-        fingerprint: Any = None,
-        tick_hooks: list[Any] | None = None,
-        trace: Any = None,
+        fingerprint: Callable[[], dict[str, Any]] | None = None,
+        tick_hooks: list[Callable[[], None]] | None = None,
+        trace: TraceCapture | None = None,
         idle_alone: bool = False,
     ) -> None:
         self.rec = recorder

@@ -79,7 +79,7 @@ def window(
     seconds: float,
     max_bytes: int,
     cancel: threading.Event,
-    progress: Callable[[object], None] = lambda p: None,
+    progress: Callable[[Progress], None] = lambda p: None,
 ) -> Manifest:
     nsys = find_nsys()
     if nsys is None:

@@ -82,7 +82,7 @@ def flame(
     rate: int,
     max_bytes: int,
     cancel: threading.Event,
-    progress=lambda p: None,
+    progress: Callable[[Progress], None] = lambda p: None,
 ) -> Manifest:
     """``py-spy record`` of ``pid`` and its subprocesses as speedscope JSON, and an SVG drawn
     from the same samples. py-spy writes through the held folder's descriptor (passed to it,

@@ -18,7 +18,7 @@ from gputop.capture.folder import (
     check_free,
     new_folder,
 )
-from gputop.capture.manifest import Manifest
+from gputop.capture.manifest import Manifest, Progress
 from gputop.sources.procfs import start_ticks
 
 KINDS = ("pyspy-flame", "pyspy-dump", "torch-trace", "memory-snapshot", "nsys")
@@ -85,7 +85,7 @@ def take(
     root: Path,
     bounds: Bounds = Bounds(),
     cancel: threading.Event | None = None,
-    progress: Callable[[object], None] = lambda p: None,
+    progress: Callable[[Progress], None] = lambda p: None,
     started: Callable[[Path], None] = lambda folder: None,
     options: dict[str, bool] | None = None,
 ) -> tuple[Manifest, Path]:
@@ -115,7 +115,7 @@ def _run(
     b: Bounds,
     folder: Folder,
     cancel: threading.Event | None,
-    progress: Callable[[object], None],
+    progress: Callable[[Progress], None],
     started: Callable[[Path], None],
     options: dict[str, bool] | None,
 ) -> tuple[Manifest, Path]:

@@ -46,7 +46,7 @@ def trace(
     steps: int,
     max_bytes: int,
     cancel: threading.Event,
-    progress: Callable[[object], None] = lambda p: None,
+    progress: Callable[[Progress], None] = lambda p: None,
     link: AgentLink | None = None,
     wait_s: float = WAIT_S,
     kind: str = "torch-trace",

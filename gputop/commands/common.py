@@ -11,11 +11,28 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from gputop.errors import BadUsage, CannotDo
+
+if TYPE_CHECKING:  # imported where they are used: the command decides what it loads
+    from gputop.config import Config
+    from gputop.record.writer import Recorder
+    from gputop.run import Job
+    from gputop.session import Session
+    from gputop.sim.scenarios import PhaseFollower, Scenario
+    from gputop.sinks import Sink, Sinks
+    from gputop.sources.agent_link import AgentLink
+    from gputop.sources.feeds import NoGpus
+    from gputop.sources.gpu_choice import GpuChoice
+    from gputop.sources.host import HostSource
+    from gputop.sources.nvml import NvmlSource
+    from gputop.sources.stacks import StackSource
+    from gputop.sources.target import TargetId
+    from gputop.sources.watchdog import Watchdog
 
 
 class UsageError(BadUsage):
@@ -95,7 +112,7 @@ def add_gpu_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _only(text: str):  # -> GpuChoice
+def _only(text: str) -> GpuChoice:
     from gputop.sources.gpu_choice import parse_only
 
     try:
@@ -104,7 +121,7 @@ def _only(text: str):  # -> GpuChoice
         raise argparse.ArgumentTypeError(str(e).removeprefix("--only ")) from None
 
 
-def gpu_choice(args: argparse.Namespace):  # -> GpuChoice | None
+def gpu_choice(args: argparse.Namespace) -> GpuChoice | None:
     """What --only or --only-visible chose (None: every GPU); a note on stderr when
     CUDA_VISIBLE_DEVICES's indices may not be nvidia-smi's."""
     from gputop.sources.gpu_choice import order_note, visible_devices
@@ -232,7 +249,7 @@ def command_of(args: argparse.Namespace) -> list[str]:
     return args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
 
 
-def ui_config(args: argparse.Namespace, terminal: bool = True):  # -> Config
+def ui_config(args: argparse.Namespace, terminal: bool = True) -> Config:
     from gputop.config import load_config, with_flags, with_no_color
 
     config = with_no_color(
@@ -269,7 +286,7 @@ class NoTerminal(CannotDo):
     when = "a screen mode started where stdin or stdout is not a terminal"
 
 
-def check_theme(config: Any) -> None:
+def check_theme(config: Config) -> None:
     """UsageError (exit 2, with the valid names) for a --theme no folder or Textual has. Sets
     the terminal's colour environment first: Textual reads it once, when it is imported."""
     from gputop.ui.terminal import apply_terminal_env
@@ -297,7 +314,7 @@ class Board:
 
     spec: str
     driver: str | None = None
-    scenario: Any = "idle"
+    scenario: str | Scenario = "idle"
     """A scenario name, or a Scenario (the PhaseFollower's)."""
     seed: int = 0
     warmup_s: float = 300.0
@@ -314,7 +331,9 @@ class Board:
     """The demo's banner label (board and workload) instead of the full one."""
 
 
-def board_from_flags(args: argparse.Namespace, follower: Any = None) -> Board | None:
+def board_from_flags(
+    args: argparse.Namespace, follower: PhaseFollower | None = None
+) -> Board | None:
     """The --sim-* flags as a Board (None without --sim-board); with a ``follower`` the
     board's activity follows the real process's phases."""
     from gputop.sim import SimConfigError
@@ -327,7 +346,7 @@ def board_from_flags(args: argparse.Namespace, follower: Any = None) -> Board | 
     return Board(args.sim_board, args.sim_driver, scenario, args.seed).checked()
 
 
-def follower_for(args: argparse.Namespace, target: Any) -> Any:
+def follower_for(args: argparse.Namespace, target: object) -> PhaseFollower | None:
     """A PhaseFollower when a simulated board with no scripted workload watches a real process:
     the board is then busy while the process computes (from its agent's phases, or from its
     stacks when it has no agent), as a real GPU would be."""
@@ -343,10 +362,10 @@ class Gpus:
     """The GPU source a command reads: NVML (over the real driver or a simulated board), or
     ``NoGpus`` with the reason when NVML cannot be used."""
 
-    source: Any
+    source: NvmlSource | NoGpus
     simulated: str | None
     """The SIMULATED label, or None on a real driver."""
-    watchdog: Any
+    watchdog: Watchdog
     """The deadline NVML was opened under (snapshot reads through it too)."""
     problem: str | None = None
     """Why NVML cannot be used, with what to do about it (None: it is open)."""
@@ -354,14 +373,18 @@ class Gpus:
     @property
     def missing(self) -> str | None:
         """Why there are no GPU readings, without the advice (None: NVML is open)."""
-        return self.source.reason if self.problem is not None else None
+        from gputop.sources.feeds import NoGpus
+
+        return self.source.reason if isinstance(self.source, NoGpus) else None
 
     def close(self) -> None:
         if not self.watchdog.stalled:
             self.watchdog.call(self.source.close)
 
 
-def open_gpus(board: Board | None = None, timeout: float = 10.0, only: Any = None) -> Gpus:
+def open_gpus(
+    board: Board | None = None, timeout: float = 10.0, only: GpuChoice | None = None
+) -> Gpus:
     """The one way gputop opens its GPU source: installs the simulated board when asked, then
     opens NVML under a deadline (a wedged driver cannot hang gputop). When NVML cannot be used
     the source is ``NoGpus`` with one line saying why; each command decides whether it can go
@@ -404,10 +427,10 @@ def open_gpus(board: Board | None = None, timeout: float = 10.0, only: Any = Non
 class Attached:
     """The sources of an attached process tree: its processes, its agents and its stacks."""
 
-    host: Any = None
-    agents: Any = None
-    stacks: Any = None
-    identity: Any = None
+    host: HostSource | None = None
+    agents: AgentLink | None = None
+    stacks: StackSource | None = None
+    identity: TargetId | None = None
     """The target's ``TargetId``: what the keys ask before acting on its PID."""
 
     @property
@@ -431,7 +454,10 @@ def attach(pid: int | None, stacks_budget: float | None = None) -> Attached:
 
 
 def with_tree(
-    host: Any, pid: int, identity: Any = None, stacks_budget: float | None = None
+    host: HostSource | None,
+    pid: int,
+    identity: TargetId | None = None,
+    stacks_budget: float | None = None,
 ) -> Attached:
     """The agent link and the stack sampler of ``pid`` beside its host source (which may be
     None: a job that exited before it could be read still has its agents' last words). All
@@ -467,7 +493,7 @@ def roles_of(attached: Attached) -> dict[int, str] | None:
         return None
 
 
-def offer_agent(attached: Attached, load: bool, say: Any = None) -> None:
+def offer_agent(attached: Attached, load: bool, say: Callable[[str], None] | None = None) -> None:
     """Headless: with ``load`` (--attach), the plan's lines, then the load and its result; without,
     one line saying the agent is not loaded and how to load it (nothing when it is loaded)."""
     if attached.pid is None:
@@ -503,14 +529,14 @@ def offer_agent(attached: Attached, load: bool, say: Any = None) -> None:
 # ---- the session and its outputs ----
 
 
-def open_outputs(args: argparse.Namespace, mode: str, record: Any = None):  # -> Sinks
+def open_outputs(args: argparse.Namespace, mode: str, record: Path | None = None) -> Sinks:
     """The --record and --prometheus sinks of a live mode, opened before anything starts so
     that a bad flag stops the command at once (a SinkError: one line)."""
     from gputop.sinks import Sinks
 
     record = record if record is not None else getattr(args, "record", None)
     prometheus = getattr(args, "prometheus", None)
-    opened: list[Any] = []
+    opened: list[Sink] = []
     if record is not None:
         from gputop.record.writer import Recorder
 
@@ -529,18 +555,24 @@ def open_outputs(args: argparse.Namespace, mode: str, record: Any = None):  # ->
     return sinks
 
 
-def new_session(gpus: Gpus, sinks: Any = None, follower: Any = None):  # -> Session
+def new_session(
+    gpus: Gpus, sinks: Sinks | None = None, follower: PhaseFollower | None = None
+) -> Session:
     """The session of a live mode over the GPUs that were opened."""
     from gputop.session import Session
 
-    return Session(gpus.source.devices, sinks, follower=follower)
+    return Session(gpus.source.devices, sinks=sinks, follower=follower)
 
 
-def close_session(session: Any) -> None:
+def close_session(session: Session | None) -> None:
     """Close the outputs, then say where the recording is and what went wrong on the way."""
     if session is None:
         return
-    recorders = [s for s in session.sinks.sinks if hasattr(s, "bytes_written")]
+    # the sinks that write bytes are the recorders (not isinstance: that would load the writer
+    # into every session that records nothing)
+    recorders = cast(
+        "list[Recorder]", [s for s in session.sinks.sinks if hasattr(s, "bytes_written")]
+    )
     for problem in session.close():
         print(f"gputop: {problem}", file=sys.stderr)
     for r in recorders:
@@ -550,10 +582,10 @@ def close_session(session: Any) -> None:
 
 def run_tui(
     gpus: Gpus,
-    config: Any,
-    session: Any,
+    config: Config,
+    session: Session,
     attached: Attached = Attached(),
-    job: Any = None,
+    job: Job | None = None,
     attach_now: bool = False,
 ) -> int:
     """The live screen over ``session``. Imports Textual only now: its colour system must come

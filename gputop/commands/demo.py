@@ -7,7 +7,7 @@ import argparse
 import importlib.util
 import shlex
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gputop.commands.common import (
     Board,
@@ -23,6 +23,9 @@ from gputop.commands.common import (
     ui_config,
 )
 from gputop.errors import CannotDo
+
+if TYPE_CHECKING:
+    from gputop.run import Job
 
 NAME = "demo"
 HELP = "the live monitor on a simulated board (no GPU needed)"
@@ -112,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
             job.stop()
 
 
-def _trainer_ended(job: Any) -> int:
+def _trainer_ended(job: Job) -> int:
     """After the screen: a trainer that ended by itself says why (its last lines) and the
     demo exits with its status; one still running is stopped by the caller (exit 0)."""
     from gputop.run import exit_status

@@ -7,9 +7,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gputop.commands.common import (
+    Gpus,
     UsageError,
     add_attach_flag,
     add_gpu_flags,
@@ -28,6 +29,9 @@ from gputop.commands.common import (
     open_gpus,
     open_outputs,
 )
+
+if TYPE_CHECKING:
+    from gputop.sources.feeds import Feed
 
 NAME = "diagnose"
 HELP = "the verdict without a screen: a timeline and the findings (text or --json)"
@@ -134,7 +138,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def watching(pid: int | None, command: list[str], gpus: Any, sources: Any, seconds: float) -> str:
+def watching(
+    pid: int | None, command: list[str], gpus: Gpus, sources: list[Feed], seconds: float
+) -> str:
     """The first line: what is watched, through which sources, for how long."""
     who = f"`{' '.join(command)}` (pid {pid})" if command else (f"pid {pid}" if pid else "the GPUs")
     board = f" on {gpus.simulated}" if gpus.simulated else ""

@@ -9,7 +9,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gputop.commands.common import (
     add_attach_flag,
@@ -27,6 +27,10 @@ from gputop.commands.common import (
     open_outputs,
 )
 from gputop.errors import CannotDo
+
+if TYPE_CHECKING:
+    from gputop.model.host import HostSample
+    from gputop.sources.host import HostSource
 
 NAME = "record"
 HELP = "record a training process without a screen (replay or report it later)"
@@ -87,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
             signal.signal(sig, handler)
         close_session(session)
         raise CannotDo(failed[0])
+    assert attached.host is not None  # --pid is required, and attach opened it
     watched = NoticingExit(attached.host)
     print(f"gputop: recording pid {args.pid} to {args.output} (ctrl+c stops)", file=sys.stderr)
     try:
@@ -109,12 +114,12 @@ class NoticingExit:
     """The host source, remembering whether the target has exited (a recording stops then,
     after the reading that says so: its exit code and last cgroup state are in the file)."""
 
-    def __init__(self, host: Any) -> None:
+    def __init__(self, host: HostSource) -> None:
         self.host = host
         self.pid = host.pid
         self.exited = False
 
-    def sample(self) -> Any:
+    def sample(self) -> HostSample:
         h = self.host.sample()
         self.exited = h.state == "exited"
         return h

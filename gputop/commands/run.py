@@ -9,6 +9,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gputop.commands.common import (
     UsageError,
@@ -26,6 +27,9 @@ from gputop.commands.common import (
     ui_config,
     with_tree,
 )
+
+if TYPE_CHECKING:
+    from gputop.run import Job
 
 NAME = "run"
 HELP = "start a training command with the agent enabled, and attach to it"
@@ -100,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         if sinks is not None:
             sinks.close()
         raise
-    if args.no_tui:
+    if config is None:  # --no-tui
         return run_headless(job, AgentLink(job.pid))
     job.forward_signals()
     try:
@@ -112,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     return _after_screen(job)
 
 
-def _after_screen(job) -> int:
+def _after_screen(job: Job) -> int:
     """The screen has closed: the job's status once it ended (waiting for it when gputop passed
     it SIGTERM or SIGHUP), else where it goes on."""
     import signal

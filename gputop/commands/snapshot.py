@@ -53,21 +53,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from gputop.render.text import render_snapshot
     from gputop.snapshot import build_document, sample_pair
+    from gputop.sources.nvml import NvmlSource
 
     board = board_from_flags(args)
     attached = attach(args.pid)
     gpus = open_gpus(board, timeout=args.timeout, only=gpu_choice(args))
     if gpus.problem:
         raise CannotDo(gpus.problem)
+    source = gpus.source
+    assert isinstance(source, NvmlSource)  # NoGpus comes with a problem
     host, link, stacks = attached.host, attached.agents, attached.stacks
     try:
         if host is not None:
             host.sample()  # rates need two readings; sample_pair spaces them
+        if link is not None:
             link.sample()  # connect; the backlog of steps arrives meanwhile
-        samples = sample_pair(gpus.source, gpus.watchdog)
+        samples = sample_pair(source, gpus.watchdog)
         doc = build_document(
-            gpus.source.devices,
-            gpus.source.capabilities,
+            source.devices,
+            source.capabilities,
             samples,
             simulated=gpus.simulated,
             host=host.sample() if host is not None else None,

@@ -20,7 +20,7 @@ import socket
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -35,7 +35,7 @@ from prometheus_client.utils import floatToGoString
 from gputop import __version__
 from gputop.diagnose.bounds import NAMES
 from gputop.diagnose.findings import Verdict
-from gputop.export.http_server import start_server
+from gputop.export.http_server import BoundedServer, start_server
 from gputop.model.gpu import DeviceInfo, GpuSample
 from gputop.model.host import HostSample
 from gputop.model.ranks import RankTotals, StepCounter, rank_labels, rank_work
@@ -46,6 +46,9 @@ from gputop.sinks import SinkError
 from gputop.vocab.budget import SLICES
 from gputop.vocab.reasons import REASON_BITS
 from gputop.vocab.steps import STEP_PHASES as STANDARD_PHASES
+
+if TYPE_CHECKING:
+    from gputop.diagnose.point import EvalPoint
 
 LOCALHOST = "127.0.0.1"
 """Where the exporter listens unless told otherwise: metrics name the job's processes and
@@ -265,7 +268,7 @@ class _VerdictState:
     rank_shares: tuple[tuple[str, str, float], ...] = ()
     """(rank label, slice, share) of every rank's budget."""
 
-    def set(self, point: Any, v: Verdict) -> None:
+    def set(self, point: EvalPoint, v: Verdict) -> None:
         budget = v.budget
         self.shares = tuple((x.name, x.share) for x in budget.slices) if budget else ()
         rows: dict[str, tuple[tuple[str, str, float], ...]] = {}
@@ -315,7 +318,7 @@ class PrometheusSink:
         self.address: tuple[str, int] = ("", 0)
         self._lock = threading.Lock()
         self._closed = False
-        self._server: Any = None
+        self._server: BoundedServer | None = None
         self._thread: threading.Thread | None = None
         self._mode = ""
         self._gpus = _GpuState()
@@ -323,7 +326,7 @@ class PrometheusSink:
         self._verdict: _VerdictState | None = None
         self.registry.register(_Collector(self))
 
-    def serve(self, server: Any, thread: threading.Thread, host: str) -> None:
+    def serve(self, server: BoundedServer, thread: threading.Thread, host: str) -> None:
         """Take ownership of the HTTP server (``close`` shuts it down)."""
         self._server, self._thread = server, thread
         self.address = (host, int(server.server_address[1]))
@@ -349,7 +352,7 @@ class PrometheusSink:
         """Stack samples are not exported: no bounded label set describes a stack."""
 
     @_guarded
-    def verdict(self, point: Any, verdict: Verdict) -> None:
+    def verdict(self, point: EvalPoint, verdict: Verdict) -> None:
         self._verdict = self._verdict or _VerdictState()
         self._verdict.set(point, verdict)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from gputop.diagnose import Verdict
 from gputop.record.reader import Record, Recording
 from gputop.record.replay import Player, same
 from gputop.session import Session
@@ -99,7 +100,7 @@ class Playback:
         i = SPEEDS.index(self.speed) + int(step)
         self.speed = SPEEDS[max(0, min(len(SPEEDS) - 1, i))]
 
-    def _compare(self, rec: Record, recomputed: Any) -> None:
+    def _compare(self, rec: Record, recomputed: Verdict) -> None:
         recorded = self.player.recorded
         if self.mismatch or recorded is None or same(recomputed, recorded):
             return

@@ -9,14 +9,32 @@ cost").
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from gputop.vocab.stacks import STACKS_PERIOD_S
 
+if TYPE_CHECKING:
+    from gputop.model import DeviceInfo, GpuSample
+    from gputop.model.host import HostSample
+    from gputop.model.stacks import StacksSample
+    from gputop.model.steps import AgentsSample
+
 AGENTS_MAX_PERIOD_S = 1.0
 """The agents' steps are read at least this often."""
+
+
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Source(Protocol[T_co]):
+    """What every source a session polls offers: ``sample()``, one reading now (it may block: a
+    feed's ``timeout`` bounds it). ``NvmlSource`` and ``NoGpus`` (the GPUs), ``HostSource`` (the
+    process tree), ``AgentLink`` (the agents' steps), ``StackSource`` (py-spy) are sources.
+    Closing is not the feeds' business: NVML's owner closes it (``Gpus.close``)."""
+
+    def sample(self) -> T_co: ...
 
 
 @dataclass(frozen=True)
@@ -25,7 +43,7 @@ class Feed:
 
     kind: str
     """The session's name for its readings: gpu, host, agents or stacks."""
-    read: Callable[[], Any]
+    source: Source[object]
     period: float
     """Seconds between readings at the current refresh interval."""
     what: str
@@ -36,23 +54,31 @@ class Feed:
     fixed: bool = False
     """Keeps its own rate when the refresh interval changes."""
 
+    def read(self) -> object:
+        """One reading of the source (the samplers and the headless loop call this)."""
+        return self.source.sample()
+
     def at(self, interval: float) -> float:
         """The period at a refresh interval of ``interval`` seconds."""
         return self.period if self.fixed else min(interval, self.max_period)
 
 
 def feeds(
-    gpu: Any, host: Any = None, agents: Any = None, stacks: Any = None, interval: float = 2.0
+    gpu: Source[Sequence[GpuSample]],
+    host: Source[HostSample] | None = None,
+    agents: Source[AgentsSample] | None = None,
+    stacks: Source[StacksSample] | None = None,
+    interval: float = 2.0,
 ) -> list[Feed]:
-    """The feeds of a session, in the order a loop reads them (anything with ``sample()``)."""
-    out = [Feed("gpu", gpu.sample, interval, "NVML", max(2.0, interval))]
+    """The feeds of a session, in the order a loop reads them."""
+    out = [Feed("gpu", gpu, interval, "NVML", max(2.0, interval))]
     if host is not None:
-        out.append(Feed("host", host.sample, interval, "the process reader", 5.0))
+        out.append(Feed("host", host, interval, "the process reader", 5.0))
     if agents is not None:
         out.append(
             Feed(
                 "agents",
-                agents.sample,
+                agents,
                 min(interval, AGENTS_MAX_PERIOD_S),
                 "the agent link",
                 5.0,
@@ -60,7 +86,7 @@ def feeds(
             )
         )
     if stacks is not None:
-        out.append(Feed("stacks", stacks.sample, STACKS_PERIOD_S, "py-spy", 30.0, fixed=True))
+        out.append(Feed("stacks", stacks, STACKS_PERIOD_S, "py-spy", 30.0, fixed=True))
     return out
 
 
@@ -68,13 +94,13 @@ class NoGpus:
     """The GPU source when NVML cannot be used (no driver, a recording without GPUs): no
     devices, no readings, and the reason, which the screen and reports show."""
 
-    devices: tuple = ()
+    devices: tuple[DeviceInfo, ...] = ()
     capabilities = None
 
     def __init__(self, reason: str | None = None) -> None:
         self.reason = reason
 
-    def sample(self) -> list:
+    def sample(self) -> list[GpuSample]:
         return []
 
     def close(self) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -30,7 +30,7 @@ from gputop.model.host import HostSample
 from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample
 from gputop.session import EVALUATE_GAP_S, EVALUATE_SHARE, Session, SessionState
-from gputop.sources.feeds import Feed, feeds
+from gputop.sources.feeds import Feed, Source, feeds
 from gputop.ui.capture_keys import CAPTURE_ACTIONS, CaptureKeys, event_data
 from gputop.ui.captures_text import CaptureView
 from gputop.ui.detail import DetailScreen
@@ -54,6 +54,14 @@ from gputop.ui.widgets import (
     VerdictPane,
 )
 
+if TYPE_CHECKING:  # imported where they are used (the driver's library, the agent loader)
+    from gputop.inject.plan import LoadPlan
+    from gputop.run import Job
+    from gputop.sources.nvml import Capabilities
+    from gputop.sources.stacks import StackSource
+    from gputop.ui.load_agent import AgentOffer
+    from gputop.ui.sampler import Sampler
+
 INTERVAL_STEPS = (0.5, 1.0, 2.0, 3.0, 5.0, 10.0)
 DETAIL_HISTORY_S = 300.0
 PANES = frozenset({"host", "agents", "stacks"})
@@ -76,13 +84,12 @@ def header_text(who: str, board: str, driver: str, when: str, width: int) -> str
     return text
 
 
-class GpuFeed(Protocol):
-    """What the app needs from a GPU source (NvmlSource is one)."""
+class GpuFeed(Source[Sequence[GpuSample]], Protocol):
+    """What the app needs from a GPU source (NvmlSource and NoGpus are ones): its readings
+    and its boards."""
 
     @property
     def devices(self) -> tuple[DeviceInfo, ...]: ...
-
-    def sample(self) -> list[GpuSample]: ...
 
 
 @dataclass(frozen=True)
@@ -175,19 +182,20 @@ class GputopApp(App):
     def __init__(
         self,
         feed: GpuFeed | None,
+        *,
         config: Config | None = None,
         target: Target | None = None,
         simulated: str | None = None,
-        capabilities: Any = None,
+        capabilities: Capabilities | None = None,
         start_sampler: bool = True,
         extra_problems: Sequence[str] = (),
-        host: Any = None,
-        agents: Any = None,
-        job: Any = None,
-        stacks: Any = None,
+        host: Source[HostSample] | None = None,
+        agents: Source[AgentsSample] | None = None,
+        job: Job | None = None,
+        stacks: StackSource | None = None,
         session: Session | None = None,
         panes: frozenset[str] | None = None,
-        offer: Any = None,
+        offer: AgentOffer | None = None,
     ) -> None:
         self.config = (config or Config()).effective()
         super().__init__()
@@ -232,7 +240,7 @@ class GputopApp(App):
         self._problems = [*self.config.problems, *extra_problems]
         self._seen_problems = 0
         self._start_sampler = start_sampler
-        self._samplers: list[Any] = []
+        self._samplers: list[Sampler] = []
         wanted = self.config.theme
         if self.config.color == "mono" and wanted == DEFAULT_THEME:
             wanted = "gputop-mono"
@@ -635,6 +643,7 @@ class GputopApp(App):
         from gputop.snapshot import save_stack_dump
         from gputop.ui.dump import dump_text
 
+        assert self.stacks is not None  # the key works only with a stacks source
         text = dump_text(self.stacks.dump_all())
         saved = None
         try:
@@ -729,7 +738,7 @@ class GputopApp(App):
         else:
             self._load(plan)
 
-    def _confirm(self, plan: Any) -> None:
+    def _confirm(self, plan: LoadPlan) -> None:
         from gputop.ui.load_agent import LoadAgentScreen
 
         def answered(yes: bool | None) -> None:
@@ -744,7 +753,7 @@ class GputopApp(App):
 
         self.push_screen(LoadAgentScreen(plan.lines()), answered)
 
-    def _load(self, plan: Any) -> None:
+    def _load(self, plan: LoadPlan) -> None:
         """On a worker thread: the load, its steps and its result on the status line."""
         assert self.offer is not None
         try:

@@ -13,12 +13,16 @@ from collections.abc import Callable
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gputop.model.host import MAIN
 from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample
 from gputop.ui.captures_text import CaptureView
+
+if TYPE_CHECKING:  # the capture code is imported when a capture starts
+    from gputop.capture.manifest import Progress
+    from gputop.sources.target import TargetId
 
 CAPTURE_KINDS = {
     "flame": "pyspy-flame",
@@ -45,7 +49,7 @@ class CaptureKeys:
         run_thread: Callable[[Callable[[], None], str], object],
         capture_dir: str | None = None,
         seconds: float = 10.0,
-        identity: Any = None,
+        identity: TargetId | None = None,
     ) -> None:
         self.pid = pid
         """The target (None: no target, the keys say so)."""
@@ -128,7 +132,7 @@ class CaptureKeys:
 
         post = self._post
 
-        def progress(p: Any) -> None:
+        def progress(p: Progress) -> None:
             post(replace(view, done=p.done, total=p.total, unit=p.unit))
 
         def started(folder: Path) -> None:

@@ -5,13 +5,17 @@ every step and the result go to the status line. The work is ``gputop.inject``'s
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
+
+if TYPE_CHECKING:  # the loader is imported when an offer is made
+    from gputop.inject.plan import LoadPlan, LoadReport
+    from gputop.sources.target import TargetId
 
 
 class AgentOffer:
@@ -22,9 +26,9 @@ class AgentOffer:
         self,
         pid: int,
         now: bool = False,
-        plan: Callable[..., Any] | None = None,
-        load: Callable[..., Any] | None = None,
-        identity: Any = None,
+        plan: Callable[..., LoadPlan] | None = None,
+        load: Callable[..., LoadReport] | None = None,
+        identity: TargetId | None = None,
     ) -> None:
         """``identity``: the target's ``TargetId``; once it is not alive nothing is planned
         or loaded (its PID may be another process's by then)."""
@@ -48,13 +52,13 @@ class AgentOffer:
             return None
         return self.identity.gone()
 
-    def plan(self, roles: Mapping[int, str] | None, check_import: bool = True) -> Any:
+    def plan(self, roles: Mapping[int, str] | None, check_import: bool = True) -> LoadPlan:
         """``roles``: the host source's latest (DataLoader workers get no agent)."""
         if (gone := self.gone()) is not None:
             raise TargetGone(gone)
         return self._plan(self.pid, roles, check_import=check_import)
 
-    def load(self, plan: Any, progress: Callable[[str], None]) -> str:
+    def load(self, plan: LoadPlan, progress: Callable[[str], None]) -> str:
         if (gone := self.gone()) is not None:  # asked again: the confirmation took a while
             return f"the agent was not loaded: {gone}"
         return self._load(plan, progress=progress).line()

@@ -58,7 +58,7 @@ class ReplayApp(GputopApp):
         "seek_end": "to the end",
     }
 
-    def __init__(self, recording: Recording, config: Config | None = None,
+    def __init__(self, recording: Recording, *, config: Config | None = None,
                  speed: float = 1.0) -> None:  # fmt: skip
         session = recording.session
         pid = session.get("pid") if isinstance(session.get("pid"), int) else None

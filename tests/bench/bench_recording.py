@@ -521,7 +521,7 @@ class BenchSession(Session):
     ) -> None:
         self.clock = clock
         self.rec = Recorder(path, clock=clock)
-        super().__init__(gpus.devices, Sinks([self.rec]), clock=clock, wall=clock.wall)
+        super().__init__(gpus.devices, sinks=Sinks([self.rec]), clock=clock, wall=clock.wall)
         self.start(
             {
                 "mode": "demo",

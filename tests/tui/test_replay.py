@@ -33,7 +33,7 @@ def make_recording(path: Path, ticks: int = 90) -> Path:
     stacks = stacks_window()
     clock = [0.0]
     rec = Recorder(path, clock=lambda: clock[0])
-    session = Session(gpu.devices, Sinks([rec]), evaluate_each=False,
+    session = Session(gpu.devices, sinks=Sinks([rec]), evaluate_each=False,
                       clock=lambda: clock[0], wall=lambda: WALL0 + clock[0])  # fmt: skip
     session.start({"mode": "monitor", "pid": host.pid, "command": "python train.py",
                    "interval": 1.0})  # fmt: skip
@@ -209,7 +209,7 @@ def make_far_off_recording(path: Path, ticks: int = 40) -> Path:
     host, agents, stacks = host_sample("starved"), agents_sample(), stacks_window()
     clock = [0.0]
     rec = Recorder(path, clock=lambda: clock[0])
-    session = Session(gpu.devices, Sinks([rec]), evaluate_each=False,
+    session = Session(gpu.devices, sinks=Sinks([rec]), evaluate_each=False,
                       clock=lambda: clock[0], wall=lambda: WALL0 + clock[0])  # fmt: skip
     session.start({"mode": "monitor", "pid": host.pid, "command": "python train.py"})
     for i, samples in enumerate(gpu.history):

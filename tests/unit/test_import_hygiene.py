@@ -1,7 +1,8 @@
 """The layering, enforced: every import in the package (module level and inside functions)
 against the contract of its layer. Sources -> pure model -> pure diagnosis -> session ->
 outputs; nothing runs back up, and the agent, which runs inside the user's trainer, brings
-nothing but the standard library (torch only inside functions, once training has it).
+nothing but the standard library (torch only inside functions, once training has it). Imports
+under ``if TYPE_CHECKING:`` never run: they do not count.
 
 A failure names the file, the line and the import, and the rule it breaks.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,12 +39,22 @@ class Import:
 
 def imports(path: Path) -> list[Import]:
     """Every import of a file, absolute (relative ones resolved against its package)."""
-    tree = ast.parse(path.read_text(), str(path))
     package = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts[:-1])
+    return imports_in(path.read_text(), package, str(path))
+
+
+def imports_in(source: str, package: str, filename: str = "<source>") -> list[Import]:
+    """Every import that can run in ``source``, a module of ``package``. Those under ``if
+    TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``) never do: only a type checker reads them,
+    so they import nothing (an ``else:`` beside them does run)."""
+    tree = ast.parse(source, filename)
     out: list[Import] = []
 
-    def visit(node: ast.AST, lazy: bool) -> None:
-        for child in ast.iter_child_nodes(node):
+    def visit(nodes: Iterable[ast.AST], lazy: bool) -> None:
+        for child in nodes:
+            if isinstance(child, ast.If) and for_type_checkers(child.test):
+                visit(child.orelse, lazy)
+                continue
             inner = lazy or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
             if isinstance(child, ast.Import):
                 out.extend(Import(a.name, child.lineno, lazy) for a in child.names)
@@ -52,10 +64,22 @@ def imports(path: Path) -> list[Import]:
                     parts = package.split(".")[: len(package.split(".")) - child.level + 1]
                     base = ".".join([*parts, base] if base else parts)
                 out.append(Import(base, child.lineno, lazy))
-            visit(child, inner)
+            visit(ast.iter_child_nodes(child), inner)
 
-    visit(tree, False)
+    visit(ast.iter_child_nodes(tree), False)
     return out
+
+
+def for_type_checkers(test: ast.expr) -> bool:
+    """``TYPE_CHECKING`` or ``typing.TYPE_CHECKING``: false whenever the code runs."""
+    if isinstance(test, ast.Name):
+        return test.id == "TYPE_CHECKING"
+    return (
+        isinstance(test, ast.Attribute)
+        and test.attr == "TYPE_CHECKING"
+        and isinstance(test.value, ast.Name)
+        and test.value.id in ("typing", "typing_extensions")
+    )
 
 
 def files(*where: str) -> list[Path]:
@@ -152,6 +176,33 @@ def test_nothing_below_the_outputs_imports_them():
 
     paths = files("session.py", "sinks.py", "diagnose", "model", "sources", "sim", "vocab")
     assert not broken(paths, rule)
+
+
+def test_imports_only_type_checkers_read_are_not_imports():
+    """The layers are about what runs: an import under ``if TYPE_CHECKING:`` never does."""
+    source = """
+import typing
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import textual
+    from gputop.ui.app import GputopApp
+if typing.TYPE_CHECKING:
+    from . import app
+else:
+    import json
+if TYPE_CHECKING or sys.flags.dev_mode:
+    import rich
+
+
+def f():
+    if TYPE_CHECKING:
+        import pynvml
+    import psutil
+"""
+    got = [(i.module, i.lazy) for i in imports_in(source, "gputop.ui")]
+    assert got == [("typing", False), ("typing", False), ("json", False), ("rich", False),
+                   ("psutil", True)]  # fmt: skip
 
 
 @pytest.mark.parametrize("module", sorted({p.stem for p in files("commands")} - {"__init__"}))

@@ -72,7 +72,7 @@ class Log:
 
 def test_every_reading_goes_to_the_sinks_in_order_then_its_evaluation():
     log = Log()
-    s = Session((device(0),), Sinks([log]), clock=lambda: 99.0, wall=lambda: 1.7e9)
+    s = Session((device(0),), sinks=Sinks([log]), clock=lambda: 99.0, wall=lambda: 1.7e9)
     s.start({"mode": "test"})
     s.gpu([gpu(1.0)])
     s.agents(agents(1.5))
@@ -130,7 +130,7 @@ def test_a_state_does_not_change_when_later_readings_arrive():
 
 def test_replay_evaluates_only_where_told_and_shows_what_it_is_given():
     log = Log()
-    s = Session((device(0),), Sinks([log]), evaluate_each=False)
+    s = Session((device(0),), sinks=Sinks([log]), evaluate_each=False)
     for t in range(1, 5):
         s.gpu([gpu(float(t))])
     assert s.state.verdict is None and s.state.evaluations == 0
@@ -173,7 +173,7 @@ def test_the_simulated_board_follows_the_agents_phases():
 
 def test_an_output_that_fails_is_said_once_and_the_session_goes_on():
     broken, fine = Log(fail_on="gpu"), Log()
-    s = Session((device(0),), Sinks([broken, fine]))
+    s = Session((device(0),), sinks=Sinks([broken, fine]))
     s.gpu([gpu(1.0)])
     s.gpu([gpu(2.0)])
     assert s.state.problems == ("Log stopped: disk full",)
