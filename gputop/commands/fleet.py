@@ -1,0 +1,85 @@
+"""`gputop fleet`: every node of a training job on one screen, from Prometheus: each node's
+verdict, its budget's biggest loss, its typical rank's work per step against the job's, stuck
+ranks and throttled GPUs, the slow node first. Reads Prometheus' HTTP API only (never the
+nodes): each node runs `gputop --pid PID --prometheus :9401`, Prometheus scrapes them with a
+``training_job`` label (deploy/README.md, "Many nodes")."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from gputop.commands.common import UsageError
+
+NAME = "fleet"
+HELP = "every node of a training job, from Prometheus: the slow node first"
+DESCRIPTION = (
+    "One line per node of a training job, read from Prometheus' HTTP API: the node's verdict, "
+    "its budget's biggest loss, its typical rank's work per step against the job's typical "
+    "rank (the slow node first), stuck ranks and throttled GPUs."
+)
+EXAMPLES = """\
+examples:
+  gputop fleet --prometheus http://prom:9090 --job llama       refresh every 10 s
+  gputop fleet --prometheus http://prom:9090 --once            every job's nodes, once
+  gputop fleet --prometheus http://prom:9090 --json | jq '.[0]'
+"""
+"""Shown after the flags in --help."""
+REFRESH_S = 10.0
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--prometheus",
+        metavar="URL",
+        required=True,
+        help="the Prometheus server that scrapes the nodes (http://HOST:9090)",
+    )
+    p.add_argument(
+        "--job", metavar="NAME", help="only this training job (the scrape config's training_job)"
+    )
+    p.add_argument("--once", action="store_true", help="print one reading and exit")
+    p.add_argument(
+        "--json", action="store_true", help="one reading as JSON: one object per node, slow first"
+    )
+    p.add_argument(
+        "--interval",
+        type=float,
+        default=REFRESH_S,
+        metavar="S",
+        help=f"seconds between readings without --once (default {REFRESH_S:g})",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from gputop.fleet.client import Prometheus
+    from gputop.fleet.nodes import as_json, node_rows, text_lines
+    from gputop.fleet.queries import QUERIES
+
+    if not 1.0 <= args.interval <= 3600:
+        raise UsageError(f"--interval {args.interval:g}: from 1 to 3600 seconds")
+    if not args.prometheus.startswith(("http://", "https://")):
+        raise UsageError(f"--prometheus {args.prometheus!r}: an http(s) URL (http://HOST:9090)")
+    prom = Prometheus(args.prometheus)
+
+    def reading() -> list:
+        results = {name: prom.query(make(args.job)) for name, make in QUERIES.items()}
+        return node_rows(results)
+
+    if args.json:
+        print(json.dumps(as_json(reading()), indent=2))
+        return 0
+    while True:
+        rows = reading()
+        stamp = time.strftime("%H:%M:%S")
+        print(f"gputop fleet  {args.prometheus}  {args.job or 'every job'}  {stamp}")
+        print("\n".join(text_lines(rows)), flush=True)
+        if args.once:
+            return 0
+        try:
+            time.sleep(args.interval)
+        except KeyboardInterrupt:
+            return 0
+        print(file=sys.stdout)

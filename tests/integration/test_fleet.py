@@ -1,0 +1,148 @@
+"""Many nodes through a real Prometheus: three simulated nodes, each a `gputop diagnose
+--prometheus` over a simulated H100 board watching two real ranks (DDP over gloo, no gputop
+code in them), one node 30% slower. A real Prometheus server (the same package as promtool)
+scrapes them every second with deploy/prometheus/gputop-fleet.yml loaded: the slow-node alert
+names that node and `gputop fleet --once --json` lists it first, within two minutes.
+
+The server's startup is bounded, and the test says clearly when it could not start."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+from tests_support import free_port, kill_tree
+
+REPO = Path(__file__).resolve().parents[2]
+RULES = REPO / "deploy" / "prometheus" / "gputop-fleet.yml"
+PROMETHEUS = shutil.which("prometheus")
+JOB = "fleet-test"
+WORK_MS = {"node-1": 40.0, "node-2": 40.0, "node-3": 52.0}
+"""Each node's forward time: node-3 works 30% longer per step."""
+FIRES_WITHIN_S = 120.0
+"""Prometheus time from the first scrape to the alert (its `for: 1m` included)."""
+START_S = 60.0
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        PROMETHEUS is None,
+        reason="the prometheus server is not installed (apt-get install prometheus)",
+    ),
+]
+
+
+def _get(url: str, timeout: float = 5.0) -> dict:
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return json.loads(r.read())
+
+
+def _node(name: str, port: int, log: Path) -> subprocess.Popen:
+    cmd = [
+        sys.executable, "-m", "gputop", "diagnose", "--duration", "400", "--interval", "0.5",
+        "--sim-board", "h100x2", "--sim-scenario", "compute",
+        "--prometheus", f"127.0.0.1:{port}", "--",
+        sys.executable, "tests/corpus/node_ranks.py", "--seconds", "390",
+        "--port", str(free_port()), "--work-ms", str(WORK_MS[name]),
+    ]  # fmt: skip
+    env = {**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONPATH": str(REPO)}
+    with log.open("wb") as err:
+        return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, cwd=REPO, env=env)
+
+
+def _prometheus(tmp: Path, targets: dict[str, int], port: int) -> subprocess.Popen:
+    assert PROMETHEUS is not None
+    config = tmp / "prometheus.yml"
+    static = "\n".join(
+        f"      - targets: ['127.0.0.1:{p}']\n        labels: {{training_job: {JOB}}}"
+        for p in targets.values()
+    )
+    config.write_text(
+        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+        f"rule_files:\n  - {RULES}\n"
+        f"scrape_configs:\n  - job_name: gputop\n    static_configs:\n{static}\n"
+    )
+    cmd = [
+        PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tmp / 'data'}",
+        f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn",
+    ]  # fmt: skip
+    with (tmp / "prometheus.log").open("wb") as err:
+        return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+
+
+def _wait_up(url: str, server: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + START_S
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            pytest.fail(f"Prometheus exited with {server.returncode}: {log.read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    pytest.fail(f"Prometheus did not become ready in {START_S:g} s: {log.read_text()[-2000:]}")
+
+
+def _firing(url: str) -> list[dict]:
+    alerts = _get(f"{url}/api/v1/alerts")["data"]["alerts"]
+    return [a for a in alerts if a["state"] == "firing"]
+
+
+def test_the_slow_node_is_named_by_the_alert_and_listed_first(tmp_path):
+    pytest.importorskip("torch")
+    ports = {name: free_port() for name in WORK_MS}
+    nodes = {name: _node(name, port, tmp_path / f"{name}.log") for name, port in ports.items()}
+    prom_port = free_port()
+    url = f"http://127.0.0.1:{prom_port}"
+    server = _prometheus(tmp_path, ports, prom_port)
+    try:
+        _wait_up(url, server, tmp_path / "prometheus.log")
+        started = time.monotonic()
+        fired: list[dict] = []
+        while time.monotonic() - started < FIRES_WITHIN_S + 60:  # + the nodes' own start
+            for name, job in nodes.items():
+                if job.poll() is not None:
+                    log = (tmp_path / f"{name}.log").read_text()[-2000:]
+                    pytest.fail(f"{name}'s gputop exited with {job.returncode}: {log}")
+            fired = [a for a in _firing(url) if a["labels"]["alertname"] == "GputopSlowNode"]
+            if fired:
+                break
+            time.sleep(2.0)
+        assert fired, (
+            f"no GputopSlowNode in {FIRES_WITHIN_S + 60:g} s; node work ratios: "
+            + json.dumps(_get(f"{url}/api/v1/query?query=gputop:node_work_ratio")["data"])
+        )
+        assert {a["labels"]["instance"] for a in fired} == {f"127.0.0.1:{ports['node-3']}"}
+        assert fired[0]["labels"]["training_job"] == JOB
+        others = [a for a in _firing(url) if a["labels"]["alertname"] != "GputopSlowNode"]
+        assert not [a for a in others if a["labels"]["alertname"].startswith("GputopNode")]
+
+        out = subprocess.run(
+            [sys.executable, "-m", "gputop", "fleet", "--prometheus", url, "--job", JOB,
+             "--once", "--json"],
+            capture_output=True, text=True, timeout=60, cwd=REPO,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        rows = json.loads(out.stdout)
+        assert rows[0]["instance"] == f"127.0.0.1:{ports['node-3']}", rows
+        assert rows[0]["slow"] and not any(r["slow"] for r in rows[1:]), rows
+        assert len(rows) == 3
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        for job in nodes.values():
+            kill_tree(job)
