@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 
-from gputop.commands.common import UsageError
+from gputop.commands.common import UsageError, require_terminal
 
 NAME = "fleet"
 HELP = "every node of a training job, from Prometheus: the slow node first"
@@ -22,7 +21,7 @@ DESCRIPTION = (
 )
 EXAMPLES = """\
 examples:
-  gputop fleet --prometheus http://prom:9090 --job llama       refresh every 10 s
+  gputop fleet --prometheus http://prom:9090 --job llama       a screen, every 10 s
   gputop fleet --prometheus http://prom:9090 --once            every job's nodes, once
   gputop fleet --prometheus http://prom:9090 --json | jq '.[0]'
 """
@@ -49,13 +48,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=float,
         default=REFRESH_S,
         metavar="S",
-        help=f"seconds between readings without --once (default {REFRESH_S:g})",
+        help=f"seconds between the screen's readings (default {REFRESH_S:g})",
     )
 
 
 def run(args: argparse.Namespace) -> int:
     from gputop.fleet.client import Prometheus
-    from gputop.fleet.nodes import as_json, node_rows, text_lines
+    from gputop.fleet.nodes import NodeRow, as_json, node_rows, text_lines
     from gputop.fleet.queries import QUERIES
 
     if not 1.0 <= args.interval <= 3600:
@@ -64,22 +63,19 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--prometheus {args.prometheus!r}: an http(s) URL (http://HOST:9090)")
     prom = Prometheus(args.prometheus)
 
-    def reading() -> list:
+    def reading() -> list[NodeRow]:
         results = {name: prom.query(make(args.job)) for name, make in QUERIES.items()}
         return node_rows(results)
 
+    where = f"{args.prometheus}  {args.job or 'every job'}"
     if args.json:
         print(json.dumps(as_json(reading()), indent=2))
-        return 0
-    while True:
-        rows = reading()
-        stamp = time.strftime("%H:%M:%S")
-        print(f"gputop fleet  {args.prometheus}  {args.job or 'every job'}  {stamp}")
-        print("\n".join(text_lines(rows)), flush=True)
-        if args.once:
-            return 0
-        try:
-            time.sleep(args.interval)
-        except KeyboardInterrupt:
-            return 0
-        print(file=sys.stdout)
+    elif args.once:
+        print(f"gputop fleet  {where}  {time.strftime('%H:%M:%S')}")
+        print("\n".join(text_lines(reading())))
+    else:
+        require_terminal()
+        from gputop.ui.fleet_app import FleetApp
+
+        FleetApp(reading, where=where, interval=args.interval).run()
+    return 0

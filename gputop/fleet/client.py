@@ -21,6 +21,8 @@ MAX_BYTES = 16 << 20
 class FleetError(CannotDo):
     """Prometheus could not be asked, or its answer was not one."""
 
+    when = "`gputop fleet` cannot reach Prometheus, or its answer is not an instant vector"
+
 
 @dataclass(frozen=True)
 class Sample:

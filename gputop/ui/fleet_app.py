@@ -1,0 +1,81 @@
+"""`gputop fleet`'s screen: one row per node of a training job, the slow node first, refreshed
+from Prometheus in a worker thread (a slow server never freezes the keys); a failed reading is
+said on the status line and the last rows stay."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.widgets import DataTable, Footer, Static
+
+from gputop.errors import GputopError
+from gputop.fleet.nodes import NodeRow
+
+COLUMNS = ("", "node", "work/step", "vs job", "verdict", "biggest loss", "slowest rank",
+           "stuck ranks", "throttled GPUs")  # fmt: skip
+
+
+def cells(r: NodeRow) -> tuple[str, ...]:
+    """One node's row as the table shows it."""
+    return (
+        "SLOW" if r.slow else "",
+        r.instance,
+        f"{1e3 * r.work_s:.0f} ms" if r.work_s is not None else "n/a",
+        f"{r.ratio:.2f}x" if r.ratio is not None else "n/a",
+        r.verdict or "-",
+        f"{r.biggest_loss[0]} {r.biggest_loss[1]:.0%}" if r.biggest_loss else "-",
+        f"{r.slowest_rank[0]} ({1e3 * r.slowest_rank[1]:.0f} ms)" if r.slowest_rank else "-",
+        ",".join(r.stuck_ranks) or "-",
+        ",".join(r.throttled_gpus) or "-",
+    )
+
+
+class FleetApp(App[None]):
+    """The nodes of one job (or every job), read by ``read`` every ``interval`` seconds."""
+
+    TITLE = "gputop fleet"
+    BINDINGS = [Binding("q", "quit", "Quit"), Binding("r", "refresh", "Refresh now")]
+
+    def __init__(self, read: Callable[[], Sequence[NodeRow]], *, where: str, interval: float):
+        super().__init__()
+        self.read = read
+        self.where = where
+        self.interval = interval
+
+    def compose(self) -> ComposeResult:
+        yield Static(f"{self.where}: reading...", id="fleet-status")
+        yield DataTable(id="fleet-nodes", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(DataTable).add_columns(*COLUMNS)
+        self.action_refresh()
+        self.set_interval(self.interval, self.action_refresh)
+
+    def action_refresh(self) -> None:
+        self.run_worker(self._read, thread=True, exclusive=True, group="fleet")
+
+    def _read(self) -> None:
+        try:
+            rows = list(self.read())
+        except GputopError as e:
+            self.call_from_thread(self.show_problem, str(e))
+            return
+        self.call_from_thread(self.show, rows)
+
+    def show(self, rows: Sequence[NodeRow]) -> None:
+        """The nodes, slow first; the status line says how many and which is slow."""
+        table = self.query_one(DataTable)
+        table.clear()
+        for r in rows:
+            table.add_row(*cells(r), key=r.instance)
+        slow = [r.instance for r in rows if r.slow]
+        said = f"slow: {', '.join(slow)}" if slow else "no slow node"
+        status = f"{self.where}: {len(rows)} nodes, {said}" if rows else f"{self.where}: no node"
+        self.query_one("#fleet-status", Static).update(status)
+
+    def show_problem(self, text: str) -> None:
+        """A failed reading: said, and the last rows kept."""
+        self.query_one("#fleet-status", Static).update(f"{self.where}: {text}")
