@@ -1,8 +1,10 @@
-"""Many nodes through a real Prometheus: three simulated nodes, each a `gputop diagnose
---prometheus` over a simulated H100 board watching two real ranks (DDP over gloo, no gputop
-code in them), one node 30% slower. A real Prometheus server (the same package as promtool)
+"""Many nodes through a real Prometheus: two training jobs of three simulated nodes each, every
+node a `gputop diagnose --prometheus` over a simulated H100 board watching two real ranks (DDP
+over gloo, no gputop code in them); in one job a node is 30% slower, in the other all are
+equal. A real Prometheus server (the same package as promtool)
 scrapes them every second with deploy/prometheus/gputop-fleet.yml loaded: the slow-node alert
-names that node and `gputop fleet --once --json` lists it first, within two minutes.
+names that node and `gputop fleet --once --json` lists it first, within two minutes, and
+nothing fires (not even pending) for the equal job.
 
 The server's startup is bounded, and the test says clearly when it could not start."""
 
@@ -24,9 +26,14 @@ from tests_support import free_port, kill_tree
 REPO = Path(__file__).resolve().parents[2]
 RULES = REPO / "deploy" / "prometheus" / "gputop-fleet.yml"
 PROMETHEUS = shutil.which("prometheus")
-JOB = "fleet-test"
-WORK_MS = {"node-1": 40.0, "node-2": 40.0, "node-3": 52.0}
-"""Each node's forward time: node-3 works 30% longer per step."""
+JOB, EQUAL = "fleet-test", "fleet-equal"
+WORK_MS = {
+    (JOB, "node-1"): 40.0, (JOB, "node-2"): 40.0, (JOB, "node-3"): 52.0,
+    (EQUAL, "node-4"): 40.0, (EQUAL, "node-5"): 40.0, (EQUAL, "node-6"): 40.0,
+}  # fmt: skip
+"""Each node's forward time, by training job: node-3 works 30% longer per step than the other
+nodes of its job; the second job's nodes are equal (nothing may fire for it)."""
+SLOW = (JOB, "node-3")
 FIRES_WITHIN_S = 120.0
 """Prometheus time from the first scrape to the alert (its `for: 1m` included)."""
 START_S = 60.0
@@ -45,7 +52,7 @@ def _get(url: str, timeout: float = 5.0) -> dict:
         return json.loads(r.read())
 
 
-def _node(name: str, port: int, log: Path) -> subprocess.Popen:
+def _node(name: tuple[str, str], port: int, log: Path) -> subprocess.Popen:
     cmd = [
         sys.executable, "-m", "gputop", "diagnose", "--duration", "400", "--interval", "0.5",
         "--sim-board", "h100x2", "--sim-scenario", "compute",
@@ -58,12 +65,12 @@ def _node(name: str, port: int, log: Path) -> subprocess.Popen:
         return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, cwd=REPO, env=env)
 
 
-def _prometheus(tmp: Path, targets: dict[str, int], port: int) -> subprocess.Popen:
+def _prometheus(tmp: Path, targets: dict[tuple[str, str], int], port: int) -> subprocess.Popen:
     assert PROMETHEUS is not None
     config = tmp / "prometheus.yml"
     static = "\n".join(
-        f"      - targets: ['127.0.0.1:{p}']\n        labels: {{training_job: {JOB}}}"
-        for p in targets.values()
+        f"      - targets: ['127.0.0.1:{p}']\n        labels: {{training_job: {job}}}"
+        for (job, _), p in targets.items()
     )
     config.write_text(
         "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
@@ -101,7 +108,7 @@ def _firing(url: str) -> list[dict]:
 def test_the_slow_node_is_named_by_the_alert_and_listed_first(tmp_path):
     pytest.importorskip("torch")
     ports = {name: free_port() for name in WORK_MS}
-    nodes = {name: _node(name, port, tmp_path / f"{name}.log") for name, port in ports.items()}
+    nodes = {n: _node(n, port, tmp_path / f"{n[1]}.log") for n, port in ports.items()}
     prom_port = free_port()
     url = f"http://127.0.0.1:{prom_port}"
     server = _prometheus(tmp_path, ports, prom_port)
@@ -112,7 +119,7 @@ def test_the_slow_node_is_named_by_the_alert_and_listed_first(tmp_path):
         while time.monotonic() - started < FIRES_WITHIN_S + 60:  # + the nodes' own start
             for name, job in nodes.items():
                 if job.poll() is not None:
-                    log = (tmp_path / f"{name}.log").read_text()[-2000:]
+                    log = (tmp_path / f"{name[1]}.log").read_text()[-2000:]
                     pytest.fail(f"{name}'s gputop exited with {job.returncode}: {log}")
             fired = [a for a in _firing(url) if a["labels"]["alertname"] == "GputopSlowNode"]
             if fired:
@@ -122,10 +129,18 @@ def test_the_slow_node_is_named_by_the_alert_and_listed_first(tmp_path):
             f"no GputopSlowNode in {FIRES_WITHIN_S + 60:g} s; node work ratios: "
             + json.dumps(_get(f"{url}/api/v1/query?query=gputop:node_work_ratio")["data"])
         )
-        assert {a["labels"]["instance"] for a in fired} == {f"127.0.0.1:{ports['node-3']}"}
+        assert {a["labels"]["instance"] for a in fired} == {f"127.0.0.1:{ports[SLOW]}"}
         assert fired[0]["labels"]["training_job"] == JOB
-        others = [a for a in _firing(url) if a["labels"]["alertname"] != "GputopSlowNode"]
-        assert not [a for a in others if a["labels"]["alertname"].startswith("GputopNode")]
+        alerts = _get(f"{url}/api/v1/alerts")["data"]["alerts"]  # pending ones too
+        fleet = [
+            a for a in alerts if a["labels"]["alertname"].startswith(("GputopSlow", "GputopNode"))
+        ]
+        assert fleet == fired, fleet  # nothing for the equal job, nothing else for this one
+        nodes_up = _get(f"{url}/api/v1/query?query=gputop:job_nodes")["data"]["result"]
+        assert {r["metric"]["training_job"]: r["value"][1] for r in nodes_up} == {
+            JOB: "3",
+            EQUAL: "3",
+        }  # the equal job was judged, all its nodes reporting
 
         out = subprocess.run(
             [sys.executable, "-m", "gputop", "fleet", "--prometheus", url, "--job", JOB,
@@ -135,9 +150,19 @@ def test_the_slow_node_is_named_by_the_alert_and_listed_first(tmp_path):
         )  # fmt: skip
         assert out.returncode == 0, out.stderr
         rows = json.loads(out.stdout)
-        assert rows[0]["instance"] == f"127.0.0.1:{ports['node-3']}", rows
+        assert rows[0]["instance"] == f"127.0.0.1:{ports[SLOW]}", rows
         assert rows[0]["slow"] and not any(r["slow"] for r in rows[1:]), rows
         assert len(rows) == 3
+        text = subprocess.run(
+            [sys.executable, "-m", "gputop", "fleet", "--prometheus", url, "--job", JOB,
+             "--once"],
+            capture_output=True, text=True, timeout=60, cwd=REPO,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )  # fmt: skip
+        lines = text.stdout.splitlines()
+        print(text.stdout)
+        assert text.returncode == 0 and lines[1].startswith("SLOW"), text.stdout + text.stderr
+        assert f"127.0.0.1:{ports[SLOW]}" in lines[1]
     finally:
         server.terminate()
         try:
