@@ -201,3 +201,14 @@ def fuzz_examples(n: int) -> int:
     except ValueError:
         scale = 1
     return n * scale
+
+
+def schema_object(root: dict[str, Any], s: dict[str, Any]) -> dict[str, Any]:
+    """The object schema ``s`` stands for inside ``root``: its ``$ref`` followed, the first
+    alternative of a oneOf/anyOf that has properties (the others are null or a scalar)."""
+    if "$ref" in s:
+        return schema_object(root, root["$defs"][s["$ref"].rsplit("/", 1)[1]])
+    for alt in s.get("oneOf", s.get("anyOf", [])):
+        if "properties" in alt or "$ref" in alt:
+            return schema_object(root, alt)
+    return s

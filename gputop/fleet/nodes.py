@@ -87,20 +87,21 @@ def as_json(rows: Sequence[NodeRow]) -> list[dict[str, object]]:
             "instance": r.instance,
             "training_job": r.job,
             "verdict": r.verdict,
-            "biggest_loss": {"slice": r.biggest_loss[0], "share": r.biggest_loss[1]}
-            if r.biggest_loss
-            else None,
+            "biggest_loss": _pair(r.biggest_loss, "slice", "share"),
             "work_s_per_step": r.work_s,
             "work_ratio": r.ratio,
             "slow": r.slow,
-            "slowest_rank": {"rank": r.slowest_rank[0], "work_s_per_step": r.slowest_rank[1]}
-            if r.slowest_rank
-            else None,
+            "slowest_rank": _pair(r.slowest_rank, "rank", "work_s_per_step"),
             "stuck_ranks": list(r.stuck_ranks),
             "throttled_gpus": list(r.throttled_gpus),
         }
         for r in rows
     ]
+
+
+def _pair(pair: tuple[str, float] | None, name: str, value: str) -> dict[str, object] | None:
+    """A (name, value) pair as a JSON object with those keys, or None."""
+    return {name: pair[0], value: pair[1]} if pair else None
 
 
 def text_lines(rows: Sequence[NodeRow]) -> list[str]:

@@ -16,6 +16,7 @@ from typing import Any
 import jsonschema
 import pytest
 from builders import agent, device
+from tests_support import schema_object
 
 from gputop import schemas
 from gputop.diagnose.findings import Evidence, Finding, Verdict
@@ -245,12 +246,7 @@ def test_the_schema_lists_every_field_the_report_emits(doc):
                 keys(v, resolve(schema["items"]), f"{where}[]")
 
     def resolve(s: dict[str, Any]) -> dict[str, Any]:
-        if "$ref" in s:
-            return resolve(SCHEMA["$defs"][s["$ref"].rsplit("/", 1)[1]])
-        for alt in s.get("oneOf", s.get("anyOf", [])):
-            if "properties" in alt or "$ref" in alt:
-                return resolve(alt)
-        return s
+        return schema_object(SCHEMA, s)
 
     keys(doc, SCHEMA, "report")
 

@@ -19,6 +19,7 @@ from typing import Any
 import jsonschema
 import pynvml as N
 import pytest
+from tests_support import schema_object
 
 from gputop import schemas
 from gputop.sim import Fault, SimProcess
@@ -83,12 +84,7 @@ def described(value: Any, schema: dict[str, Any], where: str) -> None:
     """Every key of ``value`` is a property of ``schema`` (where it lists properties)."""
 
     def resolve(s: dict[str, Any]) -> dict[str, Any]:
-        if "$ref" in s:
-            return resolve(SCHEMA["$defs"][s["$ref"].rsplit("/", 1)[1]])
-        for alt in s.get("oneOf", s.get("anyOf", [])):
-            if "properties" in alt or "$ref" in alt:
-                return resolve(alt)
-        return s
+        return schema_object(SCHEMA, s)
 
     schema = resolve(schema)
     if isinstance(value, dict) and "properties" in schema:
