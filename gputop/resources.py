@@ -31,6 +31,7 @@ DOCS = {
     "prometheus": "prometheus.md",
     "recording": "recording.md",
     "agent-wire": "agent-wire.md",
+    "fleet": "fleet.md",
 }
 """What `gputop docs NAME` prints (pyproject ships each in the wheel: a test holds them)."""
 

@@ -34,10 +34,17 @@ REPO = Path(__file__).resolve().parents[1]
 DEPLOY = REPO / "deploy" / "prometheus"
 RULES = DEPLOY / "gputop-alerts.yml"
 TESTS = DEPLOY / "tests"
+DASHBOARD_JSON = REPO / "deploy" / "grafana" / "gputop-dcgm.json"
+NODES_ROW = "Nodes of one training job"
+"""The dashboard row (title prefix) whose panels read the fleet rules' recorded series."""
 INSTANCE = "node-1:9401"
 """The ``instance`` Prometheus would add to every series of a node's gputop (and ``job``)."""
 JOB = "gputop"
 HOLD_S = 900
+READY_S = 150
+"""How long a scenario may take to reach its ``ready`` condition: a verdict's refinement
+(data-input to data-input/cpu-transform) waits for five stack samples, 20-26 s in on this
+machine and once over 90 s."""
 """How long the recorded window is continued (15 minutes: past every ``for:`` in the rules)."""
 CLOCKS = ("gputop_open_phase_age_seconds", "gputop_verdict_held_seconds")
 """Gauges that are clocks: they go on at their recorded rate, like counters, while one reading
@@ -73,7 +80,7 @@ class Scenario:
 PY = sys.executable
 FREE_PORT = "{free_port}"
 """In a job's arguments: a port nothing listens on, chosen when the job starts."""
-MLP = ("examples/mlp_train.py", "--steps", "1000000", "--seconds", "120", "--threads", "1")
+MLP = ("examples/mlp_train.py", "--steps", "1000000", "--seconds", "240", "--threads", "1")
 
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
@@ -81,7 +88,7 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario(
             "healthy",
             ("--sim-board", "h100x2", "--sim-scenario", "compute"),
-            (PY, "tests/corpus/healthy_mlp.py", "--seconds", "120"),
+            (PY, "tests/corpus/healthy_mlp.py", "--seconds", "240"),
             ready="bound=gpu-compute",
         ),
         Scenario(
@@ -117,7 +124,7 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario(
             "straggler",
             ("--sim-board", "h100x2", "--sim-scenario", "compute"),
-            (PY, "tests/corpus/spawn_straggler.py", "--seconds", "120", "--port", FREE_PORT),
+            (PY, "tests/corpus/spawn_straggler.py", "--seconds", "240", "--port", FREE_PORT),
             ready="bound=straggler",
             expect={
                 "GputopStraggler": [{"rank": "1"}],
@@ -139,13 +146,26 @@ DASHBOARD = Scenario(
 board with a throttled GPU, so every panel has something to show."""
 
 
+def dashboard_queries(nodes_row: bool) -> list[str]:
+    """The dashboard's panel queries: those of the nodes row (the fleet rules' series, a job of
+    many nodes: tests/integration/test_fleet.py runs them), or every other (one node's gputop
+    and dcgm-exporter)."""
+    exprs, row = [], ""
+    for panel in json.loads(DASHBOARD_JSON.read_text())["panels"]:
+        if panel["type"] == "row":
+            row = panel["title"]
+        elif row.startswith(NODES_ROW) == nodes_row:
+            exprs += [t["expr"] for t in panel.get("targets", [])]
+    return exprs
+
+
 def record(sc: Scenario, log: Path) -> list[dict[str, Any]]:
     """Run the scenario under ``gputop diagnose --prometheus`` and return one scrape per second
     over its window, once ``ready`` holds."""
     port = free_port()
     cmd = [
-        PY, "-m", "gputop", "diagnose", "--duration", str(sc.window_s + 90), "--interval", "0.5",
-        "--prometheus", f"127.0.0.1:{port}", *sc.gputop, "--",
+        PY, "-m", "gputop", "diagnose", "--duration", str(sc.window_s + READY_S + 10),
+        "--interval", "0.5", "--prometheus", f"127.0.0.1:{port}", *sc.gputop, "--",
         *(str(free_port()) if a == FREE_PORT else a for a in sc.job),
     ]  # fmt: skip
     env = {**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONPATH": str(REPO), **dict(sc.env)}
@@ -168,23 +188,35 @@ def record(sc: Scenario, log: Path) -> list[dict[str, Any]]:
 
 
 def _wait_ready(sc: Scenario, port: int, job: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + READY_S
+    seen: list[str | None] = []
     while time.monotonic() < deadline:
         if job.poll() is not None:
             raise RuntimeError(f"gputop exited with {job.returncode}: {log.read_text()[-2000:]}")
         fams = scrape(port)
         if fams and _ready(sc.ready, fams):
             return
+        bound = _bound(fams) if fams else None
+        if not seen or seen[-1] != bound:
+            seen.append(bound)
         time.sleep(0.5)
-    raise RuntimeError(f"{sc.name}: not ready within 90 s: {log.read_text()[-2000:]}")
+    raise RuntimeError(
+        f"{sc.name}: not {sc.ready} within {READY_S} s (verdicts seen: {seen}): "
+        f"{log.read_text()[-2000:]}"
+    )
+
+
+def _bound(fams: dict[str, Any]) -> str | None:
+    """The principal bound a scrape's ``gputop_verdict`` says (the state set's 1)."""
+    fam = fams.get("gputop_verdict")
+    return next((s.labels["bound"] for s in fam.samples if s.value == 1.0), None) if fam else None
 
 
 def _ready(cond: str, fams: dict[str, Any]) -> bool:
     """``verdict``: a principal bound stands (not warming up, not none); ``bound=X``: it is X."""
-    fam = fams.get("gputop_verdict")
-    if fam is None:
+    if fams.get("gputop_verdict") is None:
         return False
-    current = next((s.labels["bound"] for s in fam.samples if s.value == 1.0), None)
+    current = _bound(fams)
     if cond == "verdict":
         return current not in (None, "warming-up", "none", "stalled")
     return cond == f"bound={current}"
@@ -318,17 +350,8 @@ def promtool_test(sc: Scenario, scrapes: list[dict[str, Any]], rules_file: str) 
         f"# Generated by tests/promseries.py from a real gputop scrape ({sc.name}):",
         f"#   gputop diagnose {' '.join(sc.gputop)} -- {' '.join(_shown(sc.job))}",
         f"# {len(scrapes)} scrapes 1 s apart, then held steady for {HOLD_S} s.",
-        "rule_files:",
-        f"  - {rules_file}",
-        "evaluation_interval: 15s",
-        "tests:",
-        f"  - name: {sc.name}",
-        "    interval: 1s",
-        "    input_series:",
+        *input_lines(sc.name, rules_file, series_of(scrapes)),
     ]
-    for (name, labels), values in sorted(series_of(scrapes).items()):
-        out.append(f"      - series: {_quote(_selector(name, labels))}")
-        out.append(f"        values: {_quote(values_of(name, values))}")
     out.append("    alert_rule_test:")
     for rule in read_rules():
         out += [f"      - eval_time: {HOLD_S}s", f"        alertname: {rule.name}"]
@@ -343,12 +366,30 @@ def promtool_test(sc: Scenario, scrapes: list[dict[str, Any]], rules_file: str) 
                 labels["job"] = JOB  # a plain comparison keeps every label of the series
             shown = {**labels, **rule.labels}
             notes = {k: render(v, labels) for k, v in rule.annotations.items()}
-            out.append(f"          - exp_labels: {_flow(shown)}")
-            out.append(f"            exp_annotations: {_flow(notes)}")
+            out.append(f"          - exp_labels: {flow(shown)}")
+            out.append(f"            exp_annotations: {flow(notes)}")
     return "\n".join(out) + "\n"
 
 
-def _flow(d: dict[str, str]) -> str:
+def input_lines(name: str, rules_file: str, series: Series) -> list[str]:
+    """A promtool test file's rules, one test named ``name`` and its input series (each
+    continued past the recording, ``values_of``); its ``alert_rule_test`` follows."""
+    out = [
+        "rule_files:",
+        f"  - {rules_file}",
+        "evaluation_interval: 15s",
+        "tests:",
+        f"  - name: {name}",
+        "    interval: 1s",
+        "    input_series:",
+    ]
+    for (metric, labels), values in sorted(series.items()):
+        out.append(f"      - series: {_quote(_selector(metric, labels))}")
+        out.append(f"        values: {_quote(values_of(metric, values))}")
+    return out
+
+
+def flow(d: dict[str, str]) -> str:
     return "{" + ", ".join(f"{k}: {_quote(v)}" for k, v in sorted(d.items())) + "}"
 
 

@@ -7,10 +7,11 @@ nodes): each node runs `gputop --pid PID --prometheus :9401`, Prometheus scrapes
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import time
 
-from gputop.commands.common import UsageError, require_terminal
+from gputop.commands.common import UsageError, json_help, require_terminal
 
 NAME = "fleet"
 HELP = "every node of a training job, from Prometheus: the slow node first"
@@ -23,7 +24,7 @@ EXAMPLES = """\
 examples:
   gputop fleet --prometheus http://prom:9090 --job llama       a screen, every 10 s
   gputop fleet --prometheus http://prom:9090 --once            every job's nodes, once
-  gputop fleet --prometheus http://prom:9090 --json | jq '.[0]'
+  gputop fleet --prometheus http://prom:9090 --json | jq '.nodes[0]'
 """
 """Shown after the flags in --help."""
 REFRESH_S = 10.0
@@ -41,7 +42,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--once", action="store_true", help="print one reading and exit")
     p.add_argument(
-        "--json", action="store_true", help="one reading as JSON: one object per node, slow first"
+        "--json",
+        action="store_true",
+        help="one reading, one object per node, slow first, as " + json_help("fleet"),
     )
     p.add_argument(
         "--interval",
@@ -53,8 +56,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gputop import __version__
     from gputop.fleet.client import Prometheus
-    from gputop.fleet.nodes import NodeRow, as_json, node_rows, text_lines
+    from gputop.fleet.nodes import NodeRow, fleet_document, node_rows, text_lines
     from gputop.fleet.queries import QUERIES
 
     if not 1.0 <= args.interval <= 3600:
@@ -69,7 +73,9 @@ def run(args: argparse.Namespace) -> int:
 
     where = f"{args.prometheus}  {args.job or 'every job'}"
     if args.json:
-        print(json.dumps(as_json(reading()), indent=2))
+        taken = dt.datetime.now(dt.timezone.utc).isoformat()
+        doc = fleet_document(reading(), args.prometheus, args.job, taken, __version__)
+        print(json.dumps(doc, indent=2))
     elif args.once:
         print(f"gputop fleet  {where}  {time.strftime('%H:%M:%S')}")
         print("\n".join(text_lines(reading())))

@@ -80,8 +80,27 @@ def _row(
     return NodeRow(instance, job, verdict, biggest, work, ratio, slowest, stuck, throttled)
 
 
+SCHEMA_VERSION = 1
+"""Of ``gputop fleet --json`` (gputop/schemas/fleet.schema.json, docs/fleet.md)."""
+
+
+def fleet_document(
+    rows: Sequence[NodeRow], prometheus: str, job: str | None, taken_at: str, version: str
+) -> dict[str, object]:
+    """What ``gputop fleet --json`` prints: the reading's provenance and its node rows."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "gputop_version": version,
+        "taken_at": taken_at,
+        "prometheus": prometheus,
+        "training_job": job,
+        "slow_bar": SLOW_NODE,
+        "nodes": as_json(rows),
+    }
+
+
 def as_json(rows: Sequence[NodeRow]) -> list[dict[str, object]]:
-    """The rows as ``gputop fleet --json`` prints them."""
+    """The node rows of ``gputop fleet --json``."""
     return [
         {
             "instance": r.instance,

@@ -9,9 +9,9 @@ from __future__ import annotations
 from importlib import resources
 from typing import Any
 
-SCHEMAS = ("diagnose", "snapshot", "report", "capture")
-"""What ``gputop schema`` knows: `gputop diagnose --json`, `snapshot --json`, `report --json`
-and a capture's manifest.json."""
+SCHEMAS = ("diagnose", "snapshot", "report", "capture", "fleet")
+"""What ``gputop schema`` knows: `gputop diagnose --json`, `snapshot --json`, `report --json`,
+a capture's manifest.json and `fleet --json`."""
 
 
 def schema_text(name: str) -> str:

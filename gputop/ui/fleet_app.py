@@ -1,11 +1,15 @@
 """`gputop fleet`'s screen: one row per node of a training job, the slow node first, refreshed
 from Prometheus in a worker thread (a slow server never freezes the keys); a failed reading is
-said on the status line and the last rows stay."""
+said on the status line and the last rows stay. The slow node's row is in the theme's error
+colour, a node with stuck ranks or throttled GPUs in its warning colour (Textual draws them in
+black and white under NO_COLOR)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Literal
 
+from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Static
@@ -13,8 +17,9 @@ from textual.widgets import DataTable, Footer, Static
 from gputop.errors import GputopError
 from gputop.fleet.nodes import NodeRow
 
-COLUMNS = ("", "node", "work/step", "vs job", "verdict", "biggest loss", "slowest rank",
-           "stuck ranks", "throttled GPUs")  # fmt: skip
+COLUMNS = ("", "node", "work/step", "vs job", "verdict", "biggest loss", "stuck ranks",
+           "throttled GPUs", "slowest rank")  # fmt: skip
+"""Alarms before detail: a narrow terminal cuts the last columns first."""
 
 
 def cells(r: NodeRow) -> tuple[str, ...]:
@@ -26,10 +31,20 @@ def cells(r: NodeRow) -> tuple[str, ...]:
         f"{r.ratio:.2f}x" if r.ratio is not None else "n/a",
         r.verdict or "-",
         f"{r.biggest_loss[0]} {r.biggest_loss[1]:.0%}" if r.biggest_loss else "-",
-        f"{r.slowest_rank[0]} ({1e3 * r.slowest_rank[1]:.0f} ms)" if r.slowest_rank else "-",
         ",".join(r.stuck_ranks) or "-",
         ",".join(r.throttled_gpus) or "-",
+        f"{r.slowest_rank[0]} ({1e3 * r.slowest_rank[1]:.0f} ms)" if r.slowest_rank else "-",
     )
+
+
+def level(r: NodeRow) -> Literal["error", "warning"] | None:
+    """How loudly a node's row is drawn: the slow node as an error, a node with stuck ranks or
+    throttled GPUs as a warning, any other plainly."""
+    if r.slow:
+        return "error"
+    if r.stuck_ranks or r.throttled_gpus:
+        return "warning"
+    return None
 
 
 class FleetApp(App[None]):
@@ -70,7 +85,10 @@ class FleetApp(App[None]):
         table = self.query_one(DataTable)
         table.clear()
         for r in rows:
-            table.add_row(*cells(r), key=r.instance)
+            loud = level(r)
+            colour = getattr(self.current_theme, loud) if loud else None
+            shown = [Text(c, style=f"bold {colour}") if colour else c for c in cells(r)]
+            table.add_row(*shown, key=r.instance)
         slow = [r.instance for r in rows if r.slow]
         said = f"slow: {', '.join(slow)}" if slow else "no slow node"
         status = f"{self.where}: {len(rows)} nodes, {said}" if rows else f"{self.where}: no node"

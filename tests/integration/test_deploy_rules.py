@@ -13,12 +13,14 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from promfleet import FLEET_RULES
 from promseries import (
     DASHBOARD,
     INSTANCE,
     RULES,
     SCENARIOS,
     TESTS,
+    dashboard_queries,
     promtool_test,
     read_rules,
     record,
@@ -26,7 +28,6 @@ from promseries import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
-DASHBOARD_JSON = REPO / "deploy" / "grafana" / "gputop-dcgm.json"
 PROMTOOL = shutil.which("promtool")
 needs_promtool = pytest.mark.skipif(
     PROMTOOL is None,
@@ -122,8 +123,7 @@ def test_the_alerts_fire_on_a_live_gputop(name, tmp_path, log):
 
 
 def _targets() -> list[str]:
-    dash = json.loads(DASHBOARD_JSON.read_text())
-    exprs = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
+    exprs = dashboard_queries(nodes_row=False)
     assert exprs, "no queries in the dashboard"
     return exprs
 
@@ -146,10 +146,16 @@ def _committed_series_names() -> set[str]:
     return names
 
 
+def _recorded_names() -> set[str]:
+    """The series the fleet rules record, and Prometheus' own ALERTS."""
+    return set(re.findall(r"- record: ([\w:]+)", FLEET_RULES.read_text())) | {"ALERTS"}
+
+
 def test_the_dashboard_queries_only_series_gputop_or_dcgm_export():
-    exported = _committed_series_names()
-    assert "gputop_steps_total" in exported
-    for expr in _targets():
+    exported = _committed_series_names() | _recorded_names()
+    assert "gputop_steps_total" in exported and "gputop:node_work_ratio" in exported
+    assert dashboard_queries(nodes_row=True), "no nodes row in the dashboard"
+    for expr in _targets() + dashboard_queries(nodes_row=True):
         for name in _metric_names(expr):
             assert name in exported or name in DCGM_METRICS, (name, expr)
         if "DCGM_" in expr:  # the join is on labels both exporters have

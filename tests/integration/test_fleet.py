@@ -1,10 +1,12 @@
 """Many nodes through a real Prometheus: two training jobs of three simulated nodes each, every
-node a `gputop diagnose --prometheus` over a simulated H100 board watching two real ranks (DDP
-over gloo, no gputop code in them); in one job a node is 30% slower, in the other all are
+node a `gputop diagnose --prometheus` over a simulated H100 board watching two real ranks of its
+job (one DDP group over gloo across the job's three nodes, no gputop code in them); in one job
+a node is 30% slower, and the others wait for it in each all-reduce; in the other all are
 equal. A real Prometheus server (the same package as promtool)
 scrapes them every second with deploy/prometheus/gputop-fleet.yml loaded: the slow-node alert
 names that node and `gputop fleet --once --json` lists it first, within two minutes, and
-nothing fires (not even pending) for the equal job.
+nothing fires (not even pending) for the equal job; every query of the dashboard's nodes row
+returns series.
 
 The server's startup is bounded, and the test says clearly when it could not start."""
 
@@ -20,8 +22,13 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+import jsonschema
 import pytest
+from promfleet import NODES, node_command, start_node
+from promseries import dashboard_queries
 from tests_support import free_port, kill_tree
+
+from gputop import schemas
 
 REPO = Path(__file__).resolve().parents[2]
 RULES = REPO / "deploy" / "prometheus" / "gputop-fleet.yml"
@@ -52,17 +59,16 @@ def _get(url: str, timeout: float = 5.0) -> dict:
         return json.loads(r.read())
 
 
-def _node(name: tuple[str, str], port: int, log: Path) -> subprocess.Popen:
-    cmd = [
-        sys.executable, "-m", "gputop", "diagnose", "--duration", "400", "--interval", "0.5",
-        "--sim-board", "h100x2", "--sim-scenario", "compute",
-        "--prometheus", f"127.0.0.1:{port}", "--",
-        sys.executable, "tests/corpus/node_ranks.py", "--seconds", "390",
-        "--port", str(free_port()), "--work-ms", str(WORK_MS[name]),
-    ]  # fmt: skip
-    env = {**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONPATH": str(REPO)}
-    with log.open("wb") as err:
-        return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, cwd=REPO, env=env)
+def _nodes(ports: dict[tuple[str, str], int], tmp: Path) -> dict[tuple[str, str], subprocess.Popen]:
+    """Each job's three nodes: one DDP group across them (one rendezvous per job)."""
+    rendezvous = {job: free_port() for job, _ in ports}
+    procs = {}
+    for (job, node), port in ports.items():
+        index = [n for j, n in ports if j == job].index(node) + 1
+        cmd = node_command(port, rendezvous[job], index, NODES, 390,
+                           "--work-ms", str(WORK_MS[job, node]))  # fmt: skip
+        procs[job, node] = start_node(cmd, tmp / f"{node}.log")
+    return procs
 
 
 def _prometheus(tmp: Path, targets: dict[tuple[str, str], int], port: int) -> subprocess.Popen:
@@ -108,7 +114,7 @@ def _firing(url: str) -> list[dict]:
 def test_the_slow_node_is_named_by_the_alert_and_listed_first(tmp_path):
     pytest.importorskip("torch")
     ports = {name: free_port() for name in WORK_MS}
-    nodes = {n: _node(n, port, tmp_path / f"{n[1]}.log") for n, port in ports.items()}
+    nodes = _nodes(ports, tmp_path)
     prom_port = free_port()
     url = f"http://127.0.0.1:{prom_port}"
     server = _prometheus(tmp_path, ports, prom_port)
@@ -142,6 +148,11 @@ def test_the_slow_node_is_named_by_the_alert_and_listed_first(tmp_path):
             EQUAL: "3",
         }  # the equal job was judged, all its nodes reporting
 
+        for expr in dashboard_queries(nodes_row=True):  # the dashboard's nodes row
+            promql = expr.replace('"$job"', '".*"')
+            answer = _get(f"{url}/api/v1/query?" + urllib.parse.urlencode({"query": promql}))
+            assert answer["data"]["result"], f"the dashboard's {expr!r} returns nothing"
+
         out = subprocess.run(
             [sys.executable, "-m", "gputop", "fleet", "--prometheus", url, "--job", JOB,
              "--once", "--json"],
@@ -149,7 +160,9 @@ def test_the_slow_node_is_named_by_the_alert_and_listed_first(tmp_path):
             env={**os.environ, "PYTHONPATH": str(REPO)},
         )  # fmt: skip
         assert out.returncode == 0, out.stderr
-        rows = json.loads(out.stdout)
+        doc = json.loads(out.stdout)
+        jsonschema.validate(doc, schemas.load("fleet"))
+        rows = doc["nodes"]
         assert rows[0]["instance"] == f"127.0.0.1:{ports[SLOW]}", rows
         assert rows[0]["slow"] and not any(r["slow"] for r in rows[1:]), rows
         assert len(rows) == 3

@@ -1,5 +1,6 @@
 """`gputop fleet`'s screen under Pilot: the nodes in the order read (the slow node first), the
-status line naming the slow node, and a failed reading said with the last rows kept."""
+status line naming the slow node, a failed reading said with the last rows kept, the slow row
+in the error colour; and a snapshot of the screen."""
 
 from __future__ import annotations
 
@@ -10,10 +11,18 @@ from gputop.fleet.client import FleetError
 from gputop.fleet.nodes import NodeRow
 from gputop.ui.fleet_app import FleetApp
 
+SIZES = {"compact": (80, 24), "wide": (160, 48)}
 
-def row(instance: str, ratio: float) -> NodeRow:
+
+def row(
+    instance: str, ratio: float, stuck: tuple[str, ...] = (), throttled: tuple[str, ...] = ()
+) -> NodeRow:
     return NodeRow(instance, "llama", "gpu-compute", ("comms", 0.2), 0.1 * ratio, ratio,
-                   ("0", 0.1 * ratio), (), ())  # fmt: skip
+                   ("0", 0.1 * ratio), stuck, throttled)  # fmt: skip
+
+
+def shown(table: DataTable, i: int) -> list[str]:
+    return [str(c) for c in table.get_row_at(i)]
 
 
 @pytest.mark.asyncio
@@ -34,11 +43,14 @@ async def test_the_slow_node_is_the_first_row_and_a_failure_keeps_the_rows():
         await app.workers.wait_for_complete()
         await pilot.pause()
         table = app.query_one(DataTable)
-        assert [table.get_row_at(i)[1] for i in range(table.row_count)] == [
+        assert [shown(table, i)[1] for i in range(table.row_count)] == [
             "node-3:9401",
             "node-1:9401",
         ]
-        assert table.get_row_at(0)[0] == "SLOW"
+        assert shown(table, 0)[0] == "SLOW"
+        error = app.current_theme.error.lower()
+        assert all(error in str(c.style).lower() for c in table.get_row_at(0))
+        assert not any(hasattr(c, "style") for c in table.get_row_at(1))
         status = app.query_one("#fleet-status", Static)
         assert "slow: node-3:9401" in str(status.render())
         await pilot.press("r")
@@ -46,3 +58,22 @@ async def test_the_slow_node_is_the_first_row_and_a_failure_keeps_the_rows():
         await pilot.pause()
         assert "cannot reach Prometheus" in str(status.render())
         assert table.row_count == 2
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_fleet_screen_snapshot(snap_compare, size):
+    """Four nodes: the slow one first in the error colour, one with a stuck rank and a
+    throttled GPU in the warning colour, two plain."""
+    rows = [
+        row("10.0.0.13:9401", 1.31),
+        row("10.0.0.12:9401", 1.02, stuck=("5",), throttled=("1",)),
+        row("10.0.0.11:9401", 1.0),
+        row("10.0.0.14:9401", 0.98),
+    ]
+    app = FleetApp(lambda: rows, where="http://prom:9090  llama", interval=3600)
+
+    async def settle(pilot):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZES[size], run_before=settle)

@@ -8,14 +8,17 @@ import json
 import re
 from pathlib import Path
 
+import jsonschema
 import pytest
 
+from gputop import schemas
 from gputop.fleet.client import FleetError, Sample, parse
-from gputop.fleet.nodes import SLOW_NODE, as_json, node_rows, text_lines
+from gputop.fleet.nodes import SLOW_NODE, as_json, fleet_document, node_rows, text_lines
 from gputop.fleet.queries import QUERIES, rank_work, selector
 
 REPO = Path(__file__).resolve().parents[2]
 FLEET_RULES = REPO / "deploy" / "prometheus" / "gputop-fleet.yml"
+DASHBOARD = REPO / "deploy" / "grafana" / "gputop-dcgm.json"
 
 
 def s(value: float, **labels: str) -> Sample:
@@ -54,12 +57,39 @@ def test_the_slow_node_comes_first_with_its_evidence():
     assert json.loads(json.dumps(as_json(rows)))[0]["slow"] is True
 
 
+def document(rows) -> dict:
+    doc = fleet_document(rows, "http://prom:9090", "llama", "2026-11-26T12:00:00+00:00", "0.1.0")
+    return json.loads(json.dumps(doc))
+
+
+def test_the_json_document_follows_its_schema_and_a_crafted_one_does_not():
+    schema = schemas.load("fleet")
+    doc = document(node_rows(three_nodes()))
+    jsonschema.validate(doc, schema)
+    assert doc["nodes"][0]["slow"] and doc["slow_bar"] == SLOW_NODE
+    jsonschema.validate(document([]), schema)  # Prometheus with no gputop series
+    bad = document(node_rows(three_nodes()))
+    bad["nodes"][0]["biggest_loss"]["slice"] = "compute"  # compute is no loss
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)
+    del bad["nodes"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)
+
+
 def test_equal_nodes_have_no_slow_node():
     assert not any(r.slow for r in node_rows(three_nodes(slow=1.0)))
 
 
 def test_the_slow_bar_is_the_alert_rules():
     assert f"gputop:node_work_ratio > {SLOW_NODE:g}" in FLEET_RULES.read_text()
+
+
+def test_the_dashboard_turns_a_node_red_at_the_slow_bar():
+    panels = json.loads(DASHBOARD.read_text())["panels"]
+    gauge = next(p for p in panels if "gputop:node_work_ratio" in str(p.get("targets")))
+    steps = gauge["fieldConfig"]["defaults"]["thresholds"]["steps"]
+    assert [s["value"] for s in steps if s["color"] == "red"] == [SLOW_NODE]
 
 
 def test_the_rules_record_the_commands_work_expression():
