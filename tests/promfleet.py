@@ -208,11 +208,29 @@ def promtool_test(sc: FleetScenario, scrapes: list[list[dict[str, Any]]], rules:
             out.append("        exp_alerts: []")
             continue
         labels = {"instance": instance(ODD), "training_job": TRAINING_JOB}
-        notes = {k: render(v, labels) for k, v in rule.annotations.items()}
+        ranks = _ranks_of(scrapes[ODD - 1])
+        notes = {k: render(_name_ranks(v, ranks), labels) for k, v in rule.annotations.items()}
         out.append("        exp_alerts:")
         out.append(f"          - exp_labels: {flow({**labels, **rule.labels})}")
         out.append(f"            exp_annotations: {flow(notes)}")
     return "\n".join(out) + "\n"
+
+
+RANKS_BLOCK = re.compile(
+    r"{{ range \$i, \$r := query .*? }}{{ if \$i }}, {{ end }}{{ \$r\.Labels\.rank }}{{ end }}"
+)
+"""An annotation's list of the node's ranks (a query in the template, which promtool runs)."""
+
+
+def _ranks_of(node: list[dict[str, Any]]) -> list[str]:
+    """The node's ranks as the annotation lists them: sorted as strings (``sortByLabel``)."""
+    return sorted({s.labels["rank"] for s in _samples(node[-1], "gputop_steps_total")})
+
+
+def _name_ranks(template: str, ranks: list[str]) -> str:
+    """The template with its ranks list written out: every rank of the node the alert names
+    (in these scenarios the odd node's ranks are all slow, all waiting, or all stuck)."""
+    return RANKS_BLOCK.sub(lambda _: ", ".join(ranks), template)
 
 
 def main() -> None:

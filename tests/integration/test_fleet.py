@@ -137,6 +137,7 @@ def test_the_slow_node_is_named_by_the_alert_and_listed_first(tmp_path):
         )
         assert {a["labels"]["instance"] for a in fired} == {f"127.0.0.1:{ports[SLOW]}"}
         assert fired[0]["labels"]["training_job"] == JOB
+        assert fired[0]["annotations"]["summary"].endswith("(ranks 4, 5)"), fired  # node-3's
         alerts = _get(f"{url}/api/v1/alerts")["data"]["alerts"]  # pending ones too
         fleet = [
             a for a in alerts if a["labels"]["alertname"].startswith(("GputopSlow", "GputopNode"))

@@ -43,6 +43,7 @@ def test_every_fleet_alert_names_the_node_and_the_job():
         assert r.labels.get("severity") in ("warning", "critical"), r
         assert "{{ $labels.instance }}" in r.annotations["summary"], r
         assert "{{ $labels.training_job }}" in r.annotations["summary"], r
+        assert "{{ $r.Labels.rank }}" in r.annotations["summary"], r  # and its ranks
 
 
 def test_the_committed_fleet_tests_pass():
