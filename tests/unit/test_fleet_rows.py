@@ -15,6 +15,7 @@ from gputop import schemas
 from gputop.fleet.client import FleetError, Sample, parse
 from gputop.fleet.nodes import SLOW_NODE, as_json, fleet_document, node_rows, text_lines
 from gputop.fleet.queries import QUERIES, rank_work, selector
+from gputop.vocab.budget import LOSSES
 
 REPO = Path(__file__).resolve().parents[2]
 FLEET_RULES = REPO / "deploy" / "prometheus" / "gputop-fleet.yml"
@@ -75,6 +76,13 @@ def test_the_json_document_follows_its_schema_and_a_crafted_one_does_not():
     del bad["nodes"]
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, schema)
+
+
+def test_the_schemas_loss_slices_are_the_budgets():
+    node = schemas.load("fleet")["$defs"]["node"]["properties"]
+    shapes = node["biggest_loss"]["oneOf"]
+    enum = next(x for x in shapes if x.get("type") == "object")["properties"]["slice"]["enum"]
+    assert enum == list(LOSSES)
 
 
 def test_equal_nodes_have_no_slow_node():
