@@ -25,7 +25,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from promseries import DEPLOY, HOLD_S, JOB, Series, flow, input_lines, read_rules, render
+from promseries import (
+    DEPLOY,
+    HOLD_S,
+    READY_S,
+    Series,
+    flow,
+    input_lines,
+    read_rules,
+    render,
+    samples,
+    series_of,
+)
 from tests_support import free_port, kill_tree, scrape
 
 REPO = Path(__file__).resolve().parents[1]
@@ -117,7 +128,7 @@ def record(sc: FleetScenario, logs: Path) -> list[list[dict[str, Any]]]:
     rendezvous = free_port()
     procs = [
         start_node(
-            node_command(port, rendezvous, n, NODES, sc.window_s + 120, *odd_opts(sc, n)),
+            node_command(port, rendezvous, n, NODES, sc.window_s + READY_S + 10, *odd_opts(sc, n)),
             logs / f"node-{n}.log",
         )
         for n, port in enumerate(ports, start=1)
@@ -145,7 +156,7 @@ def _tail(logs: Path, node: int) -> str:
 
 
 def _wait_ready(sc: FleetScenario, ports: list[int], procs: list[Any], logs: Path) -> None:
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + READY_S
     while time.monotonic() < deadline:
         for n, p in enumerate(procs, start=1):
             if p.poll() is not None:
@@ -156,36 +167,24 @@ def _wait_ready(sc: FleetScenario, ports: list[int], procs: list[Any], logs: Pat
         if all(f and _ready(sc.ready, f) for f in fams):
             return
         time.sleep(0.5)
-    raise RuntimeError(f"{sc.name}: not every node ready within 120 s: {_tail(logs, ODD)}")
+    raise RuntimeError(
+        f"{sc.name}: not every node {sc.ready} within {READY_S} s: {_tail(logs, ODD)}"
+    )
 
 
 def _ready(cond: str, fams: dict[str, Any]) -> bool:
     if cond == "stuck":
-        fam = fams.get("gputop_open_phase_age_seconds")
-        return fam is not None and any(s.value >= STUCK_S for s in fam.samples)
-    steps = [s.value for s in _samples(fams, "gputop_steps_total")]
+        return any(s.value >= STUCK_S for s in samples(fams, "gputop_open_phase_age_seconds"))
+    steps = [s.value for s in samples(fams, "gputop_steps_total")]
     return len(steps) == PER_NODE and min(steps) >= STEPS
 
 
-def _samples(fams: dict[str, Any], name: str) -> list[Any]:
-    """The samples named ``name`` (a counter's family is named without ``_total``)."""
-    return [s for fam in fams.values() for s in fam.samples if s.name == name]
-
-
-def series_of(scrapes: list[list[dict[str, Any]]]) -> Series:
-    """(sample name, labels) -> values per scrape, for every node, of the series the rules read."""
-    wanted = rule_series()
+def fleet_series(scrapes: list[list[dict[str, Any]]]) -> Series:
+    """Every node's series the fleet rules read, each under its node's ``instance`` and the
+    job's ``training_job``."""
     out: Series = {}
     for n, node in enumerate(scrapes, start=1):
-        for i, fams in enumerate(node):
-            for fam in fams.values():
-                for s in fam.samples:
-                    if s.name not in wanted:
-                        continue
-                    labels = {**s.labels, "instance": instance(n), "job": JOB,
-                              "training_job": TRAINING_JOB}  # fmt: skip
-                    key = (s.name, tuple(sorted(labels.items())))
-                    out.setdefault(key, [None] * len(node))[i] = float(s.value)
+        out.update(series_of(node, instance(n), {"training_job": TRAINING_JOB}, rule_series()))
     return out
 
 
@@ -199,7 +198,7 @@ def promtool_test(sc: FleetScenario, scrapes: list[list[dict[str, Any]]], rules:
         "#   gputop diagnose --sim-board h100x2 --sim-scenario compute --prometheus ...",
         f"# node-{ODD} started with {odd}. {sc.window_s} scrapes 1 s apart, then held steady for"
         f" {HOLD_S} s.",
-        *input_lines(sc.name, rules, series_of(scrapes)),
+        *input_lines(sc.name, rules, fleet_series(scrapes)),
     ]
     out.append("    alert_rule_test:")
     for rule in read_rules(FLEET_RULES):
@@ -224,7 +223,7 @@ RANKS_BLOCK = re.compile(
 
 def _ranks_of(node: list[dict[str, Any]]) -> list[str]:
     """The node's ranks as the annotation lists them: sorted as strings (``sortByLabel``)."""
-    return sorted({s.labels["rank"] for s in _samples(node[-1], "gputop_steps_total")})
+    return sorted({s.labels["rank"] for s in samples(node[-1], "gputop_steps_total")})
 
 
 def _name_ranks(template: str, ranks: list[str]) -> str:

@@ -41,11 +41,11 @@ INSTANCE = "node-1:9401"
 """The ``instance`` Prometheus would add to every series of a node's gputop (and ``job``)."""
 JOB = "gputop"
 HOLD_S = 900
+"""How long the recorded window is continued (15 minutes: past every ``for:`` in the rules)."""
 READY_S = 150
 """How long a scenario may take to reach its ``ready`` condition: a verdict's refinement
 (data-input to data-input/cpu-transform) waits for five stack samples, 20-26 s in on this
 machine and once over 90 s."""
-"""How long the recorded window is continued (15 minutes: past every ``for:`` in the rules)."""
 CLOCKS = ("gputop_open_phase_age_seconds", "gputop_verdict_held_seconds")
 """Gauges that are clocks: they go on at their recorded rate, like counters, while one reading
 of them (one phase left open, one verdict held) spans the window's end (CLOCK_RUN)."""
@@ -222,14 +222,22 @@ def _ready(cond: str, fams: dict[str, Any]) -> bool:
     return cond == f"bound={current}"
 
 
-def series_of(scrapes: list[dict[str, Any]]) -> Series:
+def series_of(
+    scrapes: list[dict[str, Any]],
+    instance: str = INSTANCE,
+    extra: dict[str, str] | None = None,
+    names: set[str] | None = None,
+) -> Series:
     """(sample name, labels) -> its value in each scrape (None where the series was absent),
-    with the ``instance`` and ``job`` labels Prometheus adds."""
+    with the ``instance`` and ``job`` labels Prometheus adds and any ``extra`` the scrape
+    config sets; only the sample ``names`` given, if any."""
     out: Series = {}
     for i, fams in enumerate(scrapes):
         for fam in fams.values():
             for s in fam.samples:
-                labels = {**s.labels, "instance": INSTANCE, "job": JOB}
+                if names is not None and s.name not in names:
+                    continue
+                labels = {**s.labels, "instance": instance, "job": JOB, **(extra or {})}
                 key = (s.name, tuple(sorted(labels.items())))
                 out.setdefault(key, [None] * len(scrapes))[i] = float(s.value)
     return out
@@ -331,16 +339,16 @@ def render(template: str, labels: dict[str, str]) -> str:
 def resolve(expected: dict[str, str], scrapes: list[dict[str, Any]]) -> dict[str, str]:
     """Expected labels with ``$UUID:N`` replaced by GPU N's UUID as the last scrape gave it."""
     uuids = {
-        s.labels["gpu"]: s.labels["UUID"] for s in _samples(scrapes[-1], "gputop_gpu_power_watts")
+        s.labels["gpu"]: s.labels["UUID"] for s in samples(scrapes[-1], "gputop_gpu_power_watts")
     }
     return {
         k: uuids[v[len("$UUID:") :]] if v.startswith("$UUID:") else v for k, v in expected.items()
     }
 
 
-def _samples(fams: dict[str, Any], name: str) -> list[Any]:
-    fam = fams.get(name)
-    return list(fam.samples) if fam is not None else []
+def samples(fams: dict[str, Any], name: str) -> list[Any]:
+    """A scrape's samples named ``name`` (a counter's family is named without ``_total``)."""
+    return [s for fam in fams.values() for s in fam.samples if s.name == name]
 
 
 def promtool_test(sc: Scenario, scrapes: list[dict[str, Any]], rules_file: str) -> str:
