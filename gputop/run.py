@@ -1,14 +1,17 @@
 """`gputop run -- CMD ...`: start a training command with the agent enabled and attach to it.
 
-No change to the script is needed: the child's PYTHONPATH starts with a directory whose
-sitecustomize.py starts the agent (and then runs any sitecustomize the user already had), so
-every Python process of the job gets it, torchrun ranks included. The child's output goes to
+No change to the script is needed, and gputop need not be installed where the job runs: the
+child's PYTHONPATH starts with a private folder holding a copy of gputop's agent and a
+sitecustomize.py that starts it (then runs any sitecustomize the user already had), so every
+Python process of the job gets it, torchrun ranks included (``inject/agent_copy.py``). The
+folder is removed when the job has ended. The child's output goes to
 a log file (the TUI owns the terminal) whose tail is printed when gputop ends; signals sent to
 gputop are passed on to the whole job; gputop exits with the child's exit code.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import signal
@@ -20,9 +23,9 @@ from pathlib import Path
 
 from gputop.agent.paths import runtime_dir, serving_dir
 from gputop.errors import CannotStart
+from gputop.inject.agent_copy import AgentCopy, CopyError, place_for_run
 from gputop.sources.procfs import descendants
 
-BOOTSTRAP = Path(__file__).resolve().parent / "agent" / "_bootstrap"
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
 ENDING = (signal.SIGTERM, signal.SIGHUP)
 """Passed on, and gputop ends once the job has: someone wants the whole run stopped (SIGTERM)
@@ -36,9 +39,11 @@ class RunError(CannotStart):
     when = "a job's command missing, not found or not allowed, its log unwritable, or no nsys"
 
 
-def child_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+def child_env(folder: str, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The job's environment: ``folder`` (the agent's copy, ``agent_copy.place_for_run``) first
+    on its PYTHONPATH, and the agent told to start."""
     env = dict(os.environ if environ is None else environ)
-    paths = [str(BOOTSTRAP)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    paths = [folder] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     env["PYTHONPATH"] = os.pathsep.join(paths)
     env["GPUTOP_AGENT_AUTOSTART"] = "1"
     env.setdefault("PYTHONUNBUFFERED", "1")
@@ -77,6 +82,10 @@ class Job:
             )
         self.command = list(command)
         self.log_path: Path | None = None
+        try:
+            self.copy: AgentCopy | None = place_for_run()
+        except CopyError as e:
+            raise RunError(f"{e}: set GPUTOP_DIR to a private folder") from None
         out = None
         if not passthrough:
             # the default folder, or a fresh private one when another user took it first (the
@@ -94,7 +103,7 @@ class Job:
         try:
             self.proc = subprocess.Popen(
                 self.command,
-                env={**child_env(), **(env or {})},
+                env={**child_env(self.copy.folder), **(env or {})},
                 stdout=out,
                 stderr=subprocess.STDOUT if out else None,
                 stdin=subprocess.DEVNULL if out else None,
@@ -102,18 +111,35 @@ class Job:
                 preexec_fn=_owned_child if owned and sys.platform == "linux" else None,
             )
         except FileNotFoundError:
+            self.forget_copy()
             raise RunError(f"command not found: {self.command[0]}") from None
         except PermissionError:
+            self.forget_copy()
             raise RunError(f"not allowed to run {self.command[0]}") from None
         finally:
             if out is not None:
                 out.close()
+        atexit.register(self.forget_copy)  # the job outlived gputop (or gputop never polled)
         self.pid = self.proc.pid
         self.ending: int | None = None
         """An ``ENDING`` signal gputop passed on: gputop waits for the job, then ends."""
 
     def poll(self) -> int | None:
-        return self.proc.poll()
+        code = self.proc.poll()
+        if code is not None:
+            self.forget_copy()
+        return code
+
+    def agent_failures(self) -> dict[int | None, str]:
+        """Why the agent did not start in a process of the job, by pid (its copy says)."""
+        return self.copy.failures() if self.copy is not None else {}
+
+    def forget_copy(self) -> None:
+        """Remove the agent's copy: the job has ended (later processes start without it)."""
+        if self.copy is not None:
+            self.copy.remove()
+            self.copy.close()
+            self.copy = None
 
     def exit_status(self) -> int | None:
         """As a shell reports it (130 for SIGINT), or None while running."""
@@ -146,11 +172,13 @@ class Job:
         for sig in (signal.SIGINT, signal.SIGTERM):
             self.signal(sig)
             try:
-                return exit_status(self.proc.wait(grace))
+                code = self.proc.wait(grace)
+                self.forget_copy()
+                return exit_status(code)
             except subprocess.TimeoutExpired:
                 continue
         self.signal(signal.SIGKILL)
-        return exit_status(self.proc.wait())
+        return exit_status(self.wait())
 
     def forward_signals(self) -> None:
         """From now on the ``FORWARDED`` signals gputop gets go to the job (the screen, while
@@ -159,7 +187,9 @@ class Job:
             signal.signal(sig, lambda s, _f: self.pass_on(s))
 
     def wait(self) -> int:
-        return self.proc.wait()
+        code = self.proc.wait()
+        self.forget_copy()
+        return code
 
     def tail(self, lines: int = 20) -> str:
         if self.log_path is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import socket
@@ -212,3 +213,19 @@ def schema_object(root: dict[str, Any], s: dict[str, Any]) -> dict[str, Any]:
         if "properties" in alt or "$ref" in alt:
             return schema_object(root, alt)
     return s
+
+
+_copy: Any = None
+
+
+def job_env(environ: dict[str, str]) -> dict[str, str]:
+    """``environ`` as `gputop run` gives it to a job (``run.child_env``): the agent's copy first
+    on its PYTHONPATH; one copy for the whole test run, removed when it ends."""
+    global _copy
+    from gputop.inject.agent_copy import place_for_run
+    from gputop.run import child_env
+
+    if _copy is None:
+        _copy = place_for_run()
+        atexit.register(lambda: (_copy.remove(), _copy.close()))
+    return child_env(_copy.folder, environ)

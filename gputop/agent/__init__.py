@@ -29,11 +29,11 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from gputop.agent.recorder import NO_PHASE, Phase, StepRecorder
-from gputop.vocab import steps as _step
+from ..vocab import steps as _step
+from .recorder import NO_PHASE, Phase, StepRecorder
 
 if TYPE_CHECKING:
-    from gputop.agent.server import AgentServer
+    from .server import AgentServer
 
 __all__ = [
     "BACKWARD",
@@ -113,7 +113,7 @@ def init(
     if measure_flops_at is None and os.environ.get("GPUTOP_FLOPS_STEP", "").isdigit():
         measure_flops_at = int(os.environ["GPUTOP_FLOPS_STEP"])
     if measure_flops_at is not None and "torch" in sys.modules:
-        from gputop.agent.torch_hooks import FlopProbe
+        from .torch_hooks import FlopProbe
 
         if not any(isinstance(h, FlopProbe) for h in _rec.on_step):
             _rec.on_step.append(FlopProbe(_rec, measure_flops_at))
@@ -124,19 +124,19 @@ def init(
     if torch_hooks is None:
         torch_hooks = os.environ.get("GPUTOP_TORCH_HOOKS", "1") != "0"
     if _server is None and server and os.environ.get("GPUTOP_NO_SERVER", "") in ("", "0"):
-        from gputop.agent.server import AgentServer
+        from .server import AgentServer
 
         hooks = []
         fingerprint = None
         if torch_hooks:
-            from gputop.agent import torch_hooks as th
+            from . import torch_hooks as th
 
             hooks.append(lambda: th.install(_rec, phases=_phases_on()))
             fingerprint = th.fingerprint
             _rec.on_step.append(th.note_autocast)
         trace = None
         if torch_hooks:
-            from gputop.agent.trace import TraceCapture
+            from .trace import TraceCapture
 
             rank = os.environ.get("RANK", "")
             trace = TraceCapture(int(rank) if rank.isdigit() else None)
@@ -150,7 +150,7 @@ def init(
         elif _server.problem:
             print(_server.problem, file=sys.stderr)
     if torch_hooks and "torch" in sys.modules:  # now, not at the agent thread's next tick
-        from gputop.agent import torch_hooks as th
+        from . import torch_hooks as th
 
         try:
             th.install(_rec, phases=_phases_on(), training_thread=_training_thread())

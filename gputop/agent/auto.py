@@ -31,7 +31,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from gputop.agent.recorder import StepRecorder, _now
+from .recorder import StepRecorder, _now
 
 MAIN = threading.main_thread().ident
 """The training thread: the one hooks act in (ranks run their loop in the main thread)."""

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal
 
-from gputop.vocab.steps import STEP_PHASES
+from ..vocab.steps import STEP_PHASES
 
 _now = time.perf_counter_ns  # CLOCK_MONOTONIC on Linux: one timebase for every rank on a node
 

@@ -27,15 +27,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gputop.agent import ranks
-from gputop.agent.paths import peer_credentials, runtime_dir, serving_dir, socket_path
-from gputop.agent.recorder import StepRecorder
-from gputop.agent.stacks import StackSampler
-from gputop.agent.wire import WIRE_VERSION, encode
-from gputop.vocab.stacks import STACKS_PERIOD_S
+from .. import __version__
+from ..vocab.stacks import STACKS_PERIOD_S
+from . import ranks
+from .paths import peer_credentials, runtime_dir, serving_dir, socket_path
+from .recorder import StepRecorder
+from .stacks import StackSampler
+from .wire import WIRE_VERSION, encode
 
 if TYPE_CHECKING:
-    from gputop.agent.trace import TraceCapture
+    from .trace import TraceCapture
 
 TICK_S = 0.1
 HEARTBEAT_S = 1.0
@@ -75,6 +76,7 @@ def identity(rank_info: dict[str, Any] | None = None) -> dict[str, Any]:
         "argv": list(sys.argv)[:64],
         "hostname": socket.gethostname(),
         "python": sys.version.split()[0],
+        "gputop": __version__,
         "mono_ns": time.perf_counter_ns(),
         "unix_ns": time.time_ns(),
         "run_id": env.get("GPUTOP_RUN_ID") or env.get("TORCHELASTIC_RUN_ID"),

@@ -17,7 +17,7 @@ import threading
 from types import CodeType
 from typing import Any
 
-from gputop.vocab.stacks import STACK_DEPTH, WAIT_FILES
+from ..vocab.stacks import STACK_DEPTH, WAIT_FILES
 
 MAX_CODES = 65536
 """Code objects whose names are kept; past this the table starts again (a job that makes

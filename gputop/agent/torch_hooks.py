@@ -17,8 +17,8 @@ import sys
 import threading
 from typing import Any
 
-from gputop.agent import auto
-from gputop.agent.recorder import StepRecorder
+from . import auto
+from .recorder import StepRecorder
 
 _installed: set[str] = set()
 _loader_config: dict[str, Any] = {}

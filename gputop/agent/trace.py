@@ -27,7 +27,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from gputop.agent import ranks
+from . import ranks
 
 STEPS_MAX = 20
 WARMUP = 1

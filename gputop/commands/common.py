@@ -493,37 +493,47 @@ def roles_of(attached: Attached) -> dict[int, str] | None:
         return None
 
 
-def offer_agent(attached: Attached, load: bool, say: Callable[[str], None] | None = None) -> None:
+def offer_agent(
+    attached: Attached, load: bool, say: Callable[[str], None] | None = None
+) -> str | None:
     """Headless: with ``load`` (--attach), the plan's lines, then the load and its result; without,
-    one line saying the agent is not loaded and how to load it (nothing when it is loaded)."""
+    one line saying the agent is not loaded and how to load it (nothing when it is loaded).
+    Returns the line for the diagnosis' problems when the verdict goes without the agent
+    (None: every process has it), so that nothing is downgraded silently."""
     if attached.pid is None:
-        return
+        return None
     from gputop.inject import load_agent, plan_load
+    from gputop.sources.agent_link import WITHOUT_AGENT
 
     say = say or (lambda line: print(f"gputop: {line}", file=sys.stderr))
     if attached.identity is not None and not attached.identity.alive():
         if load:
             say(f"the agent was not loaded: {attached.identity.gone()}")
-        return
-    plan = plan_load(attached.pid, roles_of(attached), check_import=load)
+        return None
+    plan = plan_load(attached.pid, roles_of(attached))
     if plan.nothing_to_do:
         if load:
             say(plan.summary())  # asked for: say why nothing is done
-        return
+        return None
     if not load:
         if not plan.todo and plan.refusals:  # --attach would fail: say why instead
-            say(f"pid {attached.pid} has no gputop agent, and it cannot be loaded: "
-                f"{plan.refusals[0]}")  # fmt: skip
-            return
-        say(
-            f"pid {attached.pid} has no gputop agent (no step phases; stacks only): add "
-            "--attach to load it without a restart"
-        )
-        return
+            line = (f"pid {attached.pid} has no gputop agent, and it cannot be loaded: "
+                    f"{plan.refusals[0]}: {WITHOUT_AGENT}")  # fmt: skip
+        else:
+            line = (f"pid {attached.pid} has no gputop agent: {WITHOUT_AGENT}; add --attach to "
+                    "load it without a restart")  # fmt: skip
+        say(line)
+        return line
     for line in plan.lines():
         say(line)
-    if plan.todo:
-        say(load_agent(plan, progress=say).line())
+    if not plan.todo:
+        return f"the agent was not loaded: {plan.summary()}: {WITHOUT_AGENT}"
+    report = load_agent(plan, progress=say)
+    say(report.line())
+    if report.ok:
+        return None
+    line = report.line()
+    return line if WITHOUT_AGENT in line else f"{line}: {WITHOUT_AGENT}"
 
 
 # ---- the session and its outputs ----

@@ -99,8 +99,11 @@ def run(args: argparse.Namespace) -> int:
         if job is not None:
             job.stop()
         raise
+    without_agent = None
     if job is None:
-        offer_agent(attached, load=bool(args.attach))
+        without_agent = offer_agent(attached, load=bool(args.attach))
+    elif attached.agents is not None:  # every Python process of the job should have one
+        attached.agents.expect_agents(job.agent_failures)
     session = new_session(gpus, sinks, follower)
     stop = (lambda: job.poll() is not None) if job else (lambda: False)
     session.start({"simulated": gpus.simulated, "pid": pid, "command": command or None,
@@ -126,6 +129,8 @@ def run(args: argparse.Namespace) -> int:
             d.exit_code = exit_status(code)
     if gpus.missing:
         d.problems.insert(0, f"no GPU data: {gpus.missing}")
+    if without_agent and not (attached.agents and attached.agents.connected()):
+        d.problems.insert(0, without_agent)  # (an agent that came later, from a C call, is in)
     if stopped:
         d.problems.append(f"the command was still running after {args.duration:g} s: stopped it")
     source = {"simulated": gpus.simulated, "pid": pid, "command": command or None,

@@ -6,12 +6,12 @@ between two bytecodes, holding the GIL), and detaches at once.
 In the target, the debugger only:
 1. maps one anonymous page (``mmap``: a system call, safe wherever the thread was stopped,
    unlike ``malloc`` whose lock the stopped thread may hold);
-2. writes ``CODE`` (the source below) into it;
+2. writes the code (``agent_copy.load_code``: import the agent's copy, start it) into it;
 3. calls ``Py_AddPendingCall(PyRun_SimpleString, page)``, which only queues the call;
 4. detaches (``gdb -batch`` detaches on every exit, an error in the script included).
 
-The main thread then runs ``CODE`` when it next executes Python: at once in a training loop;
-if it is inside a long C call (a sleep, a blocking read), when that call returns. ``CODE``
+The main thread then runs that code when it next executes Python: at once in a training loop;
+if it is inside a long C call (a sleep, a blocking read), when that call returns. The code
 never raises: a pending call that fails would surface as an error in the training code.
 The page (4 KiB) stays mapped: freeing it would need a second stop.
 """
@@ -28,15 +28,9 @@ from dataclasses import dataclass
 
 from gputop.capture.external import ToolRun, run_tool
 
-CODE = (
-    "try:\n"
-    " __import__('gputop.agent').agent.autostart()\n"
-    "except BaseException as e:\n"
-    " try:__import__('sys').stderr.write('gputop: the agent did not start: %r\\n' % (e,))\n"
-    " except BaseException:pass\n"
-)
-"""What the target runs: import gputop's agent and start it, nothing else (``init()`` is
-idempotent). No name is bound in the target's ``__main__``."""
+PAGE = 4096
+"""The one page mapped in the target: the code it runs must fit (``agent_copy.load_code``,
+under 1 KiB, imports the agent's copy and starts it)."""
 
 TIMEOUT_S = 30.0
 """The debugger's whole run, symbol loading included; then it is stopped (and the target,
@@ -65,7 +59,7 @@ def c_literal(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-def gdb_script(code: str = CODE) -> str:
+def gdb_script(code: str) -> str:
     """The gdb commands; an error in any of them ends the script (then gdb detaches)."""
     size = len(code.encode()) + 1
     return (
@@ -101,16 +95,20 @@ def gdb_script(code: str = CODE) -> str:
     )
 
 
-def gdb_argv(gdb: str, pid: int, script: str) -> list[str]:
+def gdb_argv(gdb: str, pid: int, script: str, sysroot: str | None = None) -> list[str]:
+    """``sysroot``: the target's own root (``/proc/PID/root``) when it runs in another mount
+    namespace (a container): its libc and libpython are read from there, not the host's."""
+    root = ["-iex", f"set sysroot {sysroot}"] if sysroot else []
     return [
         gdb, "-batch", "-nx", "-nw", "-p", str(pid),
         "-iex", "set debuginfod enabled off",
         "-iex", "set auto-solib-add off",  # only libc and libpython: big torch libraries cost
+        *root,
         "-x", script,
     ]  # fmt: skip
 
 
-def lldb_argv(lldb: str, pid: int, code: str = CODE) -> list[str]:
+def lldb_argv(lldb: str, pid: int, code: str) -> list[str]:
     """The same steps for lldb (where gdb is missing), one expression each; lldb's batch mode
     stops at the first that fails and detaches. Functions without debug information are called
     through explicit types, and function addresses go through variables (lldb cannot pass
@@ -203,18 +201,26 @@ def in_c_call(main_in: str | None) -> str | None:
     return name
 
 
-def run_debugger(debugger: tuple[str, str], pid: int, timeout: float = TIMEOUT_S) -> DebuggerRun:
-    """Queue ``CODE`` in ``pid`` through the debugger, bounded in time; on every path the target
+def run_debugger(
+    debugger: tuple[str, str],
+    pid: int,
+    code: str,
+    sysroot: str | None = None,
+    timeout: float = TIMEOUT_S,
+) -> DebuggerRun:
+    """Queue ``code`` in ``pid`` through the debugger, bounded in time; on every path the target
     ends up detached and running (a process the kernel left stopped is continued)."""
+    if len(code.encode()) >= PAGE:
+        return DebuggerRun(False, f"the code to run is over {PAGE} bytes", None, "")
     kind, path = debugger
     with tempfile.TemporaryDirectory(prefix="gputop-load-") as tmp:
         if kind == "gdb":
             script = os.path.join(tmp, "load.gdb")
             with open(script, "w") as f:
-                f.write(gdb_script())
-            argv = gdb_argv(path, pid, script)
+                f.write(gdb_script(code))
+            argv = gdb_argv(path, pid, script, sysroot)
         else:
-            argv = lldb_argv(path, pid)
+            argv = lldb_argv(path, pid, code)
         try:
             run = run_tool(argv, timeout)
         finally:

@@ -1,23 +1,23 @@
 """The plan (what will be done to which process, what it needs, and every refusal with what to
 do about it, one line each) and the load itself, with a bounded wait for the agents' sockets.
 
-Nothing is changed on disk: the debugger path writes only into the target's memory; the 3.14
-path's script file (private, temporary) removes itself when it runs and is removed after the
-wait in any case.
+The job needs nothing installed: each process gets a private copy of the monitor's own agent
+in its own file system (``agent_copy.place_for``), which removes itself once loaded; a copy
+that failed says why in its folder, gputop reads that line and removes the folder. A copy is
+left only for a main thread still inside a C call when the wait ends (it loads, and removes
+itself, when the call returns).
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 from gputop.inject import debugger as dbg
 from gputop.inject import remote
+from gputop.inject.agent_copy import SCRIPT, AgentCopy, CopyError, load_code, place_for
 from gputop.inject.target import (
     InjectTarget,
     is_ancestor_of,
@@ -29,15 +29,17 @@ from gputop.inject.target import (
     yama_scope,
 )
 from gputop.model.host import CHILD, DATALOADER_WORKER, RANK, WORKER
+from gputop.sources.agent_link import WITHOUT_AGENT
+from gputop.sources.agent_sockets import own_pid, root_of
 from gputop.sources.procfs import descendants
 
 MIN_VERSION = (3, 10)
-"""The oldest Python gputop's agent runs on (pyproject's requires-python)."""
+"""The oldest Python gputop's agent runs on: the oldest current torch supports (pyproject's
+requires-python; CI checks the agent's code for it with vermin)."""
 REMOTE_EXEC = (3, 14)
 WAIT_S = 10.0
 """How long the load waits for the agents' sockets (a main thread in Python runs the call at
 once; one inside a long C call runs it when the call returns)."""
-IMPORT_CHECK_S = 20.0
 
 
 @dataclass(frozen=True)
@@ -92,9 +94,10 @@ class LoadPlan:
                 out.append(f"{p.target.label}: {how(p.method)}")
         if self.todo:
             out.append(
-                "needs: the same user or root, ptrace allowed, gputop importable by the "
-                "target's interpreter (checked); nothing is written to disk, the job is not "
-                "restarted, and if anything fails it keeps training"
+                "needs: the same user or root, and ptrace allowed; nothing installed in the "
+                "job's environment: a private copy of gputop's agent (standard library only) "
+                "goes into its own /tmp and is removed once loaded; the job is not restarted, "
+                "and if anything fails it keeps training"
             )
         return out
 
@@ -114,12 +117,13 @@ class LoadPlan:
 def how(method: str | None) -> str:
     if method == "remote_exec":
         return (
-            "sys.remote_exec (PEP 768) runs a script that imports gputop.agent and calls "
-            "init() on the main thread at its next safe point"
+            "sys.remote_exec (PEP 768) runs a script that loads the copy of gputop's agent and "
+            "starts it on the main thread at its next safe point"
         )
     return (
-        f"{method} stops it for a moment, queues `import gputop.agent; gputop.agent.autostart()` "
-        "as a pending call the main thread runs at its next safe point, and detaches"
+        f"{method} stops it for a moment, queues a pending call that loads the copy of "
+        "gputop's agent and starts it (the main thread runs it at its next safe point), and "
+        "detaches"
     )
 
 
@@ -156,44 +160,6 @@ def candidates(pid: int, roles: Mapping[int, str] | None, proc: str = "/proc") -
     return [pid, *(p for p in below if roles.get(p, CHILD) != WORKER)]
 
 
-def source_hint() -> str:
-    """What to pip install: this checkout when gputop runs from one, else the package."""
-    root = Path(__file__).resolve().parents[2]
-    return str(root) if (root / "pyproject.toml").is_file() else "gputop"
-
-
-def import_refusal(t: InjectTarget) -> str | None:
-    """Whether the target's interpreter, with its flags, environment and directory, imports
-    gputop.agent (None: it does); else the one line that fixes it."""
-    env = {k: v for k, v in t.environ.items() if not k.startswith("GPUTOP_")}
-    env["GPUTOP_DISABLE"] = "1"  # the check's own interpreter must not start an agent
-    argv = [t.path, *t.flags, "-c", "import gputop.agent"]
-    as_user: dict[str, Any] = {}
-    if os.geteuid() == 0 and t.uid != 0:
-        as_user = {"user": t.uid, "group": t.gid, "extra_groups": []}
-    cwd = t.cwd if os.path.isdir(t.cwd) else "/"
-    try:
-        done = subprocess.run(
-            argv, env=env, cwd=cwd, capture_output=True, timeout=IMPORT_CHECK_S,
-            stdin=subprocess.DEVNULL, start_new_session=True, **as_user,
-        )  # fmt: skip
-    except subprocess.TimeoutExpired:
-        return f"checking that {t.path} imports gputop took over {IMPORT_CHECK_S:g} s"
-    except OSError as e:
-        return f"cannot run the target's interpreter {t.path}: {e.strerror or e}"
-    if done.returncode == 0:
-        return None
-    hidden = [f for f in t.flags if f in ("-S", "-I") or (f.startswith("-") and "S" in f[1:])]
-    if hidden:
-        return (
-            f"gputop is not importable by {t.path} started with {' '.join(hidden)} (no "
-            "site-packages): restart the job without it, or under `gputop run`"
-        )
-    return (
-        f"gputop is not importable by pid {t.pid}'s Python: {t.path} -m pip install {source_hint()}"
-    )
-
-
 NO_DEBUGGER = (
     "no debugger to load the agent with: apt-get install gdb (or your system's package of gdb "
     "or lldb)"
@@ -212,12 +178,7 @@ def choose_method(
     return debugger[0] if debugger is not None else None
 
 
-def plan_process(
-    pid: int,
-    debugger: tuple[str, str] | None,
-    proc: str = "/proc",
-    check_import: bool = True,
-) -> ProcessLoad:
+def plan_process(pid: int, debugger: tuple[str, str] | None, proc: str = "/proc") -> ProcessLoad:
     t = read_process(pid, proc)
     if t is None:
         return ProcessLoad(pid, None, refusal="it has exited")
@@ -246,10 +207,6 @@ def plan_process(
     method = choose_method(t.version, t.environ, t.flags, debugger)
     if method is None:
         return ProcessLoad(pid, t, refusal=NO_DEBUGGER)
-    if check_import:
-        why = import_refusal(t)
-        if why:
-            return ProcessLoad(pid, t, method, refusal=why)
     return ProcessLoad(pid, t, method)
 
 
@@ -258,10 +215,8 @@ def plan_load(
     roles: Mapping[int, str] | None = None,
     path: str | None = None,
     proc: str = "/proc",
-    check_import: bool = True,
 ) -> LoadPlan:
-    """The plan for ``pid`` and the ranks below it; reads only (the import check runs the
-    target's interpreter once per process, with the agent disabled). ``path`` is the PATH the
+    """The plan for ``pid`` and the ranks below it; reads /proc only. ``path`` is the PATH the
     debugger is looked up in (default: this process's)."""
     debugger = dbg.find_debugger(path)
     processes = []
@@ -270,7 +225,7 @@ def plan_load(
             t = read_process(p, proc)
             if t is None or not t.exe or not is_python(t.exe):
                 continue  # a non-Python child (a shell, a compiler) is nobody's concern here
-        processes.append(plan_process(p, debugger, proc, check_import))
+        processes.append(plan_process(p, debugger, proc))
     return LoadPlan(pid, tuple(processes), debugger)
 
 
@@ -300,66 +255,98 @@ def load_agent(
     plan: LoadPlan,
     wait_s: float = WAIT_S,
     progress: Callable[[str], None] | None = None,
+    proc: str = "/proc",
 ) -> LoadReport:
-    """Do the plan: each process in turn, then wait (bounded) for the agents' sockets. Never
-    raises for the target's or the tools' failures; the target keeps running on every path."""
+    """Do the plan: each process in turn (its copy written, the call queued), then wait
+    (bounded) for the agents' sockets. Never raises for the target's or the tools' failures;
+    the target keeps running on every path."""
     say = progress or (lambda _line: None)
-    queued: dict[int, tuple[InjectTarget, str | None, str | None]] = {}
     # the plan's refusals too: the result line is the whole story (the screen shows only it)
     problems = [f"pid {p.pid}: {p.refusal}" for p in plan.processes if p.refusal and p.python]
-    debugger: tuple[str, str] | None
+    queued: dict[int, _Queued] = {}
     for p in plan.todo:
-        t = p.target
-        assert t is not None
+        assert p.target is not None
         say(f"loading the agent into pid {p.pid} ({p.method})")
-        if p.method == "remote_exec":
-            r, script = remote.run_remote_exec(t.path, p.pid, t.uid, t.gid)
-            if r.scheduled:
-                queued[p.pid] = (t, None, script)
-                continue
-            if r.refused and plan.debugger is not None:
-                say(f"pid {p.pid} refuses remote execution: trying {plan.debugger[0]}")
-            else:
-                problems.append(f"pid {p.pid}: {r.problem}")
-                continue
-            debugger = plan.debugger
+        try:
+            copy = place_for(p.pid, p.target.uid, p.target.gid, dict(p.target.environ), proc)
+        except CopyError as e:
+            problems.append(f"pid {p.pid}: {e}")
+            continue
+        why = _queue(plan, p, copy, say, proc)
+        if isinstance(why, _Queued):
+            queued[p.pid] = why
         else:
-            debugger = plan.debugger
-        assert debugger is not None
-        run = dbg.run_debugger(debugger, p.pid)
-        if run.queued:
-            queued[p.pid] = (t, dbg.in_c_call(run.main_in), None)
-        else:
-            problems.append(f"pid {p.pid}: {run.problem}")
+            problems.append(f"pid {p.pid}: {why}")
+            copy.remove()
+            copy.close()
+    return _wait(queued, problems, wait_s)
+
+
+@dataclass(frozen=True)
+class _Queued:
+    target: InjectTarget
+    copy: AgentCopy
+    c_call: str | None
+    """The C function the main thread was in (the debugger saw it), if outside Python."""
+
+
+def _queue(
+    plan: LoadPlan, p: ProcessLoad, copy: AgentCopy, say: Callable[[str], None], proc: str
+) -> _Queued | str:
+    """Ask ``p``'s main thread to load ``copy``: queued, or why not (one line)."""
+    t = p.target
+    assert t is not None
+    root = root_of(p.pid, proc)
+    if p.method == "remote_exec":
+        own = own_pid(p.pid, proc)
+        r = remote.run_remote_exec(t.path, p.pid, f"{copy.folder}/{SCRIPT}",
+                                   own if root else None)  # fmt: skip
+        if r.scheduled:
+            return _Queued(t, copy, None)
+        if not (r.refused and plan.debugger is not None):
+            return r.problem or "sys.remote_exec failed"
+        say(f"pid {p.pid} refuses remote execution: trying {plan.debugger[0]}")
+    assert plan.debugger is not None
+    run = dbg.run_debugger(plan.debugger, p.pid, load_code(copy.folder, copy.package), root or None)
+    if run.queued:
+        return _Queued(t, copy, dbg.in_c_call(run.main_in))
+    return run.problem or "the debugger failed"
+
+
+def _wait(queued: dict[int, _Queued], problems: list[str], wait_s: float) -> LoadReport:
+    """Until every queued process serves its agent, says why it could not, or ``wait_s``."""
     loaded: list[int] = []
     deadline = time.monotonic() + wait_s
     pending = dict(queued)
     while pending:
-        for pid in [pid for pid, (t, _, _) in pending.items() if t.has_agent()]:
-            loaded.append(pid)
+        for pid, q in list(pending.items()):
+            if q.target.has_agent():
+                loaded.append(pid)
+            elif None in (failed := q.copy.failures()):
+                problems.append(f"pid {pid}: the agent did not start ({failed[None]}): "
+                                f"{WITHOUT_AGENT}")  # fmt: skip
+            else:
+                continue
             del pending[pid]
+            q.copy.remove()
+            q.copy.close()
         if not pending or time.monotonic() >= deadline:
             break
         time.sleep(0.1)
     waiting: list[str] = []
-    for pid, (_t, c_call, left) in pending.items():
-        if left:
-            remote.remove_script(left)  # nothing stays on disk; a late safe point finds none
+    for pid, q in pending.items():
         if not os.path.exists(f"/proc/{pid}"):
             problems.append(f"pid {pid} exited")
-        elif left:
+            q.copy.remove()
+        elif q.c_call:
+            waiting.append(
+                f"pid {pid}'s main thread is inside a C call ({q.c_call}): the agent starts "
+                "when it returns to Python"
+            )  # its copy stays until then: it removes itself once loaded
+        else:
             waiting.append(
                 f"pid {pid}: no agent socket after {wait_s:g} s (a main thread inside a long C "
                 "call runs no Python; its stderr says why if the agent failed): try again"
             )
-        elif c_call:
-            waiting.append(
-                f"pid {pid}'s main thread is inside a C call ({c_call}): the agent starts "
-                "when it returns to Python"
-            )
-        else:
-            waiting.append(
-                f"pid {pid}: no agent socket after {wait_s:g} s (its stderr says why if "
-                "the agent failed to start)"
-            )
+        q.copy.close()
     return LoadReport(tuple(sorted(loaded)), tuple(problems), tuple(waiting))

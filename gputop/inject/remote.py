@@ -3,19 +3,17 @@
 
 The caller must run the same major.minor version as the target, so the call is made by the
 target's own interpreter in a short helper process (an argv list, its own process group, a
-timeout), whatever Python gputop itself runs on. The target reads the script file at its next
-safe point on its main thread, so the file must be readable by the target's user; the script
-removes itself first, gputop removes it after its wait in any case, and the agent's socket
-appearing tells gputop it ran. The target can
+timeout), whatever Python gputop itself runs on; for a target in a container, inside its mount
+and PID namespaces (``nsenter``). The target reads the script file at its next safe point on
+its main thread: the file lies in the agent's private copy, in the target's own file system and
+owned by its user (``agent_copy.place_for``), and the copy removes itself once it has loaded.
+The agent's socket appearing tells gputop it ran. The target can
 refuse: ``PYTHON_DISABLE_REMOTE_DEBUG``, ``-X disable_remote_debug``, a build
 ``--without-remote-debug``; the plan then takes the debugger path when a debugger is present.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
 from dataclasses import dataclass
 
 from gputop.capture.external import ToolRun, run_tool
@@ -33,47 +31,16 @@ HELPER = (
 """Run by the target's interpreter (-I: nothing of the environment changes what it does)."""
 
 
-def script(path: str) -> str:
-    """The file the target runs: remove itself (nothing is left on disk), then import gputop's
-    agent and start it; never raises into the target."""
-    return (
-        "try:\n"
-        f"    __import__('os').unlink({path!r})\n"
-        f"    __import__('os').rmdir({os.path.dirname(path)!r})\n"
-        "except OSError:\n"
-        "    pass\n"
-        "try:\n"
-        "    __import__('gputop.agent').agent.autostart()\n"
-        "except BaseException as e:\n"
-        "    try:\n"
-        "        __import__('sys').stderr.write('gputop: the agent did not start: %r\\n' % (e,))\n"
-        "    except BaseException:\n"
-        "        pass\n"
-    )
+def helper_argv(interpreter: str, pid: int, path: str, enter: tuple[str, ...] = ()) -> list[str]:
+    """``enter``: for a target in another mount namespace (a container), the ``nsenter``
+    prefix that runs the helper in its mount and PID namespaces (its interpreter, its libraries,
+    its PID numbers: ``pid`` is then the PID there)."""
+    return [*enter, interpreter, "-I", "-c", HELPER, str(pid), path]
 
 
-def helper_argv(interpreter: str, pid: int, path: str) -> list[str]:
-    return [interpreter, "-I", "-c", HELPER, str(pid), path]
-
-
-def write_script(uid: int, gid: int) -> str:
-    """The script in a fresh private directory the target's user owns (0700, file 0600)."""
-    directory = tempfile.mkdtemp(prefix="gputop-load-")
-    path = os.path.join(directory, "load_agent.py")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(script(path))
-    if os.geteuid() == 0 and uid != 0:
-        os.chown(path, uid, gid)
-        os.chown(directory, uid, gid)
-    return path
-
-
-def remove_script(path: str) -> None:
-    """What the target did not remove (it never reached a safe point, or refused)."""
-    for remove, p in ((os.unlink, path), (os.rmdir, os.path.dirname(path))):
-        with contextlib.suppress(OSError):
-            remove(p)
+def nsenter(pid: int) -> tuple[str, ...]:
+    """The prefix that runs a command in ``pid``'s mount and PID namespaces."""
+    return ("nsenter", "--target", str(pid), "--mount", "--pid", "--")
 
 
 @dataclass(frozen=True)
@@ -113,12 +80,11 @@ def explain(run: ToolRun, pid: int) -> RemoteRun:
     return RemoteRun(False, f"sys.remote_exec failed: {last[:160] or 'no output'}")
 
 
-def run_remote_exec(interpreter: str, pid: int, uid: int, gid: int) -> tuple[RemoteRun, str]:
-    """Schedule the script in ``pid``; returns how it went and the script's path (removed by
-    the target when it runs; ``remove_script`` after the wait removes what is left)."""
-    path = write_script(uid, gid)
-    run = run_tool(helper_argv(interpreter, pid, path), TIMEOUT_S)
-    result = explain(run, pid)
-    if not result.scheduled:
-        remove_script(path)
-    return result, path
+def run_remote_exec(
+    interpreter: str, pid: int, script: str, ns_pid: int | None = None
+) -> RemoteRun:
+    """Schedule ``script`` (the agent's copy's ``load_agent.py``, as the target names it) in
+    ``pid``. ``ns_pid``: the target's PID in its own namespace when that is not ours."""
+    enter = nsenter(pid) if ns_pid is not None else ()
+    argv = helper_argv(interpreter, ns_pid if ns_pid is not None else pid, script, enter)
+    return explain(run_tool(argv, TIMEOUT_S), pid)

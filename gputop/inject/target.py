@@ -11,9 +11,9 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from gputop.agent.paths import bound_agent_sockets, runtime_dir, serves_agent, socket_path
+from gputop.agent.paths import serves_agent
+from gputop.sources.agent_sockets import candidates
 from gputop.sources.procfs import parse_environ, parse_stat
 
 CAP_SYS_PTRACE = 19
@@ -43,19 +43,13 @@ class InjectTarget:
     cwd: str = "/"
     cmdline: tuple[str, ...] = ()
 
-    @property
-    def agent_dirs(self) -> list[Path]:
-        """Where this process's agent puts its socket (its environment's runtime dir), and ours."""
-        return list(dict.fromkeys([runtime_dir(self.environ, self.uid), runtime_dir()]))
-
     def has_agent(self, proc: str = "/proc") -> bool:
         """This process serves its agent: on its socket in its runtime dir, ours, or the
         fallback its agent took when those were another user's (the kernel's list of bound
         sockets finds it). A stale file, or a socket someone else serves under its name, does
         not count (checked as the monitor checks: owner, mode, the server's credentials)."""
-        candidates = [socket_path(self.pid, d) for d in self.agent_dirs]
-        candidates += bound_agent_sockets(self.pid, proc).get(self.pid, [])
-        return any(serves_agent(p, self.pid, self.uid) for p in dict.fromkeys(candidates))
+        found = candidates(self.pid, self.environ, self.uid, proc)
+        return any(serves_agent(p, self.pid, self.uid) for p in found)
 
     @property
     def label(self) -> str:

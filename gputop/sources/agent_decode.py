@@ -222,6 +222,7 @@ def parse_hello(msg: dict[str, Any]) -> dict[str, Any] | None:
         "local_rank": rank("local_rank"),
         "world_size": dist["world_size"] if dist else rank("world_size"),
         "python": _version(agent.get("python")),
+        "gputop": _version(agent.get("gputop")),
         "ranks": ranks,
     }
 

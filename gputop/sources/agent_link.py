@@ -28,6 +28,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from gputop import __version__
 from gputop.agent.paths import (
     UnsafeDirectory,
     bound_agent_sockets,
@@ -40,6 +41,7 @@ from gputop.agent.wire import MAX_LINE
 from gputop.model.host import RANK, RankId, RoleHint
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
 from gputop.sources import agent_decode as dec
+from gputop.sources.agent_sockets import in_root, own_pid, root_of
 from gputop.sources.procfs import descendants, parse_environ
 from gputop.sources.stack_phases import thread_stack
 from gputop.sources.stacks import AgentStacks
@@ -57,12 +59,33 @@ SCAN_MAX_S = 30.0
 down to once per SCAN_MAX_S (a launcher that never serves an agent keeps a process missing)."""
 MAX_PROBLEMS = 32
 MAX_REFUSED = 1024
+EXPECT_S = 15.0
+"""A Python process of a job ``gputop run`` started with no agent after this long is said:
+its interpreter takes over a second to start, torch several more on a busy machine."""
+WITHOUT_AGENT = (
+    "without the agent the verdict has no steps: no eval, GC, checkpoint or log slices, no "
+    "per-rank budgets (stacks and NVML only)"
+)
+"""What the verdict cannot see when a process has no agent: said wherever that is said."""
+
+
+def other_version(pid: int, version: str | None) -> str:
+    """One line for an agent that is not this monitor's own: the job imported its own gputop."""
+    what = f"gputop-why {version}" if version else "an older gputop-why"
+    return (
+        f"pid {pid} runs the agent of {what} (the job's own install), this monitor is "
+        f"{__version__}: what that agent does not send is left out; "
+        f"pip install -U gputop-why in the job's environment, or start it with gputop run"
+    )
 
 
 @dataclass
 class _Agent:
     pid: int
     path: Path
+    own: int = 0
+    """The PID the process knows itself by (its hello says it): ``pid`` unless it runs in a
+    PID namespace of its own (a container)."""
     start: int | None = None
     """The process's start time when its socket was found: a later process given the same PID
     (serving its own agent under the same name) is another process, never reconnected to."""
@@ -115,6 +138,17 @@ class AgentLink:
         self._next_scan = 0.0
         self._scan_gap = SCAN_S
         self._dirs_seen: list[Path] | None = None
+        self._where: dict[int, tuple[int, str]] = {}
+        """pid -> (the PID it knows itself by, the prefix to its files): fixed for its life."""
+        self._failures: Callable[[], dict[int | None, str]] | None = None
+        self._expect_since: dict[int, float] = {}
+        self._said: set[int | None] = set()
+
+    def expect_agents(self, failures: Callable[[], dict[int | None, str]]) -> None:
+        """Every Python process of the tree should serve an agent (``gputop run`` started the
+        job with it): one that has none after ``EXPECT_S`` is said in ``problems``, with the
+        reason the agent's copy left (``failures``: pid -> why it did not start) if any."""
+        self._failures = failures
 
     def _default_dirs(self) -> list[Path]:
         """Our own runtime dir, and the target's if its environment says otherwise (read once:
@@ -139,6 +173,7 @@ class AgentLink:
     def sample(self) -> AgentsSample:
         now = self._clock()
         self._discover(now)
+        self._missing_agents(now)
         for a in list(self._agents.values()):
             if a.sock is None and a.state == "reconnecting" and now >= a.retry_after:
                 self._connect(a, now)
@@ -165,16 +200,52 @@ class AgentLink:
         if not missing:
             return
         dirs = list(self._dirs())
+        for gone in [p for p in self._where if p not in self._tree]:
+            del self._where[gone]
         for pid in missing:
-            self._adopt(pid, [socket_path(pid, d) for d in dirs])
+            own, root = self._place(pid)
+            self._adopt(pid, [in_root(root, socket_path(own, d)) for d in dirs])
         missing = [pid for pid in missing if pid not in self._agents]
         if missing and now >= self._next_scan:  # a fallback directory: the kernel knows where
             bound = bound_agent_sockets(self.target, self._proc)
             for pid in missing:
-                self._adopt(pid, bound.get(pid, []))
+                own, root = self._place(pid)
+                self._adopt(pid, [in_root(root, p) for p in bound.get(own, [])])
             found = any(pid in self._agents for pid in missing)
             self._scan_gap = SCAN_S if found else min(2 * self._scan_gap, SCAN_MAX_S)
             self._next_scan = now + self._scan_gap
+
+    def _place(self, pid: int) -> tuple[int, str]:
+        """The PID ``pid`` knows itself by and the prefix to its files (a container's)."""
+        if pid not in self._where:
+            self._where[pid] = (own_pid(pid, self._proc), root_of(pid, self._proc))
+        return self._where[pid]
+
+    def _missing_agents(self, now: float) -> None:
+        """With ``expect_agents``: the Python processes still without one, once each."""
+        if self._failures is None:
+            return
+        failures = self._failures()
+        for pid in self._tree:
+            if pid in self._agents or pid in self._said:
+                self._expect_since.pop(pid, None)
+                continue
+            since = self._expect_since.setdefault(pid, now)
+            why = failures.get(pid)
+            if why is None and (now - since < EXPECT_S or not _is_python(pid, self._proc)):
+                continue
+            self._said.add(pid)
+            self._expect_since.pop(pid, None)
+            cause = (f"the agent did not start ({why})" if why is not None else
+                     f"no agent after {EXPECT_S:g} s (started with -S, -I or -E, or its "
+                     "PYTHONPATH replaced, Python skips what starts it)")  # fmt: skip
+            self._say(f"pid {pid}: {cause}: {WITHOUT_AGENT}")
+        for gone in [p for p in self._expect_since if p not in self._tree]:
+            del self._expect_since[gone]
+
+    def _say(self, line: str) -> None:
+        if line not in self.problems and len(self.problems) < MAX_PROBLEMS:
+            self.problems.append(line)
 
     def _adopt(self, pid: int, candidates: Iterable[Path]) -> None:
         """The first candidate socket at which ``pid``'s agent answers. A file nobody serves (a
@@ -187,7 +258,8 @@ class AgentLink:
         for path in present:
             sock = self._dial(path, pid, uid)
             if sock is not None:
-                a = _Agent(pid=pid, path=path, start=start_of(pid, self._proc))
+                own = self._place(pid)[0]
+                a = _Agent(pid=pid, path=path, own=own, start=start_of(pid, self._proc))
                 a.sock, a.state = sock, "connected"
                 self._agents[pid] = a
                 return
@@ -215,9 +287,8 @@ class AgentLink:
         """Never trust ``path``: one line says so, once."""
         if len(self._refused) < MAX_REFUSED:
             self._refused.add(str(path))
-        line = f"ignored {path}: {why}; someone may be posing as the agent (nothing read from it)"
-        if line not in self.problems and len(self.problems) < MAX_PROBLEMS:
-            self.problems.append(line)
+        self._say(f"ignored {path}: {why}; someone may be posing as the agent (nothing read "
+                  "from it)")  # fmt: skip
 
     def _connect(self, a: _Agent, now: float) -> None:
         """Again, after the agent went away (it restarts, or the process ends)."""
@@ -333,8 +404,10 @@ class AgentLink:
             return 0
         if kind == "hello":
             hello = dec.parse_hello(msg)
-            if hello is None or hello["pid"] != a.pid:
+            if hello is None or hello["pid"] != (a.own or a.pid):
                 return 1
+            if not a.hello and hello.get("gputop") != __version__:
+                self._say(other_version(a.pid, hello.get("gputop")))
             a.hello = hello
             return 0
         if kind == "fingerprint":
@@ -435,6 +508,14 @@ class AgentLink:
             if a.sock is not None:
                 with contextlib.suppress(OSError):
                     a.sock.close()
+
+
+def _is_python(pid: int, proc_root: str) -> bool:
+    """Whether ``pid`` runs a Python interpreter (by its binary's name: python3.11, python)."""
+    try:
+        return os.path.basename(os.readlink(f"{proc_root}/{pid}/exe")).startswith("python")
+    except OSError:
+        return False
 
 
 def _euid(pid: int, proc_root: str) -> int | None:

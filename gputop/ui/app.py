@@ -700,7 +700,7 @@ class GputopApp(App):
         if self.offer.now:
             self._plan_then(confirm=False)
             return
-        plan = self.offer.plan(self._roles(), check_import=False)
+        plan = self.offer.plan(self._roles())
         if not plan.todo and plan.refusals:  # the key would fail: say why once, offer nothing
             self._say_agent(f"pid {self.offer.pid} has no gputop agent, and it cannot be "
                             f"loaded: {plan.refusals[0]}")  # fmt: skip

@@ -52,11 +52,11 @@ class AgentOffer:
             return None
         return self.identity.gone()
 
-    def plan(self, roles: Mapping[int, str] | None, check_import: bool = True) -> LoadPlan:
+    def plan(self, roles: Mapping[int, str] | None) -> LoadPlan:
         """``roles``: the host source's latest (DataLoader workers get no agent)."""
         if (gone := self.gone()) is not None:
             raise TargetGone(gone)
-        return self._plan(self.pid, roles, check_import=check_import)
+        return self._plan(self.pid, roles)
 
     def load(self, plan: LoadPlan, progress: Callable[[str], None]) -> str:
         if (gone := self.gone()) is not None:  # asked again: the confirmation took a while

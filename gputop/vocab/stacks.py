@@ -53,3 +53,7 @@ LOCK_LEAVES = (("threading.py", "Lock.acquire"), ("threading.py", "RLock.acquire
 WAIT_FILES = frozenset(f for f, _ in (*WAIT_LEAVES, *LOCK_LEAVES))
 """Files a thread whose innermost frame is in waits there: the agent takes it for idle
 without asking /proc (its phase is decided by the leaf, whatever its state)."""
+
+AGENT_PACKAGE_PREFIX = "gputop_why_agent_"
+"""The package name gputop's agent runs under in a job that was given a copy of it (the hash
+of its code follows): its frames are gputop's, not the job's."""

@@ -33,7 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from gputop.run import child_env
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: tests_support
+from tests_support import job_env
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -285,7 +286,7 @@ def ab(pairs: int, steps: int, script: str, arms: tuple[str, ...]) -> None:
     times: dict[str, list[float]] = {arm: [] for arm in arms}
     for i in range(pairs):
         for arm in arms[i % len(arms) :] + arms[: i % len(arms)]:  # rotate the order
-            env = child_env({**os.environ, "PYTHONWARNINGS": "ignore", **ARMS[arm]})
+            env = job_env({**os.environ, "PYTHONWARNINGS": "ignore", **ARMS[arm]})
             with tempfile.TemporaryDirectory() as d:
                 env["GPUTOP_DIR"] = d
                 out = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600)

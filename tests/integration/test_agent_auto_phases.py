@@ -15,7 +15,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from gputop.run import child_env  # noqa: E402
+from tests_support import job_env  # noqa: E402
+
 from gputop.sources.agent_link import AgentLink  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -25,7 +26,7 @@ SLOW_MS = 25.0
 def run_plain(agent_dir: Path, *argv: str, timeout: float = 120):
     """Run ``argv`` with the agent autostarted (as `gputop run` does) and follow every agent in
     its tree until it exits: the last state of each agent that reported steps."""
-    env = child_env({**os.environ, "GPUTOP_DIR": str(agent_dir), "PYTHONWARNINGS": "ignore"})
+    env = job_env({**os.environ, "GPUTOP_DIR": str(agent_dir), "PYTHONWARNINGS": "ignore"})
     p = subprocess.Popen(
         [sys.executable, *argv], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -219,7 +220,7 @@ def test_a_ddp_model_made_after_the_roots_were_found_still_gets_the_sync_hook():
 
 
 def test_a_rank_that_waits_for_a_stuck_peer_inside_backward_is_in_grad_sync(tmp_path):
-    env = child_env({**os.environ, "GPUTOP_DIR": str(tmp_path), "PYTHONWARNINGS": "ignore"})
+    env = job_env({**os.environ, "GPUTOP_DIR": str(tmp_path), "PYTHONWARNINGS": "ignore"})
     argv = [sys.executable, str(EXAMPLES / "ddp_plain.py"), "--spawn", "2", "--steps", "1000",
             "--stall-rank", "1", "--stall-after", "5", "--port", "29548"]  # fmt: skip
     p = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -5,13 +5,15 @@ the refusal lines). The real debugger path: tests/integration/test_inject.py."""
 from __future__ import annotations
 
 import ast
-from pathlib import Path
+import sys
+from unittest.mock import ANY
 
 import pytest
 
 from gputop.capture.external import ToolRun
 from gputop.inject import debugger as dbg
 from gputop.inject import remote
+from gputop.inject.agent_copy import load_code
 from gputop.inject.plan import NO_DEBUGGER, LoadPlan, LoadReport, ProcessLoad, choose_method
 from gputop.inject.target import (
     has_cap,
@@ -24,28 +26,38 @@ from gputop.inject.target import (
 GDB = ("gdb", "/usr/bin/gdb")
 
 
-def test_the_injected_code_imports_the_agent_starts_it_and_binds_nothing():
-    tree = ast.parse(dbg.CODE)
+CODE = load_code("/tmp/gputop-agent-0123/", "gputop_why_agent_0123")
+
+
+def test_the_injected_code_runs_apart_from_the_job_and_binds_nothing(tmp_path, capsys):
+    tree = ast.parse(CODE)
     assert len(tree.body) == 1 and isinstance(tree.body[0], ast.Try)
     handler = tree.body[0].handlers[0]
     assert isinstance(handler.type, ast.Name) and handler.type.id == "BaseException"
-    calls = [ast.unparse(n) for n in ast.walk(tree.body[0].body[0]) if isinstance(n, ast.Call)]
-    assert calls[0] == "__import__('gputop.agent').agent.autostart()"
+    assert handler.name is None  # not even the exception is bound in the job's __main__
     assert not [n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)]
+    job_globals: dict = {"d": "the job's own d", "m": 1, "sys": None}
+    exec(load_code(str(tmp_path), "gputop_why_agent_missing"), job_globals)
+    assert job_globals == {"d": "the job's own d", "m": 1, "sys": None, "__builtins__": ANY}
+    # the failure is said on the job's stderr and left where gputop looks
+    assert "the agent did not start (ModuleNotFoundError" in capsys.readouterr().err
+    assert (tmp_path / "failed").read_text().startswith("ModuleNotFoundError: ")
 
 
-def test_the_injected_code_never_raises_into_the_target(monkeypatch, capsys):
-    import gputop.agent
+def test_the_injected_code_never_raises_into_the_target(tmp_path, capsys):
+    folder = tmp_path / "copy"
+    (folder / "gputop_why_agent_boom" / "agent").mkdir(parents=True)
+    (folder / "gputop_why_agent_boom" / "__init__.py").write_text("")
+    (folder / "gputop_why_agent_boom" / "agent" / "__init__.py").write_text("")
+    (folder / "gputop_why_agent_boom" / "agent" / "boot.py").write_text(
+        "def start(d, attached):\n    raise SystemExit(3)\n"  # would end the job if it escaped
+    )
+    exec(load_code(str(folder), "gputop_why_agent_boom"), {})
+    assert "the agent did not start (SystemExit: 3)" in capsys.readouterr().err
+    assert str(folder) not in sys.path
 
-    def boom():
-        raise SystemExit(3)  # would end the job if it escaped a pending call
 
-    monkeypatch.setattr(gputop.agent, "autostart", boom)
-    exec(dbg.CODE, {})
-    assert "the agent did not start: SystemExit(3)" in capsys.readouterr().err
-
-
-@pytest.mark.parametrize("text", [dbg.CODE, 'a "quoted" \\ back\tslash é\n'])
+@pytest.mark.parametrize("text", [CODE, 'a "quoted" \\ back\tslash é\n'])
 def test_c_literals_read_back_byte_for_byte(text):
     lit = dbg.c_literal(text)
     assert "\n" not in lit and "\t" not in lit
@@ -54,21 +66,24 @@ def test_c_literals_read_back_byte_for_byte(text):
 
 
 def test_the_gdb_script_maps_a_page_queues_the_call_and_always_detaches():
-    script = dbg.gdb_script()
+    script = dbg.gdb_script(CODE)
     lines = script.splitlines()
     assert "malloc" not in script  # the stopped thread may hold malloc's lock
     assert any("mmap(0, 4096" in ln for ln in lines)
     queue = next(i for i, ln in enumerate(lines) if "Py_AddPendingCall((void *) PyRun" in ln)
     assert lines[-1] == "quit" and lines[-2] == "detach" and queue < len(lines) - 2
-    size = len(dbg.CODE.encode()) + 1
+    size = len(CODE.encode()) + 1
+    assert size < dbg.PAGE
     assert f"set {{char[{size}]}} $gputop_page = " in script
     argv = dbg.gdb_argv("/usr/bin/gdb", 42, "/tmp/x.gdb")
     assert argv[:6] == ["/usr/bin/gdb", "-batch", "-nx", "-nw", "-p", "42"]
-    assert "set debuginfod enabled off" in argv
+    assert "set debuginfod enabled off" in argv and not any("sysroot" in a for a in argv)
+    boxed = dbg.gdb_argv("/usr/bin/gdb", 42, "/tmp/x.gdb", "/proc/42/root")
+    assert "set sysroot /proc/42/root" in boxed  # a container's own libc and libpython
 
 
 def test_the_lldb_command_does_the_same_and_detaches():
-    argv = dbg.lldb_argv("/usr/bin/lldb", 42)
+    argv = dbg.lldb_argv("/usr/bin/lldb", 42, CODE)
     assert argv[argv.index("-p") + 1] == "42" and argv[-1] == "process detach"
     exprs = [a for a in argv if a.startswith("expr -- ")]
     assert "mmap" in exprs[0] and "Py_AddPendingCall" in exprs[3]
@@ -148,27 +163,13 @@ def test_the_path_is_chosen_from_the_version_and_the_opt_outs():
     assert remote_debug_disabled({}, ("-Xdisable_remote_debug",))
 
 
-def test_the_314_script_removes_itself_then_starts_the_agent_and_never_raises():
-    text = remote.script("/tmp/gputop-load-x/load_agent.py")
-    tree = ast.parse(text)
-    assert [type(n).__name__ for n in tree.body] == ["Try", "Try"]
-    assert "unlink('/tmp/gputop-load-x/load_agent.py')" in text
-    assert "__import__('gputop.agent').agent.autostart()" in text
+def test_the_314_helper_runs_the_targets_interpreter_in_its_namespaces():
     argv = remote.helper_argv("/venv/bin/python3.14", 42, "/tmp/s.py")
     assert argv[:3] == ["/venv/bin/python3.14", "-I", "-c"] and argv[-2:] == ["42", "/tmp/s.py"]
     ast.parse(remote.HELPER)
-
-
-def test_the_314_script_is_private_to_the_target_user(tmp_path, monkeypatch):
-    import os
-    import stat
-
-    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
-    path = remote.write_script(os.getuid(), os.getgid())
-    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
-    assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
-    exec(compile(Path(path).read_text(), path, "exec"), {"__name__": "x"})  # removes itself
-    assert not os.path.exists(os.path.dirname(path))
+    boxed = remote.helper_argv("/usr/bin/python3.14", 7, "/tmp/s.py", remote.nsenter(4242))
+    assert boxed[:6] == ["nsenter", "--target", "4242", "--mount", "--pid", "--"]
+    assert boxed[-2:] == ["7", "/tmp/s.py"]  # the PID as the container knows it
 
 
 def test_remote_exec_failures_become_one_line():
