@@ -266,8 +266,11 @@ def run_headless(job: Job, link, poll_s: float = 0.5) -> int:
     agents: Sequence = ()
     tally = StepTally()
     while job.poll() is None:
-        agents = link.sample().agents
+        sample = link.sample()
+        agents = sample.agents
         tally.add(agents)
+        for problem in sample.problems:  # an agent that did not start, said as it is known
+            print(f"gputop: {problem}", file=sys.stderr)
         time.sleep(poll_s)
     for _ in range(3):  # the last steps may still be in flight
         agents = link.sample().agents or agents

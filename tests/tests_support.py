@@ -229,3 +229,17 @@ def job_env(environ: dict[str, str]) -> dict[str, str]:
         _copy = place_for_run()
         atexit.register(lambda: (_copy.remove(), _copy.close()))
     return child_env(_copy.folder, environ)
+
+
+def bench_verdicts(name: str = "bench_verdicts") -> Any:
+    """tests/bench/bench_verdicts.py as a module (the corpus harness the scenario tests share),
+    loaded under ``name`` so that each test module may set its own GPUTOP and JOB_PYTHON."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(name, REPO / "tests/bench/bench_verdicts.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module

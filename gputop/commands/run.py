@@ -105,14 +105,19 @@ def run(args: argparse.Namespace) -> int:
             sinks.close()
         raise
     if config is None:  # --no-tui
-        return run_headless(job, AgentLink(job.pid))
+        link = AgentLink(job.pid)
+        link.expect_agents(job.agent_failures)
+        return run_headless(job, link)
     job.forward_signals()
     try:
         host = HostSource.open(job.pid, exit_code=job.exit_status)
     except Exception:
         host = None  # it already exited: the log says why
     gpus = open_gpus(board, only=gpu_choice(args))
-    run_tui(gpus, config, new_session(gpus, sinks, follower), with_tree(host, job.pid), job=job)
+    attached = with_tree(host, job.pid)
+    if attached.agents is not None:  # every Python process of the job should serve one
+        attached.agents.expect_agents(job.agent_failures)
+    run_tui(gpus, config, new_session(gpus, sinks, follower), attached, job=job)
     return _after_screen(job)
 
 

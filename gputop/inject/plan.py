@@ -344,6 +344,7 @@ def _wait(queued: dict[int, _Queued], problems: list[str], wait_s: float) -> Loa
                 "when it returns to Python"
             )  # its copy stays until then: it removes itself once loaded
         else:
+            q.copy.remove()  # nothing stays on disk; a late safe point finds none
             waiting.append(
                 f"pid {pid}: no agent socket after {wait_s:g} s (a main thread inside a long C "
                 "call runs no Python; its stderr says why if the agent failed): try again"

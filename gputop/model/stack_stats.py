@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from gputop.model.host import MAIN, WORKER
 from gputop.model.stacks import PY_SPY, Frame, StacksSample, ThreadStack, reads
 from gputop.vocab.stacks import (
+    AGENT_PACKAGE_PREFIX,
     BACKWARD,
     BLOCKED,
     COLLECTIVE_WAIT,
@@ -74,7 +75,11 @@ def hottest_frames(window: Sequence[StacksSample], n: int = 5) -> list[tuple[Fra
 
 def package(f: Frame) -> str:
     """The top-level module a frame's file belongs to (py-spy's short file names are
-    module-relative: threading.py -> threading, torch/nn/modules/module.py -> torch)."""
+    module-relative: threading.py -> threading, torch/nn/modules/module.py -> torch). The copy
+    of gputop's agent a job was given (``gputop_why_agent_<hash>``, wherever its folder was)
+    is gputop."""
+    if AGENT_PACKAGE_PREFIX in f.file:
+        return "gputop"
     return f.file.split("/", 1)[0].removesuffix(".py")
 
 

@@ -63,10 +63,11 @@ EXPECT_S = 15.0
 """A Python process of a job ``gputop run`` started with no agent after this long is said:
 its interpreter takes over a second to start, torch several more on a busy machine."""
 WITHOUT_AGENT = (
-    "without the agent the verdict has no steps: no eval, GC, checkpoint or log slices, no "
-    "per-rank budgets (stacks and NVML only)"
+    "without it the verdict has no steps, no eval/GC/checkpoint/log slices, no per-rank budgets"
 )
-"""What the verdict cannot see when a process has no agent: said wherever that is said."""
+"""What the verdict cannot see when a process has no agent: said wherever that is said..."""
+NO_STEPS = "no steps or rank budgets"
+"""...and in short where a line must fit 80 columns (the screen's status line)."""
 
 
 def other_version(pid: int, version: str | None) -> str:

@@ -30,6 +30,7 @@ from gputop.model.host import HostSample
 from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample
 from gputop.session import EVALUATE_GAP_S, EVALUATE_SHARE, Session, SessionState
+from gputop.sources.agent_link import NO_STEPS
 from gputop.sources.feeds import Feed, Source, feeds
 from gputop.ui.capture_keys import CAPTURE_ACTIONS, CaptureKeys, event_data
 from gputop.ui.captures_text import CaptureView
@@ -703,10 +704,10 @@ class GputopApp(App):
         plan = self.offer.plan(self._roles())
         if not plan.todo and plan.refusals:  # the key would fail: say why once, offer nothing
             self._say_agent(f"pid {self.offer.pid} has no gputop agent, and it cannot be "
-                            f"loaded: {plan.refusals[0]}")  # fmt: skip
+                            f"loaded ({NO_STEPS}): {plan.refusals[0]}")  # fmt: skip
         elif not plan.nothing_to_do:
-            self._say_agent(f"pid {self.offer.pid} has no gputop agent (stacks only): press a "
-                            "to load it, no restart", missing=True)  # fmt: skip
+            self._say_agent(f"pid {self.offer.pid} has no gputop agent ({NO_STEPS}): press a "
+                            "to load it", missing=True)  # fmt: skip
         self.call_from_thread(self._refresh_bindings_if_changed)
 
     def action_load_agent(self) -> None:

@@ -375,6 +375,10 @@ class Result:
     """Changes from a right bound to a right variant of it, not counted in ``changes_after``."""
     budget: dict[str, float] | None = None
     """The job's step-time budget at the end (slice -> share), as diagnose --json gave it."""
+    source: str | None = None
+    """Where that budget came from (its typical rank's source: "agent" once the agent runs)."""
+    problems: tuple[str, ...] = ()
+    """What diagnose said it could not do (an agent that did not load among them)."""
 
     def errors(self) -> list[tuple[str, float, float]]:
         """(slice, designed, measured) for each slice the scenario states."""
@@ -389,8 +393,14 @@ def by_name(name: str) -> Scenario:
     raise KeyError(name)
 
 
+GPUTOP = [sys.executable, "-m", "gputop"]
+"""How gputop is started: this Python's, or (``--gputop``) an install of its own."""
+JOB_PYTHON = sys.executable
+"""The Python the jobs run on: this one, or (``--job-python``) another environment's."""
+
+
 def gputop(*args: str) -> list[str]:
-    return [sys.executable, "-m", "gputop", "diagnose", "--json", "--sim-board", "h100", *args]
+    return [*GPUTOP, "diagnose", "--json", "--sim-board", "h100", *args]
 
 
 def judge(s: Scenario, mode: str, doc: dict, lead: float = 0.0) -> Result:
@@ -418,6 +428,8 @@ def judge(s: Scenario, mode: str, doc: dict, lead: float = 0.0) -> Result:
         note=(doc.get("verdict") or {}).get("note") or "",
         refined=refined,
         budget=(doc.get("budget") or {}).get("of", {}).get("shares"),
+        source=(doc.get("budget") or {}).get("of", {}).get("source"),
+        problems=tuple(doc.get("problems") or ()),
     )
 
 
@@ -436,15 +448,15 @@ def command(s: Scenario, seconds: float) -> list[str]:
     too, with their own --port), or torchrun with two ranks."""
     script = [str(CORPUS / s.argv[0]), *s.argv[1:], "--seconds", str(seconds)]
     if s.launcher == "torchrun":
-        return [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+        return [JOB_PYTHON, "-m", "torch.distributed.run", "--nproc-per-node", "2",
                 "--master-port", str(port_of(s)), *script]  # fmt: skip
     if s.launcher == "accelerate launch":
-        return [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu",
+        return [JOB_PYTHON, "-m", "accelerate.commands.launch", "--multi_gpu",
                 "--num_processes", "2", "--main_process_port", str(port_of(s)),
                 *script]  # fmt: skip
     if s.launcher == "torch.multiprocessing.spawn":
         script += ["--port", str(port_of(s))]
-    return [sys.executable, *script]
+    return [JOB_PYTHON, *script]
 
 
 def _last_line(text: str) -> str:
@@ -517,14 +529,16 @@ def _s(t: float | None) -> str:
 
 def table(results: list[Result]) -> str:
     head = f"{'scenario':26} {'launcher':27} {'mode':8} {'expected':44} {'final':24} "
-    head += f"{'shown at':>8} {'right at':>8} {'changes':>7} {'refined':>7}  never-bound seen"
+    head += f"{'shown at':>8} {'right at':>8} {'changes':>7} {'refined':>7} {'budget':7} "
+    head += " never-bound seen"
     lines = [
         "shown at: first verdict naming a bound, seconds after gputop started; right at: first",
         "right verdict, seconds after max(gputop's start, the scenario's onset). The onset is",
         "on the script's clock, which starts after its imports (1-3 s after the process): a",
         "verdict can look that much faster than it was. changes: of what is shown, after the",
         "first right verdict; refined: of those, a right bound followed by a right variant of",
-        "it (data-input, then data-input/io), not counted as changes.",
+        "it (data-input, then data-input/io), not counted as changes. budget: where the job's",
+        "step-time budget came from at the end (agent: the agent ran in the job).",
         "",
         head,
         "-" * len(head),
@@ -534,7 +548,7 @@ def table(results: list[Result]) -> str:
             f"{r.scenario.name:26} {r.scenario.launcher:27} {r.mode:8} "
             f"{'|'.join(sorted(r.scenario.expected)):44} {r.final or r.problem or '-':24} "
             f"{_s(r.first_shown_s):>8} {_s(r.first_right_s):>8} {r.changes_after:>7} "
-            f"{r.refined:>7}  "
+            f"{r.refined:>7} {r.source or '-':7}  "
             f"{','.join(r.never_seen) or '-'}"
         )
     ok = [r for r in results if r.final in r.scenario.expected]
@@ -590,7 +604,15 @@ def main() -> None:
     ap.add_argument("--only", help="scenario names, comma-separated")
     ap.add_argument("--mode", choices=("run", "attached", "both"), default="both")
     ap.add_argument("--seconds", type=float, default=40.0, help="how long gputop watches each")
+    ap.add_argument("--gputop", help="the gputop command to run (an install of its own); "
+                    "default: this Python's -m gputop")  # fmt: skip
+    ap.add_argument("--job-python", help="the Python the jobs run on (another environment)")
     args = ap.parse_args()
+    global GPUTOP, JOB_PYTHON
+    if args.gputop:
+        GPUTOP = [args.gputop]
+    if args.job_python:
+        JOB_PYTHON = args.job_python
     names = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
     unknown = sorted(set(names or ()) - {s.name for s in SCENARIOS})
     if unknown:

@@ -15,7 +15,7 @@ from tests_support import REPO, as_nobody, kill_tree
 
 from gputop.inject import debugger as dbg
 from gputop.inject import load_agent, plan_load
-from gputop.inject.plan import source_hint
+from gputop.inject.agent_copy import load_code, place_for
 from gputop.sources.agent_link import AgentLink
 from gputop.sources.host import HostSource
 from gputop.sources.procfs import children_of
@@ -41,8 +41,12 @@ def running(proc: subprocess.Popen) -> bool:
 
 
 def start(argv: list[str], env: dict[str, str], agent_dir: Path) -> subprocess.Popen:
+    """``argv`` with its agent socket in ``agent_dir`` and its temporary files (where the
+    agent's copy goes) in ``tmp`` beside it."""
+    tmp = agent_dir.parent / "tmp"
+    tmp.mkdir(mode=0o700, exist_ok=True)
     proc = subprocess.Popen(
-        argv, env={**env, "GPUTOP_DIR": str(agent_dir)},
+        argv, env={**env, "GPUTOP_DIR": str(agent_dir), "TMPDIR": str(tmp)},
         cwd=agent_dir.parent,  # not the checkout: ``-c`` would import gputop from the cwd
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -152,44 +156,36 @@ def test_another_user_is_refused_in_one_line_and_the_target_runs_on(agent_dir):
         assert out.count("\n") == 0, out
         assert f"pid {proc.pid} belongs to uid 0, not you" in out
         assert "run gputop as that user or as root" in out
-        forced = as_nobody(lambda: str(dbg.run_debugger(dbg.find_debugger(), proc.pid).problem))
+        forced = as_nobody(
+            lambda: str(dbg.run_debugger(dbg.find_debugger(), proc.pid, "pass").problem)
+        )
         assert f"ptrace denied for pid {proc.pid}" in forced and "\n" not in forced, forced
         assert running(proc)
     finally:
         stop(proc)
 
 
-def test_gputop_missing_in_the_targets_environment_gives_the_pip_line(agent_dir):
+def test_a_target_without_gputop_in_its_environment_gets_the_monitors_agent(agent_dir):
+    """The base interpreter (not gputop's venv) cannot import gputop; with -S not even its
+    site-packages: the copy needs neither, and leaves nothing in the target's TMPDIR."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     base = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
-    proc = plain_loop(agent_dir, exe=base, env=env)
-    try:
-        if (
-            subprocess.run(
-                [base, "-c", "import gputop"], env=env, capture_output=True, cwd="/"
-            ).returncode
-            == 0
-        ):
-            pytest.skip("gputop is installed in the base interpreter too")
-        plan = plan_load(proc.pid)
-        assert not plan.todo
-        (line,) = plan.lines()
-        # this checkout when gputop runs from one (pip install -e), else the package's name
-        assert line.endswith(f"{base} -m pip install {source_hint()}"), line
-        assert running(proc)
-    finally:
-        stop(proc)
-
-
-def test_a_target_started_with_S_is_told_why_pip_would_not_help(agent_dir):
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = plain_loop(agent_dir, "-S", env=env)
-    try:
-        (line,) = plan_load(proc.pid).lines()
-        assert "started with -S" in line and "restart the job without it" in line, line
-        assert running(proc)
-    finally:
-        stop(proc)
+    for flags in ((), ("-S",)):
+        proc = plain_loop(agent_dir, *flags, exe=base, env=env)
+        try:
+            cannot = subprocess.run([base, *flags, "-c", "import gputop"], env=env, cwd="/",
+                                    capture_output=True)  # fmt: skip
+            if cannot.returncode == 0:
+                pytest.skip("gputop is installed in the base interpreter too")
+            plan = plan_load(proc.pid)
+            assert [p.pid for p in plan.todo] == [proc.pid], plan.lines()
+            assert not any("pip install" in line for line in plan.lines())
+            report = load_agent(plan, wait_s=30)
+            assert report.ok, report.line()
+            assert running(proc)
+            assert list((agent_dir.parent / "tmp").iterdir()) == []  # the copy removed itself
+        finally:
+            stop(proc)
 
 
 def test_no_debugger_says_how_to_install_one(agent_dir):
@@ -217,10 +213,13 @@ def test_diagnose_says_no_without_attach_and_loads_with_it(agent_dir):
         out = gputop("diagnose", "--pid", str(proc.pid), "--duration", "0.5", agent_dir=agent_dir)
         assert out.returncode == 0, out.stderr
         said = [ln for ln in out.stderr.splitlines() if "agent" in ln and "watching" not in ln]
-        assert said == [
-            f"gputop: pid {proc.pid} has no gputop agent (no step phases; stacks only): add "
-            "--attach to load it without a restart"
-        ], out.stderr
+        line = (
+            f"pid {proc.pid} has no gputop agent: without it the verdict has no steps, no "
+            "eval/GC/checkpoint/log slices, no per-rank budgets; add --attach to load it "
+            "without a restart"
+        )
+        assert said == [f"gputop: {line}"], out.stderr
+        assert f"note: {line}" in out.stdout  # the diagnosis says it too, not just stderr
         assert not (agent_dir / f"agent-{proc.pid}.sock").exists()
         out = gputop("diagnose", "--pid", str(proc.pid), "--duration", "0.5", "--attach",
                      agent_dir=agent_dir, PATH="/nonexistent")  # fmt: skip
@@ -271,8 +270,8 @@ def test_other_python_versions_get_the_agent_through_the_same_pending_call(versi
     exe = other_pythons().get(version)
     if exe is None:
         pytest.skip(f"no Python {version[0]}.{version[1]} here")
-    env = {**os.environ, "PYTHONPATH": str(REPO)}  # the agent is stdlib-only: any 3.10+
-    proc = plain_loop(agent_dir, exe=exe, env=env)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    proc = plain_loop(agent_dir, exe=exe, env=env)  # no gputop there: the copy, stdlib only
     try:
         report = load_agent(plan_load(proc.pid), wait_s=15)
         assert report.ok, report.line()
@@ -325,12 +324,10 @@ def stub_interpreter(tmp_path: Path, stderr: str, code: int) -> str:
 
 
 @pytest.fixture
-def scripts(tmp_path, monkeypatch) -> Path:
-    """Where the 3.14 path writes its script (tempfile's directory, private to the test)."""
-    d = tmp_path / "tmp"
-    d.mkdir()
-    monkeypatch.setattr("tempfile.tempdir", str(d))
-    return d
+def scripts(agent_dir) -> Path:
+    """Where the 3.14 path's script lies: in the agent's copy, in the target's TMPDIR
+    (``start`` gives each target one, beside ``agent_dir``)."""
+    return agent_dir.parent / "tmp"
 
 
 def test_a_target_refusing_remote_exec_falls_back_to_the_debugger(agent_dir, tmp_path, scripts):
@@ -354,7 +351,7 @@ def test_a_target_refusing_remote_exec_falls_back_to_the_debugger(agent_dir, tmp
             f"pid {proc.pid} refuses remote execution: trying gdb",
         ]
         assert running(proc)
-        assert not list(scripts.iterdir()), "the script was left on disk"
+        assert not list(scripts.iterdir()), "the copy was left on disk"
     finally:
         stop(proc)
 
@@ -375,7 +372,7 @@ def test_remote_exec_scheduled_but_never_run_says_so_and_leaves_nothing(
         report = load_agent(LoadPlan(proc.pid, (as_314,), None), wait_s=0.3)
         assert report.line().startswith(f"pid {proc.pid}: no agent socket after 0.3 s")
         assert "\n" not in report.line()
-        assert not list(scripts.iterdir()), "the script was left on disk"
+        assert not list(scripts.iterdir()), "the copy was left on disk"
         assert running(proc)
     finally:
         stop(proc)
@@ -390,7 +387,7 @@ def test_without_roles_a_forked_copy_is_taken_for_a_dataloader_worker(agent_dir)
     proc = ready(code, agent_dir)
     try:
         (kid,) = children_of(proc.pid)
-        plan = plan_load(proc.pid, roles=None, check_import=False)
+        plan = plan_load(proc.pid, roles=None)
         assert [p.pid for p in plan.processes] == [proc.pid], kid
     finally:
         stop(proc)
@@ -404,7 +401,8 @@ def test_lldb_loads_the_agent_the_same_way(agent_dir):
         pytest.skip("lldb is not installed")
     proc = plain_loop(agent_dir)
     try:
-        run = dbg.run_debugger(("lldb", lldb), proc.pid)
+        copy = place_for(proc.pid, os.getuid(), os.getgid(), {"TMPDIR": str(agent_dir.parent)})
+        run = dbg.run_debugger(("lldb", lldb), proc.pid, load_code(copy.folder, copy.package))
         assert run.queued, run.output[-2000:]
         deadline = time.monotonic() + 15
         while not (agent_dir / f"agent-{proc.pid}.sock").exists():

@@ -11,18 +11,16 @@ Select them with `-k corpus`; each watches its job for about 20 s.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
 
 import pytest
+from tests_support import bench_verdicts
 
 from gputop.inject.debugger import find_debugger
 from gputop.sources.stacks import find_py_spy
 
 pytest.importorskip("torch")
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "bench_verdicts.py"
 WATCH_S = 20.0
 HANG_WATCH_S = 32.0
 """Attached 3 s after its start, the job stops at 8 s of its own clock (after ~2 s of
@@ -30,16 +28,7 @@ imports) and a hang is only a hang after 10 s of no progress: ~20 s, with margin
 machine."""
 
 
-def _bench():
-    spec = importlib.util.spec_from_file_location("bench_verdicts", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _bench()
+bench = bench_verdicts()
 
 pytestmark = [
     pytest.mark.slow,

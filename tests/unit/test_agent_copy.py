@@ -166,3 +166,15 @@ def test_as_root_the_copy_is_the_target_users_and_nobody_elses(tmp_path):
     copy.remove()
     copy.close()
     assert not folder.exists()
+
+
+def test_the_copys_frames_are_gputops_not_the_jobs():
+    from gputop.model.stack_stats import package, user_frame
+    from gputop.model.stacks import Frame
+
+    package_name = ac.contents()[0]
+    by_pyspy = Frame("hook", f"/tmp/gputop-agent-1f/{package_name}/agent/auto.py", 10)
+    by_agent = Frame("hook", f"{package_name}/agent/auto.py", 10)
+    train = Frame("train", "train.py", 3)
+    assert package(by_pyspy) == package(by_agent) == "gputop"
+    assert user_frame([by_pyspy, by_agent, train]) == train

@@ -1,0 +1,316 @@
+"""gputop installed once, in its own environment, and jobs in theirs: the headline use.
+
+gputop is built into a wheel and installed into a venv of its own (as pipx makes it); the jobs
+run from a second venv that has torch and no gputop. Four corpus scenarios whose verdict needs
+the agent's steps (a periodic evaluation, GC pauses, a torchrun straggler, a loader that keeps
+the loop waiting) are diagnosed both ways: started by `gputop diagnose -- CMD`, and started
+plainly then attached with `--pid --attach`. Each must end with the scenario's verdict (the
+one the same-venv runs give, tests/bench/bench_verdicts.py) from a budget the agent measured.
+
+Then a job in a container-like namespace (its own mount and PID namespaces, a private /tmp,
+gputop's files hidden) attached from outside by its host PID; jobs of other users; and a job
+whose environment has another gputop-why of its own.
+
+Select them with `-k separate`; the two venvs take about a minute to make, each run ~25 s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from tests_support import REPO, as_nobody, bench_verdicts
+
+from gputop import __version__
+from gputop.inject.debugger import find_debugger
+from gputop.sources.stacks import find_py_spy
+
+pytest.importorskip("torch")
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(find_py_spy() is None, reason="py-spy is not installed"),
+    pytest.mark.skipif(
+        find_debugger() is None and sys.version_info < (3, 14),
+        reason="attaching needs gdb or lldb (or Python 3.14's sys.remote_exec)",
+    ),
+]
+
+CORPUS = REPO / "tests" / "corpus"
+WATCH_S = 20.0
+"""As tests/scenarios/test_corpus_subset.py: each of these is right within 1-9 s when quiet
+(bench_verdicts, stop 35), so 20 s leaves room for a busy machine."""
+SCENARIOS = ("eval_every_n", "gc_pressure", "torchrun_straggler", "remote_reads")
+
+
+bench = bench_verdicts("bench_verdicts_separate")
+
+
+def _venv(path: Path, *packages: str) -> Path:
+    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, timeout=300)
+    python = path / "bin" / "python"
+    if packages:
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+             *packages], check=True, timeout=1200,
+        )  # fmt: skip
+    return python
+
+
+@pytest.fixture(scope="module")
+def installs(tmp_path_factory) -> tuple[Path, Path]:
+    """(gputop's command from its wheel in its own venv, the job venv's python: torch, no
+    gputop)."""
+    root = tmp_path_factory.mktemp("installs")
+    dist = root / "dist"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
+         "--disable-pip-version-check", "-w", str(dist), str(REPO)],
+        check=True, timeout=600, cwd=root,
+    )  # fmt: skip
+    (wheel,) = dist.glob("gputop_why-*.whl")
+    _venv(root / "gputop-venv", str(wheel))
+    torch_version = importlib.metadata.version("torch").split("+")[0]
+    job = _venv(root / "job-venv", f"torch=={torch_version}")
+    cannot = subprocess.run([str(job), "-c", "import gputop"], cwd=root, capture_output=True)
+    assert cannot.returncode != 0, "the job's venv must not have gputop"
+    return root / "gputop-venv" / "bin" / "gputop", job
+
+
+@pytest.fixture
+def separate(installs, monkeypatch):
+    gputop, job = installs
+    monkeypatch.setattr(bench, "GPUTOP", [str(gputop)])
+    monkeypatch.setattr(bench, "JOB_PYTHON", str(job))
+    return installs
+
+
+def check(result) -> None:
+    seen = " ".join(f"{t:.0f}s:{b}" for t, b in result.timeline) or result.problem
+    seen += f" | problems: {result.problems}"
+    assert result.final in result.scenario.expected, seen
+    assert result.source == "agent", seen  # the agent ran in the job and measured the budget
+    assert not any("agent" in p for p in result.problems), seen
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_separate_install_started_by_diagnose(name, separate):
+    check(bench.run_mode(bench.by_name(name), WATCH_S))
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_separate_install_attached_by_pid(name, separate):
+    check(bench.attached_mode(bench.by_name(name), WATCH_S))
+
+
+# ---- a container: its own mount and PID namespaces ------------------------------------------
+
+IN_NAMESPACE = """
+set -e
+mount --make-rprivate /
+mount -t tmpfs none /mnt
+mkdir /mnt/venv /mnt/corpus
+mount --bind "$JOB_VENV" /mnt/venv
+mount --bind "$CORPUS" /mnt/corpus
+mount -t tmpfs none /tmp            # its own /tmp (gputop's venv lay below the old one)
+mount -t tmpfs none "$REPO"         # gputop's checkout hidden too
+cd /mnt/corpus
+/mnt/venv/bin/python -m torch.distributed.run --nproc-per-node 2 --master-port "$PORT" \\
+    torchrun_straggler.py --seconds "$SECONDS_" > /dev/null 2>&1 || true
+echo "left in /tmp:"
+find /tmp -mindepth 1
+"""
+
+
+def _launcher(outer: int, timeout: float = 60) -> int:
+    """The torchrun launcher's host PID inside the namespace ``outer`` (unshare) made."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for pid in bench.descendants(outer):
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if cmdline.split(b"\0")[1:3] == [b"-m", b"torch.distributed.run"]:
+                return pid
+        time.sleep(0.2)
+    raise AssertionError("torchrun did not start in the namespace")
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
+                    reason="making mount and PID namespaces needs root and unshare")  # fmt: skip
+def test_separate_install_into_a_container_by_host_pid(installs):
+    gputop, job = installs
+    s = bench.by_name("torchrun_straggler")
+    env = {**os.environ, "JOB_VENV": str(job.parent.parent), "CORPUS": str(CORPUS),
+           "REPO": str(REPO), "PORT": str(bench.port_of(s) + 1),
+           "SECONDS_": str(WATCH_S + 30)}  # fmt: skip
+    outer = subprocess.Popen(
+        ["unshare", "--mount", "--pid", "--fork", "--mount-proc", "bash", "-c", IN_NAMESPACE],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        launcher = _launcher(outer.pid)
+        status = Path(f"/proc/{launcher}/status").read_text()
+        (line,) = [ln for ln in status.splitlines() if ln.startswith("NSpid:")]
+        ns_pid = line.split()[1:]
+        assert len(ns_pid) == 2 and ns_pid[0] != ns_pid[1]  # in a PID namespace of its own
+        assert os.stat(f"/proc/{launcher}/ns/mnt").st_ino != os.stat("/proc/self/ns/mnt").st_ino
+        time.sleep(bench.ATTACH_DELAY)
+        out = subprocess.run(
+            [str(gputop), "diagnose", "--json", "--sim-board", "h100", "--pid", str(launcher),
+             "--attach", "--duration", str(WATCH_S)],
+            capture_output=True, text=True, timeout=WATCH_S + 120, cwd="/",
+        )  # fmt: skip
+        doc = json.loads(out.stdout)
+        result = bench.judge(s, "attached", doc, lead=bench.ATTACH_DELAY)
+        assert "agent loaded into pid" in out.stderr, out.stderr
+        check(result)
+        ranks = sorted(r["rank"] for r in doc["budget"]["ranks"] if r["rank"] is not None)
+        assert ranks == [0, 1], doc["budget"]["ranks"]  # ranks named, by their host PIDs
+        said, _ = outer.communicate(timeout=WATCH_S + 60)  # the job ends on its own
+        left = said.split("left in /tmp:", 1)[1].split()
+        assert not [p for p in left if "gputop-agent-" in p or p.endswith(".sock")], left
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(outer.pid, 9)
+        outer.wait()
+
+
+# ---- other users --------------------------------------------------------------------------
+
+
+def _connected(link, timeout: float = 15.0) -> list:
+    """The link's agents once one is connected (and its hello read)."""
+    deadline = time.monotonic() + timeout
+    while not (link.connected() and link.connected()[0][1]):
+        assert time.monotonic() < deadline, link.problems
+        link.sample()
+        time.sleep(0.2)
+    return link.connected()
+
+
+LOOP = "import time\nwhile True:\n    sum(range(100_000)); time.sleep(0.01)\n"
+SYSTEM_PYTHON = "/usr/bin/python3"
+"""An interpreter another user can run (pyenv's lie under /root, closed to others)."""
+
+
+def _as_user(uid: int, gid: int):
+    def become() -> None:
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+
+    return become
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.access(SYSTEM_PYTHON, os.X_OK),
+                    reason="needs root and a system Python another user can run")  # fmt: skip
+def test_separate_install_root_attaches_to_another_users_job_and_not_the_reverse():
+    import pwd
+
+    from gputop.commands.common import attach, offer_agent
+    from gputop.sources.agent_link import AgentLink
+
+    nobody = pwd.getpwnam("nobody")
+    shared = Path(tempfile.mkdtemp(prefix="gputop-users-", dir="/tmp"))
+    shared.chmod(0o1777)  # the job's own /tmp, as another user has it
+    env = {"PATH": "/usr/bin:/bin", "TMPDIR": str(shared), "GPUTOP_DIR": str(shared / "agents")}
+    job = subprocess.Popen([SYSTEM_PYTHON, "-c", LOOP], env=env, cwd="/",
+                           preexec_fn=_as_user(nobody.pw_uid, nobody.pw_gid))  # fmt: skip
+    mine = subprocess.Popen([SYSTEM_PYTHON, "-c", LOOP], cwd="/")
+    try:
+        time.sleep(1.0)
+        said: list[str] = []
+        problem = offer_agent(attach(job.pid), load=True, say=said.append)
+        assert problem is None and said[-1] == f"agent loaded into pid {job.pid}", said
+        link = AgentLink(job.pid)
+        ((_, hello),) = _connected(link)
+        assert hello["gputop"] == __version__  # the monitor's own agent
+        link.close()
+        owners = {p.stat().st_uid for p in (shared / "agents").iterdir()}
+        assert owners == {nobody.pw_uid}  # the socket is the job's user's
+        assert sorted(p.name for p in shared.iterdir()) == ["agents"]  # the copy is gone
+
+        def reverse() -> str:
+            lines: list[str] = []
+            last = offer_agent(attach(mine.pid), load=True, say=lines.append)
+            return "\n".join([*lines, f"problem: {last}"])
+
+        text = as_nobody(reverse)
+        assert "Traceback" not in text, text
+        refusal = [ln for ln in text.splitlines() if ln.startswith(f"pid {mine.pid}")]
+        assert len(refusal) == 1 and "belongs to uid 0, not you" in refusal[0], text
+        assert "gputop run" in text or "as root" in text, text
+    finally:
+        for p in (job, mine):
+            p.kill()
+            p.wait()
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+# ---- a job with a gputop-why of its own -----------------------------------------------------
+
+
+def _older_gputop(root: Path, version: str) -> Path:
+    """A gputop-why ``version`` as a job's environment could have it: its own package."""
+    pkg = root / "gputop"
+    for part in ("agent", "vocab"):
+        shutil.copytree(REPO / "gputop" / part, pkg / part,
+                        ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    (pkg / "__init__.py").write_text(f"__version__ = {version!r}\n")
+    return root
+
+
+def test_separate_install_a_job_with_its_own_older_gputop(tmp_path, installs):
+    """Not imported by the job: the monitor's agent runs beside it, the job's package untouched.
+    Imported and started by the job: it is the job's agent; one line says the versions."""
+    from gputop.inject import load_agent, plan_load
+    from gputop.sources.agent_link import AgentLink
+
+    _, job_python = installs
+    site = _older_gputop(tmp_path / "site", "0.0.9")
+    agents = tmp_path / "agents"
+    agents.mkdir(mode=0o700)
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(site), "GPUTOP_DIR": str(agents),
+           "TMPDIR": str(tmp_path)}  # fmt: skip
+    quiet = "import sys, time\nimport gputop\n" + LOOP.split("\n", 1)[1]
+    started = "import gputop.agent\ngputop.agent.init()\n" + LOOP
+    jobs = [subprocess.Popen([str(job_python), "-c", code], env=env, cwd=tmp_path)
+            for code in (quiet, started)]  # fmt: skip
+    try:
+        time.sleep(1.5)
+        report = load_agent(plan_load(jobs[0].pid), wait_s=20)
+        assert report.ok, report.line()
+        again = plan_load(jobs[1].pid)
+        assert again.nothing_to_do  # the job's own agent serves: nothing is loaded over it
+        for job, version in zip(jobs, (__version__, "0.0.9"), strict=True):
+            link = AgentLink(job.pid)
+            ((_, hello),) = _connected(link)
+            assert hello["gputop"] == version
+            mismatch = [p for p in link.problems if "runs the agent of" in p]
+            if version == __version__:
+                assert mismatch == [], link.problems
+            else:
+                assert mismatch == [
+                    f"pid {job.pid} runs the agent of gputop-why 0.0.9 (the job's own install), "
+                    f"this monitor is {__version__}: what that agent does not send is left out; "
+                    "pip install -U gputop-why in the job's environment, or start it with "
+                    "gputop run"
+                ]
+            link.close()
+    finally:
+        for job in jobs:
+            job.kill()
+            job.wait()
