@@ -199,10 +199,11 @@ def json_help(schema: str, verb: str = "JSON") -> str:
 
 ATTACH_HELP = (
     "with --pid: load gputop's agent into the process and the ranks below it if they have none "
-    "(steps and phases; no restart, nothing of the job changed on disk): Python 3.14+ through "
-    "sys.remote_exec, older through gdb or lldb (a pending call the main thread runs at its "
-    "next safe point). Needs the same user or root, ptrace allowed, and gputop importable by "
-    "the job's Python; each refusal says what to do. Without it gputop only says how"
+    "(steps and phases; no restart, nothing installed in the job's environment: a private "
+    "copy of the agent goes into its own /tmp, a container's too, and is removed once loaded): "
+    "Python 3.10+; 3.14+ through sys.remote_exec, older through gdb or lldb (a pending call "
+    "the main thread runs at its next safe point). Needs the same user or root and ptrace "
+    "allowed; each refusal says what to do. Without it gputop only says how"
 )
 
 

@@ -257,17 +257,18 @@ def ptrace_refusal(
             )
         return (
             f"pid {target_pid} belongs to uid {target_uid}, not you: run gputop as that user "
-            "or as root"
+            "or as root, or start the job with `gputop run`"
         )
     if scope == 2 and not cap:
         return (
-            "ptrace needs CAP_SYS_PTRACE here (Yama ptrace_scope=2): run gputop as root, or "
-            "`sudo sysctl kernel.yama.ptrace_scope=0`"
+            "ptrace needs CAP_SYS_PTRACE here (Yama ptrace_scope=2): run gputop as root, "
+            "`sudo sysctl kernel.yama.ptrace_scope=0`, or start the job with `gputop run`"
         )
     if scope == 1 and not cap and not descendant:
         return (
             "ptrace is limited to a process's own children (Yama ptrace_scope=1): "
-            "`sudo sysctl kernel.yama.ptrace_scope=0`, or run gputop as root"
-            + (", or in a container add --cap-add=SYS_PTRACE" if euid == 0 else "")
+            "`sudo sysctl kernel.yama.ptrace_scope=0`, run gputop as root"
+            + (", in a container add --cap-add=SYS_PTRACE" if euid == 0 else "")
+            + ", or start the job with `gputop run`"
         )
     return None

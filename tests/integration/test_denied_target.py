@@ -60,5 +60,5 @@ def test_a_target_gputop_may_not_read_is_not_called_idle():
     assert f"pid {target.pid}: could not read its" in problems, problems
     assert said == [f"pid {target.pid} has no gputop agent, and it cannot be loaded: pid "
                     f"{target.pid} belongs to uid 0, not you: run gputop as that user or as "
-                    "root: without it the verdict has no steps, no eval/GC/checkpoint/log "
-                    "slices, no per-rank budgets"]  # fmt: skip
+                    "root, or start the job with `gputop run`: without it the verdict has no "
+                    "steps, no eval/GC/checkpoint/log slices, no per-rank budgets"]  # fmt: skip

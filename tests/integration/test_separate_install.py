@@ -175,6 +175,7 @@ def test_separate_install_into_a_container_by_host_pid(installs):
         )  # fmt: skip
         doc = json.loads(out.stdout)
         result = bench.judge(s, "attached", doc, lead=bench.ATTACH_DELAY)
+        print(f"in a namespace: {bench.progress(result)}, right at {result.first_right_s} s")
         assert "agent loaded into pid" in out.stderr, out.stderr
         check(result)
         ranks = sorted(r["rank"] for r in doc["budget"]["ranks"] if r["rank"] is not None)

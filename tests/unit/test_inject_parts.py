@@ -190,6 +190,7 @@ def test_ptrace_refusals_say_which_rule_and_how_to_allow_it():
     assert ptrace_refusal(1000, 5, 0, 0, True, False) is None
     other = ptrace_refusal(1001, 5, 1000, 0, False, False)
     assert "belongs to uid 1001" in other and "as that user or as root" in other
+    assert "start the job with `gputop run`" in other  # a way that needs no ptrace at all
     container = ptrace_refusal(1001, 5, 0, 0, False, False)
     assert "CAP_SYS_PTRACE" in container and "--cap-add=SYS_PTRACE" in container
     yama1 = ptrace_refusal(1000, 5, 1000, 1, False, False)
