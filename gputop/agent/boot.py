@@ -7,9 +7,10 @@ its own (``gputop_why_agent_<hash>``: it cannot clash with any gputop the job ha
 and the job's main thread runs ``start`` from there (``gputop/inject/agent_copy.py`` writes
 the folder and the few lines that call this). Standard library only, like the whole agent.
 
-``start`` imports every module of the copy at once, so nothing is read from the folder later
-and an attached job's copy can be removed as soon as the agent runs: nothing stays in the
-job's file system. The copy is also made the process's ``gputop.agent`` unless one is there
+Attached, ``start`` imports every module of the copy at once, so nothing is read from the
+folder later and the copy can be removed as soon as the agent runs: nothing stays in the job's
+file system. Started with the job (``gputop run``), the folder stays until the job ends, and
+every Python process of the job imports only what it uses, as from an installed package. The copy is also made the process's ``gputop.agent`` unless one is there
 already, so a script's own markers (``import gputop.agent as gt``) reach the agent that runs.
 """
 
@@ -37,9 +38,11 @@ def start(directory: str, attached: bool) -> bool:
     once); else started with the job by ``gputop run`` (the folder stays for the job's other
     processes; gputop removes it when the job ends). Returns whether it records."""
     root = __name__.rsplit(".", 2)[0]
-    agent = _import_all(root)  # a failure leaves the folder: the caller says why in it
     if attached:
+        agent = _import_all(root)  # a failure leaves the folder: the caller says why in it
         remove(directory)
+    else:  # the folder stays while the job runs: the rest is imported when needed, as usual
+        agent = importlib.import_module(f"{root}.agent")
     if root != "gputop" and "gputop.agent" not in sys.modules:
         sys.modules["gputop.agent"] = agent  # type: ignore[assignment]
     if attached:

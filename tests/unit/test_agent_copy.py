@@ -178,3 +178,51 @@ def test_the_copys_frames_are_gputops_not_the_jobs():
     train = Frame("train", "train.py", 3)
     assert package(by_pyspy) == package(by_agent) == "gputop"
     assert user_frame([by_pyspy, by_agent, train]) == train
+
+
+def test_a_gputop_run_process_whose_agent_fails_is_named_with_its_reason(tmp_path, monkeypatch):
+    """The run copy's sitecustomize (inject/run_site.py) leaves failed-<pid> where gputop reads
+    it (``Job.agent_failures``, then ``AgentLink.expect_agents``), and the job starts anyway."""
+    from gputop.run import child_env
+
+    monkeypatch.setenv("GPUTOP_DIR", str(tmp_path / "runtime"))
+    copy = ac.place_for_run()
+    try:
+        assert (Path(copy.folder) / ac.SITE).read_bytes() == ac.site_code()
+        (Path(copy.folder) / copy.package / "agent" / "boot.py").write_text(
+            "raise RuntimeError('no room')\n"
+        )
+        env = child_env(copy.folder, {"PATH": os.environ["PATH"]})
+        out = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], env=env,
+                             cwd=tmp_path, capture_output=True, text=True, timeout=30)  # fmt: skip
+        pid = int(out.stdout)
+        assert "gputop: the agent did not start (RuntimeError: no room)" in out.stderr
+        assert copy.failures() == {pid: "RuntimeError: no room"}
+    finally:
+        copy.remove()
+        copy.close()
+    assert list((tmp_path / "runtime").iterdir()) == []
+
+
+def test_a_gputop_run_python_without_an_agent_is_named_once_after_a_while(tmp_path):
+    from gputop.sources.agent_link import EXPECT_S, AgentLink
+
+    now = [1000.0]
+    failures: dict[int | None, str] = {}
+    me = os.getpid()  # a Python process with no agent socket anywhere
+    link = AgentLink(me, pids=lambda: [me], directories=lambda: [tmp_path],
+                     clock=lambda: now[0])  # fmt: skip
+    link.expect_agents(lambda: failures)
+    assert link.sample().problems == ()
+    now[0] += EXPECT_S - 1
+    assert link.sample().problems == ()  # still starting, perhaps
+    now[0] += 2
+    (line,) = link.sample().problems
+    assert line.startswith(f"pid {me}: no agent after {EXPECT_S:g} s (started with -S, -I or -E")
+    assert "without it the verdict has no steps" in line
+    now[0] += 60
+    assert link.sample().problems == ()  # said once
+    other = AgentLink(me, pids=lambda: [me], directories=lambda: [tmp_path])
+    other.expect_agents(lambda: {me: "ImportError: x"})
+    (line,) = other.sample().problems  # a reason the copy left is said at once
+    assert line.startswith(f"pid {me}: the agent did not start (ImportError: x): without it")
