@@ -10,8 +10,9 @@ the folder and the few lines that call this). Standard library only, like the wh
 Attached, ``start`` imports every module of the copy at once, so nothing is read from the
 folder later and the copy can be removed as soon as the agent runs: nothing stays in the job's
 file system. Started with the job (``gputop run``), the folder stays until the job ends, and
-every Python process of the job imports only what it uses, as from an installed package. The copy is also made the process's ``gputop.agent`` unless one is there
-already, so a script's own markers (``import gputop.agent as gt``) reach the agent that runs.
+every Python process of the job imports only what it uses, as from an installed package.
+The copy is also made the process's ``gputop.agent`` unless one is there already, so a
+script's own markers (``import gputop.agent as gt``) reach the agent that runs.
 """
 
 from __future__ import annotations
