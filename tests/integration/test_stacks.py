@@ -115,7 +115,11 @@ def trainer(*args: str) -> subprocess.Popen:
 
 
 def test_main_thread_waits_for_busy_workers():
-    p = trainer("--workers", "2", "--slow-transform-ms", "80")
+    # 300 ms of transform per batch in each of 2 workers: a batch every ~150 ms against a
+    # step of a few ms, so the main thread waits ~95% of the time even when a busy core makes
+    # its step several times slower (at 80 ms it waited 3 of 8 readings once in 11 runs beside
+    # a `yes` loop; at 300 ms it passed 20 of 20 runs beside one)
+    p = trainer("--workers", "2", "--slow-transform-ms", "300")
     try:
         source = StackSource(p.pid)
         seen = phases(source, 8)
