@@ -14,6 +14,7 @@ from gputop import __version__
 from gputop.diagnose import Verdict
 from gputop.diagnose.budget import stacked
 from gputop.diagnose.findings import Finding
+from gputop.model.setup import setup_of
 from gputop.model.step_stats import Mfu
 from gputop.session import EVALUATE_SHARE, Session, SessionState
 from gputop.snapshot import jsonable
@@ -34,6 +35,8 @@ class Diagnosis:
     exit_code: int | None = None
     mfu: Mfu | None = None
     """The latest MFU of the main rank (None: no agent steps to compute it over)."""
+    setup: dict[str, Any] | None = None
+    """The job's setup as the main rank's agent read it (``model/setup.setup_of``)."""
     label: str | None = None
     """What the timeline's last line shows (``Verdict.label``)."""
     denied: set[str] = field(default_factory=set)
@@ -121,6 +124,8 @@ def _note(out: Diagnosis, state: SessionState, kind: str) -> None:
         return
     steps = state.inputs.steps if state.inputs is not None else None
     out.mfu = steps.mfu_detail if steps is not None else None
+    if steps is not None and steps.fingerprint:
+        out.setup = setup_of(steps.fingerprint)
     principal = verdict.principal.bound if verdict.principal else None
     # a line when what is shown changes: a bound, "warming up" (no bound, the note says how far
     # the start is), or no bound
@@ -161,6 +166,7 @@ def document(d: Diagnosis, source: dict[str, Any]) -> dict[str, Any]:
         "findings": [_finding(f) for f in v.findings] if v else [],
         "problems": d.problems,
         "mfu": jsonable(d.mfu) if d.mfu is not None else None,
+        "setup": d.setup,
     }
 
 

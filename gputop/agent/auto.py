@@ -31,6 +31,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from . import setup
 from .recorder import StepRecorder, _now
 
 MAIN = threading.main_thread().ident
@@ -196,6 +197,7 @@ class _Forward:
                 self.roots.add(t)
             if _ddp_types.get(t, True):  # unknown or DDP: a new DDP model gets its hook
                 _note_root(module)
+            setup.note_root(module)  # how it is parallelised, read later by the agent thread
             if _capturing(self.rec):
                 return
             ph = self.fwd if module.training and self.grad_enabled() else self.ev

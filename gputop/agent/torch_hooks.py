@@ -17,7 +17,7 @@ import sys
 import threading
 from typing import Any
 
-from . import auto
+from . import auto, setup
 from .recorder import StepRecorder
 
 _installed: set[str] = set()
@@ -156,12 +156,35 @@ def fingerprint() -> dict[str, Any]:
             fp[key] = call()
         except Exception:
             fp[key] = None
+    fp["parallel"] = _guarded(
+        lambda: setup.kept("parallel", setup.parallel_of(setup.root(), _process_group(torch)))
+    )
+    fp["framework"] = _guarded(
+        lambda: setup.kept("framework", setup.framework_of(setup.frames_of(auto.MAIN)))
+    )
     fp["autocast"] = _AUTOCAST.get("seen")
     fp["autocast_dtype"] = _AUTOCAST.get("dtype")
     fp["param_dtype"] = _AUTOCAST.get("param_dtype")
     if _loader_config:
         fp["dataloader"] = dict(_loader_config)
     return fp
+
+
+def _guarded(read: Any) -> Any:
+    """A part of the setup, or None when reading it failed (never an error in the job)."""
+    try:
+        return read()
+    except Exception:
+        return None
+
+
+def _process_group(torch: Any) -> bool:
+    """Whether torch.distributed has a process group (a loop may call collectives itself)."""
+    dist = getattr(torch, "distributed", None)
+    try:
+        return bool(dist is not None and dist.is_available() and dist.is_initialized())
+    except Exception:
+        return False
 
 
 def intra_op_threads(torch: Any) -> int | None:

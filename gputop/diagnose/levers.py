@@ -13,9 +13,11 @@ from gputop.diagnose import rules
 from gputop.diagnose.budget import FLOOR
 from gputop.diagnose.rules import SIDE_SHARE
 from gputop.diagnose.signals import MEM_NEAR, WORKERS_WAIT, RuleInputs
+from gputop.model.setup import parallel_kind, parallel_setting
 from gputop.vocab import budget as slices
 from gputop.vocab import stacks as stack
 from gputop.vocab import steps as step
+from gputop.vocab.setup import DDP, DEEPSPEED, DIRECT, FSDP1, FSDP2
 
 
 def _fingerprint(sig: RuleInputs) -> Any:
@@ -163,13 +165,81 @@ def h2d_copy(sig: RuleInputs) -> tuple[str, ...]:
 
 
 def comms(sig: RuleInputs) -> tuple[str, ...]:
+    """The knobs of the job's own wrapper (read from the live job: ``model/setup.py``), with
+    its current values; a wrapper the job does not have is never named. While the agent has
+    not said (no agent, an older one), only what holds for any setup."""
+    fp = _fingerprint(sig)
+    kind = parallel_kind(fp)
+    levers = _WRAPPER_LEVERS.get(kind, _no_wrapper) if kind else _no_wrapper
+    own = levers(lambda name: parallel_setting(fp, name))
+    return (*own, "remove per-step host syncs (.item(), print of tensors) between collectives")
+
+
+def _ddp(now: Any) -> tuple[str, ...]:
+    cap = now("bucket_cap_mb")
+    out = []
+    if isinstance(cap, int | float):
+        out.append(f"DDP bucket_cap_mb={cap:g} -> {2 * cap:g}: fewer, larger all-reduces")
+    if now("gradient_as_bucket_view") is False:
+        out.append("DDP gradient_as_bucket_view=False -> True: no gradient copy into buckets")
+    if now("static_graph") is False and now("find_unused_parameters") is not True:
+        out.append("DDP static_graph=False -> True: the same graph each step lets DDP overlap")
+    out.append("gradient accumulation under model.no_sync(): all-reduce every N micro-batches")
+    return tuple(out)
+
+
+def _fsdp2(now: Any) -> tuple[str, ...]:
+    out = []
+    if now("reshard_after_forward") is True:
+        out.append("fully_shard(reshard_after_forward=False): no all-gather again in "
+                   "backward (parameters stay unsharded until backward: more memory)")  # fmt: skip
+    out.append("explicit prefetch: module.set_modules_to_forward_prefetch([next]) and "
+               "set_modules_to_backward_prefetch([previous])")  # fmt: skip
+    out.append("gradient accumulation: model.set_requires_gradient_sync(False) on all but the "
+               "last micro-batch")  # fmt: skip
+    if not now("hsdp"):
+        out.append("HSDP (a 2-D device mesh: replicate across nodes, shard within one)")
+    return tuple(out)
+
+
+def _fsdp1(now: Any) -> tuple[str, ...]:
+    out = []
+    strategy = now("sharding_strategy")
+    if strategy == "FULL_SHARD":
+        out.append("FSDP sharding_strategy=FULL_SHARD -> SHARD_GRAD_OP: no all-gather in "
+                   "backward (more memory), or HYBRID_SHARD across nodes")  # fmt: skip
+    prefetch = now("backward_prefetch")
+    if prefetch != "BACKWARD_PRE":
+        out.append(f"FSDP backward_prefetch={prefetch} -> BACKWARD_PRE: the next all-gather "
+                   "overlaps the current gradient computation")  # fmt: skip
+    if now("forward_prefetch") is False:
+        out.append("FSDP forward_prefetch=False -> True (a static graph)")
+    return tuple(out)
+
+
+def _deepspeed(now: Any) -> tuple[str, ...]:
+    out = []
+    if now("overlap_comm") is False:
+        out.append("DeepSpeed zero_optimization.overlap_comm=false -> true")
+    size = now("reduce_bucket_size")
+    if isinstance(size, int | float):
+        out.append(f"DeepSpeed reduce_bucket_size={size:g} -> {2 * size:g}")
+    return tuple(out)
+
+
+def _direct(now: Any) -> tuple[str, ...]:
     return (
-        "DDP(bucket_cap_mb=...) and gradient_as_bucket_view=True",
-        "remove per-step host syncs (.item(), print of tensors)",
-        "gradient accumulation: communicate every N micro-batches",
-        "FSDP backward_prefetch / forward_prefetch",
-        "check the NCCL transport (NCCL_DEBUG=INFO)",
+        "your loop calls the collectives itself: one all_reduce over a flattened buffer per "
+        "step, not one per tensor; async_op=True and wait just before the optimizer",
+        "or let DDP do it: buckets overlap the all-reduce with backward",
     )
+
+
+def _no_wrapper(now: Any) -> tuple[str, ...]:
+    return ("gradient accumulation: communicate every N micro-batches",)
+
+
+_WRAPPER_LEVERS = {DDP: _ddp, FSDP2: _fsdp2, FSDP1: _fsdp1, DEEPSPEED: _deepspeed, DIRECT: _direct}
 
 
 def _count(value: object) -> int | None:

@@ -531,10 +531,14 @@ class GputopApp(App):
         self._update_status()
 
     def action_why(self) -> None:
+        from gputop.model.setup import setup_of
         from gputop.ui.dump import DumpScreen
         from gputop.ui.verdict_text import reasoning_text
 
-        self.push_screen(DumpScreen(reasoning_text(self.verdict), None, title="Why: every rule"))
+        inputs = self.session.state.inputs
+        setup = setup_of(inputs.steps.fingerprint) if inputs and inputs.steps else None
+        self.push_screen(DumpScreen(reasoning_text(self.verdict, setup), None,
+                                    title="Why: every rule"))  # fmt: skip
 
     def refresh_detail(self) -> None:
         screen = self.screen

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from rich.text import Text
 
 from gputop.diagnose.bounds import BY_NAME, Style
@@ -73,11 +76,12 @@ def verdict_lines(
     return lines
 
 
-def reasoning_text(v: Verdict | None) -> str:
-    """Every rule, fired or not, with its numbers: what the verdict key opens."""
+def reasoning_text(v: Verdict | None, setup: Mapping[str, Any] | None = None) -> str:
+    """Every rule, fired or not, with its numbers, after the job's setup as its agent read it
+    (``model/setup.setup_of``): what the verdict key opens."""
     if v is None:
         return "No verdict yet: waiting for readings.\n"
-    out = [f"Inputs: {', '.join(v.inputs) or 'none'}"]
+    out = [*setup_lines(setup), f"Inputs: {', '.join(v.inputs) or 'none'}"]
     if v.principal:
         out.append(f"Principal: {v.principal.bound} ({v.principal.confidence:.0%})")
     elif v.note:
@@ -88,6 +92,24 @@ def reasoning_text(v: Verdict | None) -> str:
     for f in v.findings:
         out.extend(_finding(f))
     return "\n".join(out) + "\n"
+
+
+def setup_lines(setup: Mapping[str, Any] | None) -> list[str]:
+    """The setup, a line per section: the levers below name these values."""
+    if not setup:
+        return ["Setup: not known (no agent in the job)", ""]
+    out = ["Setup (read from the live job):"]
+    for name in ("parallel", "framework", "dataloader"):
+        section = setup.get(name)
+        if section:
+            rest = ", ".join(f"{k}={v}" for k, v in section.items() if k != "kind")
+            kind = f"{section['kind']} " if "kind" in section else ""
+            out.append(f"  {name}: {kind}{rest}".rstrip())
+    torch_keys = ("compiled", "autocast_dtype", "torch_threads", "interop_threads", "torch")
+    others = [f"{k}={setup[k]}" for k in torch_keys if setup.get(k) is not None]
+    if others:
+        out.append(f"  torch: {', '.join(others)}")
+    return [*out, ""]
 
 
 def _finding(f: Finding) -> list[str]:

@@ -95,6 +95,11 @@ def test_ddp_under_mp_spawn_reports_ranks_from_the_process_group(tmp_path):
     spawn = (str(EXAMPLES / "ddp_plain.py"), "--spawn", "2", "--steps", "30", "--port", "29541")
     agents = run_plain(tmp_path, *spawn, "--slow-rank", "0", "--slow-ms", str(SLOW_MS))
     check_ranks(agents, slow=0)  # no RANK variable: the rank came from torch.distributed
+    for a in agents:  # the setup, read from the live DDP object (issue 38)
+        assert dict(a.fingerprint["parallel"]) == {
+            "kind": "DDP", "bucket_cap_mb": 25.0, "gradient_as_bucket_view": False,
+            "static_graph": False, "find_unused_parameters": False, "broadcast_buffers": True,
+        }, a.fingerprint  # fmt: skip
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
@@ -104,6 +109,8 @@ def test_a_hand_written_all_reduce_loop_is_grad_sync(tmp_path, mode):
                        "--steps", "30", "--slow-rank", "1", "--slow-ms", str(SLOW_MS),
                        *extra)  # fmt: skip
     check_ranks(agents, slow=1)
+    for a in agents:  # a process group and no wrapper: the loop's own collectives
+        assert dict(a.fingerprint["parallel"]) == {"kind": "collectives"}, a.fingerprint
 
 
 USER_HOOK = """

@@ -565,3 +565,42 @@ def test_a_main_thread_that_prepares_its_batches_keeps_cpu_transform_in_its_band
     assert data_input(sig).bound == "data-input"
     held = dataclasses.replace(sig, holding="data-input/cpu-transform")
     assert data_input(held).bound == "data-input/cpu-transform"
+
+
+COMMS_STEP = {"forward": 20, "backward": 20, "grad_sync": 30}
+SETUPS = {
+    "DDP": {"kind": "DDP", "bucket_cap_mb": 25.0, "gradient_as_bucket_view": False,
+            "static_graph": False, "find_unused_parameters": False},
+    "FSDP2": {"kind": "FSDP2", "shard_size": 2, "hsdp": False, "reshard_after_forward": True},
+    "FSDP1": {"kind": "FSDP1", "sharding_strategy": "FULL_SHARD", "backward_prefetch": None,
+              "forward_prefetch": False},
+    "DeepSpeed": {"kind": "DeepSpeed", "zero_stage": 2, "overlap_comm": False,
+                  "reduce_bucket_size": 500000000},
+    "collectives": {"kind": "collectives"},
+}  # fmt: skip
+WRAPPER_WORDS = {"DDP": "bucket_cap_mb", "FSDP2": "reshard_after_forward", "FSDP1":
+                 "sharding_strategy", "DeepSpeed": "overlap_comm"}  # fmt: skip
+"""Each wrapper's own knob: named for that wrapper only (moving to DDP may be said to a loop
+that all-reduces by itself; DDP's bucket size may not)."""
+
+
+@pytest.mark.parametrize("kind", [*SETUPS, None])
+def test_comms_levers_name_only_the_jobs_own_wrapper_with_its_values(kind):
+    windows, devices = gpu("compute")
+    fp = {"parallel": M(SETUPS[kind])} if kind else {}
+    steps = agents(COMMS_STEP, ranks=2, fingerprint=fp)
+    v, _ = evaluate(reduce_windows(windows, devices, agents=steps), now=0.0)
+    assert bound(v) == "comms"
+    levers = " | ".join(v.principal.levers)
+    for other, word in WRAPPER_WORDS.items():
+        if other != kind:
+            assert word not in levers, (kind, levers)  # a lever for a setup the job lacks
+    expected = {
+        "DDP": "DDP bucket_cap_mb=25 -> 50",
+        "FSDP2": "fully_shard(reshard_after_forward=False)",
+        "FSDP1": "FSDP sharding_strategy=FULL_SHARD -> SHARD_GRAD_OP",
+        "DeepSpeed": "DeepSpeed zero_optimization.overlap_comm=false -> true",
+        "collectives": "your loop calls the collectives itself",
+        None: "gradient accumulation",
+    }[kind]
+    assert expected in levers, levers

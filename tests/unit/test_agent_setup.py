@@ -1,0 +1,203 @@
+"""The job's setup read from its live objects (gputop/agent/setup.py, gputop/model/setup.py):
+the parallel wrapper from real torch objects, the framework from the training thread's frames,
+accelerate's state, and the document diagnose and the why screen show."""
+
+from __future__ import annotations
+
+import enum
+import json
+import subprocess
+import sys
+import textwrap
+import threading
+import types
+from pathlib import Path
+
+import pytest
+
+from gputop.agent import setup
+from gputop.model.setup import parallel_kind, setup_of
+from gputop.schemas import load
+from gputop.vocab import setup as names
+
+PROBE = """
+import json, os, sys
+import torch, torch.distributed as dist
+from torch import nn
+from gputop.agent import setup
+os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", sys.argv[1]
+out = {"before": setup.parallel_of(nn.Linear(2, 2), dist.is_initialized())}
+dist.init_process_group("gloo", rank=0, world_size=1)
+def model():
+    return nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
+from torch.nn.parallel import DistributedDataParallel as DDP
+out["ddp"] = setup.parallel_of(DDP(model(), bucket_cap_mb=50, static_graph=True), True)
+from torch.distributed.fsdp import fully_shard
+m = model()
+fully_shard(m, reshard_after_forward=False)
+out["fsdp2"] = setup.parallel_of(m, True)
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+out["fsdp1"] = setup.parallel_of(FSDP(model(), device_id=torch.device("cpu")), True)
+out["plain"] = setup.parallel_of(model(), True)
+print(json.dumps(out))
+"""
+
+
+def test_the_parallel_wrapper_and_its_settings_from_real_torch_objects(tmp_path):
+    pytest.importorskip("torch")
+    from tests_support import free_port
+
+    out = subprocess.run([sys.executable, "-c", PROBE, str(free_port())], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=180)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.splitlines()[-1])
+    assert got["before"] == {"kind": names.NONE}
+    assert got["ddp"] == {
+        "kind": names.DDP, "bucket_cap_mb": 50.0, "gradient_as_bucket_view": False,
+        "static_graph": True, "find_unused_parameters": False, "broadcast_buffers": True,
+    }  # fmt: skip
+    assert got["fsdp2"] == {"kind": names.FSDP2, "shard_size": 1, "hsdp": False,
+                            "reshard_after_forward": False}  # fmt: skip
+    assert got["fsdp1"]["kind"] == names.FSDP1
+    assert got["fsdp1"]["sharding_strategy"] == "NO_SHARD"  # FSDP's own choice on one rank
+    assert got["fsdp1"]["backward_prefetch"] == "BACKWARD_PRE"
+    assert got["plain"] == {"kind": names.DIRECT}
+
+
+LOOPS = {
+    "lightning/pytorch/loops/fit_loop.py": """
+        class FitLoop:
+            def __init__(self, trainer):
+                self.trainer = trainer
+            def run(self, done):
+                done.wait(30)
+    """,
+    "transformers/trainer.py": """
+        class Trainer:
+            def __init__(self, args):
+                self.args = args
+            def _inner_training_loop(self, done):
+                done.wait(30)
+    """,
+}
+
+
+def _running(tmp_path: Path, rel: str, make) -> tuple[threading.Thread, threading.Event, str]:
+    """A thread whose stack holds a frame of ``rel`` (a framework's file) with ``self``."""
+    path = tmp_path / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(LOOPS[rel]))
+    module: dict = {}
+    exec(compile(path.read_text(), str(path), "exec"), module)
+    done = threading.Event()
+    target = make(module)
+    thread = threading.Thread(target=target, args=(done,), daemon=True)
+    thread.start()
+    return thread, done, str(path)
+
+
+def _frames_in(thread: threading.Thread, path: str) -> list:
+    """The thread's frames once one of them runs ``path``."""
+    for _ in range(500):
+        frames = setup.frames_of(thread.ident)
+        if any(f.f_code.co_filename == path for f in frames):
+            return frames
+        threading.Event().wait(0.01)
+    raise AssertionError(f"no frame of {path}")
+
+
+class Precision(enum.Enum):
+    BF16 = "bf16-mixed"
+
+
+def test_a_lightning_trainer_is_found_in_the_training_threads_frames(tmp_path):
+    trainer = types.SimpleNamespace(
+        fit_loop=object(), val_check_interval=50, check_val_every_n_epoch=1,
+        log_every_n_steps=10, accumulate_grad_batches=4, precision=Precision.BF16,
+        strategy=types.SimpleNamespace(),
+    )  # fmt: skip
+    thread, done, path = _running(tmp_path, "lightning/pytorch/loops/fit_loop.py",
+                                  lambda m: m["FitLoop"](trainer).run)  # fmt: skip
+    try:
+        got = setup.framework_of(_frames_in(thread, path))
+    finally:
+        done.set()
+        thread.join()
+    assert got == {
+        "kind": names.LIGHTNING, "val_check_interval": 50, "check_val_every_n_epoch": 1,
+        "log_every_n_steps": 10, "accumulate_grad_batches": 4, "precision": "BF16",
+        "strategy": "SimpleNamespace",
+    }  # fmt: skip
+
+
+def test_a_transformers_trainer_is_found_with_its_intervals(tmp_path):
+    args = types.SimpleNamespace(
+        eval_strategy="steps", eval_steps=200, logging_steps=10, save_strategy="steps",
+        save_steps=500, gradient_accumulation_steps=1, dataloader_num_workers=0,
+    )  # fmt: skip
+    thread, done, path = _running(tmp_path, "transformers/trainer.py",
+                                  lambda m: m["Trainer"](args)._inner_training_loop)  # fmt: skip
+    try:
+        got = setup.framework_of(_frames_in(thread, path))
+    finally:
+        done.set()
+        thread.join()
+    assert got["kind"] == names.TRANSFORMERS and got["eval_steps"] == 200
+    assert got["logging_steps"] == 10 and got["save_steps"] == 500
+
+
+def test_accelerate_is_read_from_its_shared_state(monkeypatch):
+    state = types.ModuleType("accelerate.state")
+
+    class DistributedType(enum.Enum):
+        MULTI_GPU = "MULTI_GPU"
+
+    state.AcceleratorState = type("AcceleratorState", (), {"_shared_state": {  # type: ignore[attr-defined]
+        "distributed_type": DistributedType.MULTI_GPU, "_mixed_precision": "bf16",
+        "num_processes": 2}})  # fmt: skip
+    monkeypatch.setitem(sys.modules, "accelerate.state", state)
+    assert setup.framework_of([]) == {"kind": names.ACCELERATE, "distributed_type": "MULTI_GPU",
+                                      "mixed_precision": "bf16", "num_processes": 2}  # fmt: skip
+
+
+def test_nothing_known_is_said_as_nothing(monkeypatch):
+    monkeypatch.delitem(sys.modules, "accelerate.state", raising=False)
+    assert setup.framework_of(setup.frames_of(threading.get_ident())) == {}
+    assert setup.parallel_of(None, False) == {}
+    assert setup_of(None) is None and setup_of({}) is None
+    assert parallel_kind({"parallel": {"kind": "something new"}}) is None
+
+
+def test_the_document_and_the_schema_name_the_same_setups():
+    doc = setup_of({"parallel": {"kind": "DDP", "bucket_cap_mb": 25.0}, "compiled": False,
+                    "autocast": True, "autocast_dtype": "bfloat16", "intra_op_threads": 4,
+                    "dataloader": {"num_workers": 2}})  # fmt: skip
+    assert doc == {
+        "parallel": {"kind": "DDP", "bucket_cap_mb": 25.0}, "framework": None,
+        "dataloader": {"num_workers": 2}, "compiled": False, "autocast_dtype": "bfloat16",
+        "torch_threads": 4, "interop_threads": None, "torch": None,
+    }  # fmt: skip
+    schema = load("diagnose")["properties"]["setup"]
+    props = schema["properties"]
+    assert props["parallel"]["properties"]["kind"]["enum"] == list(names.PARALLEL_KINDS)
+    assert props["framework"]["properties"]["kind"]["enum"] == list(names.FRAMEWORKS)
+    assert set(schema["required"]) == set(doc)
+
+
+def test_a_setup_gputop_does_not_know_is_no_setup():
+    doc = setup_of({"parallel": {"kind": "Megatron"}, "framework": {"kind": "keras"},
+                    "torch": "2.13.0"})  # fmt: skip
+    assert doc is not None and doc["parallel"] is None and doc["framework"] is None
+
+
+def test_a_job_tearing_down_keeps_the_setup_it_had(monkeypatch):
+    monkeypatch.setattr(setup, "_known", {})
+    ddp = {"kind": names.DDP, "bucket_cap_mb": 25.0}
+    assert setup.kept("parallel", {"kind": names.NONE}) == {"kind": names.NONE}
+    assert setup.kept("parallel", ddp) == ddp
+    assert setup.kept("parallel", {}) == ddp  # the model freed at exit
+    assert setup.kept("parallel", {"kind": names.NONE}) == ddp  # the group destroyed
+    assert setup.kept("parallel", {"kind": names.DIRECT}) == ddp  # its eval model, unwrapped
+    fsdp = {"kind": names.FSDP2, "shard_size": 2}
+    assert setup.kept("parallel", fsdp) == fsdp  # another wrapper: the newer reading
+    assert setup.kept("framework", {}) == {}
