@@ -241,6 +241,21 @@ def _python_made(p: ProcFacts, parent: ProcFacts | None) -> bool:
     return p.cmdline == parent.cmdline or "multiprocessing.spawn" in p.cmdline
 
 
+def _one_process_per_rank(
+    out: dict[int, tuple[str, RankId | None]], by_pid: Mapping[int, ProcFacts]
+) -> None:
+    """Of the processes that claim one rank number, the first started keeps it."""
+    claims: dict[int, list[int]] = {}
+    for pid, (role, rank) in out.items():
+        if role == RANK and rank is not None and rank.rank is not None and pid in by_pid:
+            claims.setdefault(rank.rank, []).append(pid)
+    for pids in claims.values():
+        first = min(pids, key=lambda pid: (by_pid[pid].start_ticks, pid))
+        for pid in pids:
+            if pid != first:
+                out[pid] = (CHILD, None)
+
+
 def roles(
     facts: Sequence[ProcFacts], target: int, hints: Mapping[int, RoleHint] | None = None
 ) -> dict[int, tuple[str, RankId | None]]:
@@ -254,7 +269,10 @@ def roles(
       its stack is in ``torch.multiprocessing.spawn``'s ``_wrap``, or when its Python parent
       made it (spawn, forkserver, fork) and it has DataLoader workers of its own;
     - anything else is a child (sampled like a rank, shown apart; a spawned DataLoader
-      worker is one for the few seconds before torch names it).
+      worker is one for the few seconds before torch names it);
+    - one rank number is one process: of several that claim it (a helper a rank started that
+      outlived it and was adopted higher up keeps its rank's variables, and its agent reports
+      them), the first started is the rank, the others are children.
 
     Ranks with no number from their agent or variables are numbered in the order their
     parent started them (``torch.multiprocessing.spawn`` starts rank i i-th)."""
@@ -283,6 +301,7 @@ def roles(
             out[f.pid] = (RANK, None)
         else:
             out[f.pid] = (CHILD, None)
+    _one_process_per_rank(out, by_pid)
     unnumbered: dict[int, list[ProcFacts]] = {}
     for f in facts:
         if out.get(f.pid) == (RANK, None):

@@ -148,3 +148,21 @@ def test_a_stack_says_worker_or_rank_up_to_where_the_child_began():
         stack_role([thread(("_run_after_forkers", "multiprocessing/util.py"), boot, wrap)]) is None
     )
     assert stack_role([thread(("<module>", "t.py"))]) is None
+
+
+def test_a_helper_with_its_ranks_variables_is_a_child_whoever_says_it_is_that_rank():
+    """A helper rank 0 started (a lock holder, a preprocessor) inherits rank 0's variables;
+    under `gputop run` it has an agent of its own, which reports them as its rank. Adopted
+    higher up once its parent is gone, it keeps them too. One rank number is one process: the
+    first started; the others are children."""
+    launcher = p(10, 1, "/usr/bin/python3 -m torch.distributed.run --nproc-per-node 2 t.py")
+    env0 = {"RANK": "0", "WORLD_SIZE": "2"}
+    r0 = p(11, 10, "/usr/bin/python3 -u t.py", env=env0, start=100)
+    r1 = p(12, 10, "/usr/bin/python3 -u t.py", env={"RANK": "1", "WORLD_SIZE": "2"}, start=101)
+    by_agent = {13: RoleHint(RANK, RankId(0, None, 2, "agent"))}
+    for parent in (11, 10):  # its rank's child; adopted by the launcher
+        helper = p(13, parent, "/usr/bin/python3 helper.py", env=env0, start=150)
+        for hints in (None, by_agent):
+            got = roles([launcher, r0, r1, helper], 10, hints)
+            assert got[11] == (RANK, RankId(0, None, 2, "torchrun"))
+            assert got[12][0] == RANK and got[13] == (CHILD, None), (parent, hints, got)
