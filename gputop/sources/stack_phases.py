@@ -173,12 +173,17 @@ def classify(frames: Sequence[Frame], active: bool) -> tuple[str, Frame | None]:
     return phase, (frames[at] if at is not None else None)
 
 
+THREADING = "threading.py"
+"""A thread with only these frames is being started or ended (``Thread._bootstrap``,
+``_set_ident``, ...): seen attached to a Lightning job as "user code 100%"."""
+
+
 def decide(frames: Sequence[Frame], active: bool) -> tuple[str, Frame | None]:
     """(phase, deciding frame). Frames innermost first.
 
     No training rule matched: "lock wait" or "blocked" (a queue, event, socket...) by the
-    innermost frame; "idle" for any other thread py-spy saw as inactive (sleeping); else
-    "user code", with the innermost frame as evidence."""
+    innermost frame; "idle" for any other thread py-spy saw as inactive (sleeping) or with
+    only threading's own frames; else "user code", with the innermost frame as evidence."""
     for phase, file, name in RULES:
         if file == "<user code>":
             found = _evaluation(frames)
@@ -195,6 +200,6 @@ def decide(frames: Sequence[Frame], active: bool) -> tuple[str, Frame | None]:
         return "lock wait", leaf
     if _any(WAIT_LEAVES, leaf):
         return "blocked", leaf
-    if not active:
-        return "idle", leaf
+    if not active or all(f.file == THREADING for f in frames):
+        return "idle", leaf  # asleep, or a thread starting or ending: none of the job's code
     return "user code", leaf

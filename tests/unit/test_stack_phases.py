@@ -155,3 +155,14 @@ def test_every_phase_the_table_gives_is_in_the_shared_vocabulary():
 
     unknown = {phase for phase, _, _ in RULES} - set(STACK_PHASES)
     assert not unknown, f"add {sorted(unknown)} to gputop/vocab/stacks.py STACK_PHASES"
+
+
+def test_a_thread_being_started_is_not_the_jobs_code():
+    """Attached to a Lightning job, a thread seen in ``threading.py _set_ident`` (starting)
+    was listed as "user code 100%"."""
+    starting = [Frame("Thread._set_ident", "threading.py", 1020),
+                Frame("Thread._bootstrap_inner", "threading.py", 1040),
+                Frame("Thread._bootstrap", "threading.py", 1002)]  # fmt: skip
+    assert classify(starting, True)[0] == "idle"
+    working = [Frame("crunch", "train.py", 7), *starting[1:]]
+    assert classify(working, True)[0] == "user code"
