@@ -156,9 +156,7 @@ def fingerprint() -> dict[str, Any]:
             fp[key] = call()
         except Exception:
             fp[key] = None
-    fp["parallel"] = _guarded(
-        lambda: setup.kept("parallel", setup.parallel_of(setup.root(), _process_group(torch)))
-    )
+    fp["parallel"] = _guarded(lambda: setup.kept("parallel", _parallel(torch)))
     fp["framework"] = _guarded(
         lambda: setup.kept("framework", setup.framework_of(setup.frames_of(auto.MAIN)))
     )
@@ -176,6 +174,16 @@ def _guarded(read: Any) -> Any:
         return read()
     except Exception:
         return None
+
+
+def _parallel(torch: Any) -> dict[str, Any]:
+    """The wrapper of the outermost module, with the process group's backend (nccl, gloo)."""
+    group = _process_group(torch)
+    reading = setup.parallel_of(setup.root(), group)
+    if reading and group:
+        with contextlib.suppress(Exception):
+            reading["backend"] = str(torch.distributed.get_backend())
+    return reading
 
 
 def _process_group(torch: Any) -> bool:

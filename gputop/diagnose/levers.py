@@ -172,7 +172,12 @@ def comms(sig: RuleInputs) -> tuple[str, ...]:
     kind = parallel_kind(fp)
     levers = _WRAPPER_LEVERS.get(kind, _no_wrapper) if kind else _no_wrapper
     own = levers(lambda name: parallel_setting(fp, name))
-    return (*own, "remove per-step host syncs (.item(), print of tensors) between collectives")
+    nccl = ("NCCL_DEBUG=INFO says which transport NCCL chose (NVLink, InfiniBand, or sockets)",)
+    return (
+        *own,
+        "remove per-step host syncs (.item(), print of tensors) between collectives",
+        *(nccl if parallel_setting(fp, "backend") == "nccl" else ()),
+    )
 
 
 def _ddp(now: Any) -> tuple[str, ...]:
@@ -399,10 +404,13 @@ def hung(sig: RuleInputs) -> tuple[str, ...]:
         )
     ranks = any(m.rank is not None for m in still) or (sig.steps and sig.steps.ranks > 1)
     if ranks or stack.COLLECTIVE_WAIT in waits:
+        nccl = parallel_setting(_fingerprint(sig), "backend") == "nccl"
+        recorder = "NCCL flight recorder: TORCH_NCCL_TRACE_BUFFER_SIZE=2000, " \
+            "TORCH_NCCL_DUMP_ON_TIMEOUT=1"  # fmt: skip
         return (
             "`gputop` key d (or py-spy dump) on every rank",
-            "NCCL flight recorder: TORCH_NCCL_TRACE_BUFFER_SIZE=2000, TORCH_NCCL_DUMP_ON_TIMEOUT=1",
-            "set collective timeouts so a hang fails fast",
+            *((recorder,) if nccl else ()),
+            "set collective timeouts (init_process_group(timeout=...)) so a hang fails fast",
         )
     return (
         "`gputop` key d (or py-spy dump) shows every thread: the one holding the lock, or "

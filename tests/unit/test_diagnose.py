@@ -604,3 +604,13 @@ def test_comms_levers_name_only_the_jobs_own_wrapper_with_its_values(kind):
         None: "gradient accumulation",
     }[kind]
     assert expected in levers, levers
+    assert "NCCL" not in levers  # no backend known: NCCL's own advice waits for it
+
+
+def test_nccls_own_advice_only_for_a_job_on_nccl():
+    windows, devices = gpu("compute")
+    for backend, said in (("gloo", False), ("nccl", True)):
+        fp = {"parallel": M({**SETUPS["DDP"], "backend": backend})}
+        steps = agents(COMMS_STEP, ranks=2, fingerprint=fp)
+        v, _ = evaluate(reduce_windows(windows, devices, agents=steps), now=0.0)
+        assert ("NCCL_DEBUG=INFO" in " ".join(v.principal.levers)) is said, v.principal.levers
