@@ -6,7 +6,7 @@ and reports the verdict timeline and the final findings, as text or versioned JS
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,8 +35,9 @@ class Diagnosis:
     exit_code: int | None = None
     mfu: Mfu | None = None
     """The latest MFU of the main rank (None: no agent steps to compute it over)."""
-    setup: dict[str, Any] | None = None
-    """The job's setup as the main rank's agent read it (``model/setup.setup_of``)."""
+    fingerprint: Mapping[str, object] | None = None
+    """The main rank's latest fingerprint: the job's setup (``model/setup.setup_of``), made
+    into a document once, at the end."""
     label: str | None = None
     """What the timeline's last line shows (``Verdict.label``)."""
     denied: set[str] = field(default_factory=set)
@@ -125,7 +126,7 @@ def _note(out: Diagnosis, state: SessionState, kind: str) -> None:
     steps = state.inputs.steps if state.inputs is not None else None
     out.mfu = steps.mfu_detail if steps is not None else None
     if steps is not None and steps.fingerprint:
-        out.setup = setup_of(steps.fingerprint)
+        out.fingerprint = steps.fingerprint
     principal = verdict.principal.bound if verdict.principal else None
     # a line when what is shown changes: a bound, "warming up" (no bound, the note says how far
     # the start is), or no bound
@@ -166,7 +167,7 @@ def document(d: Diagnosis, source: dict[str, Any]) -> dict[str, Any]:
         "findings": [_finding(f) for f in v.findings] if v else [],
         "problems": d.problems,
         "mfu": jsonable(d.mfu) if d.mfu is not None else None,
-        "setup": d.setup,
+        "setup": setup_of(d.fingerprint),
     }
 
 

@@ -92,6 +92,11 @@ def _plain(value: Any) -> Any:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def _settings(obj: Any, *names: str) -> dict[str, Any]:
+    """Each named attribute of ``obj`` as the wire carries it (None where it has none)."""
+    return {name: _plain(_get(obj, name)) for name in names}
+
+
 def _classes(obj: Any) -> set[tuple[str, str]]:
     """(top-level package, class name) of each class ``obj`` is an instance of: a wrapper is
     known by its name within its package, wherever a version of it defines or re-exports it
@@ -116,18 +121,19 @@ def parallel_of(module: Any, group: bool = False) -> dict[str, Any]:
         return {
             "kind": vocab.DDP,
             "bucket_cap_mb": round(cap / MIB, 1) if isinstance(cap, int | float) else None,
-            "gradient_as_bucket_view": _plain(_get(module, "gradient_as_bucket_view")),
-            "static_graph": _plain(_get(module, "static_graph")),
-            "find_unused_parameters": _plain(_get(module, "find_unused_parameters")),
-            "broadcast_buffers": _plain(_get(module, "broadcast_buffers")),
-        }
+            **_settings(module, "gradient_as_bucket_view", "static_graph",
+                        "find_unused_parameters", "broadcast_buffers"),
+        }  # fmt: skip
     if FSDP1 in names:
         return {
             "kind": vocab.FSDP1,
-            "sharding_strategy": _plain(_get(module, "sharding_strategy")),
-            "backward_prefetch": _plain(_get(module, "backward_prefetch")),
-            "forward_prefetch": _plain(_get(module, "forward_prefetch")),
-            "limit_all_gathers": _plain(_get(module, "limit_all_gathers")),
+            **_settings(
+                module,
+                "sharding_strategy",
+                "backward_prefetch",
+                "forward_prefetch",
+                "limit_all_gathers",
+            ),
             "use_orig_params": _plain(_get(module, "_use_orig_params")),
         }
     if FSDP2 in names:
@@ -220,23 +226,29 @@ def framework_of(frames: list[FrameType]) -> dict[str, Any]:
         return {
             "kind": vocab.TRANSFORMERS,
             "eval_strategy": _plain(strategy),
-            "eval_steps": _plain(_get(a, "eval_steps")),
-            "logging_steps": _plain(_get(a, "logging_steps")),
-            "save_strategy": _plain(_get(a, "save_strategy")),
-            "save_steps": _plain(_get(a, "save_steps")),
-            "gradient_accumulation_steps": _plain(_get(a, "gradient_accumulation_steps")),
-            "dataloader_num_workers": _plain(_get(a, "dataloader_num_workers")),
+            **_settings(
+                a,
+                "eval_steps",
+                "logging_steps",
+                "save_strategy",
+                "save_steps",
+                "gradient_accumulation_steps",
+                "dataloader_num_workers",
+            ),
         }
     me = _self_in(frames, LIGHTNING_FILES)
     trainer = me if _get(me, "fit_loop") is not None else _get(me, "trainer")
     if trainer is not None and _get(trainer, "fit_loop") is not None:
         return {
             "kind": vocab.LIGHTNING,
-            "val_check_interval": _plain(_get(trainer, "val_check_interval")),
-            "check_val_every_n_epoch": _plain(_get(trainer, "check_val_every_n_epoch")),
-            "log_every_n_steps": _plain(_get(trainer, "log_every_n_steps")),
-            "accumulate_grad_batches": _plain(_get(trainer, "accumulate_grad_batches")),
-            "precision": _plain(_get(trainer, "precision")),
+            **_settings(
+                trainer,
+                "val_check_interval",
+                "check_val_every_n_epoch",
+                "log_every_n_steps",
+                "accumulate_grad_batches",
+                "precision",
+            ),
             "strategy": type(_get(trainer, "strategy")).__name__,
         }
     state = _accelerate_state()

@@ -96,6 +96,16 @@ def _running(tmp_path: Path, rel: str, make) -> tuple[threading.Thread, threadin
     return thread, done, str(path)
 
 
+def _framework_seen(tmp_path: Path, rel: str, make) -> dict:
+    """``framework_of`` while a thread runs the framework's loop of ``rel``."""
+    thread, done, path = _running(tmp_path, rel, make)
+    try:
+        return setup.framework_of(_frames_in(thread, path))
+    finally:
+        done.set()
+        thread.join()
+
+
 def _frames_in(thread: threading.Thread, path: str) -> list:
     """The thread's frames once one of them runs ``path``."""
     for _ in range(500):
@@ -116,13 +126,8 @@ def test_a_lightning_trainer_is_found_in_the_training_threads_frames(tmp_path):
         log_every_n_steps=10, accumulate_grad_batches=4, precision=Precision.BF16,
         strategy=types.SimpleNamespace(),
     )  # fmt: skip
-    thread, done, path = _running(tmp_path, "lightning/pytorch/loops/fit_loop.py",
-                                  lambda m: m["FitLoop"](trainer).run)  # fmt: skip
-    try:
-        got = setup.framework_of(_frames_in(thread, path))
-    finally:
-        done.set()
-        thread.join()
+    got = _framework_seen(tmp_path, "lightning/pytorch/loops/fit_loop.py",
+                          lambda m: m["FitLoop"](trainer).run)  # fmt: skip
     assert got == {
         "kind": names.LIGHTNING, "val_check_interval": 50, "check_val_every_n_epoch": 1,
         "log_every_n_steps": 10, "accumulate_grad_batches": 4, "precision": "BF16",
@@ -135,13 +140,8 @@ def test_a_transformers_trainer_is_found_with_its_intervals(tmp_path):
         eval_strategy="steps", eval_steps=200, logging_steps=10, save_strategy="steps",
         save_steps=500, gradient_accumulation_steps=1, dataloader_num_workers=0,
     )  # fmt: skip
-    thread, done, path = _running(tmp_path, "transformers/trainer.py",
-                                  lambda m: m["Trainer"](args)._inner_training_loop)  # fmt: skip
-    try:
-        got = setup.framework_of(_frames_in(thread, path))
-    finally:
-        done.set()
-        thread.join()
+    got = _framework_seen(tmp_path, "transformers/trainer.py",
+                          lambda m: m["Trainer"](args)._inner_training_loop)  # fmt: skip
     assert got["kind"] == names.TRANSFORMERS and got["eval_steps"] == 200
     assert got["logging_steps"] == 10 and got["save_steps"] == 500
 
