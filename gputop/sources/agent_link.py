@@ -226,23 +226,25 @@ class AgentLink:
         """With ``expect_agents``: the Python processes still without one, once each."""
         if self._failures is None:
             return
+        waiting = [p for p in self._tree if p not in self._agents and p not in self._said]
+        for pid in [p for p in self._expect_since if p not in waiting]:
+            del self._expect_since[pid]
+        if not waiting:
+            return  # every process serves one: the copy's folder is not read this tick
         failures = self._failures()
-        for pid in self._tree:
-            if pid in self._agents or pid in self._said:
-                self._expect_since.pop(pid, None)
-                continue
+        for pid in waiting:
             since = self._expect_since.setdefault(pid, now)
             why = failures.get(pid)
-            if why is None and (now - since < EXPECT_S or not _is_python(pid, self._proc)):
+            if why is None and now - since < EXPECT_S:
                 continue
-            self._said.add(pid)
+            self._said.add(pid)  # said, or not Python (a shell): looked at once either way
             self._expect_since.pop(pid, None)
+            if why is None and not _is_python(pid, self._proc):
+                continue
             cause = (f"the agent did not start ({why})" if why is not None else
                      f"no agent after {EXPECT_S:g} s (started with -S, -I or -E, or its "
                      "PYTHONPATH replaced, Python skips what starts it)")  # fmt: skip
             self._say(f"pid {pid}: {cause}: {WITHOUT_AGENT}")
-        for gone in [p for p in self._expect_since if p not in self._tree]:
-            del self._expect_since[gone]
 
     def _say(self, line: str) -> None:
         if line not in self.problems and len(self.problems) < MAX_PROBLEMS:
