@@ -66,14 +66,17 @@ def phases(source: StackSource, n: int, every: float = 0.15, timeout: float = 30
            of=None, thread=None) -> Counter:  # fmt: skip
     """Phases over n thread readings that landed (default: the target's main thread in the
     trainer's ``main``): a nonblocking py-spy read lost to a busy process is backed off for
-    seconds, so readings are counted, not ticks."""
+    seconds while the sample keeps the process's last read, so each read (``taken``) counts
+    once, not once per tick (counted per tick, one stale optimizer read made 3 of 8)."""
     of = of or (lambda proc: proc.pid == source.pid)
     thread = thread or in_training_main
     seen: Counter = Counter()
+    counted: set[tuple[int, float | None]] = set()
 
     def enough(sample) -> bool:
         for proc in sample.processes:
-            if of(proc):
+            if of(proc) and (proc.pid, proc.taken) not in counted:
+                counted.add((proc.pid, proc.taken))
                 seen.update(t.phase for t in proc.threads if thread(t))
         return sum(seen.values()) >= n
 
@@ -161,10 +164,13 @@ def test_the_fast_rank_is_parked_in_all_reduce():
         source = StackSource(launcher.pid)
         time.sleep(10)  # torch import, gloo rendezvous, and the first optimizer step's imports
         ranks: dict[int, Counter] = {}
+        counted: set[tuple[int, float | None]] = set()  # one read once, not once per tick
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and sum(sum(c.values()) for c in ranks.values()) < 16:
             for proc in source.sample().processes:
-                if proc.role == "rank" and proc.threads:  # the launcher's RANK, read by gputop
+                fresh = (proc.pid, proc.taken) not in counted
+                counted.add((proc.pid, proc.taken))
+                if fresh and proc.role == "rank" and proc.threads:  # the launcher's RANK
                     rank = proc.rank
                     if rank in (0, 1):
                         main = [
