@@ -184,9 +184,10 @@ class _Forward:
         self.handles: list[Any] = []
         self.roots: set[type] = set()
         self.wrapped: set[type] = set()
+        self.learning: dict[type, bool] = {}
         self.steps = 0
 
-    def enter(self, module: Any) -> None:
+    def enter(self, module: Any, args: Any = (), kwargs: Any = None) -> None:
         d = self.depth
         self.depth = d + 1
         if d:
@@ -200,10 +201,24 @@ class _Forward:
             setup.note_root(module)  # how it is parallelised, read later by the agent thread
             if _capturing(self.rec):
                 return
-            ph = self.fwd if module.training and self.grad_enabled() else self.ev
+            training = module.training and self.grad_enabled()
+            if training and self.learns(t, module):  # a model, not a loss: what the step
+                # computes on (a rank given more works longer)
+                self.rec.inputs += elements(self.torch.Tensor, args) + (
+                    elements(self.torch.Tensor, tuple(kwargs.values())) if kwargs else 0
+                )
+            ph = self.fwd if training else self.ev
             self.open = ph if ph.open() else None
         except Exception:
             self.rec.errors += 1
+
+    def learns(self, t: type, module: Any) -> bool:
+        """The module has parameters (decided once per class): its inputs are the step's,
+        while a loss module's are the model's outputs."""
+        has = self.learning.get(t)
+        if has is None:
+            has = self.learning[t] = next(iter(module.parameters()), None) is not None
+        return has
 
     def leave(self) -> None:
         d = self.depth
@@ -217,7 +232,7 @@ class _Forward:
     def pre(self, module: Any, args: Any) -> None:
         try:
             if not _Guard.compiling() and threading.get_ident() == MAIN:
-                self.enter(module)
+                self.enter(module, args)
         except Exception:
             self.rec.errors += 1
 
@@ -269,7 +284,7 @@ class _Forward:
             entered = False
             try:
                 if not _Guard.compiling() and threading.get_ident() == MAIN:
-                    st.enter(self)
+                    st.enter(self, args, kwargs)
                     entered = True
             except Exception:
                 st.rec.errors += 1
@@ -284,6 +299,24 @@ class _Forward:
 
         forward.__gputop__ = True  # type: ignore[attr-defined]
         setattr(cls, attr, forward)
+
+
+ELEMENTS_FAN = 16
+"""Items looked at in each list, tuple or dict of a forward's inputs (a batch is a few)."""
+
+
+def elements(tensor: type, value: Any, depth: int = 0) -> int:
+    """Tensor elements in a forward's inputs: tensors, and lists, tuples and dicts of them two
+    levels deep (a batch, a dict of ``input_ids`` and ``attention_mask``); a few checks a call."""
+    if isinstance(value, tensor):
+        return int(value.numel())
+    if depth >= 2:
+        return 0
+    if isinstance(value, dict):
+        value = tuple(value.values())
+    if isinstance(value, list | tuple):
+        return sum(elements(tensor, v, depth + 1) for v in value[:ELEMENTS_FAN])
+    return 0
 
 
 def _compiled_now() -> bool:

@@ -383,7 +383,7 @@ class AgentServer:
     def _steps_message(self, records: list[tuple]) -> bytes:
         names = self.rec.names
         steps = []
-        for seq, step, t0, t1, durations, samples, tokens, flops, gc_ns, gc_full in records:
+        for seq, step, t0, t1, durations, samples, tokens, flops, inputs, gc_ns, gc_full in records:
             phases = {names[i]: d for i, d in enumerate(durations) if d and i < len(names)}
             item = {
                 "seq": seq,
@@ -395,6 +395,8 @@ class AgentServer:
                 "tokens": tokens,
                 "flops": flops,
             }
+            if inputs is not None:  # absent: no training forward seen (an older agent too)
+                item["inputs"] = inputs
             if gc_ns is not None:  # absent: GC not timed (an older agent, or GPUTOP_GC=0)
                 item["gc_ns"] = gc_ns
                 item["gc_full"] = gc_full

@@ -30,6 +30,9 @@ class StepRecord:
     samples: int | None = None
     tokens: int | None = None
     flops: float | None = None
+    inputs: int | None = None
+    """Tensor elements the step's training forwards were given (None: the agent saw none, or
+    an older agent): ranks given more work longer."""
     gc_ns: int | None = None
     """Nanoseconds the step spent in Python garbage collections (inside its phases: a
     collection pauses whatever runs); None when the agent did not time them."""

@@ -120,6 +120,7 @@ def parse_steps(msg: dict[str, Any]) -> tuple[list[StepRecord], int]:
                 samples=_opt_int(item.get("samples")),
                 tokens=_opt_int(item.get("tokens")),
                 flops=float(flops) if flops is not None else None,
+                inputs=_opt_int(item.get("inputs")),
                 gc_ns=gc_ns,
                 gc_full=gc_full,
             )

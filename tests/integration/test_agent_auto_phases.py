@@ -82,11 +82,13 @@ def check_ranks(agents, slow: int) -> None:
 
 def test_a_plain_mlp_shows_forward_backward_optimizer_and_checkpoints(tmp_path):
     agents = run_plain(tmp_path, str(EXAMPLES / "mlp_plain.py"), "--steps", "30",
-                       "--checkpoint-every", "10", "--batch", "16")  # fmt: skip
+                       "--checkpoint-every", "10", "--batch", "16", "--dim", "48")  # fmt: skip
     (a,) = agents
     for s in a.steps[2:]:
         assert {"data_wait", "forward", "backward", "optimizer"} <= set(s.phases), s
         assert "grad_sync" not in s.phases
+        assert s.inputs == 16 * 48, s  # the batch the forward was given, through the hooks'
+        # discovery and then the class-level wrapper alike
     saves = [s.step for s in a.steps if "checkpoint" in s.phases]
     assert len(saves) == 2, saves  # steps 10 and 20 (the 30th ends the script first)
 
