@@ -309,7 +309,7 @@ def elements(tensor: type, value: Any, depth: int = 0) -> int:
     """Tensor elements in a forward's inputs: tensors, and lists, tuples and dicts of them two
     levels deep (a batch, a dict of ``input_ids`` and ``attention_mask``); a few checks a call."""
     if isinstance(value, tensor):
-        return int(value.numel())
+        return int(value.numel())  # type: ignore[attr-defined]
     if depth >= 2:
         return 0
     if isinstance(value, dict):

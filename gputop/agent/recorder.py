@@ -180,8 +180,8 @@ class StepRecorder:
         }
         self.acc = [0] * MAX_PHASES
         self.inputs = 0
-        """Tensor elements the step's training forwards were given (counted by ``auto._Forward``): a rank
-        whose inputs are larger works longer for that reason."""
+        """Tensor elements the step's training forwards were given (``auto._Forward`` counts
+        them): a rank whose inputs are larger works longer for that reason."""
         self.open_id = -1
         self.open_t0 = 0
         self.seg_t0 = 0
