@@ -212,6 +212,8 @@ def render(doc: dict[str, Any], timeline: bool = True) -> str:
         lines.append(f"verdict: {v['note']}")
     else:
         lines.append(f"verdict: {p['bound']} ({p['confidence']:.0%}): {p['summary']}")
+        if p.get("cause"):
+            lines.append(f"  why: {p['cause']['text']}")
         budget = doc.get("budget")
         if budget:
             of = budget["of"]
@@ -221,8 +223,10 @@ def render(doc: dict[str, Any], timeline: bool = True) -> str:
                 lines.append(f"    {label}: {stacked(r['shares'], 200)}")
         for e in p["evidence"]:
             lines.append(f"  {'+' if e['supports'] else '-'} {e['text']} [{e['source']}]")
-        for lever in p["levers"]:
-            lines.append(f"  try: {lever}")
+        saving = p.get("saving")
+        for i, lever in enumerate(p["levers"]):
+            gain = f"  (~{saving['speedup']:.2g}x steps/s {saving['condition']})"
+            lines.append(f"  try: {lever}{gain if saving and i == 0 else ''}")
     for f in v["secondary"]:
         lines.append(f"also: {f['bound']} ({f['confidence']:.0%}): {f['summary']}")
     lines.append(f"inputs: {', '.join(v['inputs']) or 'none'}")

@@ -29,6 +29,40 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class Cause:
+    """Why the principal's slice is what it is for this job, found from measurements (which
+    rank, and what differs about it; what a blocked frame waits for and who holds it): the
+    verdict's second line."""
+
+    text: str
+    """One line: "rank 1's inputs are 2.0x the others' (...)"."""
+    evidence: tuple[Evidence, ...] = ()
+    levers: tuple[str, ...] = ()
+    """The levers that fit this cause, cheapest first: they come before the bound's own."""
+
+
+@dataclass(frozen=True)
+class Saving:
+    """What the first lever would save, estimated from the budget: a share of the step."""
+
+    share: float
+    """0..1 of the typical rank's step."""
+    speedup: float
+    """Steps per second after over before (``speedup_of``: the step shrinks by ``share``)."""
+    condition: str
+    """What the estimate assumes: "if rank 1 matched the others"."""
+
+    @property
+    def text(self) -> str:
+        return f"~{self.speedup:.2g}x steps/s {self.condition}"
+
+
+def speedup_of(share: float) -> float:
+    """Steps per second after a step shrinks by ``share`` of itself, over before."""
+    return round(1.0 / max(0.05, 1.0 - share), 2)
+
+
+@dataclass(frozen=True)
 class Finding:
     """One rule's conclusion about its bound, fired or not, with what it rests on."""
 
@@ -46,6 +80,10 @@ class Finding:
     """Rough share of step time at stake (0..1), used to rank findings."""
     explains: tuple[str, ...] = ()
     """Bounds this finding is the cause of when it fires (ranked after it, kept as secondary)."""
+    cause: Cause | None = None
+    """The principal's cause (``diagnose/causes/``); None where none was measured."""
+    saving: Saving | None = None
+    """What the principal's first lever would save (``diagnose/saving.py``)."""
 
 
 @dataclass(frozen=True)

@@ -214,6 +214,9 @@ class ProcessCpu:
     main_thread: float | None = None
     """Mean CPU (cores) of its main thread alone (None: not read): a main thread that keeps
     waking for work that arrives (a slow loader's batches) uses some; a blocked one none."""
+    runq: float | None = None
+    """Mean seconds per second its threads waited for a CPU (None: not read): a rank whose
+    CPUs something else uses waits more than the others."""
 
 
 CPU_SPAN_S = 6.0
@@ -404,10 +407,13 @@ def _process_cpu(samples: Sequence[HostSample]) -> tuple[ProcessCpu, ...]:
     cpu: dict[int, list[float]] = {}
     main: dict[int, list[float]] = {}
     writes: dict[int, list[float]] = {}
+    runq: dict[int, list[float]] = {}
     for h in samples:
         for p in h.processes:
             if p.cpu_cores is not None:
                 cpu.setdefault(p.pid, []).append(p.cpu_cores)
+            if p.runq_wait is not None:
+                runq.setdefault(p.pid, []).append(p.runq_wait)
             if p.main_thread_cores is not None:
                 main.setdefault(p.pid, []).append(p.main_thread_cores)
             writes.setdefault(p.pid, []).append(p.write_bytes_rate or 0.0)
@@ -419,6 +425,7 @@ def _process_cpu(samples: Sequence[HostSample]) -> tuple[ProcessCpu, ...]:
             _mean(cpu.get(p.pid, [])),
             _mean(writes[p.pid]) or 0.0,
             _mean(main.get(p.pid, [])),
+            _mean(runq.get(p.pid, [])),
         )
         for p in samples[-1].processes
     )

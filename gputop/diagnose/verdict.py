@@ -20,6 +20,7 @@ from gputop.diagnose.bounds import (
     judge,
 )
 from gputop.diagnose.budget import FLOOR, HELD_FLOOR, Budget, Slice, budget_of
+from gputop.diagnose.causes import explain
 from gputop.diagnose.findings import Evidence, Finding, Verdict
 from gputop.diagnose.rules import pct, stalling, warming_up
 from gputop.diagnose.signals import RuleInputs
@@ -329,6 +330,8 @@ def evaluate(sig: RuleInputs, now: float, state: State = State()) -> tuple[Verdi
         else:
             new = State(state.principal, state.since, leader, streak, state.slice)
     principal = by_bound.get(new.principal) if new.principal else None
+    if principal is not None:  # the second why: its cause, the levers that fit, the saving
+        principal = explain(principal, new.slice, sig)
     order = _secondary_order(budget)
     secondary = tuple(
         sorted(

@@ -18,7 +18,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from gputop.diagnose.findings import Evidence, Finding
+from gputop.diagnose.findings import Cause, Evidence, Finding, Saving
 from gputop.model.gpu import DeviceInfo, GpuProcess, GpuSample, MigInfo, MigSample
 from gputop.model.host import CgroupSample, HostSample, ProcSample, ThreadInfo
 from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack
@@ -29,7 +29,7 @@ CLASSES: tuple[type, ...] = (
     HostSample, ProcSample, ThreadInfo, CgroupSample,
     StepRecord, AgentState,
     StacksSample, ProcessStacks, ThreadStack, Frame,
-    Finding, Evidence,
+    Finding, Evidence, Cause, Saving,
 )  # fmt: skip
 """Everything a recording may contain (AgentsSample is written as a delta, see writer.py)."""
 

@@ -349,11 +349,17 @@ def _bucket_key(k: Any) -> bool:
     return _int_key(k) and abs(int(k)) <= MAX_BUCKET
 
 
+def _cause(c: Any) -> bool:
+    """A finding's cause: absent, null, or a dict with its one line (newer recordings)."""
+    return c is None or (isinstance(c, dict) and isinstance(c.get("text"), str))
+
+
 def _finding(f: Any) -> bool:
     return (
         isinstance(f, dict)
         and _num(f.get("confidence"))
         and isinstance(f.get("summary"), str)
+        and _cause(f.get("cause"))
         and _list_of(f.get("levers"), lambda x: isinstance(x, str))
         and _list_of(
             f.get("evidence"),

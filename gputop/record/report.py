@@ -203,6 +203,7 @@ def _findings(s: dict[str, Any]) -> list[dict[str, Any]]:
                 "bound": bound,
                 "confidence": f.get("confidence"),
                 "summary": f.get("summary"),
+                "cause": (f.get("cause") or {}).get("text"),
                 "evidence": f.get("evidence", []),
                 "levers": f.get("levers", []),
                 "seconds": round(s["verdict_s"].get(bound, 0.0), 1),  # not -0.0: "-0 s"
@@ -350,6 +351,8 @@ def _findings_text(findings: list[dict[str, Any]]) -> list[str]:
     for f in findings:
         out.append(f"  {f['bound']} ({f['confidence']:.0%}, led {_dur(f['seconds'])}): "
                    f"{f['summary']}")  # fmt: skip
+        if f["cause"]:
+            out.append(f"    why: {f['cause']}")
         for e in f["evidence"]:
             out.append(f"    {'+' if e.get('supports', True) else '-'} {e['text']} "
                        f"[{e['source']}]")  # fmt: skip

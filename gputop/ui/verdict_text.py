@@ -55,6 +55,8 @@ def verdict_lines(
     else:  # narrow: the bound and how sure, then the summary wrapped under it
         head.label(f" {p.confidence:.0%}" + (f", {held}" if held else "") + f": {p.summary}")
         lines = wrap(head.text, width, indent=3)
+    if p.cause is not None:  # the second why, in one line at any width
+        lines.append(ellipsize(Line(style).label("   why: ").add(p.cause.text).text, width))
     if v.budget is not None:  # where the step's time goes: the numbers the verdict is from
         tag = f"  [{v.budget.source}]"
         shares = v.budget.line(max(20, width - 11 - len(tag)))
@@ -66,6 +68,8 @@ def verdict_lines(
         lever = (
             Line(style).label("   try: ").add(p.levers[0], "warn" if level == "bad" else "value")
         )
+        if p.saving is not None:
+            lever.label(f" ({p.saving.text})")
         if len(p.levers) > 1 and width >= 120:
             lever.label(f"; then {p.levers[1]}")
         lines += wrap(lever.text, width, indent=8, max_lines=1 if compact else 2)
@@ -84,6 +88,11 @@ def reasoning_text(v: Verdict | None, setup: Mapping[str, Any] | None = None) ->
     out = [*setup_lines(setup), f"Inputs: {', '.join(v.inputs) or 'none'}"]
     if v.principal:
         out.append(f"Principal: {v.principal.bound} ({v.principal.confidence:.0%})")
+        if v.principal.cause is not None:
+            out.append(f"Cause: {v.principal.cause.text}")
+            out += [f"    + {e.text} [{e.source}]" for e in v.principal.cause.evidence]
+        if v.principal.saving is not None:
+            out.append(f"First lever saves: {v.principal.saving.text}")
     elif v.note:
         out.append(v.note)
     out.append("")

@@ -1,0 +1,39 @@
+"""The second why: under the principal, the cause found from measurements for this job, the
+levers that fit it, and what the first lever would save. A cause is a finder for the slice it
+stretches (``FINDERS``, one module each); adding one is a finder, its levers and a corpus
+scenario (ARCHITECTURE.md, "How to add a cause"). Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from gputop.diagnose.causes.straggler import straggler_cause
+from gputop.diagnose.findings import Cause, Finding
+from gputop.diagnose.saving import saving_of
+from gputop.diagnose.signals import RuleInputs
+from gputop.vocab import budget as slices
+
+
+def _straggler(sig: RuleInputs) -> Cause | None:
+    work = sig.steps.rank_work if sig.steps is not None else None
+    slow = work.slowest if work is not None else None
+    return straggler_cause(sig, slow) if slow is not None else None
+
+
+FINDERS: dict[str, Callable[[RuleInputs], Cause | None]] = {
+    slices.STRAGGLER: _straggler,
+}
+"""The slice a cause stretches -> its finder."""
+
+
+def explain(principal: Finding, slice_name: str | None, sig: RuleInputs) -> Finding:
+    """The principal with its cause (its levers first, the bound's after, none twice) and the
+    first lever's saving."""
+    finder = FINDERS.get(slice_name) if slice_name is not None else None
+    cause = finder(sig) if finder is not None else None
+    levers = principal.levers
+    if cause is not None:
+        levers = (*cause.levers, *(x for x in principal.levers if x not in cause.levers))
+    explained = replace(principal, cause=cause, levers=levers)
+    return replace(explained, saving=saving_of(explained, slice_name, sig))

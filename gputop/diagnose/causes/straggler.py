@@ -1,0 +1,154 @@
+"""Why one rank is slower than the others, from what is measured of each rank: which part of
+its own work is longer (its own budget against the typical rank's), and when that is its
+compute, what differs about it: larger inputs (the agent counts each step's input elements),
+CPUs it shares (its threads wait for a CPU), else nothing measured (its hardware or placement).
+The straggler studies separate the same causes (docs/facts/bounds.md, "Straggler causes").
+Pure."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+from gputop.diagnose.budget import RankBudget
+from gputop.diagnose.findings import Cause, Evidence
+from gputop.diagnose.signals import RuleInputs
+from gputop.model.ranks import Slowest
+from gputop.model.step_stats import usable
+from gputop.vocab import budget as slices
+
+INPUTS_RATIO = 1.2
+"""A rank given this many times the median rank's input elements per step has larger inputs
+(sequence-length skew is 2x and more; batches of one shape differ by nothing)."""
+RUNQ_MORE = 0.15
+"""Seconds per second a rank's threads wait for a CPU beyond the median rank's from which its
+CPUs are shared: a runnable thread that waits 15% of the time has lost that much of a core."""
+OWN_WORK: tuple[str, ...] = (
+    slices.COMPUTE, slices.DATA, slices.H2D, slices.EVAL, slices.CHECKPOINT, slices.LOG,
+    slices.GC, slices.LOOP,
+)  # fmt: skip
+"""The slices of a rank's own work (not waiting for others, not standing still)."""
+
+BALANCE = (
+    "balance the work per rank: bucket samples by length so each rank's batch holds about "
+    "the same tokens, or pack sequences to a fixed token count per batch"
+)
+OWN_CORES = (
+    "give each rank cores of its own (taskset/numactl --physcpubind per rank) and move other "
+    "work off them"
+)
+HARDWARE = (
+    "check that rank's GPU (nvidia-smi -q -d PERFORMANCE,ECC) and its NUMA placement; swap "
+    "it with another rank's GPU to see whether the slowness follows the device"
+)
+SIDE = {
+    slices.DATA: "its DataLoader: more workers or cheaper batches on that rank",
+    slices.H2D: "pin_memory=True and non_blocking copies on that rank",
+    slices.EVAL: "evaluate on every rank (each a shard), or in a process of its own",
+    slices.CHECKPOINT: "save asynchronously (torch.distributed.checkpoint.async_save) or "
+    "shard the save across ranks",
+    slices.LOG: "log from that rank less often, or from a background thread",
+    slices.GC: "gc.freeze() after setup on every rank; or gc.disable() and gc.collect() every N "
+    "steps on all ranks at once",
+    slices.LOOP: "move that rank's extra per-step Python off the step (every N steps, a thread)",
+}
+"""A lever for each part of a rank's own work that can make it the slow one."""
+
+
+def _median_inputs(sig: RuleInputs, pid: int) -> float | None:
+    agents = sig.steps.agents if sig.steps is not None else ()
+    a = next((a for a in agents if a.pid == pid), None)
+    got = [s.inputs for s in usable(a.steps) if s.inputs] if a is not None else []
+    return statistics.median(got) if got else None
+
+
+def _others(ranks: Sequence[RankBudget], slow: RankBudget) -> list[RankBudget]:
+    return [r for r in ranks if r.pid != slow.pid]
+
+
+def _runq(sig: RuleInputs, pid: int) -> float | None:
+    procs = sig.host.process_cpu if sig.host is not None else ()
+    return next((p.runq for p in procs if p.pid == pid), None)
+
+
+def straggler_cause(sig: RuleInputs, slow: Slowest) -> Cause | None:
+    """The cause of ``slow``'s extra work, or None when its budget or the others' is not known
+    (no agent on it, a rank the budget does not have)."""
+    budget = sig.budget
+    if budget is None or slow.row.pid is None:
+        return None
+    mine = next((r for r in budget.ranks if r.pid == slow.row.pid), None)
+    others = _others(budget.ranks, mine) if mine is not None else []
+    if mine is None or not others:
+        return None
+    step = slow.step_ms
+    name = f"rank {slow.row.name}"
+
+    def typical(s: str) -> float:
+        return statistics.median(r.shares[s] for r in others) * step
+
+    extra = {s: mine.shares[s] * step - typical(s) for s in OWN_WORK}
+    top = max(extra, key=lambda s: extra[s])
+    if top != slices.COMPUTE:
+        return Cause(
+            f"{name}: {slices.NAMES[top]} takes {extra[top]:.0f} ms a step more than on the "
+            f"other ranks ({mine.shares[top] * step:.0f} vs {typical(top):.0f} ms)",
+            (
+                Evidence(
+                    f"{name}: {slices.NAMES[top]} {mine.shares[top]:.0%} of its step, the "
+                    f"others {typical(top) / step:.0%}",
+                    mine.source,
+                ),
+            ),
+            (SIDE[top],),
+        )
+    return _compute_cause(sig, name, mine, others, extra[top], typical(slices.COMPUTE))
+
+
+def _compute_cause(
+    sig: RuleInputs, name: str, mine: RankBudget, others: list[RankBudget], extra_ms: float,
+    typical_ms: float,
+) -> Cause:  # fmt: skip
+    """Its compute is the longer part: larger inputs, shared CPUs, else its hardware."""
+    ratio = (typical_ms + extra_ms) / typical_ms if typical_ms > 0 else None
+    longer = f"its compute takes {ratio:.1f}x the others'" if ratio else "its compute is longer"
+    own_in = _median_inputs(sig, mine.pid)
+    their_in = [x for r in others if (x := _median_inputs(sig, r.pid)) is not None]
+    if own_in is not None and their_in:
+        typical_in = statistics.median(their_in)
+        if typical_in > 0 and own_in >= INPUTS_RATIO * typical_in:
+            times = own_in / typical_in
+            return Cause(
+                f"{name}'s inputs are {times:.1f}x the others' ({own_in:,.0f} vs "
+                f"{typical_in:,.0f} tensor elements a step): {longer}",
+                (
+                    Evidence(
+                        f"{name} is given {own_in:,.0f} input elements a step, the median "
+                        f"rank {typical_in:,.0f}",
+                        "agent",
+                    ),
+                ),
+                (BALANCE,),
+            )
+    own_q = _runq(sig, mine.pid)
+    their_q = [q for r in others if (q := _runq(sig, r.pid)) is not None]
+    if own_q is not None and their_q and own_q - statistics.median(their_q) >= RUNQ_MORE:
+        typical_q = statistics.median(their_q)
+        return Cause(
+            f"{name}'s CPUs are shared: its threads wait {own_q:.2f} s a second for a CPU (the "
+            f"others {typical_q:.2f}): {longer}",
+            (
+                Evidence(
+                    f"{name} run-queue wait {own_q:.2f} s/s vs {typical_q:.2f} (>= "
+                    f"{RUNQ_MORE:g} more)",
+                    "host",
+                ),
+            ),
+            (OWN_CORES,),
+        )
+    same = "the same inputs" if own_in is not None and their_in else "inputs not counted"
+    return Cause(
+        f"{name}: {longer} with {same} and no wait for a CPU: its hardware or placement",
+        (),
+        (HARDWARE,),
+    )

@@ -1,0 +1,103 @@
+"""The straggler's cause (``diagnose/causes/straggler.py``) through the whole verdict: which
+part of the slow rank's own work is longer, and for its compute what differs about it."""
+
+from __future__ import annotations
+
+from types import MappingProxyType as M
+
+from builders import agent, step
+
+from gputop.diagnose import evaluate, reduce_windows
+from gputop.diagnose.causes.straggler import BALANCE, HARDWARE, OWN_CORES
+from gputop.model import Window
+from gputop.model.host import HostSample, ProcSample
+from gputop.model.steps import AgentsSample
+
+BASE = {"forward": 20.0, "backward": 20.0, "optimizer": 2.0}
+SLOW_MS = 30.0
+
+
+def ranks(extra: dict[str, float], inputs: tuple[int, int] = (4096, 4096)) -> AgentsSample:
+    """Two DDP ranks (pids 100, 101) of 30 steps: rank 1 spends ``extra`` more ms per step in
+    its own phases, rank 0 waits that long in grad_sync."""
+    out = []
+    for r in (0, 1):
+        phases = dict(BASE)
+        if r == 1:
+            for name, ms in extra.items():
+                phases[name] = phases.get(name, 0.0) + ms
+        else:
+            phases["grad_sync"] = sum(extra.values())
+        gc_ms = phases.pop("gc", 0.0)  # the collector's time is no phase: it pauses the step
+        steps = tuple(
+            step(i, int(i * 1e9), phases, dur_ms=sum(phases.values()) + gc_ms + 0.5,
+                 inputs=inputs[r], gc_ns=int(gc_ms * 1e6), gc_full=1 if gc_ms else 0)
+            for i in range(30)
+        )  # fmt: skip
+        out.append(agent(100 + r, steps, rank=r, world_size=2))
+    return AgentsSample(target=50, t=1.0, wall=0.0, agents=tuple(out))
+
+
+def host(runq: tuple[float, float]) -> Window:
+    """Both ranks' processes with their run-queue wait (seconds per second)."""
+
+    def proc(r: int) -> ProcSample:
+        return ProcSample(100 + r, 1, 50, "python", "train.py", "rank", "R", 1.0, 1 << 30, None,
+                          None, 4, 1, 0, (), runq[r], None, None, None, None, None, None,
+                          rank=r)  # fmt: skip
+
+    samples = tuple(
+        HostSample(50, float(t), 0.0, "running", None, (proc(0), proc(1)), 8.0, "machine", 8,
+                   None, M({}))  # fmt: skip
+        for t in range(5)
+    )
+    return Window(samples, 0.0, 5.0)
+
+
+def principal(agents: AgentsSample, runq: tuple[float, float] = (0.02, 0.03)):
+    sig = reduce_windows([], [], agents=agents, host=host(runq))
+    v, _ = evaluate(sig, now=10.0)
+    assert v.principal is not None and v.principal.bound == "straggler", v.principal
+    return v.principal
+
+
+def test_larger_inputs_are_the_cause_and_balancing_the_lever():
+    p = principal(ranks({"forward": 15.0, "backward": 15.0}, inputs=(4096, 8192)))
+    assert p.cause.text.startswith("rank 1's inputs are 2.0x the others' (8,192 vs 4,096")
+    assert "its compute takes 1.7x the others'" in p.cause.text
+    assert p.levers[0] == BALANCE
+    assert p.saving.condition == "if rank 1 matched the others"
+    assert 1.3 < p.saving.speedup < 1.8  # 30 ms of a ~73 ms step
+
+
+def test_a_rank_waiting_for_its_cpus_shares_them():
+    p = principal(ranks({"forward": SLOW_MS}), runq=(0.02, 0.6))
+    assert p.cause.text.startswith("rank 1's CPUs are shared: its threads wait 0.60 s a second")
+    assert p.levers[0] == OWN_CORES
+
+
+def test_slower_compute_with_nothing_else_different_is_the_hardware():
+    p = principal(ranks({"forward": SLOW_MS}))
+    assert p.cause.text == (
+        "rank 1: its compute takes 1.7x the others' with the same inputs and no wait for a "
+        "CPU: its hardware or placement"
+    )
+    assert p.levers[0] == HARDWARE
+
+
+def test_equal_inputs_do_not_make_it_the_inputs():
+    """Inputs 10% larger are within what one shape gives: not the cause."""
+    p = principal(ranks({"forward": SLOW_MS}, inputs=(4096, 4500)))
+    assert "inputs" not in p.cause.text.split(":")[0]
+
+
+def test_its_own_garbage_collections_are_named_not_its_compute():
+    p = principal(ranks({"gc": SLOW_MS}))
+    assert p.cause.text.startswith("rank 1: garbage collection takes 30 ms a step more than on")
+    assert "gc.freeze()" in p.levers[0]
+
+
+def test_a_checkpoint_only_one_rank_saves_is_named():
+    p = principal(ranks({"checkpoint": SLOW_MS}))
+    assert p.cause.text.startswith("rank 1: checkpointing takes 30 ms a step more than on")
+    assert "async_save" in p.levers[0]
