@@ -46,9 +46,9 @@ def host(runq: tuple[float, float]) -> Window:
                           None, 4, 1, 0, (), runq[r], None, None, None, None, None, None,
                           rank=r)  # fmt: skip
 
+    procs = (proc(0), proc(1))
     samples = tuple(
-        HostSample(50, float(t), 0.0, "running", None, (proc(0), proc(1)), 8.0, "machine", 8,
-                   None, M({}))  # fmt: skip
+        HostSample(50, float(t), 0.0, "running", None, procs, 8.0, "machine", 8, None, M({}))
         for t in range(5)
     )
     return Window(samples, 0.0, 5.0)
