@@ -3,6 +3,7 @@ slice it shrinks holds, times how much of it that lever removes. Pure."""
 
 from __future__ import annotations
 
+from gputop.diagnose.bounds import SLICE_BOUNDS
 from gputop.diagnose.findings import Finding, Saving, speedup_of
 from gputop.diagnose.signals import RuleInputs
 from gputop.vocab import budget as slices
@@ -21,9 +22,13 @@ wait goes when the slow rank matches the others; an interval doubled halves its 
 
 def _first_slice(f: Finding, slice_name: str | None, sig: RuleInputs) -> str | None:
     """The slice the first lever shrinks: the principal's, or for side work the largest side
-    slice (its levers come first: ``levers.side_work``)."""
+    slice (its levers come first: ``levers.side_work``). None when a cause that stretches the
+    slice leads (memory pressure, oversubscribed CPUs: their first lever frees memory or CPUs,
+    which the budget cannot size) and no cause of ours leads the levers."""
     budget = sig.budget
     if budget is None or slice_name is None:
+        return None
+    if f.bound not in SLICE_BOUNDS.get(slice_name, ()) and f.cause is None:
         return None
     if slice_name in slices.SIDE:
         return max(slices.SIDE, key=budget.share)

@@ -65,10 +65,13 @@ def verdict_lines(
         line = Line(style).label("   - ").add(e.text).label(f"  [{e.source}]").text
         lines.append(ellipsize(line, width))
     if p.levers:
+        gain = p.saving is not None and compact  # one line: the speedup before the lever
         lever = (
-            Line(style).label("   try: ").add(p.levers[0], "warn" if level == "bad" else "value")
+            Line(style)
+            .label(f"   try (~{p.saving.speedup:.2g}x): " if gain and p.saving else "   try: ")
+            .add(p.levers[0], "warn" if level == "bad" else "value")
         )
-        if p.saving is not None:
+        if p.saving is not None and not compact:
             lever.label(f" ({p.saving.text})")
         if len(p.levers) > 1 and width >= 120:
             lever.label(f"; then {p.levers[1]}")

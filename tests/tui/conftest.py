@@ -164,9 +164,11 @@ class FixedHost:
 
 
 def agents_sample(
-    ranks: int = 1, slow_rank: int | None = None, data_ms: float = 52.0, steps_kept: int = 40
-):
-    """Hand-built agent states: deterministic input for the step and ranks panes."""
+    ranks: int = 1, slow_rank: int | None = None, data_ms: float = 52.0, steps_kept: int = 40,
+    slow_inputs: float = 1.0,
+):  # fmt: skip
+    """Hand-built agent states: deterministic input for the step and ranks panes.
+    ``slow_inputs``: the slow rank's input elements per step over the others' (4096)."""
     from types import MappingProxyType as M
 
     from gputop.model.steps import AgentsSample, AgentState, StepRecord
@@ -191,6 +193,7 @@ def agents_sample(
                     samples=64,
                     tokens=64 * 512,
                     flops=2.0e14 * total / 1000,
+                    inputs=int(4096 * (slow_inputs if r == slow_rank else 1.0)),
                 )
             )
         agents.append(

@@ -6,7 +6,7 @@ import pytest
 from conftest import FixedAgents, agents_sample, ingest_all, record
 
 from gputop.ui.app import Target
-from gputop.ui.widgets import RanksPane, StepPane
+from gputop.ui.widgets import RanksPane, StepPane, VerdictPane
 
 SIZES = {"compact": (80, 24), "wide": (160, 48)}
 
@@ -71,3 +71,32 @@ def test_step_and_ranks_snapshot(snap_compare, make_app, size):
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZES[size], run_before=feed)
+
+
+async def test_the_straggler_cause_shows_at_80x24_without_the_why_screen(make_app):
+    sample = agents_sample(ranks=2, slow_rank=1, data_ms=1.0, slow_inputs=2.0)
+    app = make_app(record("h100x2", "compute", ticks=20, step=0.9), agents=FixedAgents(sample))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ingest_all(app, pilot)
+        app.ingest_agents(sample)
+        await pilot.pause()
+        text = app.query_one(VerdictPane).text()
+    assert "STRAGGLER" in text, text
+    assert "why: rank 1's inputs are 2.0x the others'" in text, text
+    assert "try (~1.6x): balance the work per rank" in text, text
+
+
+def test_straggler_cause_snapshot(snap_compare, make_app):
+    sample = agents_sample(ranks=2, slow_rank=1, data_ms=1.0, slow_inputs=2.0)
+    app = make_app(
+        record("h100x2", "compute", ticks=20, step=0.9),
+        agents=FixedAgents(sample),
+        target=Target(7000, "torchrun --nproc-per-node 2 train.py"),
+    )
+
+    async def feed(pilot):
+        await ingest_all(app, pilot)
+        app.ingest_agents(sample)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=feed)

@@ -63,8 +63,10 @@ def principal(agents: AgentsSample, runq: tuple[float, float] = (0.02, 0.03)):
 
 def test_larger_inputs_are_the_cause_and_balancing_the_lever():
     p = principal(ranks({"forward": 15.0, "backward": 15.0}, inputs=(4096, 8192)))
-    assert p.cause.text.startswith("rank 1's inputs are 2.0x the others' (8,192 vs 4,096")
-    assert "its compute takes 1.7x the others'" in p.cause.text
+    assert p.cause.text == (
+        "rank 1's inputs are 2.0x the others': its compute takes 1.7x theirs (8,192 vs 4,096 "
+        "tensor elements a step)"
+    )
     assert p.levers[0] == BALANCE
     assert p.saving.condition == "if rank 1 matched the others"
     assert 1.3 < p.saving.speedup < 1.8  # 30 ms of a ~73 ms step
@@ -72,15 +74,16 @@ def test_larger_inputs_are_the_cause_and_balancing_the_lever():
 
 def test_a_rank_waiting_for_its_cpus_shares_them():
     p = principal(ranks({"forward": SLOW_MS}), runq=(0.02, 0.6))
-    assert p.cause.text.startswith("rank 1's CPUs are shared: its threads wait 0.60 s a second")
+    assert p.cause.text.startswith("rank 1's CPUs are shared: its compute takes 1.7x theirs, its")
+    assert "threads wait 0.60 s a second for a CPU (the others 0.02)" in p.cause.text
     assert p.levers[0] == OWN_CORES
 
 
 def test_slower_compute_with_nothing_else_different_is_the_hardware():
     p = principal(ranks({"forward": SLOW_MS}))
     assert p.cause.text == (
-        "rank 1: its compute takes 1.7x the others' with the same inputs and no wait for a "
-        "CPU: its hardware or placement"
+        "rank 1: its compute takes 1.7x theirs with the same inputs and no wait for a CPU: "
+        "its hardware or placement"
     )
     assert p.levers[0] == HARDWARE
 

@@ -111,7 +111,7 @@ def _compute_cause(
 ) -> Cause:  # fmt: skip
     """Its compute is the longer part: larger inputs, shared CPUs, else its hardware."""
     ratio = (typical_ms + extra_ms) / typical_ms if typical_ms > 0 else None
-    longer = f"its compute takes {ratio:.1f}x the others'" if ratio else "its compute is longer"
+    longer = f"its compute takes {ratio:.1f}x theirs" if ratio else "its compute is longer"
     own_in = _median_inputs(sig, mine.pid)
     their_in = [x for r in others if (x := _median_inputs(sig, r.pid)) is not None]
     if own_in is not None and their_in:
@@ -119,8 +119,8 @@ def _compute_cause(
         if typical_in > 0 and own_in >= INPUTS_RATIO * typical_in:
             times = own_in / typical_in
             return Cause(
-                f"{name}'s inputs are {times:.1f}x the others' ({own_in:,.0f} vs "
-                f"{typical_in:,.0f} tensor elements a step): {longer}",
+                f"{name}'s inputs are {times:.1f}x the others': {longer} ({own_in:,.0f} vs "
+                f"{typical_in:,.0f} tensor elements a step)",
                 (
                     Evidence(
                         f"{name} is given {own_in:,.0f} input elements a step, the median "
@@ -135,8 +135,8 @@ def _compute_cause(
     if own_q is not None and their_q and own_q - statistics.median(their_q) >= RUNQ_MORE:
         typical_q = statistics.median(their_q)
         return Cause(
-            f"{name}'s CPUs are shared: its threads wait {own_q:.2f} s a second for a CPU (the "
-            f"others {typical_q:.2f}): {longer}",
+            f"{name}'s CPUs are shared: {longer}, its threads wait {own_q:.2f} s a second for "
+            f"a CPU (the others {typical_q:.2f})",
             (
                 Evidence(
                     f"{name} run-queue wait {own_q:.2f} s/s vs {typical_q:.2f} (>= "
