@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from gputop.model import DeviceInfo, GpuSample, Window
-from gputop.model.host import MAIN, WORKER, HostSample
+from gputop.model.host import MAIN, WORKER, HostSample, LockWait
 from gputop.model.ranks import RankWork, main_agent, rank_work, ranked
 from gputop.model.stack_stats import (
     MainPhases,
@@ -262,6 +262,8 @@ class HostSignals:
     loader_kernel: float | None = None
     """Share of the data loader's CPU spent in the kernel (system time): the DataLoader
     workers', or the main process's when it has none. None while they use almost no CPU."""
+    lock_waits: tuple[LockWait, ...] = ()
+    """The tree's processes blocked on a file lock now, with each lock's holder."""
 
     @classmethod
     def exited_only(cls, oom_kills: int = 0) -> HostSignals:
@@ -371,6 +373,7 @@ def host_signals(window: Window[HostSample] | None) -> HostSignals | None:
         processes=len(last.processes),
         loader_kernel=_kernel_share(recent),
         process_cpu=_process_cpu([h for h in running if h.t >= last.t - CPU_SPAN_S]),
+        lock_waits=last.lock_waits,
     )
 
 

@@ -101,6 +101,24 @@ class CgroupSample:
 
 
 @dataclass(frozen=True, slots=True)
+class LockWait:
+    """A process of the job blocked on a file lock, and who holds that lock (/proc/locks)."""
+
+    waiter: int
+    """The job's process that waits (pid)."""
+    kind: str
+    """FLOCK, POSIX or OFDLCK, as /proc/locks names it."""
+    holder: int | None
+    """The holder's pid (None: an open-file-description lock, which has no owning pid)."""
+    holder_cmd: str
+    """Its command line (bounded, printable), "" when unreadable."""
+    holder_in_job: bool
+    """The holder is a process of the attached tree."""
+    path: str | None
+    """The locked file, from the waiter's open files (None: not found among them)."""
+
+
+@dataclass(frozen=True, slots=True)
 class HostSample:
     """One reading of what the host gives the attached tree: the host's side of the evidence."""
 
@@ -117,6 +135,8 @@ class HostSample:
     cgroup: CgroupSample | None
     env: Mapping[str, str]
     na: Mapping[str, str] = field(default_factory=lambda: _NONE)
+    lock_waits: tuple[LockWait, ...] = ()
+    """Processes of the tree blocked on a file lock, with its holder (``sources/locks.py``)."""
 
     @property
     def key(self) -> tuple[str, int]:

@@ -35,6 +35,7 @@ from gputop.model.host import (
     roles,
 )
 from gputop.sources import cgroup as cg
+from gputop.sources.locks import lock_waits, read_locks
 from gputop.sources.proc_tree import ProcTree
 from gputop.sources.procfs import (
     parse_ctx_switches,
@@ -44,6 +45,7 @@ from gputop.sources.procfs import (
     parse_smaps_rollup,
     parse_stat,
     read_bytes,
+    read_cmdline,
 )
 from gputop.sources.target import TargetId
 
@@ -244,6 +246,12 @@ class HostSource:
             cgroup=cgroup,
             env=MappingProxyType(dict(self._env)),
             na=MappingProxyType(dict(self._na)),
+            lock_waits=lock_waits(
+                {p.pid for p in procs},
+                lambda pid: read_cmdline(pid, self._root),
+                read_locks(self._path("locks")),
+                self._root,
+            ),
         )
 
     def _exited(self, now: float, wall: float) -> HostSample:

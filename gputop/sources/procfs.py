@@ -204,12 +204,16 @@ def read_environ(
     return parse_environ(raw)
 
 
+MAX_CMDLINE = 64 * 1024
+"""Bytes of a command line read (a launcher's can be long; none needs more to be told apart)."""
+
+
 def read_cmdline(pid: int, proc: str = "/proc") -> str:
     """The command line, arguments joined by spaces; "" when unreadable (a kernel thread, a
     zombie, gone)."""
     try:
         with open(f"{proc}/{pid}/cmdline", "rb") as f:
-            raw = f.read()
+            raw = f.read(MAX_CMDLINE)
     except OSError:
         return ""
     return " ".join(p.decode(errors="replace") for p in raw.split(b"\0") if p)

@@ -53,9 +53,12 @@ class Scenario:
     shares: tuple[tuple[str, float], ...] = ()
     """The step-time budget the script is built to have (slice, share of wall time): the
     bench prints the measured share beside each, with the error in points."""
+    cause: str = ""
+    """Words the final principal's cause line must hold: the cause the script is built with
+    ("inputs are" for a rank given longer sequences); empty where no cause is stated."""
 
 
-def mixed(name: str, expected: str, launcher: str = "plain", why: str = "",
+def mixed(name: str, expected: str, launcher: str = "plain", why: str = "", cause: str = "",
           **shares: float) -> Scenario:  # fmt: skip
     """A mixed scenario: tests/corpus/mixed_loop.py (one process) or mixed_ranks.py (two gloo
     ranks) with costs at the stated shares; the flags are the slices' (logging for log).
@@ -68,7 +71,7 @@ def mixed(name: str, expected: str, launcher: str = "plain", why: str = "",
                  str(share)]  # fmt: skip
     stated = {k: v for k, v in shares.items() if k != "unmarked"}
     return Scenario(name, tuple(argv), launcher, frozenset({expected}), why,
-                    shares=tuple(stated.items()))  # fmt: skip
+                    shares=tuple(stated.items()), cause=cause)  # fmt: skip
 
 
 HUNG = frozenset({"hung"})
@@ -100,8 +103,20 @@ SCENARIOS = (
         ("spawn_straggler.py",),
         "torch.multiprocessing.spawn",
         frozenset({"straggler"}),
+        "rank 1's extra work is a Python busy loop before the forward, outside every phase",
+        cause="the loop's own Python",
     ),
     # hangs of several kinds, each after --stuck-after seconds of ordinary steps
+    Scenario(
+        "hang_file_lock",
+        ("hang_file_lock.py", "--stuck-after", "8"),
+        "plain",
+        HUNG,
+        "the main thread blocks in flock on a lock a detached cache warmer (outside the job) "
+        "took and keeps",
+        onset=8,
+        cause="held by pid",
+    ),
     Scenario(
         "hang_dead_producer",
         ("hang_dead_producer.py", "--stuck-after", "8"),
@@ -257,7 +272,28 @@ SCENARIOS = (
     ),
     # several ranks
     Scenario(
-        "torchrun_straggler", ("torchrun_straggler.py",), "torchrun", frozenset({"straggler"})
+        "torchrun_straggler",
+        ("torchrun_straggler.py",),
+        "torchrun",
+        frozenset({"straggler"}),
+        "rank 1's sequences are twice as long: its inputs, then its compute",
+        cause="inputs are 2.0x",
+    ),
+    Scenario(
+        "straggler_cpu_shared",
+        ("straggler_cpu_shared.py",),
+        "torchrun",
+        frozenset({"straggler"}),
+        "a daemon outside the job burns rank 1's only CPU: same inputs, its threads wait",
+        cause="CPUs are shared",
+    ),
+    Scenario(
+        "straggler_gc",
+        ("straggler_gc.py",),
+        "torchrun",
+        frozenset({"straggler"}),
+        "rank 1 alone churns a 400k-record Python cache: full collections on rank 1 only",
+        cause="garbage collection",
     ),
     # several costs at once, each pair with its sizes swapped: the verdict follows the larger
     mixed("mixed_ckpt35_wait12", "side-work", checkpoint=0.35, data=0.12),
@@ -313,6 +349,7 @@ SCENARIOS = (
         checkpoint=0.10,
         why="rank 1 works 25% longer; rank 0's wait for it is a little less (rank 0 has "
         "work of its own in the meantime)",
+        cause="the loop's own Python",
     ),
     mixed(
         "mixed_straggler10_ckpt30",
@@ -379,6 +416,17 @@ class Result:
     """Where that budget came from (its typical rank's source: "agent" once the agent runs)."""
     problems: tuple[str, ...] = ()
     """What diagnose said it could not do (an agent that did not load among them)."""
+    cause: str = ""
+    """The final principal's cause line ("" without one)."""
+    levers: tuple[str, ...] = ()
+    """The final principal's levers, first first."""
+    setup: dict | None = None
+    """The job's setup as diagnose --json gave it (the levers must fit it)."""
+
+    @property
+    def cause_right(self) -> bool | None:
+        """The cause line names the scenario's cause (None: the scenario states none)."""
+        return self.scenario.cause in self.cause if self.scenario.cause else None
 
     def errors(self) -> list[tuple[str, float, float]]:
         """(slice, designed, measured) for each slice the scenario states."""
@@ -409,6 +457,7 @@ def judge(s: Scenario, mode: str, doc: dict, lead: float = 0.0) -> Result:
     is right, else the first right change after it."""
     timeline = doc.get("timeline") or []
     final = timeline[-1]["bound"] if timeline else None
+    principal = (doc.get("verdict") or {}).get("principal") or {}
     start = max(0.0, s.onset - lead)
     candidates = [e for e in timeline if e["t_s"] <= start][-1:]
     candidates += [e for e in timeline if e["t_s"] > start]
@@ -430,6 +479,9 @@ def judge(s: Scenario, mode: str, doc: dict, lead: float = 0.0) -> Result:
         budget=(doc.get("budget") or {}).get("of", {}).get("shares"),
         source=(doc.get("budget") or {}).get("of", {}).get("source"),
         problems=tuple(doc.get("problems") or ()),
+        cause=((principal.get("cause") or {}).get("text") or ""),
+        levers=tuple(principal.get("levers") or ()),
+        setup=doc.get("setup"),
     )
 
 
@@ -530,7 +582,7 @@ def _s(t: float | None) -> str:
 def table(results: list[Result]) -> str:
     head = f"{'scenario':26} {'launcher':27} {'mode':8} {'expected':44} {'final':24} "
     head += f"{'shown at':>8} {'right at':>8} {'changes':>7} {'refined':>7} {'budget':7} "
-    head += " never-bound seen"
+    head += f" {'never-bound seen':16} cause (ok: the one it is built with)"
     lines = [
         "shown at: first verdict naming a bound, seconds after gputop started; right at: first",
         "right verdict, seconds after max(gputop's start, the scenario's onset). The onset is",
@@ -549,7 +601,7 @@ def table(results: list[Result]) -> str:
             f"{'|'.join(sorted(r.scenario.expected)):44} {r.final or r.problem or '-':24} "
             f"{_s(r.first_shown_s):>8} {_s(r.first_right_s):>8} {r.changes_after:>7} "
             f"{r.refined:>7} {r.source or '-':7}  "
-            f"{','.join(r.never_seen) or '-'}"
+            f"{','.join(r.never_seen) or '-':16} {_cause_cell(r)}"
         )
     ok = [r for r in results if r.final in r.scenario.expected]
     times = [r.first_right_s for r in results if r.first_right_s is not None]
@@ -557,10 +609,19 @@ def table(results: list[Result]) -> str:
     lines.append(f"right at the end: {len(ok)} of {len(results)}")
     if times:
         lines.append(f"median time to a right verdict: {statistics.median(times):.1f} s")
+    stated = [r for r in results if r.cause_right is not None]
+    if stated:
+        right = sum(1 for r in stated if r.cause_right)
+        lines.append(f"cause line names the built cause: {right} of {len(stated)}")
     bad = [r for r in results if r.never_seen]
     if bad:
         lines.append(f"runs given a bound they must never get: {len(bad)}")
     return "\n".join(lines + budget_table(results))
+
+
+def _cause_cell(r: Result) -> str:
+    mark = {True: "ok: ", False: "WRONG: ", None: ""}[r.cause_right]
+    return f"{mark}{r.cause or '-'}"
 
 
 BUDGET_ERROR = 0.10

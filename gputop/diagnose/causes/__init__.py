@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from gputop.diagnose.bounds import BY_NAME
+from gputop.diagnose.causes.hung import hung_cause
 from gputop.diagnose.causes.straggler import straggler_cause
 from gputop.diagnose.findings import Cause, Finding
 from gputop.diagnose.saving import saving_of
@@ -23,6 +25,7 @@ def _straggler(sig: RuleInputs) -> Cause | None:
 
 FINDERS: dict[str, Callable[[RuleInputs], Cause | None]] = {
     slices.STRAGGLER: _straggler,
+    slices.STALL: hung_cause,
 }
 """The slice a cause stretches -> its finder."""
 
@@ -30,6 +33,9 @@ FINDERS: dict[str, Callable[[RuleInputs], Cause | None]] = {
 def explain(principal: Finding, slice_name: str | None, sig: RuleInputs) -> Finding:
     """The principal with its cause (its levers first, the bound's after, none twice) and the
     first lever's saving."""
+    entry = BY_NAME.get(principal.bound)
+    if slice_name is None and entry is not None and entry.slices:  # a hang: no budget slice
+        slice_name = entry.slices[0]  # leads it, the bound still names the one it stands for
     finder = FINDERS.get(slice_name) if slice_name is not None else None
     cause = finder(sig) if finder is not None else None
     levers = principal.levers
