@@ -48,8 +48,9 @@ def main():
         ship_logs(mine, os.getpid(), args.seconds + 30)
     torch.manual_seed(0)
     model = nn.parallel.DistributedDataParallel(
-        nn.Sequential(nn.Linear(512, 1024), nn.GELU(), nn.Linear(1024, 512), nn.GELU(),
-                      nn.Linear(512, 10))
+        nn.Sequential(
+            nn.Linear(512, 1024), nn.GELU(), nn.Linear(1024, 512), nn.GELU(), nn.Linear(512, 10)
+        )
     )
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x, y = torch.randn(64, 512), torch.randint(0, 10, (64,))

@@ -22,7 +22,8 @@ class SampleStats:
 
     def records(self):
         first, self.made = self.made, self.made + self.chunk
-        return [{"id": i, "loss": [0.0, 0.0], "seen": {"epoch": 0}} for i in range(first, self.made)]
+        ids = range(first, self.made)
+        return [{"id": i, "loss": [0.0, 0.0], "seen": {"epoch": 0}} for i in ids]
 
     def update(self):
         self.chunks[self.oldest] = self.records()
