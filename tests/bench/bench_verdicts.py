@@ -609,6 +609,10 @@ def table(results: list[Result]) -> str:
     lines.append(f"right at the end: {len(ok)} of {len(results)}")
     if times:
         lines.append(f"median time to a right verdict: {statistics.median(times):.1f} s")
+    misfits = [r for r in results if unfit(r)]
+    lines.append(f"runs offered a lever for a setup the job lacks: {len(misfits)}")
+    for r in misfits:
+        lines.append(f"  {r.scenario.name} {r.mode}: {'; '.join(unfit(r))}")
     stated = [r for r in results if r.cause_right is not None]
     if stated:
         right = sum(1 for r in stated if r.cause_right)
@@ -617,6 +621,13 @@ def table(results: list[Result]) -> str:
     if bad:
         lines.append(f"runs given a bound they must never get: {len(bad)}")
     return "\n".join(lines + budget_table(results))
+
+
+def unfit(r: Result) -> list[str]:
+    """The final levers that turn a knob of a setup the job does not have (none is right)."""
+    from gputop.diagnose.fit import unfit as not_fitting
+
+    return not_fitting(r.levers, r.setup)
 
 
 def _cause_cell(r: Result) -> str:

@@ -47,6 +47,21 @@ def check(result) -> None:
     seen = " ".join(f"{t:.0f}s:{b}" for t, b in result.timeline) or result.problem
     assert result.final in result.scenario.expected, seen
     assert not result.never_seen, seen
+    assert result.cause_right is not False, (result.cause, seen)  # the cause it is built with
+    assert not bench.unfit(result), (result.levers, result.setup)
+
+
+@can_attach
+@pytest.mark.parametrize("name", ["torchrun_straggler", "straggler_cpu_shared"])
+def test_corpus_straggler_cause_attached(name):
+    """Attached to a torchrun job by PID: the slow rank, and why (its inputs are larger; a
+    process outside the job shares its CPU)."""
+    check(bench.attached_mode(bench.by_name(name), WATCH_S))
+
+
+def test_corpus_file_lock_hang_names_the_holder():
+    """Started by gputop: the hang, and the process outside the job that holds the lock."""
+    check(bench.run_mode(bench.by_name("hang_file_lock"), HANG_WATCH_S))
 
 
 @pytest.mark.parametrize("name", ["healthy_mlp", "slow_steps"])

@@ -12,8 +12,10 @@ from gputop.diagnose.bounds import BY_NAME
 from gputop.diagnose.causes.hung import hung_cause
 from gputop.diagnose.causes.straggler import straggler_cause
 from gputop.diagnose.findings import Cause, Finding
+from gputop.diagnose.fit import fits
 from gputop.diagnose.saving import saving_of
 from gputop.diagnose.signals import RuleInputs
+from gputop.model.setup import setup_of
 from gputop.vocab import budget as slices
 
 
@@ -41,5 +43,8 @@ def explain(principal: Finding, slice_name: str | None, sig: RuleInputs) -> Find
     levers = principal.levers
     if cause is not None:
         levers = (*cause.levers, *(x for x in principal.levers if x not in cause.levers))
+    fp = sig.steps.fingerprint if sig.steps is not None else None
+    setup = setup_of(fp)
+    levers = tuple(x for x in levers if fits(x, setup))  # never a knob the job lacks
     explained = replace(principal, cause=cause, levers=levers)
     return replace(explained, saving=saving_of(explained, slice_name, sig))

@@ -1,0 +1,47 @@
+"""A lever fits the job's setup (``diagnose/fit.py``): no knob of a wrapper, backend or
+framework the job does not have, through every lever the comms and hung bounds offer."""
+
+from __future__ import annotations
+
+import pytest
+
+from gputop.diagnose import levers
+from gputop.diagnose.fit import fits, unfit
+from gputop.vocab.setup import DDP, DEEPSPEED, DIRECT, FSDP1, FSDP2, LIGHTNING, NONE
+
+KINDS = (DDP, FSDP1, FSDP2, DEEPSPEED, DIRECT, NONE)
+
+
+def setup(kind: str | None, backend: str = "gloo", framework: str | None = None) -> dict:
+    return {
+        "parallel": {"kind": kind, "backend": backend} if kind else None,
+        "framework": {"kind": framework} if framework else None,
+    }
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_wrappers_levers_fit_only_that_wrapper(kind):
+    now = {"bucket_cap_mb": 25.0, "gradient_as_bucket_view": False, "static_graph": False,
+           "reshard_after_forward": True, "sharding_strategy": "FULL_SHARD",
+           "backward_prefetch": None, "forward_prefetch": False, "overlap_comm": False,
+           "reduce_bucket_size": 5e8}  # fmt: skip
+    offered = levers._WRAPPER_LEVERS.get(kind, levers._no_wrapper)(now.get)
+    assert offered and not unfit(offered, setup(kind)), offered
+    for other in KINDS:
+        if other != kind and kind in (DDP, FSDP1, FSDP2, DEEPSPEED):
+            assert unfit(offered, setup(other)), (kind, other)  # its own knobs are its own
+
+
+def test_an_fsdp2_job_is_never_told_ddp_knobs():
+    ddp = "DDP bucket_cap_mb=25 -> 50: fewer, larger all-reduces"
+    assert not fits(ddp, setup(FSDP2)) and not fits(ddp, setup(DIRECT)) and not fits(ddp, None)
+    assert fits(ddp, setup(DDP))
+    # suggesting a wrapper to a job without one names no knob of it
+    assert fits("or let DDP do it: buckets overlap the all-reduce with backward", setup(DIRECT))
+
+
+def test_nccl_advice_only_on_nccl_and_framework_settings_only_in_that_framework():
+    recorder = "NCCL flight recorder: TORCH_NCCL_TRACE_BUFFER_SIZE=2000"
+    assert not fits(recorder, setup(DDP, "gloo")) and fits(recorder, setup(DDP, "nccl"))
+    val = "Trainer(val_check_interval=50 -> 100)"
+    assert fits(val, setup(NONE, framework=LIGHTNING)) and not fits(val, setup(NONE))
