@@ -7,6 +7,7 @@ calls it for a fired finding only."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from gputop.diagnose import rules
@@ -17,7 +18,7 @@ from gputop.model.setup import parallel_kind, parallel_setting
 from gputop.vocab import budget as slices
 from gputop.vocab import stacks as stack
 from gputop.vocab import steps as step
-from gputop.vocab.setup import DDP, DEEPSPEED, DIRECT, FSDP1, FSDP2
+from gputop.vocab.setup import DDP, DEEPSPEED, DIRECT, FSDP1, FSDP2, LIGHTNING, TRANSFORMERS
 
 
 def _fingerprint(sig: RuleInputs) -> Any:
@@ -355,6 +356,41 @@ SIDE_LEVERS: dict[str, tuple[str, ...]] = {
 """The side work's levers by the slice each would shrink."""
 
 
+def _twice(value: object) -> str | None:
+    """A positive interval doubled ("50 -> 100"), or None for anything else."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        return None
+    return f"{value:g} -> {2 * value:g}"
+
+
+def _framework_side(fp: Any, name: str) -> tuple[str, ...]:
+    """The framework's own setting for a side slice, with its value now and the next one:
+    the interval doubled (what ``saving.REMOVES`` sizes: half the side work)."""
+    fw = fp.get("framework") if isinstance(fp, Mapping) else None
+    if not isinstance(fw, Mapping):  # the wire is untrusted: a section or nothing
+        return ()
+    kind = fw.get("kind")
+    if kind == LIGHTNING:
+        now = {k: fw.get(k) for k in ("val_check_interval", "check_val_every_n_epoch",
+                                      "log_every_n_steps")}  # fmt: skip
+        if name == slices.EVAL:
+            step = now["val_check_interval"]
+            if isinstance(step, int) and not isinstance(step, bool) and step > 1:
+                return (f"Trainer(val_check_interval={_twice(step)}): validate half as often",)
+            epochs = _twice(now["check_val_every_n_epoch"])
+            if epochs:
+                return (f"Trainer(check_val_every_n_epoch={epochs}), or limit_val_batches "
+                        "to a fixed subset: validate half as often",)  # fmt: skip
+        if name == slices.LOG and _twice(now["log_every_n_steps"]):
+            return (f"Trainer(log_every_n_steps={_twice(now['log_every_n_steps'])})",)
+    if kind == TRANSFORMERS:
+        setting = {slices.EVAL: "eval_steps", slices.LOG: "logging_steps",
+                   slices.CHECKPOINT: "save_steps"}.get(name)  # fmt: skip
+        if setting and _twice(fw.get(setting)):
+            return (f"TrainingArguments({setting}={_twice(fw.get(setting))}): half as often",)
+    return ()
+
+
 def side_work(sig: RuleInputs) -> tuple[str, ...]:
     """With a budget, each side slice's levers in the order of the time it takes (a slice under
     SIDE_NOTICED gets none: no lever asks to checkpoint less when nothing is saved). Without
@@ -366,7 +402,12 @@ def side_work(sig: RuleInputs) -> tuple[str, ...]:
             key=lambda s: -s.share,
         )
         if present:
-            return tuple(lever for s in present for lever in SIDE_LEVERS[s.name])
+            fp = _fingerprint(sig)
+            return tuple(
+                lever
+                for s in present
+                for lever in (*_framework_side(fp, s.name), *SIDE_LEVERS[s.name])
+            )
     st = sig.steps
     if st is None:
         return (CHECKPOINT_LEVER, LOG_LEVER)
