@@ -276,6 +276,24 @@ def _one_process_per_rank(
                 out[pid] = (CHILD, None)
 
 
+ANCESTRY_MAX = 64
+"""Parents walked up from a process to find the rank that started it (a tree is shallower)."""
+
+
+def rank_above(pid: int, parent: Mapping[int, int], ranks: Mapping[int, int]) -> int | None:
+    """The rank number of the nearest ancestor of ``pid`` that is a rank (``ranks``: pid ->
+    number), or None: a helper a rank started is "a child of rank N", never rank N."""
+    seen = pid
+    for _ in range(ANCESTRY_MAX):
+        up = parent.get(seen)
+        if up is None or up == seen:
+            return None
+        if up in ranks:
+            return ranks[up]
+        seen = up
+    return None
+
+
 def roles(
     facts: Sequence[ProcFacts], target: int, hints: Mapping[int, RoleHint] | None = None
 ) -> dict[int, tuple[str, RankId | None]]:

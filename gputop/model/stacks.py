@@ -56,6 +56,9 @@ class ProcessStacks:
     """When they were read, on the reading's clock: a process not read again since keeps its
     last stacks in later readings with the same ``taken`` (one read, counted once: ``reads``);
     None in recordings made before it was kept (every reading then a read)."""
+    of_rank: int | None = None
+    """For a child process (``CHILD``): the rank of the nearest rank above it, which started
+    it (``model.host.rank_above``); it is shown as that rank's child, never as the rank."""
 
     def read_at(self, reading_t: float) -> float:
         """When these stacks were read: ``taken``, else the reading's own time."""

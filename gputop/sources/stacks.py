@@ -22,7 +22,16 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from gputop.model.host import RANK, WORKER, RankId, RoleHint, merge_hints, roles
+from gputop.model.host import (
+    CHILD,
+    RANK,
+    WORKER,
+    RankId,
+    RoleHint,
+    merge_hints,
+    rank_above,
+    roles,
+)
 from gputop.model.stacks import AGENT, PY_SPY, ProcessStacks, StacksSample, ThreadStack
 from gputop.sources.proc_tree import ProcTree
 from gputop.sources.procfs import start_ticks
@@ -347,7 +356,13 @@ class StackSource:
         if error is None and last is not None and not last.error:
             same = tuple(t.frames for t in threads) == tuple(t.frames for t in last.threads)
             self._still[pid] = self._still.get(pid, 0) + 1 if same else 0
-        self._last[pid] = ProcessStacks(pid, role, threads, error, took, number, via, taken)
+        of_rank = None
+        if role == CHILD:
+            numbered = {p: r.rank for p, r in self._ranks.items() if r and r.rank is not None}
+            of_rank = rank_above(pid, self._parent, numbered)
+        self._last[pid] = ProcessStacks(
+            pid, role, threads, error, took, number, via, taken, of_rank
+        )
         if any(t.phase == DATA_WAIT for t in threads):
             self._waited[pid] = taken
         if error is None:

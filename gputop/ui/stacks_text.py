@@ -43,10 +43,13 @@ def _age(p: ProcessStacks | None, now: float) -> float | None:
     return p.age(now) if p is not None else None
 
 
-def _thread(pid: int, name: str, ranks: dict[int, int | None]) -> str:
-    """A thread's name, a rank's main thread named for its rank ("rank 1")."""
+def _thread(pid: int, name: str, ranks: dict[int, int | None], children: dict[int, int]) -> str:
+    """A thread's name, a rank's main thread named for its rank ("rank 1"), the main thread
+    of a process a rank started for that rank ("child of r1"), never as the rank itself."""
     if name == "MainThread" and pid in ranks:
         return f"rank {ranks[pid] if ranks[pid] is not None else '?'}"
+    if name == "MainThread" and pid in children:
+        return f"child of r{children[pid]}"[:12]
     return name[:12]
 
 
@@ -65,6 +68,7 @@ def _stack_lines(window: Sequence[StacksSample], style: StyleFor, short: bool) -
     lines: list[Text] = []
     errors = [p for p in latest.processes if p.error]
     ranks = {p.pid: p.rank for p in latest.processes if p.role == RANK}
+    children = {p.pid: p.of_rank for p in latest.processes if p.of_rank is not None}
     procs = {p.pid: p for p in latest.processes}
     shown = 0
     threads = thread_shares(window)
@@ -76,7 +80,7 @@ def _stack_lines(window: Sequence[StacksSample], style: StyleFor, short: bool) -
         shown += 1
         t = s.last
         line = Line(style).add(" stacks " if not lines else "        ", "name")
-        line.label(f"{s.pid} {_thread(s.pid, s.name, ranks):<12} ").add(
+        line.label(f"{s.pid} {_thread(s.pid, s.name, ranks, children):<12} ").add(
             f"{t.phase:<15}", "warn" if t.phase in WAITING else "value"
         )
         if t.deciding is not None:

@@ -11,6 +11,7 @@ from gputop.model.host import (
     RankId,
     RoleHint,
     merge_hints,
+    rank_above,
     rank_from_env,
     roles,
 )
@@ -166,3 +167,11 @@ def test_a_helper_with_its_ranks_variables_is_a_child_whoever_says_it_is_that_ra
             got = roles([launcher, r0, r1, helper], 10, hints)
             assert got[11] == (RANK, RankId(0, None, 2, "torchrun"))
             assert got[12][0] == RANK and got[13] == (CHILD, None), (parent, hints, got)
+
+
+def test_a_helper_a_rank_started_is_that_ranks_child():
+    parent = {300: 201, 201: 101, 101: 100, 100: 1, 400: 100}  # 300 below 201 below rank 1
+    ranks = {101: 1, 102: 0}
+    assert rank_above(300, parent, ranks) == 1 and rank_above(201, parent, ranks) == 1
+    assert rank_above(400, parent, ranks) is None  # the launcher's own helper: no rank above
+    assert rank_above(5, {5: 5}, ranks) is None  # a loop in crafted input ends

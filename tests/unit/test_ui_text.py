@@ -98,3 +98,19 @@ def test_theme_files_are_validated():
             assert words in str(e)
         else:
             raise AssertionError(f"accepted: {text!r}")
+
+
+def test_a_ranks_child_is_shown_as_its_child_never_as_the_rank():
+    from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack
+    from gputop.ui.stacks_text import stack_lines
+
+    frames = (Frame("flock_wait", "helper.py", 3), Frame("main", "helper.py", 9))
+    helper = ThreadStack(300, "MainThread", False, frames, "blocked", frames[0])
+    rank = ThreadStack(101, "MainThread", True, (Frame("main", "train.py", 5),), "user code",
+                       None)  # fmt: skip
+    sample = StacksSample(100, 1.0, 0.0, (
+        ProcessStacks(101, "rank", (rank,), rank=0, taken=1.0),
+        ProcessStacks(300, "child", (helper,), taken=1.0, of_rank=0),
+    ))  # fmt: skip
+    text = "\n".join(line.plain for line in stack_lines([sample], lambda s: s, 120))
+    assert "101 rank 0" in text and "300 child of r0" in text, text
