@@ -161,6 +161,7 @@ def document(d: Diagnosis, source: dict[str, Any]) -> dict[str, Any]:
             "secondary": [_finding(f) for f in v.secondary] if v else [],
             "note": v.note if v else "no reading",
             "inputs": list(v.inputs) if v else [],
+            "risks": list(v.risks) if v else [],
             "held_s": round(d.timeline[-1]["t_s"], 2) if d.timeline else None,
         },
         "budget": v.budget.document() if v and v.budget else None,
@@ -227,6 +228,8 @@ def render(doc: dict[str, Any], timeline: bool = True) -> str:
         for i, lever in enumerate(p["levers"]):
             gain = f"  (~{saving['speedup']:.2g}x steps/s {saving['condition']})"
             lines.append(f"  try: {lever}{gain if saving and i == 0 else ''}")
+    for risk in v.get("risks") or ():
+        lines.append(f"risk: {risk}")
     for f in v["secondary"]:
         lines.append(f"also: {f['bound']} ({f['confidence']:.0%}): {f['summary']}")
     lines.append(f"inputs: {', '.join(v['inputs']) or 'none'}")

@@ -103,6 +103,9 @@ class Verdict:
     budget: Budget | None = None
     """Where the step's time goes (``diagnose/budget.py``): the principal is its largest loss;
     every output shows these shares."""
+    risks: tuple[str, ...] = ()
+    """What does not cost time yet but may end the job (``diagnose/risks.py``), one line
+    each, whatever the principal."""
 
     @property
     def warming_up(self) -> bool:

@@ -466,6 +466,16 @@ def hung(sig: RuleInputs) -> tuple[str, ...]:
 def host_memory_pressure(sig: RuleInputs) -> tuple[str, ...]:
     loader = _loader(sig)
     workers = loader.get("num_workers", sig.host.workers if sig.host else None)
+    if not workers:  # no worker copies anything: what grows is the process's own memory
+        grows = sig.host.grower if sig.host else None
+        who = f" (pid {grows.pid}, {grows.role})" if grows is not None else ""
+        return (
+            f"cap what the training process keeps{who}: a replay buffer or cache to a fixed "
+            "size, losses and metrics kept as numbers (.item()) or detached, not as tensors "
+            "that hold their graph",
+            "a memory profile shows what holds it: `gputop` key m (a memory capture)",
+            f"raise the limit, or keep the working set under {MEM_NEAR:.0%} of it",
+        )
     keep = (
         "keep the dataset in numpy arrays, tensors or an mmap'd file, not lists of Python "
         "objects: reading those writes their reference counts, so every worker copies them"

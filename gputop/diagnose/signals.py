@@ -264,6 +264,11 @@ class HostSignals:
     workers', or the main process's when it has none. None while they use almost no CPU."""
     lock_waits: tuple[LockWait, ...] = ()
     """The tree's processes blocked on a file lock now, with each lock's holder."""
+    mem_growth: float | None = None
+    """Bytes per second the cgroup's working set grew over the window (None: under
+    GROWTH_SPAN_S of readings, or no working set)."""
+    grower: Growth | None = None
+    """The process of the tree whose resident memory grew most over the window."""
 
     @classmethod
     def exited_only(cls, oom_kills: int = 0) -> HostSignals:
@@ -308,6 +313,41 @@ class HostSignals:
         return (self.mem_share or 0) > MEM_NEAR
 
 
+GROWTH_SPAN_S = 20.0
+"""Seconds of host readings from which memory growth is a rate (fewer: one allocation)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Growth:
+    """One process's resident memory growth over the window."""
+
+    pid: int
+    role: str
+    rank: int | None
+    per_s: float
+    """Bytes per second."""
+
+
+def _growth(running: Sequence[HostSample]) -> tuple[float | None, Growth | None]:
+    """The working set's growth rate and the fastest-growing process, first reading to last
+    (None under GROWTH_SPAN_S)."""
+    first, last = running[0], running[-1]
+    span = last.t - first.t
+    if span < GROWTH_SPAN_S:
+        return None, None
+    a = first.cgroup.mem_working_set_bytes if first.cgroup else None
+    b = last.cgroup.mem_working_set_bytes if last.cgroup else None
+    rate = (b - a) / span if a is not None and b is not None else None
+    before = {p.pid: p.rss_bytes for p in first.processes if p.rss_bytes is not None}
+    grown = [
+        Growth(p.pid, p.role, p.rank, (p.rss_bytes - before[p.pid]) / span)
+        for p in last.processes
+        if p.rss_bytes is not None and p.pid in before
+    ]
+    top = max(grown, key=lambda g: g.per_s, default=None)
+    return rate, top if top is not None and top.per_s > 0 else None
+
+
 def host_signals(window: Window[HostSample] | None) -> HostSignals | None:
     if window is None or not window.samples:
         return None
@@ -319,6 +359,7 @@ def host_signals(window: Window[HostSample] | None) -> HostSignals | None:
         return HostSignals.exited_only(kills)
     last = running[-1]
     recent = running[-10:]
+    growth, grower = _growth(running)
     workers = last.workers
     pegged = sum(1 for w in workers if (w.cpu_cores or 0) >= WORKER_PEGGED)
     c = last.cgroup
@@ -374,6 +415,8 @@ def host_signals(window: Window[HostSample] | None) -> HostSignals | None:
         loader_kernel=_kernel_share(recent),
         process_cpu=_process_cpu([h for h in running if h.t >= last.t - CPU_SPAN_S]),
         lock_waits=last.lock_waits,
+        mem_growth=growth,
+        grower=grower,
     )
 
 

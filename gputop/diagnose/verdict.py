@@ -22,6 +22,7 @@ from gputop.diagnose.bounds import (
 from gputop.diagnose.budget import FLOOR, HELD_FLOOR, Budget, Slice, budget_of
 from gputop.diagnose.causes import explain
 from gputop.diagnose.findings import Evidence, Finding, Verdict
+from gputop.diagnose.risks import risks_of
 from gputop.diagnose.rules import pct, stalling, warming_up
 from gputop.diagnose.signals import RuleInputs
 from gputop.vocab import budget as slices
@@ -350,5 +351,12 @@ def evaluate(sig: RuleInputs, now: float, state: State = State()) -> tuple[Verdi
             )
         )
     return Verdict(
-        principal, secondary, findings, new.since if principal else None, note, inputs, budget
+        principal,
+        secondary,
+        findings,
+        new.since if principal else None,
+        note,
+        inputs,
+        budget,
+        risks_of(sig),
     ), new

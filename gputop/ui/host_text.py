@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from gputop.diagnose.risks import MEM_RISK
 from gputop.diagnose.rules.host import CPU_THROTTLED, MEM_PRESSURE, RUNNABLE_PER_CPU, RUNQ_PER_CPU
 from gputop.diagnose.rules.steps import IO_PRESSURE
 from gputop.diagnose.signals import MEM_NEAR
@@ -24,8 +25,9 @@ RUNQ_BAD_PER_CPU = 1.0
 """Run-queue wait (threads waiting per CPU) the pane shows as bad: a whole thread per CPU."""
 THROTTLE_WARN = 0.05
 """Share of CFS periods throttled from which the pane warns, before the rule's CPU_THROTTLED."""
-MEM_WARN = 0.8
-"""Working set over its limit from which the pane warns, before the rule's MEM_NEAR."""
+MEM_WARN = MEM_RISK
+"""Working set over its limit from which the pane warns, before the rule's MEM_NEAR: where
+the verdict says the memory risk."""
 PSI_WARN = min(MEM_PRESSURE, IO_PRESSURE)
 """PSI some avg10 (%) from which a resource without a rule of its own (cpu) warns."""
 PSI_BAD = 25.0

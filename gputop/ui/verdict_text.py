@@ -57,6 +57,8 @@ def verdict_lines(
         lines = wrap(head.text, width, indent=3)
     if p.cause is not None:  # the second why, in one line at any width
         lines.append(ellipsize(Line(style).label("   why: ").add(p.cause.text).text, width))
+    for risk in v.risks[:1]:  # what may end the job, whatever costs most now
+        lines.append(ellipsize(Line(style).label("   risk: ").add(risk, "bad").text, width))
     if v.budget is not None:  # where the step's time goes: the numbers the verdict is from
         tag = f"  [{v.budget.source}]"
         shares = v.budget.line(max(20, width - 11 - len(tag)))
