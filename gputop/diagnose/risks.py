@@ -36,9 +36,9 @@ def memory_risk(sig: RuleInputs) -> str | None:
     if growth and eta is not None:
         text += f", +{growth * 60 / MIB:.0f} MiB/min: the limit in ~{_duration(eta)} at this rate"
         g = h.grower
-        if g is not None and g.per_s >= GROWTH_MIN:
+        if g is not None and (g.rss_growth or 0.0) >= GROWTH_MIN:
             who = f"rank {g.rank}" if g.rank is not None else g.role
-            text += f" (pid {g.pid}, {who}, +{g.per_s * 60 / MIB:.0f} MiB/min)"
+            text += f" (pid {g.pid}, {who}, +{(g.rss_growth or 0.0) * 60 / MIB:.0f} MiB/min)"
     else:
         text += ", not growing: one large allocation from an OOM kill"
     return text

@@ -217,6 +217,9 @@ class ProcessCpu:
     runq: float | None = None
     """Mean seconds per second its threads waited for a CPU (None: not read): a rank whose
     CPUs something else uses waits more than the others."""
+    rss_growth: float | None = None
+    """Bytes per second its resident memory grew over the whole window (None: under
+    GROWTH_SPAN_S of readings)."""
 
 
 CPU_SPAN_S = 6.0
@@ -267,8 +270,6 @@ class HostSignals:
     mem_growth: float | None = None
     """Bytes per second the cgroup's working set grew over the window (None: under
     GROWTH_SPAN_S of readings, or no working set)."""
-    grower: Growth | None = None
-    """The process of the tree whose resident memory grew most over the window."""
 
     @classmethod
     def exited_only(cls, oom_kills: int = 0) -> HostSignals:
@@ -312,40 +313,34 @@ class HostSignals:
     def mem_near(self) -> bool:
         return (self.mem_share or 0) > MEM_NEAR
 
+    @property
+    def grower(self) -> ProcessCpu | None:
+        """The process whose resident memory grew most over the window (None: none grew)."""
+        top = max(self.process_cpu, key=lambda p: p.rss_growth or 0.0, default=None)
+        return top if top is not None and (top.rss_growth or 0.0) > 0 else None
+
 
 GROWTH_SPAN_S = 20.0
 """Seconds of host readings from which memory growth is a rate (fewer: one allocation)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Growth:
-    """One process's resident memory growth over the window."""
-
-    pid: int
-    role: str
-    rank: int | None
-    per_s: float
-    """Bytes per second."""
-
-
-def _growth(running: Sequence[HostSample]) -> tuple[float | None, Growth | None]:
-    """The working set's growth rate and the fastest-growing process, first reading to last
-    (None under GROWTH_SPAN_S)."""
+def _growth(running: Sequence[HostSample]) -> tuple[float | None, dict[int, float]]:
+    """The working set's growth rate and each process's resident memory growth (bytes per
+    second, first reading to last); none under GROWTH_SPAN_S."""
     first, last = running[0], running[-1]
     span = last.t - first.t
     if span < GROWTH_SPAN_S:
-        return None, None
+        return None, {}
     a = first.cgroup.mem_working_set_bytes if first.cgroup else None
     b = last.cgroup.mem_working_set_bytes if last.cgroup else None
     rate = (b - a) / span if a is not None and b is not None else None
     before = {p.pid: p.rss_bytes for p in first.processes if p.rss_bytes is not None}
-    grown = [
-        Growth(p.pid, p.role, p.rank, (p.rss_bytes - before[p.pid]) / span)
+    grown = {
+        p.pid: (p.rss_bytes - before[p.pid]) / span
         for p in last.processes
         if p.rss_bytes is not None and p.pid in before
-    ]
-    top = max(grown, key=lambda g: g.per_s, default=None)
-    return rate, top if top is not None and top.per_s > 0 else None
+    }
+    return rate, grown
 
 
 def host_signals(window: Window[HostSample] | None) -> HostSignals | None:
@@ -359,7 +354,7 @@ def host_signals(window: Window[HostSample] | None) -> HostSignals | None:
         return HostSignals.exited_only(kills)
     last = running[-1]
     recent = running[-10:]
-    growth, grower = _growth(running)
+    growth, grown = _growth(running)
     workers = last.workers
     pegged = sum(1 for w in workers if (w.cpu_cores or 0) >= WORKER_PEGGED)
     c = last.cgroup
@@ -413,10 +408,9 @@ def host_signals(window: Window[HostSample] | None) -> HostSignals | None:
         ),
         processes=len(last.processes),
         loader_kernel=_kernel_share(recent),
-        process_cpu=_process_cpu([h for h in running if h.t >= last.t - CPU_SPAN_S]),
+        process_cpu=_process_cpu([h for h in running if h.t >= last.t - CPU_SPAN_S], grown),
         lock_waits=last.lock_waits,
         mem_growth=growth,
-        grower=grower,
     )
 
 
@@ -447,7 +441,9 @@ def _kernel_share(samples: Sequence[HostSample]) -> float | None:
     return min(1.0, kernel / cpu)
 
 
-def _process_cpu(samples: Sequence[HostSample]) -> tuple[ProcessCpu, ...]:
+def _process_cpu(
+    samples: Sequence[HostSample], grown: Mapping[int, float] | None = None
+) -> tuple[ProcessCpu, ...]:
     """Mean CPU, main-thread CPU and write rate per process over the samples, processes as the
     last one has them (a worker that exited earlier is not waited on)."""
     cpu: dict[int, list[float]] = {}
@@ -472,6 +468,7 @@ def _process_cpu(samples: Sequence[HostSample]) -> tuple[ProcessCpu, ...]:
             _mean(writes[p.pid]) or 0.0,
             _mean(main.get(p.pid, [])),
             _mean(runq.get(p.pid, [])),
+            (grown or {}).get(p.pid),
         )
         for p in samples[-1].processes
     )
