@@ -330,12 +330,17 @@ CHECKPOINT_LEVER = (
     "checkpoint less often or asynchronously (torch.distributed.checkpoint.async_save)"
 )
 LOG_LEVER = "log less often; gc.disable() with a manual gc.collect() every N steps"
+GC_THRESHOLD = (
+    "gc.set_threshold(50_000, 20, 20) once after setup (the default is 700, 10, 10): the "
+    "collector runs far less often"
+)
 GC_LEVERS = (
-    "gc.freeze() once after setup: long-lived objects (dataset index, caches) leave the "
-    "collector, so full collections stop traversing them",
+    GC_THRESHOLD,
     "gc.disable() with a manual gc.collect() every N steps (e.g. at a logging step)",
     "fewer long-lived Python containers: arrays or tensors in place of lists and dicts",
 )
+"""Cheapest first, by what each saved in tests/bench/bench_gc_levers.py (docs/facts/bounds.md,
+"GC levers"): higher thresholds took 74-100% of the collector's time away; gc.freeze() none."""
 SIDE_NOTICED = 0.05
 """Share of the step in checkpoint/logging from which its lever follows the GC levers."""
 

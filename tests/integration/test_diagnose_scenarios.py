@@ -240,7 +240,7 @@ def test_garbage_collection_pauses_are_side_work():
     texts = " ".join(e["text"] for e in p["evidence"])
     assert "growing in gc (full collections)" in texts, texts
     assert "Python garbage collection" in texts and "full collections in" in texts, texts
-    assert p["levers"][0].startswith("gc.freeze()"), p["levers"]
+    assert p["levers"][0].startswith("gc.set_threshold("), p["levers"]
     assert not any("checkpoint" in lever for lever in p["levers"]), p["levers"]
 
 

@@ -131,7 +131,7 @@ def test_gc_larger_than_the_loop_is_side_work_even_with_fewer_sources():
     p = principal(a, main_stacks([OWN]))
     assert p.bound == "side-work"
     assert "garbage collection" in p.summary
-    assert p.levers[0].startswith("gc.freeze")
+    assert p.levers[0].startswith("gc.set_threshold(")
     v, _ = judge(a, main_stacks([OWN]))
     assert v.budget.share(b.GC) == pytest.approx(0.43, abs=0.01)
     assert v.budget.share(b.LOOP) == pytest.approx(0.34, abs=0.01)

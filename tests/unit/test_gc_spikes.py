@@ -216,7 +216,7 @@ def test_spikes_that_are_mostly_gc_are_attributed_to_gc():
     texts = " ".join(e.text for e in f.evidence)
     assert "growing in gc (full collections)" in texts
     assert "Python garbage collection" in texts and "4 full collections in 39 steps" in texts
-    assert f.levers[0].startswith("gc.freeze()")
+    assert f.levers[0].startswith("gc.set_threshold(")
     assert "gc.disable() with a manual gc.collect() every N steps" in f.levers[1]
     assert not any("checkpoint" in lever for lever in f.levers)
 
@@ -273,7 +273,7 @@ def test_measured_gc_pauses_stand_out_on_a_noisy_machine():
 def test_gc_pauses_are_the_principal_bound():
     v, _ = evaluate(reduce_windows([], [], agents=_agents(_steps())), now=10.0)
     assert v.principal is not None and v.principal.bound == "side-work"
-    assert v.principal.levers[0].startswith("gc.freeze()")
+    assert v.principal.levers[0].startswith("gc.set_threshold(")
 
 
 def test_gc_share_for_the_pane():

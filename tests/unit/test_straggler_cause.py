@@ -97,7 +97,7 @@ def test_equal_inputs_do_not_make_it_the_inputs():
 def test_its_own_garbage_collections_are_named_not_its_compute():
     p = principal(ranks({"gc": SLOW_MS}))
     assert p.cause.text.startswith("rank 1: garbage collection takes 30 ms a step more than on")
-    assert "gc.freeze()" in p.levers[0]
+    assert "gc.set_threshold(" in p.levers[0]
 
 
 def test_a_checkpoint_only_one_rank_saves_is_named():

@@ -48,8 +48,8 @@ SIDE = {
     slices.CHECKPOINT: "save asynchronously (torch.distributed.checkpoint.async_save) or "
     "shard the save across ranks",
     slices.LOG: "log from that rank less often, or from a background thread",
-    slices.GC: "gc.freeze() after setup on every rank; or gc.disable() and gc.collect() every N "
-    "steps on all ranks at once",
+    slices.GC: "gc.set_threshold(50_000, 20, 20) on every rank; or gc.disable() and "
+    "gc.collect() every N steps on all ranks at once",
     slices.LOOP: "move that rank's extra per-step Python off the step (every N steps, a thread)",
 }
 """A lever for each part of a rank's own work that can make it the slow one."""
