@@ -15,29 +15,27 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+from pathlib import Path
 
 CHILD = r"""
 import collections, gc, sys, time
-heap, lever, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
-
-class Record:
-    def __init__(self, step, index, parent=None):
-        self.step, self.index, self.parent, self.children = step, index, parent, []
-        if parent is not None:
-            parent.children.append(self)
-
-def cycles(step, n=2000):
-    root = Record(step, -1)
-    for i in range(n):
-        leaf = Record(step, i, root)
-        leaf.meta = {"len": i % 512, "owner": leaf}
-    return root
+heap, lever, seconds, corpus = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
+sys.path.insert(0, corpus)
+from gc_pressure import bookkeeping  # per-step records in cycles, as the corpus script makes
 
 chunks = [[{"id": i, "bbox": [i, i, 32, 32]} for i in range(5000)] for _ in range(20)]
 recent = collections.deque(maxlen=200)
 spent, t0 = [0.0], [0.0]
-gc.callbacks.append(lambda phase, info: t0.__setitem__(0, time.perf_counter())
-                    if phase == "start" else spent.__setitem__(0, spent[0] + time.perf_counter() - t0[0]))
+
+
+def timed(phase, info):
+    if phase == "start":
+        t0[0] = time.perf_counter()
+    else:
+        spent[0] += time.perf_counter() - t0[0]
+
+
+gc.callbacks.append(timed)
 if lever == "freeze":
     gc.freeze()
 elif lever == "threshold":
@@ -52,13 +50,14 @@ while time.perf_counter() - start < seconds:
     if heap == "turnover":
         chunks[steps % 20] = [{"id": i, "bbox": [i, i, 32, 32]} for i in range(5000)]
     else:
-        recent.append(cycles(steps))
+        recent.append(bookkeeping(steps))
     steps += 1
     if lever == "disable" and steps % 100 == 0:
         gc.collect()
 wall = time.perf_counter() - start
 print(f"{steps / wall:.1f} {spent[0] / wall:.4f}")
 """
+CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 LEVERS = ("none", "threshold", "freeze", "disable")
 
 
@@ -70,8 +69,8 @@ def main() -> None:
     for heap in ("turnover", "cycles"):
         base = None
         for lever in LEVERS:
-            out = subprocess.run([sys.executable, "-c", CHILD, heap, lever, str(args.seconds)],
-                                 capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
+            argv = [sys.executable, "-c", CHILD, heap, lever, str(args.seconds), str(CORPUS)]
+            out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout.split()
             rate, share = float(out[0]), float(out[1])
             base = base or rate
             print(f"{heap:10} {lever:10} {rate:8.1f} {share:9.1%} {rate / base:7.2f}x")
