@@ -9,6 +9,7 @@ from torch import nn
 
 p = argparse.ArgumentParser()
 p.add_argument("--seconds", type=float, default=60)
+p.add_argument("--eval-every", type=int, default=25)
 args = p.parse_args()
 torch.set_num_threads(1)
 model = nn.Sequential(nn.Linear(512, 1024), nn.ReLU(), nn.Linear(1024, 10))
@@ -23,7 +24,7 @@ while time.monotonic() < end:
     loss.backward()
     opt.step()
     step += 1
-    if step % 25 == 0:
+    if step % args.eval_every == 0:
         model.eval()
         with torch.no_grad():
             correct = sum(int((model(x).argmax(1) == y).sum()) for x, y in val)

@@ -5,6 +5,7 @@ over it every few steps: periodic pauses that have nothing to do with the model.
 
 import argparse
 import collections
+import gc
 import time
 
 import torch
@@ -29,7 +30,10 @@ def bookkeeping(step, n=2000):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--seconds", type=float, default=60)
+    p.add_argument("--gc-threshold", default="", help="gc.set_threshold(*these), e.g. 50000,20,20")
     args = p.parse_args()
+    if args.gc_threshold:
+        gc.set_threshold(*(int(x) for x in args.gc_threshold.split(",")))
     torch.set_num_threads(1)
     model = nn.Sequential(nn.Linear(512, 2048), nn.ReLU(), nn.Linear(2048, 10))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)

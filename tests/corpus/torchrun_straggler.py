@@ -24,6 +24,7 @@ class Encoder(nn.Module):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--seconds", type=float, default=60)
+    p.add_argument("--balanced", action="store_true", help="every rank's sequences as long")
     args = p.parse_args()
     dist.init_process_group("gloo")
     rank = dist.get_rank()
@@ -31,7 +32,7 @@ def main():
     torch.manual_seed(rank)
     model = nn.parallel.DistributedDataParallel(Encoder())
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    seq_len = 256 if rank == 1 else 128  # rank 1's shard: the long documents
+    seq_len = 256 if rank == 1 and not args.balanced else 128  # rank 1's: the long documents
     end, step = time.monotonic() + args.seconds, 0
     while time.monotonic() < end:
         tokens = torch.randint(0, 1000, (32, seq_len))
