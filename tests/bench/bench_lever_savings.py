@@ -39,7 +39,7 @@ LEVERS = (
 
 def diagnose(s: bv.Scenario, extra: tuple[str, ...], seconds: float) -> dict:
     script = bv.command(s, seconds + 30)
-    script = [*script[: script.index("--seconds")], *extra, *script[script.index("--seconds"):]]
+    script = [*script[: script.index("--seconds")], *extra, *script[script.index("--seconds") :]]
     out = subprocess.run(bv.gputop("--duration", str(seconds), "--", *script),
                          capture_output=True, text=True, timeout=seconds + 120,
                          cwd=bv.CORPUS)  # fmt: skip
