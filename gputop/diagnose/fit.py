@@ -7,7 +7,7 @@ job is a wrong answer, like a wrong verdict). Pure: the setup document (``model/
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from gputop.vocab.setup import DDP, DEEPSPEED, FSDP1, FSDP2, LIGHTNING, TRANSFORMERS
@@ -45,8 +45,3 @@ def fits(lever: str, setup: Mapping[str, Any] | None) -> bool:
             if kind != have and any(k in lever for k in knobs):
                 return False
     return True
-
-
-def unfit(levers: Iterable[str], setup: Mapping[str, Any] | None) -> list[str]:
-    """The levers that do not fit the setup."""
-    return [x for x in levers if not fits(x, setup)]

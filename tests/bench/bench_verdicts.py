@@ -625,9 +625,9 @@ def table(results: list[Result]) -> str:
 
 def unfit(r: Result) -> list[str]:
     """The final levers that turn a knob of a setup the job does not have (none is right)."""
-    from gputop.diagnose.fit import unfit as not_fitting
+    from gputop.diagnose.fit import fits
 
-    return not_fitting(r.levers, r.setup)
+    return [x for x in r.levers if not fits(x, r.setup)]
 
 
 def _cause_cell(r: Result) -> str:

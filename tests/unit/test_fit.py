@@ -6,10 +6,14 @@ from __future__ import annotations
 import pytest
 
 from gputop.diagnose import levers
-from gputop.diagnose.fit import fits, unfit
+from gputop.diagnose.fit import fits
 from gputop.vocab.setup import DDP, DEEPSPEED, DIRECT, FSDP1, FSDP2, LIGHTNING, NONE
 
 KINDS = (DDP, FSDP1, FSDP2, DEEPSPEED, DIRECT, NONE)
+
+
+def unfit(levers, setup) -> list[str]:
+    return [x for x in levers if not fits(x, setup)]
 
 
 def setup(kind: str | None, backend: str = "gloo", framework: str | None = None) -> dict:
