@@ -220,6 +220,9 @@ class ProcessCpu:
     rss_growth: float | None = None
     """Bytes per second its resident memory grew over the whole window (None: under
     GROWTH_SPAN_S of readings)."""
+    ppid: int = 0
+    cmdline: str = ""
+    """Its command line as /proc gave it (a child a hung process waits for is named by it)."""
 
 
 CPU_SPAN_S = 6.0
@@ -469,6 +472,8 @@ def _process_cpu(
             _mean(main.get(p.pid, [])),
             _mean(runq.get(p.pid, [])),
             (grown or {}).get(p.pid),
+            p.ppid,
+            p.cmdline,
         )
         for p in samples[-1].processes
     )

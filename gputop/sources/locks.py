@@ -11,13 +11,14 @@ from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from gputop.model.host import LockWait
+from gputop.model.shown import MAX_SHOWN, printable
 
 LOCKS_PATH = "/proc/locks"
 MAX_LOCKS_BYTES = 256 * 1024
 """At most this much of /proc/locks is read (thousands of locks)."""
 MAX_FDS = 1024
 """A waiter's open files looked at for the locked file's path."""
-MAX_CMD = 200
+MAX_CMD = MAX_SHOWN
 """Characters of a holder's command line kept."""
 
 
@@ -74,12 +75,6 @@ def blocked(lines: Iterable[LockLine], job: set[int]) -> list[Blocked]:
         elif x.pid in job and x.number in holders:
             out.append(Blocked(x.pid, holders[x.number]))
     return out
-
-
-def printable(text: str, limit: int = MAX_CMD) -> str:
-    """Another process's text as one safe line: control characters replaced, cut to limit."""
-    clean = "".join(c if c.isprintable() else "?" for c in text[: limit + 1])
-    return clean if len(clean) <= limit else clean[: limit - 1] + "…"
 
 
 def read_locks(path: str = LOCKS_PATH) -> str:

@@ -132,6 +132,7 @@ SCENARIOS = (
         "the main thread waits for a child process that sleeps: nothing in the tree works and "
         "no step will complete",
         onset=8,
+        cause="waits for its child",
     ),
     Scenario(
         "hang_socket_recv", ("hang_socket_recv.py", "--stuck-after", "8"), "plain", HUNG, onset=8

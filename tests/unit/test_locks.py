@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests_support import fuzz_examples
 
-from gputop.sources.locks import LockLine, blocked, lock_waits, parse_locks, printable
+from gputop.model.shown import printable
+from gputop.sources.locks import LockLine, blocked, lock_waits, parse_locks
 
 LOCKS = """\
 1: POSIX  ADVISORY  WRITE 300 fe:00:77 0 EOF

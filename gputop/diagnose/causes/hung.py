@@ -9,6 +9,7 @@ from __future__ import annotations
 from gputop.diagnose.findings import Cause, Evidence
 from gputop.diagnose.signals import RuleInputs
 from gputop.model.host import LockWait
+from gputop.model.shown import printable
 
 LOCK_TIMEOUT = (
     "take the lock with a deadline (fcntl.flock(fd, LOCK_EX | LOCK_NB) in a retry loop, or "
@@ -33,11 +34,52 @@ def _on(w: LockWait) -> str:
     return f" on {w.path}" if w.path else ""
 
 
+CHILD_TIMEOUT = (
+    "a timeout on the wait (subprocess.run(..., timeout=...), Popen.wait(timeout=...)): a "
+    "child that never ends becomes an error with a traceback"
+)
+SUBPROCESS_FILE = "subprocess.py"
+"""The standard library's file a thread waiting for its child sits in (Popen.wait,
+communicate)."""
+
+
+def _child_wait(sig: RuleInputs) -> Cause | None:
+    """A process of the job parked in subprocess's wait, and the child it waits for: its
+    command line and whether it uses CPU (asleep for good, or working slowly)."""
+    still = sig.stacks.still if sig.stacks is not None else ()
+    procs = sig.host.process_cpu if sig.host is not None else ()
+    for m in still:
+        if m.leaf is None or not m.leaf.file.endswith(SUBPROCESS_FILE):
+            continue
+        kids = [p for p in procs if p.ppid == m.pid]
+        if not kids:
+            continue
+        kid = max(kids, key=lambda p: p.cores or 0.0)
+        busy = kid.cores or 0.0
+        doing = (
+            f"using {busy:.0%} of a core: it works, slowly"
+            if busy >= CHILD_BUSY
+            else "using no CPU: it waits itself"
+        )
+        cmd = f" ({printable(kid.cmdline, 80)})" if kid.cmdline else ""
+        text = f"{_who(sig, m.pid)} waits for its child pid {kid.pid}{cmd}, {doing}"
+        said = f"{_who(sig, m.pid)} in {m.leaf.name} for {m.still_s:.0f} s; pid {kid.pid} "
+        evidence = (Evidence(f"{said}{kid.cores or 0.0:.2f} cores", "stacks"),)
+        look = f"py-spy dump --pid {kid.pid} (a Python child) or its own log: why pid {kid.pid} "
+        return Cause(text, evidence, (f"{look}does not end", CHILD_TIMEOUT))
+    return None
+
+
+CHILD_BUSY = 0.05
+"""A child using this much of a core works; under it, it waits (a sleep, a read, a lock)."""
+
+
 def hung_cause(sig: RuleInputs) -> Cause | None:
-    """The first file-lock wait of the job's processes, or None when none waits on one."""
+    """A file-lock wait of the job's processes with the lock's holder, else a wait for a
+    child process; None when neither is measured."""
     waits = sig.host.lock_waits if sig.host is not None else ()
     if not waits:
-        return None
+        return _child_wait(sig)
     w = waits[0]
     what = f"a {w.kind} lock on {w.path}" if w.path else f"a {w.kind} file lock"
     text = f"{_who(sig, w.waiter)} waits for {what} held by {_holder(w)}"
