@@ -458,15 +458,59 @@ def _wrap_attr(owner: Any, name: str, phase: Any, rec: StepRecorder) -> None:
         setattr(owner, name, _timed(orig, phase, rec))
 
 
+_INSIDE = threading.local()
+"""Per thread: how deep in counted collectives it is (only the outermost call is counted)."""
+
+
+def payload(tensor: type, args: Any) -> int:
+    """Bytes a collective is given: the largest of its first two arguments (a tensor, or a
+    list of them: all_reduce's tensor; all_gather_into_tensor's and reduce_scatter_tensor's
+    full-size side), a few checks a call."""
+    most = 0
+    for value in args[:2]:
+        items: Any = value[:ELEMENTS_FAN] if isinstance(value, list | tuple) else (value,)
+        size = 0
+        for t in items:
+            if isinstance(t, tensor):
+                size += int(t.numel()) * int(t.element_size())  # type: ignore[attr-defined]
+        most = max(most, size)
+    return most
+
+
+def _counted(orig: Any, phase: Any, rec: StepRecorder, tensor: type) -> Any:
+    """``_timed``, and the call's payload added to the step's collective bytes from whatever
+    thread makes it (DDP's default hook all-reduces its buckets in the autograd thread)."""
+    timed = _timed(orig, phase, rec)
+
+    @functools.wraps(orig)
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        depth = getattr(_INSIDE, "depth", 0)
+        if not depth:  # a collective torch makes inside another is not more bytes
+            try:
+                rec.comm_bytes += payload(tensor, args)
+            except Exception:
+                rec.errors += 1
+        _INSIDE.depth = depth + 1
+        try:
+            return timed(*args, **kwargs)
+        finally:
+            _INSIDE.depth = depth
+
+    counted.__gputop__ = True  # type: ignore[attr-defined]
+    return counted
+
+
 def _wrap_collectives(rec: StepRecorder, dist: Any, c10d: Any) -> None:
     """``torch.distributed.X`` is ``distributed_c10d.X``: both names get the same wrapper, so
     ``dist.all_reduce`` and c10d's own calls between its functions are timed once (depth)."""
     sync = rec.auto["grad_sync"]
+    import torch
+
     for name in COLLECTIVES:
         orig = getattr(c10d, name, None) or getattr(dist, name, None)
         if not callable(orig) or getattr(orig, "__gputop__", False):
             continue
-        timed = _timed(orig, sync, rec)
+        timed = _counted(orig, sync, rec, torch.Tensor)
         for owner in (dist, c10d):
             if getattr(owner, name, None) is orig:
                 setattr(owner, name, timed)

@@ -167,8 +167,8 @@ NO_PHASE = _NoPhase()
 class StepRecorder:
     """Per-process state of the agent. ``records`` holds finished steps as tuples:
     (seq, step, t_start_ns, t_end_ns, per-phase host ns, samples, tokens, flops, input
-    elements, GC ns, full (generation 2) collections); the last two are None until
-    ``watch_gc()``."""
+    elements, collective bytes, GC ns, full (generation 2) collections); the last two are None
+    until ``watch_gc()``."""
 
     def __init__(self, history: int = STEP_HISTORY) -> None:
         self.on = True
@@ -182,6 +182,9 @@ class StepRecorder:
         self.inputs = 0
         """Tensor elements the step's training forwards were given (``auto._Forward`` counts
         them): a rank whose inputs are larger works longer for that reason."""
+        self.comm_bytes = 0
+        """Bytes the step's collectives were given (``auto`` counts them in any thread: DDP's
+        buckets are all-reduced from the autograd thread): the comms' payload."""
         self.open_id = -1
         self.open_t0 = 0
         self.seg_t0 = 0
@@ -285,6 +288,7 @@ class StepRecorder:
             durations = tuple(acc[:n])
             self.acc = [0] * MAX_PHASES
             inputs, self.inputs = self.inputs or None, 0
+            comm, self.comm_bytes = self.comm_bytes or None, 0
             if flops is None:
                 flops = self.default_flops
             gc_ns: int | None
@@ -297,7 +301,7 @@ class StepRecorder:
                 gc_ns = gc_full = None
             self.records.append(
                 (self.seq, self.step_no, self.step_t0, t, durations, samples, tokens, flops,
-                 inputs, gc_ns, gc_full)
+                 inputs, comm, gc_ns, gc_full)
             )  # fmt: skip
             self.seq += 1
             self.step_no += 1
@@ -328,7 +332,7 @@ class StepRecorder:
         (markers entered before or during the idle stretch no longer count)."""
         self._stale = False
         self.acc = [0] * MAX_PHASES
-        self.inputs = 0
+        self.inputs = self.comm_bytes = 0
         self.open_id, self.open_t0, self.seg_t0, self.user_open = -1, 0, t, 0
         for p in self.phases.values():
             p._t0 = 0

@@ -383,7 +383,20 @@ class AgentServer:
     def _steps_message(self, records: list[tuple]) -> bytes:
         names = self.rec.names
         steps = []
-        for seq, step, t0, t1, durations, samples, tokens, flops, inputs, gc_ns, gc_full in records:
+        for (
+            seq,
+            step,
+            t0,
+            t1,
+            durations,
+            samples,
+            tokens,
+            flops,
+            inputs,
+            comm,
+            gc_ns,
+            gc_full,
+        ) in records:
             phases = {names[i]: d for i, d in enumerate(durations) if d and i < len(names)}
             item = {
                 "seq": seq,
@@ -397,6 +410,8 @@ class AgentServer:
             }
             if inputs is not None:  # absent: no training forward seen (an older agent too)
                 item["inputs"] = inputs
+            if comm is not None:  # absent: no collective in the step
+                item["comm_bytes"] = comm
             if gc_ns is not None:  # absent: GC not timed (an older agent, or GPUTOP_GC=0)
                 item["gc_ns"] = gc_ns
                 item["gc_full"] = gc_full

@@ -33,6 +33,8 @@ class StepRecord:
     inputs: int | None = None
     """Tensor elements the step's training forwards were given (None: the agent saw none, or
     an older agent): ranks given more work longer."""
+    comm_bytes: int | None = None
+    """Bytes the step's collectives were given (None: no collective, or an older agent)."""
     gc_ns: int | None = None
     """Nanoseconds the step spent in Python garbage collections (inside its phases: a
     collection pauses whatever runs); None when the agent did not time them."""

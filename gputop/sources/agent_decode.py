@@ -121,6 +121,7 @@ def parse_steps(msg: dict[str, Any]) -> tuple[list[StepRecord], int]:
                 tokens=_opt_int(item.get("tokens")),
                 flops=float(flops) if flops is not None else None,
                 inputs=_opt_int(item.get("inputs")),
+                comm_bytes=_opt_int(item.get("comm_bytes")),
                 gc_ns=gc_ns,
                 gc_full=gc_full,
             )

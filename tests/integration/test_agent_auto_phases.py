@@ -21,6 +21,8 @@ from gputop.sources.agent_link import AgentLink  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SLOW_MS = 25.0
+GRAD_BYTES = 4 * (256 * 512 + 512 + 512 * 10 + 10)
+"""The example MLP's gradients (float32), all-reduced once a step: its payload."""
 
 
 def run_plain(agent_dir: Path, *argv: str, timeout: float = 120):
@@ -105,6 +107,8 @@ def test_ddp_under_mp_spawn_reports_ranks_from_the_process_group(tmp_path):
     spawn = (str(EXAMPLES / "ddp_plain.py"), "--spawn", "2", "--steps", "30", "--port", "29541")
     agents = run_plain(tmp_path, *spawn, "--slow-rank", "0", "--slow-ms", str(SLOW_MS))
     check_ranks(agents, slow=0)  # no RANK variable: the rank came from torch.distributed
+    for a in agents:  # DDP's buckets, all-reduced from the autograd thread, are the payload
+        assert {s.comm_bytes for s in a.steps[3:]} == {GRAD_BYTES}, a.steps[-1]
     for a in agents:  # the setup, read from the live DDP object (issue 38)
         assert parallel(a) == {
             "kind": "DDP", "bucket_cap_mb": 25.0, "gradient_as_bucket_view": False,
@@ -121,6 +125,7 @@ def test_a_hand_written_all_reduce_loop_is_grad_sync(tmp_path, mode):
     check_ranks(agents, slow=1)
     for a in agents:  # a process group and no wrapper: the loop's own collectives
         assert parallel(a) == {"kind": "collectives"}, a.fingerprint
+        assert {s.comm_bytes for s in a.steps[3:]} == {GRAD_BYTES}, a.steps[-1]
 
 
 USER_HOOK = """

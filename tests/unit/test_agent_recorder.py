@@ -18,8 +18,8 @@ def test_phases_accumulate_into_one_step_record():
         time.sleep(0.001)
     r.step(samples=64, tokens=1000, flops=1e9)
     (rec,) = r.records
-    seq, step, t0, t1, durations, samples, tokens, flops, inputs, gc_ns, gc_full = rec
-    assert inputs is None  # no forward was given anything
+    seq, step, t0, t1, durations, samples, tokens, flops, inputs, comm, gc_ns, gc_full = rec
+    assert inputs is None and comm is None  # no forward, no collective
     assert (seq, step, samples, tokens, flops) == (0, 0, 64, 1000, 1e9)
     assert gc_ns is None and gc_full is None  # GC is timed only once watched
     names = r.names

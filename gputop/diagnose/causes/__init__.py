@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from gputop.diagnose.bounds import BY_NAME
+from gputop.diagnose.causes.comms import comms_cause
 from gputop.diagnose.causes.hung import hung_cause
 from gputop.diagnose.causes.straggler import straggler_cause
 from gputop.diagnose.findings import Cause, Finding
@@ -28,6 +29,7 @@ def _straggler(sig: RuleInputs) -> Cause | None:
 FINDERS: dict[str, Callable[[RuleInputs], Cause | None]] = {
     slices.STRAGGLER: _straggler,
     slices.STALL: hung_cause,
+    slices.COMMS: comms_cause,
 }
 """The slice a cause stretches -> its finder."""
 

@@ -1,0 +1,54 @@
+"""The comms wait's cause (``diagnose/causes/comms.py``): the job's wrapper with the settings
+that decide its collectives, the bytes a step carries and the rate they move at."""
+
+from __future__ import annotations
+
+from types import MappingProxyType as M
+
+from builders import agent, step
+
+from gputop.diagnose import evaluate, reduce_windows
+from gputop.model.steps import AgentsSample
+
+PHASES = {"forward": 20.0, "backward": 20.0, "grad_sync": 60.0, "optimizer": 2.0}
+
+
+def job(parallel: dict | None, comm_bytes: int | None = 256_000_000) -> AgentsSample:
+    fp = M({"parallel": M(parallel)} if parallel else {})
+    out = []
+    for r in (0, 1):
+        steps = tuple(step(i, int(i * 1e9), PHASES, comm_bytes=comm_bytes) for i in range(30))
+        out.append(agent(100 + r, steps, rank=r, world_size=2, fingerprint=fp))
+    return AgentsSample(target=50, t=1.0, wall=0.0, agents=tuple(out))
+
+
+def principal(agents: AgentsSample):
+    v, _ = evaluate(reduce_windows([], [], agents=agents), now=10.0)
+    assert v.principal is not None and v.principal.bound == "comms", v.principal
+    return v.principal
+
+
+def test_ddp_names_its_bytes_settings_and_rate():
+    ddp = {"kind": "DDP", "backend": "gloo", "bucket_cap_mb": 25.0,
+           "gradient_as_bucket_view": False, "static_graph": False}  # fmt: skip
+    p = principal(job(ddp))
+    assert p.cause.text == (
+        "DDP all-reduces its gradients: 256.0 MB a step over gloo (bucket_cap_mb=25.0, "
+        "gradient_as_bucket_view=False); the step waits 60 ms for them (4.27 GB/s)"
+    )
+    assert p.levers[0].startswith("DDP bucket_cap_mb=25 -> 50")
+    assert p.saving is None  # what a bigger bucket saves is not measured
+
+
+def test_a_loops_own_collectives_and_fsdp2_are_said_as_theirs():
+    direct = principal(job({"kind": "collectives", "backend": "gloo"}))
+    assert direct.cause.text.startswith("the loop's own collectives move: 256.0 MB a step")
+    assert not any("bucket_cap_mb" in x for x in direct.levers)
+    fsdp = principal(job({"kind": "FSDP2", "backend": "gloo", "reshard_after_forward": True}))
+    assert fsdp.cause.text.startswith("FSDP2 gathers its parameters and reduces its gradients")
+    assert "(reshard_after_forward=True)" in fsdp.cause.text
+    assert not any("DDP" in x for x in fsdp.levers), fsdp.levers
+
+
+def test_no_bytes_counted_is_no_cause():
+    assert principal(job({"kind": "DDP", "backend": "gloo"}, comm_bytes=None)).cause is None
