@@ -340,7 +340,14 @@ SCENARIOS = (
         eval=0.04,
         why="an eval pass of 4% of the time (nanoGPT's): no loss reaches the floor",
     ),
-    mixed("mixed_sync30_log10", "comms", "torchrun", comms=0.30, log=0.10),
+    mixed(
+        "mixed_sync30_log10",
+        "comms",
+        "torchrun",
+        cause="the loop's own collectives",
+        comms=0.30,
+        log=0.10,
+    ),
     mixed("mixed_sync10_log40", "side-work", "torchrun", comms=0.10, log=0.40),
     mixed(
         "mixed_straggler25_ckpt10",
@@ -390,6 +397,15 @@ SCENARIOS = (
         frozenset({"comms"}),
         "a 256 MB dense gradient all-reduced over gloo each step: ~70% of the step here (the "
         "rest is the optimizer over 64M parameters)",
+        cause="DDP all-reduces its gradients",
+    ),
+    Scenario(
+        "fsdp_comms",
+        ("fsdp_comms.py",),
+        "torchrun",
+        frozenset({"comms"}),
+        "FSDP2 over gloo: six 4 MB layers gathered for each forward and backward, a batch of 8",
+        cause="FSDP2 gathers its parameters",
     ),
 )
 
