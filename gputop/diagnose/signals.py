@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from gputop.model import DeviceInfo, GpuSample, Window
+from gputop.model.gpu import GpuProcess
 from gputop.model.host import MAIN, WORKER, HostSample, LockWait
 from gputop.model.ranks import RankWork, main_agent, rank_work, ranked
 from gputop.model.stack_stats import (
@@ -66,6 +67,9 @@ class GpuSignals:
     per_gpu: tuple[tuple[int, GpuSignals], ...] = ()
     """(index, that GPU's readings alone) for each GPU of a board of several: one GPU
     throttled among eight vanishes in the board's means (``verdict.on_each_gpu``)."""
+    pids: frozenset[int] = frozenset()
+    """Processes on these GPUs at their latest reading that listed any, as gputop's /proc
+    sees them: which GPU a rank computes on, and who else does."""
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -102,6 +106,7 @@ def gpu_signals(
     lowered = False
     hottest = None
     seen = set()
+    listed: dict[int, tuple[GpuProcess, ...]] = {}
     v: float | None
     for w in windows:
         samples = w.samples
@@ -161,6 +166,8 @@ def gpu_signals(
             if v is not None:
                 n_rx += 1
                 t_rx += v
+            if s.processes:  # the slow tier lists them: the latest list per GPU stands
+                listed[i] = s.processes
     if count < 2:
         return None
     mean_util = t_util / n_util if n_util else 0.0
@@ -185,6 +192,7 @@ def gpu_signals(
         pcie_rx_gbps=t_rx / n_rx / 1e6 if n_rx else None,
         names=tuple(sorted({d.name or "?" for d in devices})),
         span_s=end - start,
+        pids=frozenset(p.local_pid for ps in listed.values() for p in ps if p.local_pid),
         util_recent=_avg(t_recent, n_recent),
         sm_recent=_avg(t_sm_recent, n_sm_recent),
     )

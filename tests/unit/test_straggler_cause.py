@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from types import MappingProxyType as M
 
-from builders import agent, step
+from builders import agent, device, gpu_sample, step
 
 from gputop.diagnose import evaluate, reduce_windows
 from gputop.diagnose.causes.straggler import BALANCE, HARDWARE, OWN_CORES
 from gputop.model import Window
+from gputop.model.gpu import GpuProcess
 from gputop.model.host import HostSample, ProcSample
 from gputop.model.steps import AgentsSample
 
@@ -54,8 +55,26 @@ def host(runq: tuple[float, float]) -> Window:
     return Window(samples, 0.0, 5.0)
 
 
-def principal(agents: AgentsSample, runq: tuple[float, float] = (0.02, 0.03)):
-    sig = reduce_windows([], [], agents=agents, host=host(runq))
+def gpus(clocks: tuple[int, int], stranger: int | None = None) -> list[Window]:
+    """Two GPUs, rank 0 (pid 100) on GPU 0 and rank 1 (pid 101) on GPU 1, each at its SM
+    clock (the power cap named when under the maximum); ``stranger`` also on GPU 1."""
+
+    def on(i: int) -> tuple[GpuProcess, ...]:
+        pids = (100 + i, *((stranger,) if stranger and i == 1 else ()))
+        return tuple(GpuProcess(p, p, None, 1 << 30, None, None) for p in pids)
+
+    return [
+        Window(tuple(gpu_sample(i, float(t), ("sw_power_cap",) if clocks[i] < 1980 else (),
+                                sm_clock_mhz=clocks[i], processes=on(i))
+                     for t in range(6)), 0.0, 6.0)
+        for i in (0, 1)
+    ]  # fmt: skip
+
+
+def principal(agents: AgentsSample, runq: tuple[float, float] = (0.02, 0.03), board=None):
+    windows = board or []
+    devices = [device(i) for i in range(len(windows))]
+    sig = reduce_windows(windows, devices, agents=agents, host=host(runq))
     v, _ = evaluate(sig, now=10.0)
     assert v.principal is not None and v.principal.bound == "straggler", v.principal
     return v.principal
@@ -104,3 +123,16 @@ def test_a_checkpoint_only_one_rank_saves_is_named():
     p = principal(ranks({"checkpoint": SLOW_MS}))
     assert p.cause.text.startswith("rank 1: checkpointing takes 30 ms a step more than on")
     assert "async_save" in p.levers[0]
+
+
+def test_a_rank_whose_gpu_clocks_lower_is_its_gpu():
+    p = principal(ranks({"forward": SLOW_MS}), board=gpus((1980, 1400)))
+    said = "rank 1's GPU 1 runs slower: SM clock at 71% of its maximum (the others' 100%; "
+    assert p.cause.text.startswith(f"{said}power cap 100% of the time)"), p.cause
+    assert p.levers[0] == HARDWARE
+
+
+def test_a_process_outside_the_job_on_its_gpu_is_named():
+    p = principal(ranks({"forward": SLOW_MS}), board=gpus((1980, 1980), stranger=4242))
+    assert p.cause.text.startswith("rank 1's GPU 1 is shared: pid 4242, not of the job"), p.cause
+    assert p.levers[0].startswith("move pid 4242 off GPU 1")

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from gputop.diagnose.budget import RankBudget
 from gputop.diagnose.findings import Cause, Evidence
-from gputop.diagnose.signals import RuleInputs
+from gputop.diagnose.signals import GpuSignals, RuleInputs
 from gputop.model.ranks import Slowest
 from gputop.model.step_stats import usable
 from gputop.vocab import budget as slices
@@ -20,6 +20,9 @@ from gputop.vocab import budget as slices
 INPUTS_RATIO = 1.2
 """A rank given this many times the median rank's input elements per step has larger inputs
 (sequence-length skew is 2x and more; batches of one shape differ by nothing)."""
+GPU_SLOWER = 0.10
+"""A rank's GPU whose SM clock is this far below the other ranks' (share of its maximum) runs
+slower for that reason (clocks cut by the power cap or heat: docs/facts/bounds.md)."""
 RUNQ_MORE = 0.15
 """Seconds per second a rank's threads wait for a CPU beyond the median rank's from which its
 CPUs are shared: a runnable thread that waits 15% of the time has lost that much of a core."""
@@ -69,6 +72,50 @@ def _others(ranks: Sequence[RankBudget], slow: RankBudget) -> list[RankBudget]:
 def _runq(sig: RuleInputs, pid: int) -> float | None:
     procs = sig.host.process_cpu if sig.host is not None else ()
     return next((p.runq for p in procs if p.pid == pid), None)
+
+
+def _gpu_of(sig: RuleInputs, pid: int) -> tuple[int, GpuSignals] | None:
+    """The GPU NVML lists ``pid`` on (its own readings), None when not listed or one GPU."""
+    board = sig.gpu.per_gpu if sig.gpu is not None else ()
+    return next(((i, g) for i, g in board if pid in g.pids), None)
+
+
+def _gpu_cause(
+    sig: RuleInputs, name: str, mine: RankBudget, others: list[RankBudget], longer: str
+) -> Cause | None:
+    """Its GPU runs slower than the other ranks' (clock cut, power cap or heat), or another
+    process outside the job computes on it."""
+    own = _gpu_of(sig, mine.pid)
+    if own is None:
+        return None
+    i, g = own
+    theirs = [x for r in others if (x := _gpu_of(sig, r.pid)) is not None and x[0] != i]
+    job = {p.pid for p in sig.host.process_cpu} if sig.host is not None else set()
+    job |= {r.pid for r in (mine, *others)}
+    strangers = sorted(g.pids - job) if job else []
+    clocks = [t.clock_ratio for _, t in theirs if t.clock_ratio is not None]
+    if clocks and g.clock_ratio is not None:
+        typical = statistics.median(clocks)
+        if typical - g.clock_ratio >= GPU_SLOWER:
+            why = "power cap" if g.power_throttled >= g.thermal_throttled else "heat"
+            held = max(g.power_throttled, g.thermal_throttled)
+            return Cause(
+                f"{name}'s GPU {i} runs slower: SM clock at {g.clock_ratio:.0%} of its maximum "
+                f"(the others' {typical:.0%}; {why} {held:.0%} of the time): {longer}",
+                (Evidence(f"GPU {i} (pid {mine.pid}) clock {g.clock_ratio:.0%} of max, the "
+                          f"others {typical:.0%} (>= {GPU_SLOWER:.0%} lower)", "NVML"),),
+                (HARDWARE,),
+            )  # fmt: skip
+    if strangers:
+        return Cause(
+            f"{name}'s GPU {i} is shared: pid {strangers[0]}, not of the job, computes on it "
+            f"too: {longer}",
+            (Evidence(f"NVML lists pid {', '.join(map(str, strangers[:3]))} on GPU {i} beside "
+                      f"pid {mine.pid}", "NVML"),),
+            (f"move pid {strangers[0]} off GPU {i} (or the job to GPUs of its own: "
+             "CUDA_VISIBLE_DEVICES)",),
+        )  # fmt: skip
+    return None
 
 
 def straggler_cause(sig: RuleInputs, slow: Slowest) -> Cause | None:
@@ -130,6 +177,9 @@ def _compute_cause(
                 ),
                 (BALANCE,),
             )
+    gpu = _gpu_cause(sig, name, mine, others, longer)
+    if gpu is not None:
+        return gpu
     own_q = _runq(sig, mine.pid)
     their_q = [q for r in others if (q := _runq(sig, r.pid)) is not None]
     if own_q is not None and their_q and own_q - statistics.median(their_q) >= RUNQ_MORE:
