@@ -46,6 +46,8 @@ COLLECTIVES = (
     "broadcast",
     "barrier",
     "all_to_all_single",
+    "all_gather_single",  # FSDP2's gathers and reductions (torch 2.13)
+    "reduce_scatter_single",
     "reduce",
     "_broadcast_coalesced",  # DDP's buffer (and start-up parameter) broadcast
 )

@@ -143,14 +143,34 @@ def parallel_of(module: Any, group: bool = False) -> dict[str, Any]:
     return {"kind": vocab.DIRECT if group else vocab.NONE}
 
 
+FSDP2_LOOKED_AT = 64
+"""Submodules looked at for an FSDP2 parameter group below the root (a model's first layers)."""
+
+
+def _fsdp2_group(module: Any) -> Any:
+    """The parameter group of the first module below the root that ``fully_shard`` wrapped
+    (FSDP2 keeps the root's parameters unsharded after forward whatever was asked, so the
+    layers' group says what the user chose), else the root's own."""
+    for i, sub in enumerate(module.modules()):
+        if i >= FSDP2_LOOKED_AT:
+            break
+        state = getattr(sub, "_get_fsdp_state", None)
+        group = _get(state(), "_fsdp_param_group") if i and callable(state) else None
+        if group is not None:
+            return group
+    return module._get_fsdp_state()._fsdp_param_group
+
+
 def _fsdp2(module: Any) -> dict[str, Any]:
     """FSDP2's settings from its parameter group (private, read defensively): how many ranks
     shard (and replicate, HSDP), and what ``reshard_after_forward`` became: False (kept
     unsharded until backward), True, or the size of the smaller group it reshards to."""
     out: dict[str, Any] = {}
     try:
-        group = module._get_fsdp_state()._fsdp_param_group
+        group = _fsdp2_group(module)
     except Exception:
+        return out
+    if group is None:
         return out
     mesh = _get(group, "mesh_info")
     shard = _get(mesh, "shard_mesh_size")

@@ -36,6 +36,11 @@ from torch.distributed.fsdp import fully_shard
 m = model()
 fully_shard(m, reshard_after_forward=False)
 out["fsdp2"] = setup.parallel_of(m, True)
+layered = model()
+for layer in (layered[0], layered[2]):  # the usual way: each layer, then the root
+    fully_shard(layer)
+fully_shard(layered)
+out["fsdp2_layers"] = setup.parallel_of(layered, True)
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 out["fsdp1"] = setup.parallel_of(FSDP(model(), device_id=torch.device("cpu")), True)
 out["plain"] = setup.parallel_of(model(), True)
@@ -58,6 +63,8 @@ def test_the_parallel_wrapper_and_its_settings_from_real_torch_objects(tmp_path)
     }  # fmt: skip
     assert got["fsdp2"] == {"kind": names.FSDP2, "shard_size": 1, "hsdp": False,
                             "reshard_after_forward": False}  # fmt: skip
+    # the layers' choice (the default), not the root's, which FSDP2 keeps unsharded anyway
+    assert got["fsdp2_layers"]["reshard_after_forward"] is True, got["fsdp2_layers"]
     assert got["fsdp1"]["kind"] == names.FSDP1
     assert got["fsdp1"]["sharding_strategy"] == "NO_SHARD"  # FSDP's own choice on one rank
     assert got["fsdp1"]["backward_prefetch"] == "BACKWARD_PRE"
