@@ -303,7 +303,10 @@ def test_workers_and_threads_over_one_cpu_are_cpu_oversubscribed_not_data_input(
     doc = _quota_scenario(1, *knobs, duration=22)
     assert principal(doc) == "cpu-oversubscribed", doc["timeline"]
     p = doc["verdict"]["principal"]
-    assert "cgroup throttled" in " ".join(e["text"] for e in p["evidence"])
+    texts = " ".join(e["text"] for e in p["evidence"])
+    # the quota read, as throttling or as threads queued on it: under load the run-queue
+    # evidence alone held once in CI ("3 threads ready to run on 1.0 CPUs (cgroup quota)")
+    assert "cgroup throttled" in texts or "CPUs (cgroup quota)" in texts, texts
     assert p["levers"][1] == "do not add DataLoader workers: they compete for the same CPUs"
     assert any(f["bound"].startswith("data-input") for f in doc["verdict"]["secondary"])
 
