@@ -34,6 +34,7 @@ from pathlib import Path
 
 import gputop
 from gputop.agent.paths import runtime_dir, serving_dir
+from gputop.model.shown import printable
 from gputop.vocab.stacks import AGENT_PACKAGE_PREFIX
 
 FOLDER_PREFIX = "gputop-agent-"
@@ -184,7 +185,7 @@ def _read_line(dir_fd: int, name: str) -> str | None:
     finally:
         os.close(fd)
     text = raw.decode("utf-8", "replace").split("\n", 1)[0]
-    return "".join(ch if ch.isprintable() else "?" for ch in text).strip() or "no reason given"
+    return printable(text, MAX_LINE).strip() or "no reason given"
 
 
 def _remove_at(parent: int, name: str, depth: int = 0) -> None:

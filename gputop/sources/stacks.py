@@ -242,6 +242,8 @@ class StackSource:
         self._start: dict[int, int] = {}
         self._parent: dict[int, int] = {}
         self._ranks: dict[int, RankId | None] = {}
+        self._numbered: dict[int, int] = {}
+        """pid -> rank number, for the ranks that have one (a child's rank above it)."""
 
     def tree(self) -> list[tuple[int, str]]:
         """(pid, role) of the target and every process below it, roles by ``roles`` from
@@ -257,6 +259,7 @@ class StackSource:
         given = self._hints() if self._hints else {}
         settled = roles(facts, self.pid, merge_hints(self.hints(), given))
         self._ranks = {pid: rank for pid, (_, rank) in settled.items()}
+        self._numbered = {p: r.rank for p, r in self._ranks.items() if r and r.rank is not None}
         return [(f.pid, settled[f.pid][0]) for f in facts]
 
     def hints(self) -> dict[int, RoleHint]:
@@ -356,10 +359,7 @@ class StackSource:
         if error is None and last is not None and not last.error:
             same = tuple(t.frames for t in threads) == tuple(t.frames for t in last.threads)
             self._still[pid] = self._still.get(pid, 0) + 1 if same else 0
-        of_rank = None
-        if role == CHILD:
-            numbered = {p: r.rank for p, r in self._ranks.items() if r and r.rank is not None}
-            of_rank = rank_above(pid, self._parent, numbered)
+        of_rank = rank_above(pid, self._parent, self._numbered) if role == CHILD else None
         self._last[pid] = ProcessStacks(
             pid, role, threads, error, took, number, via, taken, of_rank
         )

@@ -38,6 +38,8 @@ CHILD_TIMEOUT = (
     "a timeout on the wait (subprocess.run(..., timeout=...), Popen.wait(timeout=...)): a "
     "child that never ends becomes an error with a traceback"
 )
+CHILD_BUSY = 0.05
+"""A child using this much of a core works; under it, it waits (a sleep, a read, a lock)."""
 SUBPROCESS_FILE = "subprocess.py"
 """The standard library's file a thread waiting for its child sits in (Popen.wait,
 communicate)."""
@@ -68,10 +70,6 @@ def _child_wait(sig: RuleInputs) -> Cause | None:
         look = f"py-spy dump --pid {kid.pid} (a Python child) or its own log: why pid {kid.pid} "
         return Cause(text, evidence, (f"{look}does not end", CHILD_TIMEOUT))
     return None
-
-
-CHILD_BUSY = 0.05
-"""A child using this much of a core works; under it, it waits (a sleep, a read, a lock)."""
 
 
 def hung_cause(sig: RuleInputs) -> Cause | None:
