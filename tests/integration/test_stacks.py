@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -63,11 +64,12 @@ def stop(p: subprocess.Popen) -> None:
 
 
 def phases(source: StackSource, n: int, every: float = 0.15, timeout: float = 30.0,
-           of=None, thread=None) -> Counter:  # fmt: skip
+           of=None, thread=None, evidence: Counter | None = None) -> Counter:  # fmt: skip
     """Phases over n thread readings that landed (default: the target's main thread in the
     trainer's ``main``): a nonblocking py-spy read lost to a busy process is backed off for
     seconds while the sample keeps the process's last read, so each read (``taken``) counts
-    once, not once per tick (counted per tick, one stale optimizer read made 3 of 8)."""
+    once, not once per tick (counted per tick, one stale optimizer read made 3 of 8).
+    ``evidence`` (if given) counts each phase with its deciding frame, for a failure's message."""
     of = of or (lambda proc: proc.pid == source.pid)
     thread = thread or in_training_main
     seen: Counter = Counter()
@@ -77,11 +79,18 @@ def phases(source: StackSource, n: int, every: float = 0.15, timeout: float = 30
         for proc in sample.processes:
             if of(proc) and (proc.pid, proc.taken) not in counted:
                 counted.add((proc.pid, proc.taken))
-                seen.update(t.phase for t in proc.threads if thread(t))
+                chosen = [t for t in proc.threads if thread(t)]
+                seen.update(t.phase for t in chosen)
+                if evidence is not None:
+                    evidence.update(f"{t.phase} at {_where(t.deciding)}" for t in chosen)
         return sum(seen.values()) >= n
 
     sample_until(source, enough, timeout, every)
     return seen
+
+
+def _where(frame) -> str:
+    return "-" if frame is None else f"{Path(frame.file).name}:{frame.name}"
 
 
 def in_training_main(thread) -> bool:
@@ -109,12 +118,27 @@ def test_blocked_busy_and_sleeping_threads_are_told_apart():
 
 
 def trainer(*args: str) -> subprocess.Popen:
+    """The example trainer, returned once it has taken its first steps: on CI's 2 busy cores
+    torch's import and the first batches can take longer than any fixed sleep, and readings of
+    a trainer still starting up are not the phases these tests look at."""
     # one intra-op thread: OpenMP threads fighting busy workers for 2 cores would make
     # backward the slow part (a real finding, but not what these tests look at)
     p = start([sys.executable, str(EXAMPLES / "mlp_plain.py"), "--steps", "100000",
-               "--seconds", "20", "--threads", "1", *args])  # fmt: skip
-    time.sleep(4)  # torch import and the first batches
-    return p
+               "--seconds", "40", "--threads", "1", "--sync-every", str(STEADY), *args])  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([p.stdout], [], [], deadline - time.monotonic())
+        line = p.stdout.readline() if ready else ""
+        if not line:
+            break
+        if line.startswith(f"step {2 * STEADY} "):
+            return p
+    stop(p)
+    raise AssertionError(f"the trainer did not reach step {2 * STEADY} within 60 s")
+
+
+STEADY = 3
+"""The trainer prints every STEADY steps; readings start after its second print."""
 
 
 def test_main_thread_waits_for_busy_workers():
@@ -125,12 +149,13 @@ def test_main_thread_waits_for_busy_workers():
     p = trainer("--workers", "2", "--slow-transform-ms", "300")
     try:
         source = StackSource(p.pid)
-        seen = phases(source, 8)
+        why: Counter = Counter()
+        seen = phases(source, 8, evidence=why)
         workers = phases(source, 6, of=lambda proc: proc.role == "worker",
                          thread=lambda t: t.name == "MainThread")  # fmt: skip
     finally:
         stop(p)
-    assert seen["data wait"] >= 6, seen
+    assert seen["data wait"] >= 6, why
     assert workers["fetch/transform"] >= 3, workers
 
 
