@@ -123,8 +123,8 @@ def trainer(*args: str) -> subprocess.Popen:
     a trainer still starting up are not the phases these tests look at."""
     # one intra-op thread: OpenMP threads fighting busy workers for 2 cores would make
     # backward the slow part (a real finding, but not what these tests look at)
-    p = start([sys.executable, str(EXAMPLES / "mlp_plain.py"), "--steps", "100000",
-               "--seconds", "40", "--threads", "1", "--sync-every", str(STEADY), *args])  # fmt: skip
+    p = start([sys.executable, str(EXAMPLES / "mlp_plain.py"), "--steps", "100000", "--seconds",
+               "40", "--threads", "1", "--sync-every", str(STEADY), *args])  # fmt: skip
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         ready, _, _ = select.select([p.stdout], [], [], deadline - time.monotonic())
