@@ -226,8 +226,10 @@ def render(doc: dict[str, Any], timeline: bool = True) -> str:
             lines.append(f"  {'+' if e['supports'] else '-'} {e['text']} [{e['source']}]")
         saving = p.get("saving")
         for i, lever in enumerate(p["levers"]):
-            gain = f"  (~{saving['speedup']:.2g}x steps/s {saving['condition']})"
-            lines.append(f"  try: {lever}{gain if saving and i == 0 else ''}")
+            gain = ""
+            if saving and i == 0:
+                gain = f"  (~{saving['speedup']:.2g}x steps/s {saving['condition']})"
+            lines.append(f"  try: {lever}{gain}")
     for risk in v.get("risks") or ():
         lines.append(f"risk: {risk}")
     for f in v["secondary"]:
