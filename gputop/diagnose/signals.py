@@ -28,7 +28,7 @@ from gputop.model.stack_stats import (
     waits_in,
     worker_mains,
 )
-from gputop.model.stacks import Frame, StacksSample
+from gputop.model.stacks import Frame, ProcessStacks, StacksSample
 from gputop.model.step_stats import Mfu, gc_share, loop_share, mfu_of, phase_shares, tail_ms, usable
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
 from gputop.vocab import steps as step
@@ -681,6 +681,8 @@ class StackSignals:
     metrics, Python between batches) once they train, and where (``stack_stats.own_code``)."""
     per_process: tuple[MainPhases, ...] = ()
     """Each main and rank process's main-thread phases since it began to train (the budget)."""
+    last: tuple[ProcessStacks, ...] = ()
+    """The latest reading's processes, every thread: what a hang's other threads do."""
 
 
 def stack_signals(window: Window[StacksSample] | None) -> StackSignals | None:
@@ -706,6 +708,7 @@ def stack_signals(window: Window[StacksSample] | None) -> StackSignals | None:
         workers_at=workers_at,
         own_code=own_code(window.samples),
         per_process=tuple(main_phases(window.samples)),
+        last=window.samples[-1].processes,
     )
 
 

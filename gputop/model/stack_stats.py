@@ -212,7 +212,9 @@ def waits_in(t: ThreadStack, by_phase: bool = True) -> Frame | None:
 
 def stillness(window: Sequence[StacksSample]) -> list[Stillness]:
     """Each main and rank process's main thread: its current run of one stack and the longest
-    earlier one. Times come from the samples' clocks, so a slower dump rate counts right."""
+    earlier one, for the processes of the latest reading (one that exited, a helper that
+    finished or died, neither moves nor waits). Times come from the samples' clocks, so a
+    slower dump rate counts right."""
     out = []
     ranks: dict[int, tuple[str, int | None]] = {}
     history: dict[int, list[tuple[float, ThreadStack]]] = {}
@@ -227,7 +229,10 @@ def stillness(window: Sequence[StacksSample]) -> list[Stillness]:
             ranks[proc.pid] = (proc.role, proc.rank)
             readers[proc.pid] = (proc.via, proc.taken)
     now = window[-1].t if window else 0.0
+    alive = {proc.pid for proc in window[-1].processes} if window else set()
     for pid, stacks in history.items():
+        if pid not in alive:
+            continue  # exited (a helper that finished or died): it no longer moves or waits
         runs: list[tuple[float, float, int, int]] = []  # (first t, last t, dumps, idle dumps)
         prev: ThreadStack | None = None
         for t, th in stacks:

@@ -35,6 +35,12 @@ class ThreadStack:
     phase: str
     deciding: Frame | None
     """The frame that decided the phase: the evidence shown next to it."""
+    waits: str = ""
+    """What the kernel says a parked thread waits in ("futex", "read pipe:[123]",
+    ``sources/syscalls.py``); "" when it runs or nothing was read."""
+    writers: tuple[int, ...] | None = None
+    """For a thread parked reading a pipe or FIFO: the processes of the job that hold a write
+    end (the reader itself among them when it kept one); None when not looked at."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,3 +103,19 @@ def reads(window: Sequence[StacksSample]) -> Iterator[tuple[StacksSample, Proces
                     continue
                 seen[proc.pid] = proc.taken
             yield sample, proc
+
+
+FUTEX = "futex"
+"""The kernel wait of a lock, a condition or an event: only another thread (or process)
+ends it."""
+PIPE_READS = frozenset({"read", "readv"})
+"""Calls a reader of a pipe or FIFO sleeps in until a writer writes or every write end closes."""
+
+
+def pipe_read(waits: str) -> str | None:
+    """The pipe or FIFO a kernel wait (``ThreadStack.waits``) reads: "pipe:[123]", a FIFO's
+    path; None for anything else (a socket, an eventfd, no read)."""
+    call, _, target = waits.partition(" ")
+    if call not in PIPE_READS or not target or target.startswith(("socket:", "anon_inode:")):
+        return None
+    return target

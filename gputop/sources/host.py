@@ -38,6 +38,7 @@ from gputop.sources import cgroup as cg
 from gputop.sources.locks import lock_waits, read_locks
 from gputop.sources.proc_tree import ProcTree
 from gputop.sources.procfs import (
+    GONE_STATES,
     parse_ctx_switches,
     parse_environ,
     parse_io,
@@ -213,7 +214,7 @@ class HostSource:
     def sample(self) -> HostSample:
         now, wall = self._clock(), self._wall()
         main = self._stat(self.pid)
-        if main is None or main.start_ticks != self._start or main.state in ("Z", "X"):
+        if main is None or main.start_ticks != self._start or main.state in GONE_STATES:
             return self._exited(now, wall)
         if self._children_t is None or now - self._children_t >= self.thread_tier_s:
             self._discover()

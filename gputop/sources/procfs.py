@@ -128,6 +128,12 @@ def _read(path: str) -> str:
     return read_bytes(path).decode(errors="replace")
 
 
+GONE_STATES = ("Z", "X")
+"""/proc states of a process that has exited: a zombie its parent has not reaped yet (a child
+that died while its parent hangs stays one: no stacks, no CPU, not a process that may still
+move), or dead."""
+
+
 def start_ticks(pid: int, proc: str = "/proc") -> int | None:
     """When ``pid`` started (clock ticks since boot), or None when it is gone or exited (a
     zombie not yet reaped counts as gone): with the pid, what names one process for good."""
@@ -135,7 +141,7 @@ def start_ticks(pid: int, proc: str = "/proc") -> int | None:
         st = parse_stat(_read(f"{proc}/{pid}/stat"))
     except (OSError, ValueError, IndexError):
         return None
-    return None if st.state in ("Z", "X") else st.start_ticks
+    return None if st.state in GONE_STATES else st.start_ticks
 
 
 def children_of(pid: int, proc: str = "/proc", main_only: bool = False) -> list[int]:
@@ -240,6 +246,8 @@ def tree_facts(
             st = parse_stat(_read(f"{proc}/{p}/stat"))
         except (OSError, ValueError, IndexError):
             continue
+        if st.state in GONE_STATES and p != pid:
+            continue  # exited, not yet reaped: no stacks, no CPU, no children of its own
         old = known.get((p, st.start_ticks)) if known else None
         if old is None:
             env = read_environ(p, proc)
@@ -256,7 +264,7 @@ def tree_facts(
         for f in known.values():  # parents before children, as they were found
             if f.pid not in found and f.ppid in parents:
                 now = start_ticks(f.pid, proc)
-                if now == f.start_ticks:
+                if now == f.start_ticks:  # None for a zombie: gone
                     out.append(f)
                     found.add(f.pid)
                     parents.add(f.pid)

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -32,16 +33,26 @@ from gputop.model.host import (
     rank_above,
     roles,
 )
-from gputop.model.stacks import AGENT, PY_SPY, ProcessStacks, StacksSample, ThreadStack
+from gputop.model.stacks import (
+    AGENT,
+    PY_SPY,
+    ProcessStacks,
+    StacksSample,
+    ThreadStack,
+    pipe_read,
+)
 from gputop.sources.proc_tree import ProcTree
 from gputop.sources.procfs import start_ticks
 from gputop.sources.stack_budget import WAITED_LATELY_S, Candidate, StackBudget
 from gputop.sources.stack_phases import thread_stack
+from gputop.sources.syscalls import pipe_writers, waits_in
 from gputop.sources.target import TargetId
 from gputop.vocab.stacks import DATA_WAIT, STACK_DEPTH, STACKS_PERIOD_S
 
 DUMP_TIMEOUT_S = 5.0
 BACKOFF_MAX_S = 60.0
+KERNEL_ASKED = 16
+"""Parked threads of one process whose kernel wait is read at each read of its stacks."""
 
 
 def find_py_spy() -> str | None:
@@ -224,6 +235,7 @@ class StackSource:
         self._clock = clock
         self._wall = wall
         self._tree = tree or ProcTree(pid, proc_root, clock, identity)
+        self._proc = proc_root
         self._agent_stacks = agent_stacks
         self.budget = budget
         self._failures: dict[int, tuple[int, float, str]] = {}
@@ -360,6 +372,7 @@ class StackSource:
             same = tuple(t.frames for t in threads) == tuple(t.frames for t in last.threads)
             self._still[pid] = self._still.get(pid, 0) + 1 if same else 0
         of_rank = rank_above(pid, self._parent, self._numbered) if role == CHILD else None
+        threads = self._kernel_waits(pid, threads)
         self._last[pid] = ProcessStacks(
             pid, role, threads, error, took, number, via, taken, of_rank
         )
@@ -370,6 +383,22 @@ class StackSource:
             key = (pid, self._start.get(pid, -1))
             if seen == WORKER or (seen == RANK and key not in self._seen):
                 self._seen[key] = RoleHint(seen)  # a worker is never a rank again
+
+    def _kernel_waits(self, pid: int, threads: tuple[ThreadStack, ...]) -> tuple[ThreadStack, ...]:
+        """Each parked thread with the call the kernel says it waits in (at most
+        KERNEL_ASKED of them): a lock's futex, a pipe's or socket's read."""
+        asked, out = 0, []
+        for t in threads:
+            if not t.active and t.tid and asked < KERNEL_ASKED:
+                asked += 1
+                waits = waits_in(pid, t.tid, self._proc)
+                target = pipe_read(waits)
+                writers = None
+                if target is not None and self._still.get(pid, 0) >= 1:  # parked there
+                    writers = pipe_writers(target, sorted(self._parent), self._proc)
+                t = replace(t, waits=waits, writers=writers)
+            out.append(t)
+        return tuple(out)
 
     def _dump(self, pid: int, role: str, now: float) -> None:
         fails = self._failures.get(pid, (0, 0.0, ""))[0]

@@ -11,10 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gputop.errors import CannotDo
-from gputop.sources.procfs import parse_stat
-
-GONE_STATES = ("Z", "X")
-"""A zombie or a dead task has finished: its PID names no running program."""
+from gputop.sources.procfs import GONE_STATES, parse_stat
 
 
 class TargetNotFound(CannotDo):

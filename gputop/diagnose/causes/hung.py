@@ -6,6 +6,8 @@ Pure."""
 
 from __future__ import annotations
 
+from gputop.diagnose.causes.pipes import pipe_cause
+from gputop.diagnose.causes.threads import threads_cause
 from gputop.diagnose.findings import Cause, Evidence
 from gputop.diagnose.signals import RuleInputs
 from gputop.model.host import LockWait
@@ -73,11 +75,12 @@ def _child_wait(sig: RuleInputs) -> Cause | None:
 
 
 def hung_cause(sig: RuleInputs) -> Cause | None:
-    """A file-lock wait of the job's processes with the lock's holder, else a wait for a
-    child process; None when neither is measured."""
+    """A file-lock wait of the job's processes with the lock's holder, else a pipe read with
+    its writers, a wait for a child process, or the stuck thread told by the other threads of
+    its process; None when none is measured."""
     waits = sig.host.lock_waits if sig.host is not None else ()
     if not waits:
-        return _child_wait(sig)
+        return pipe_cause(sig) or _child_wait(sig) or threads_cause(sig)
     w = waits[0]
     what = f"a {w.kind} lock on {w.path}" if w.path else f"a {w.kind} file lock"
     text = f"{_who(sig, w.waiter)} waits for {what} held by {_holder(w)}"

@@ -140,6 +140,15 @@ def _trainers(sk: StackSignals | None) -> tuple[list[Stillness], int]:
     return trains or still, len(trains)
 
 
+def stuck(sk: StackSignals | None) -> Stillness | None:
+    """The thread a hang is about: the still main or rank thread outside the collective the
+    others wait in (they wait for it), else the first still one; None without stacks."""
+    evidence, ranks = _trainers(sk)
+    outside = [m for m in evidence if not _in_collective(m, ranks)]
+    chosen = outside or evidence
+    return chosen[0] if chosen else None
+
+
 def _parked(m: Stillness, cpu: dict[int, ProcessCpu]) -> bool:
     """The thread's process does nothing (or it spins in a CUDA sync), and its main thread does
     not wake to work (a slow feed sits on one line at every dump too)."""

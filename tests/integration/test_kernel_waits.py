@@ -1,0 +1,99 @@
+"""What the kernel says a parked thread waits in (``sources/syscalls.py``), read from real
+processes: a pipe read and who holds the pipe's write end, a lock, a sleep; and a child that
+exited but was not reaped is no process of the tree (``procfs.tree_facts``)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from gputop.model.stacks import pipe_read
+from gputop.sources.procfs import tree_facts
+from gputop.sources.syscalls import parse_syscall, pipe_writers, table, waits_in
+
+pytestmark = pytest.mark.skipif(not table(), reason="no system call table for this machine")
+
+
+def parked(pid: int, want: str, timeout: float = 10.0) -> str:
+    """The main thread's kernel wait once it starts with ``want`` (a busy machine may take a
+    while to start Python)."""
+    deadline, got = time.monotonic() + timeout, ""
+    while time.monotonic() < deadline:
+        got = waits_in(pid, pid)
+        if got.startswith(want):
+            return got
+        time.sleep(0.05)
+    return got
+
+
+def child(code: str, **kw) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", code], **kw)
+
+
+def test_a_pipe_read_names_the_pipe_and_its_writers():
+    r, w = os.pipe()
+    p = child(f"import os; os.read({r}, 1)", pass_fds=(r,))
+    try:
+        got = parked(p.pid, "read ")
+        target = pipe_read(got)
+        assert target == f"pipe:[{os.fstat(r).st_ino}]", got
+        # this process keeps the write end; the reader has only the read end
+        assert pipe_writers(target, [p.pid, os.getpid()]) == (os.getpid(),)
+    finally:
+        p.kill()
+        p.wait()
+        os.close(r)
+        os.close(w)
+
+
+def test_a_lock_taken_twice_waits_in_futex():
+    p = child("import threading; lock = threading.Lock(); lock.acquire(); lock.acquire()")
+    try:
+        assert parked(p.pid, "futex") == "futex"
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_a_sleep_is_not_a_lock():
+    p = child("import time; time.sleep(60)")
+    try:
+        got = parked(p.pid, "clock_nanosleep")
+        assert got in ("clock_nanosleep", "nanosleep"), got
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_syscall_lines_that_say_nothing():
+    calls = table("x86_64")
+    assert parse_syscall("running", calls) is None
+    assert parse_syscall("-1 0x7ffd 0x7f00", calls) is None
+    assert parse_syscall("999 0x1 0x2", calls) is None
+    assert parse_syscall("zz 0x1", calls) is None
+    assert parse_syscall("0 0x5 0x7ffd 0x100 0x0 0x0 0x0 0x7ffd 0x7f00", calls) == ("read", 5)
+
+
+def test_a_zombie_child_is_not_in_the_tree():
+    code = ("import subprocess, sys, time\n"
+            "p = subprocess.Popen([sys.executable, '-c', 'pass'])\n"
+            "print(p.pid, flush=True)\n"
+            "time.sleep(60)\n")  # fmt: skip
+    parent = child(code, stdout=subprocess.PIPE, text=True)
+    try:
+        kid = int(parent.stdout.readline())
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            with open(f"/proc/{kid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    break
+            time.sleep(0.05)
+        pids = [f.pid for f in tree_facts(parent.pid)]
+        assert pids == [parent.pid]
+    finally:
+        parent.kill()
+        parent.wait()
