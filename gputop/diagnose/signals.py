@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from gputop.model import DeviceInfo, GpuSample, Window
 from gputop.model.gpu import GpuProcess
-from gputop.model.host import MAIN, WORKER, HostSample, LockWait
+from gputop.model.host import MAIN, WORKER, HostSample, LockWait, Sharer
 from gputop.model.ranks import RankWork, main_agent, rank_work, ranked
 from gputop.model.stack_stats import (
     MainPhases,
@@ -278,6 +278,8 @@ class HostSignals:
     workers', or the main process's when it has none. None while they use almost no CPU."""
     lock_waits: tuple[LockWait, ...] = ()
     """The tree's processes blocked on a file lock now, with each lock's holder."""
+    sharers: tuple[Sharer, ...] = ()
+    """The busiest processes outside the job, read while it waits for CPUs."""
     mem_growth: float | None = None
     """Bytes per second the cgroup's working set grew over the window (None: under
     GROWTH_SPAN_S of readings, or no working set)."""
@@ -422,6 +424,7 @@ def host_signals(window: Window[HostSample] | None) -> HostSignals | None:
         process_cpu=_process_cpu([h for h in running if h.t >= last.t - CPU_SPAN_S], grown),
         lock_waits=last.lock_waits,
         mem_growth=growth,
+        sharers=last.sharers,
     )
 
 

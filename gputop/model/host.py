@@ -119,6 +119,24 @@ class LockWait:
 
 
 @dataclass(frozen=True, slots=True)
+class Sharer:
+    """A busy process outside the job, read while the job waits for CPUs
+    (``sources/sharers.py``): what may take them."""
+
+    pid: int
+    name: str
+    cmdline: str
+    """Bounded and printable: another user's command line is only shown."""
+    cores: float
+    """CPU it used between the last two scans (cores)."""
+    cpus: tuple[int, ...] | None
+    """The CPUs it may run on (its affinity); None when unreadable."""
+    shares_with: tuple[int, ...] = ()
+    """The job's processes waiting for CPUs whose allowed CPUs overlap its own (all of them
+    when either affinity is unreadable)."""
+
+
+@dataclass(frozen=True, slots=True)
 class HostSample:
     """One reading of what the host gives the attached tree: the host's side of the evidence."""
 
@@ -137,6 +155,8 @@ class HostSample:
     na: Mapping[str, str] = field(default_factory=lambda: _NONE)
     lock_waits: tuple[LockWait, ...] = ()
     """Processes of the tree blocked on a file lock, with its holder (``sources/locks.py``)."""
+    sharers: tuple[Sharer, ...] = ()
+    """The busiest processes outside the job while it waits for CPUs (``sources/sharers``)."""
 
     @property
     def key(self) -> tuple[str, int]:

@@ -20,13 +20,20 @@ from typing import Any
 
 from gputop.diagnose.findings import Cause, Evidence, Finding, Saving
 from gputop.model.gpu import DeviceInfo, GpuProcess, GpuSample, MigInfo, MigSample
-from gputop.model.host import CgroupSample, HostSample, LockWait, ProcSample, ThreadInfo
+from gputop.model.host import (
+    CgroupSample,
+    HostSample,
+    LockWait,
+    ProcSample,
+    Sharer,
+    ThreadInfo,
+)
 from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack
 from gputop.model.steps import AgentState, StepRecord
 
 CLASSES: tuple[type, ...] = (
     DeviceInfo, MigInfo, GpuSample, GpuProcess, MigSample,
-    HostSample, ProcSample, ThreadInfo, CgroupSample, LockWait,
+    HostSample, ProcSample, ThreadInfo, CgroupSample, LockWait, Sharer,
     StepRecord, AgentState,
     StacksSample, ProcessStacks, ThreadStack, Frame,
     Finding, Evidence, Cause, Saving,

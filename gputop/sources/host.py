@@ -48,6 +48,7 @@ from gputop.sources.procfs import (
     read_bytes,
     read_cmdline,
 )
+from gputop.sources.sharers import CROWDED_RUNQ, SharerScan
 from gputop.sources.target import TargetId
 
 ENV_KEYS = (
@@ -141,6 +142,7 @@ class HostSource:
         self.slow_tier_s = slow_tier_s
         self._procs: dict[tuple[int, int], _Proc] = {}
         self.tree = tree or ProcTree(pid, self._root, clock)
+        self.sharers = SharerScan(self._root)
         self.hints = hints
         self._start: int | None = None
         self.identity: TargetId | None = None
@@ -252,6 +254,15 @@ class HostSource:
                 lambda pid: read_cmdline(pid, self._root),
                 read_locks(self._path("locks")),
                 self._root,
+            ),
+            sharers=self.sharers.read(
+                {p.pid for p in procs},
+                {
+                    p.pid
+                    for p in procs
+                    if p.role in (MAIN, RANK) and (p.runq_wait or 0.0) >= CROWDED_RUNQ
+                },
+                now,
             ),
         )
 

@@ -88,7 +88,15 @@ SCENARIOS = (
     Scenario(
         "frequent_checkpoints", ("frequent_checkpoints.py",), "plain", frozenset({"side-work"})
     ),
-    Scenario("stuck_on_lock", ("stuck_on_lock.py", "--stuck-after", "8"), "plain", HUNG, onset=8),
+    Scenario(
+        "stuck_on_lock",
+        ("stuck_on_lock.py", "--stuck-after", "8"),
+        "plain",
+        HUNG,
+        "a helper thread took the lock and ended: the main thread waits in futex, alone",
+        onset=8,
+        cause="no thread of its process will release",
+    ),
     Scenario("ddp_healthy", ("ddp_healthy.py",), "torchrun", frozenset({"gpu-compute"})),
     Scenario(
         "ddp_rank_stalls",
@@ -96,6 +104,7 @@ SCENARIOS = (
         "torchrun",
         HUNG,
         onset=8,
+        cause="no other thread of its process is left",
     ),
     Scenario("eval_every_n", ("eval_every_n.py",), "plain", frozenset({"side-work"})),
     Scenario(
@@ -123,6 +132,17 @@ SCENARIOS = (
         "plain",
         HUNG,
         onset=8,
+        cause="no other thread of its process is left",
+    ),
+    Scenario(
+        "hang_pipe_dead_writer",
+        ("hang_pipe_dead_writer.py", "--stuck-after", "8"),
+        "plain",
+        HUNG,
+        "the preprocessor writing to the pipe died; the trainer kept a write end, so its read "
+        "never sees end-of-file",
+        onset=8,
+        cause="no other process holds its write end",
     ),
     Scenario(
         "hang_preprocess_subprocess",
@@ -135,7 +155,14 @@ SCENARIOS = (
         cause="waits for its child",
     ),
     Scenario(
-        "hang_socket_recv", ("hang_socket_recv.py", "--stuck-after", "8"), "plain", HUNG, onset=8
+        "hang_socket_recv",
+        ("hang_socket_recv.py", "--stuck-after", "8"),
+        "plain",
+        HUNG,
+        "the main thread reads a socket whose other end is a thread of the same process, parked "
+        "in Event.wait",
+        onset=8,
+        cause="parked too: Thread-1 (label_server)",
     ),
     Scenario(
         "hang_abba_deadlock",
@@ -143,6 +170,7 @@ SCENARIOS = (
         "plain",
         HUNG,
         onset=8,
+        cause="lock-order deadlock",
     ),
     Scenario(
         "hang_loader_workers",
@@ -153,6 +181,7 @@ SCENARIOS = (
         "is parked in Event.wait with no CPU: no batch will ever come, so it is a hang, not slow "
         "input",
         onset=8,
+        cause="every DataLoader worker (2) waits in",
     ),
     Scenario(
         "hang_spawn_rank_waits",
@@ -160,6 +189,7 @@ SCENARIOS = (
         "torch.multiprocessing.spawn",
         HUNG,
         onset=8,
+        cause="no other thread of its process is left",
     ),
     Scenario(
         "hang_torchrun_barrier",
@@ -169,6 +199,7 @@ SCENARIOS = (
         "the lock is taken at 8 s and rank 1 reaches it at the next epoch end (50 steps, 1-3 s "
         "later), so the hang starts a little after the onset",
         onset=8,
+        cause="parked too",
     ),
     # slow but never stuck
     Scenario(

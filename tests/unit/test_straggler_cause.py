@@ -11,7 +11,7 @@ from gputop.diagnose import evaluate, reduce_windows
 from gputop.diagnose.causes.straggler import BALANCE, HARDWARE, OWN_CORES
 from gputop.model import Window
 from gputop.model.gpu import GpuProcess
-from gputop.model.host import HostSample, ProcSample
+from gputop.model.host import HostSample, ProcSample, Sharer
 from gputop.model.steps import AgentsSample
 
 BASE = {"forward": 20.0, "backward": 20.0, "optimizer": 2.0}
@@ -39,8 +39,9 @@ def ranks(extra: dict[str, float], inputs: tuple[int, int] = (4096, 4096)) -> Ag
     return AgentsSample(target=50, t=1.0, wall=0.0, agents=tuple(out))
 
 
-def host(runq: tuple[float, float]) -> Window:
-    """Both ranks' processes with their run-queue wait (seconds per second)."""
+def host(runq: tuple[float, float], sharers: tuple[Sharer, ...] = ()) -> Window:
+    """Both ranks' processes with their run-queue wait (seconds per second), and the busy
+    processes outside the job."""
 
     def proc(r: int) -> ProcSample:
         return ProcSample(100 + r, 1, 50, "python", "train.py", "rank", "R", 1.0, 1 << 30, None,
@@ -49,9 +50,10 @@ def host(runq: tuple[float, float]) -> Window:
 
     procs = (proc(0), proc(1))
     samples = tuple(
-        HostSample(50, float(t), 0.0, "running", None, procs, 8.0, "machine", 8, None, M({}))
+        HostSample(50, float(t), 0.0, "running", None, procs, 8.0, "machine", 8, None, M({}),
+                   sharers=sharers)
         for t in range(5)
-    )
+    )  # fmt: skip
     return Window(samples, 0.0, 5.0)
 
 
@@ -71,10 +73,11 @@ def gpus(clocks: tuple[int, int], stranger: int | None = None) -> list[Window]:
     ]  # fmt: skip
 
 
-def principal(agents: AgentsSample, runq: tuple[float, float] = (0.02, 0.03), board=None):
+def principal(agents: AgentsSample, runq: tuple[float, float] = (0.02, 0.03), board=None,
+              sharers: tuple[Sharer, ...] = ()):  # fmt: skip
     windows = board or []
     devices = [device(i) for i in range(len(windows))]
-    sig = reduce_windows(windows, devices, agents=agents, host=host(runq))
+    sig = reduce_windows(windows, devices, agents=agents, host=host(runq, sharers))
     v, _ = evaluate(sig, now=10.0)
     assert v.principal is not None and v.principal.bound == "straggler", v.principal
     return v.principal
@@ -96,6 +99,16 @@ def test_a_rank_waiting_for_its_cpus_shares_them():
     assert p.cause.text.startswith("rank 1's CPUs are shared: its compute takes 1.7x theirs, its")
     assert "threads wait 0.60 s a second for a CPU (the others 0.02)" in p.cause.text
     assert p.levers[0] == OWN_CORES
+
+
+def test_the_process_outside_the_job_on_its_cpus_is_named_and_moved():
+    shipper = Sharer(4242, "python", "python ship_logs.py", 0.97, (3,), shares_with=(101,))
+    elsewhere = Sharer(4343, "make", "make -j", 0.9, (0,), shares_with=(100,))
+    p = principal(ranks({"forward": SLOW_MS}), runq=(0.02, 0.6), sharers=(elsewhere, shipper))
+    assert p.cause.text.endswith("; on them: pid 4242 (python ship_logs.py) 97% of a core")
+    assert p.levers[0].startswith("move pid 4242 (python) off rank 1's CPUs")
+    assert p.levers[1] == OWN_CORES
+    assert "4343" not in " ".join(e.text for e in p.cause.evidence)
 
 
 def test_slower_compute_with_nothing_else_different_is_the_hardware():

@@ -13,7 +13,9 @@ from collections.abc import Sequence
 from gputop.diagnose.budget import RankBudget
 from gputop.diagnose.findings import Cause, Evidence
 from gputop.diagnose.signals import GpuSignals, RuleInputs
+from gputop.model.host import Sharer
 from gputop.model.ranks import Slowest
+from gputop.model.shown import printable
 from gputop.model.step_stats import usable
 from gputop.vocab import budget as slices
 
@@ -152,6 +154,21 @@ def straggler_cause(sig: RuleInputs, slow: Slowest) -> Cause | None:
     return _compute_cause(sig, name, mine, others, extra[top], typical(slices.COMPUTE))
 
 
+MAX_SHARERS_NAMED = 2
+"""Processes outside the job named in the cause line (the evidence lists each)."""
+
+
+def _sharers(sig: RuleInputs, pid: int) -> list[Sharer]:
+    """The busy processes outside the job that may run on ``pid``'s CPUs, busiest first."""
+    found = sig.host.sharers if sig.host is not None else ()
+    return [x for x in found if pid in x.shares_with]
+
+
+def _sharer(x: Sharer) -> str:
+    cmd = f" ({printable(x.cmdline, 60)})" if x.cmdline else f" ({x.name})"
+    return f"pid {x.pid}{cmd} {x.cores:.0%} of a core"
+
+
 def _compute_cause(
     sig: RuleInputs, name: str, mine: RankBudget, others: list[RankBudget], extra_ms: float,
     typical_ms: float,
@@ -184,17 +201,30 @@ def _compute_cause(
     their_q = [q for r in others if (q := _runq(sig, r.pid)) is not None]
     if own_q is not None and their_q and own_q - statistics.median(their_q) >= RUNQ_MORE:
         typical_q = statistics.median(their_q)
+        sharers = _sharers(sig, mine.pid)
+        named = ", ".join(_sharer(x) for x in sharers[:MAX_SHARERS_NAMED])
+        evidence = [
+            Evidence(
+                f"{name} run-queue wait {own_q:.2f} s/s vs {typical_q:.2f} (>= "
+                f"{RUNQ_MORE:g} more)",
+                "host",
+            ),
+            *(Evidence(f"outside the job on {name}'s CPUs: {_sharer(s)}", "host")
+              for s in sharers),
+        ]  # fmt: skip
+        levers: tuple[str, ...] = (OWN_CORES,)
+        if sharers:
+            top = sharers[0]
+            levers = (
+                f"move pid {top.pid} ({top.name}) off {name}'s CPUs (taskset -apc CPUS "
+                f"{top.pid}) or stop it",
+                OWN_CORES,
+            )
         return Cause(
             f"{name}'s CPUs are shared: {longer}, its threads wait {own_q:.2f} s a second for "
-            f"a CPU (the others {typical_q:.2f})",
-            (
-                Evidence(
-                    f"{name} run-queue wait {own_q:.2f} s/s vs {typical_q:.2f} (>= "
-                    f"{RUNQ_MORE:g} more)",
-                    "host",
-                ),
-            ),
-            (OWN_CORES,),
+            f"a CPU (the others {typical_q:.2f})" + (f"; on them: {named}" if named else ""),
+            tuple(evidence),
+            levers,
         )
     same = "the same inputs" if own_in is not None and their_in else "inputs not counted"
     return Cause(

@@ -113,12 +113,9 @@ def _workers(sig: RuleInputs, m: Stillness) -> Cause | None:
     sk = sig.stacks
     if sk is None or m.phase != stack.DATA_WAIT or not sk.workers_at:
         return None
-    last = {p.pid: p for p in sk.last}
     parked = []
-    for pid, leaf, caller in sk.workers_at:
-        proc = last.get(pid)
-        main = next((t for t in proc.threads if t.name == "MainThread"), None) if proc else None
-        if main is None or main.phase not in PARKED or leaf is None:
+    for pid, leaf, caller in sk.workers_at:  # quiet: a hang has every process of the tree so
+        if leaf is None:
             return None
         parked.append((pid, leaf, caller))
     pid, leaf, caller = parked[0]
