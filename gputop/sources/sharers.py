@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from gputop.model.host import Sharer
 from gputop.model.shown import printable
-from gputop.sources.procfs import parse_stat, read_cmdline
+from gputop.sources.procfs import parse_stat, read_bytes, read_cmdline
 
 CROWDED_RUNQ = 0.10
 """Run-queue wait (seconds a second) of one of the job's processes from which the machine is
@@ -28,19 +28,12 @@ MAX_SHARERS = 5
 """Sharers kept per scan, busiest first."""
 MAX_PIDS = 65536
 """Processes looked at in one scan at most (a pid space is bounded; /proc listing is not)."""
-MAX_STAT = 1024
-"""Bytes of one /proc/PID/stat read."""
 
 
 def _cpu(proc: str, pid: str) -> tuple[int, float, str] | None:
     """(start ticks, CPU seconds, comm) of one process; None when it is gone or unreadable."""
     try:
-        fd = os.open(f"{proc}/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            raw = os.read(fd, MAX_STAT)
-        finally:
-            os.close(fd)
-        st = parse_stat(raw.decode("utf-8", "replace"))
+        st = parse_stat(read_bytes(f"{proc}/{pid}/stat").decode("utf-8", "replace"))
     except (OSError, ValueError, IndexError):
         return None
     return st.start_ticks, st.cpu_s, st.comm

@@ -11,6 +11,7 @@ import os
 import platform
 
 from gputop.model.shown import printable
+from gputop.sources.procfs import read_bytes
 
 SYSCALLS: dict[str, dict[int, str]] = {
     "x86_64": {
@@ -34,8 +35,8 @@ ON_FD = frozenset({
     "connect", "fcntl", "flock",
 })  # fmt: skip
 """Calls whose first argument is the descriptor waited on."""
-MAX_LINE = 256
-"""Bytes of a syscall file read (one line of nine numbers)."""
+MAX_FDINFO = 256
+"""Bytes of an fdinfo file read: its flags are on the second line."""
 MAX_TARGET = 120
 """Characters of a descriptor's target kept (a path may be long and crafted)."""
 
@@ -62,11 +63,7 @@ def parse_syscall(text: str, calls: dict[int, str]) -> tuple[str, int | None] | 
 def waits_in(pid: int, tid: int, proc: str = "/proc", calls: dict[int, str] | None = None) -> str:
     """ "futex", "read pipe:[123]", "recvfrom socket:[45]", "clock_nanosleep"; "" when unknown."""
     try:
-        fd = os.open(f"{proc}/{pid}/task/{tid}/syscall", os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            raw = os.read(fd, MAX_LINE)
-        finally:
-            os.close(fd)
+        raw = read_bytes(f"{proc}/{pid}/task/{tid}/syscall")
     except OSError:
         return ""
     got = parse_syscall(raw.decode("ascii", "replace"), table() if calls is None else calls)
@@ -91,7 +88,7 @@ WRITE_MODES = (1, 2)
 def _can_write(proc: str, pid: int, fd: str) -> bool:
     try:
         with open(f"{proc}/{pid}/fdinfo/{fd}", "rb") as f:
-            text = f.read(MAX_LINE).decode("ascii", "replace")
+            text = f.read(MAX_FDINFO).decode("ascii", "replace")
     except OSError:
         return False
     for line in text.splitlines():
