@@ -339,8 +339,14 @@ GROWTH_SPAN_S = 20.0
 
 def _growth(running: Sequence[HostSample]) -> tuple[float | None, dict[int, float]]:
     """The working set's growth rate and each process's resident memory growth (bytes per
-    second, first reading to last); none under GROWTH_SPAN_S."""
-    first, last = running[0], running[-1]
+    second) over the later half of the readings (the whole of them under twice
+    GROWTH_SPAN_S): the rate now, not a start-up's allocations (a model, its gradients)
+    averaged in; none under GROWTH_SPAN_S."""
+    last = running[-1]
+    if last.t - running[0].t >= 2 * GROWTH_SPAN_S:
+        mid = (running[0].t + last.t) / 2
+        running = [h for h in running if h.t >= mid]
+    first = running[0]
     span = last.t - first.t
     if span < GROWTH_SPAN_S:
         return None, {}

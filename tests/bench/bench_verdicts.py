@@ -56,6 +56,10 @@ class Scenario:
     cause: str = ""
     """Words the final principal's cause line must hold: the cause the script is built with
     ("inputs are" for a rank given longer sequences); empty where no cause is stated."""
+    memory_mib: int = 0
+    """Run the job in a memory cgroup of this limit (MiB), as a container would: 0, none."""
+    risk: str = ""
+    """Words one of the verdict's risk lines must hold at the end; empty where none is built."""
 
 
 def mixed(name: str, expected: str, launcher: str = "plain", why: str = "", cause: str = "",
@@ -244,6 +248,17 @@ SCENARIOS = (
     ),
     # healthy
     Scenario("cnn_workers", ("cnn_workers.py",), "DataLoader workers", frozenset({"gpu-compute"})),
+    Scenario(
+        "replay_buffer_growth",
+        ("replay_buffer_growth.py",),
+        "plain",
+        frozenset({"gpu-compute"}),
+        "a healthy step (its sleep is the environment's turn, outside every phase) while a "
+        "replay buffer grows ~3 MiB/s in a 1 GiB cgroup: nothing is slow, the risk is the OOM "
+        "kill, said beside the verdict",
+        memory_mib=1024,
+        risk="MiB/min: the limit in",
+    ),
     Scenario(
         "transformer_eval",
         ("transformer_eval.py",),
@@ -470,6 +485,15 @@ class Result:
     """The final principal's levers, first first."""
     setup: dict | None = None
     """The job's setup as diagnose --json gave it (the levers must fit it)."""
+    risks: tuple[str, ...] = ()
+    """The verdict's risk lines at the end."""
+
+    @property
+    def risk_right(self) -> bool | None:
+        """A risk line names the scenario's risk (None: the scenario builds none)."""
+        if not self.scenario.risk:
+            return None
+        return any(self.scenario.risk in r for r in self.risks)
 
     @property
     def cause_right(self) -> bool | None:
@@ -530,6 +554,7 @@ def judge(s: Scenario, mode: str, doc: dict, lead: float = 0.0) -> Result:
         cause=((principal.get("cause") or {}).get("text") or ""),
         levers=tuple(principal.get("levers") or ()),
         setup=doc.get("setup"),
+        risks=tuple((doc.get("verdict") or {}).get("risks") or ()),
     )
 
 
@@ -556,6 +581,9 @@ def command(s: Scenario, seconds: float) -> list[str]:
                 *script]  # fmt: skip
     if s.launcher == "torch.multiprocessing.spawn":
         script += ["--port", str(port_of(s))]
+    if s.memory_mib:  # the same process, moved into a memory cgroup first
+        return [JOB_PYTHON, str(CORPUS / "_memory_limit.py"), str(s.memory_mib), "--",
+                JOB_PYTHON, *script]  # fmt: skip
     return [JOB_PYTHON, *script]
 
 
@@ -592,6 +620,12 @@ def attached_mode(s: Scenario, seconds: float) -> Result:
             return Result(s, "attached", None, None, 0, _last_line(out.stderr))
     finally:
         kill_job(job)
+
+
+def remove_cgroups() -> None:
+    """The memory cgroups the scenarios ran in, once their processes are gone."""
+    subprocess.run([JOB_PYTHON, str(CORPUS / "_memory_limit.py"), "--clean"], check=False,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
 
 
 def kill_job(job: subprocess.Popen) -> None:
@@ -661,6 +695,12 @@ def table(results: list[Result]) -> str:
     lines.append(f"runs offered a lever for a setup the job lacks: {len(misfits)}")
     for r in misfits:
         lines.append(f"  {r.scenario.name} {r.mode}: {'; '.join(unfit(r))}")
+    risky = [r for r in results if r.risk_right is not None]
+    if risky:
+        said = sum(1 for r in risky if r.risk_right)
+        lines.append(f"risk line names the built risk: {said} of {len(risky)}")
+        lines += [f"  {r.scenario.name} {r.mode}: {'; '.join(r.risks) or 'no risk said'}"
+                  for r in risky]  # fmt: skip
     stated = [r for r in results if r.cause_right is not None]
     if stated:
         right = sum(1 for r in stated if r.cause_right)
@@ -747,6 +787,8 @@ def main() -> None:
         if args.mode in ("attached", "both"):
             results.append(attached_mode(s, args.seconds))
             print(progress(results[-1]), file=sys.stderr, flush=True)
+        if s.memory_mib:
+            remove_cgroups()
     print(table(results))
 
 

@@ -17,12 +17,13 @@ GIB = 1 << 30
 MIB = 1 << 20
 
 
-def host(ws_gib: float, grow_mib_s: float = 0.0, limit_gib: float = 8.0, span: int = 60) -> Window:
+def host(ws_gib: float, grow_mib_s: float = 0.0, limit_gib: float = 8.0, span: int = 60,
+         start_mib: int = 0) -> Window:  # fmt: skip
     """Readings every 2 s over ``span`` s: the working set and the main process's RSS grow
-    by ``grow_mib_s`` a second."""
+    by ``grow_mib_s`` a second, after ``start_mib`` allocated by the first 10 s (a model)."""
     samples = []
     for t in range(0, span + 1, 2):
-        grown = int(grow_mib_s * MIB * t)
+        grown = int(grow_mib_s * MIB * t) + (start_mib * MIB if t >= 10 else 0)
         ws = int(ws_gib * GIB) + grown
         main = ProcSample(100, 1, 1, "python", "train.py", "main", "R", 1.0, GIB + grown, None,
                           None, 4, 1, 0, (), 0.0, None, None, None, None, None, None)  # fmt: skip
@@ -57,6 +58,11 @@ def test_growth_says_when_the_limit_comes_and_who_grows():
     (risk,) = verdict(host(6.0, grow_mib_s=2.0)).risks
     assert risk.startswith("memory: working set 6.1 of 8.0 GiB (76% of the limit), +120 MiB/min")
     assert "the limit in ~16 min at this rate (pid 100, main, +120 MiB/min)" in risk
+
+
+def test_the_growth_is_the_rate_now_not_the_start_ups_allocations():
+    (risk,) = verdict(host(6.0, grow_mib_s=2.0, start_mib=1024)).risks
+    assert "+120 MiB/min" in risk  # first to last would say +1,144
 
 
 def test_far_from_the_limit_and_steady_is_no_risk():
