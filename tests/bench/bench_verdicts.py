@@ -334,6 +334,23 @@ SCENARIOS = (
         "a daemon outside the job burns rank 1's only CPU: same inputs, its threads wait",
         cause="CPUs are shared",
     ),
+    # a swapped pair: two straggler causes at once, each leading in one of them
+    Scenario(
+        "straggler_cpu_over_inputs",
+        ("straggler_two_causes.py", "--rows-x", "1.3", "--ship-duty", "1.0"),
+        "torchrun",
+        frozenset({"straggler"}),
+        "rank 1 has 1.3x the rows and a daemon burning its only CPU (about 2x): the CPU leads",
+        cause="CPUs are shared",
+    ),
+    Scenario(
+        "straggler_inputs_over_cpu",
+        ("straggler_two_causes.py", "--rows-x", "2.5", "--ship-duty", "0.4"),
+        "torchrun",
+        frozenset({"straggler"}),
+        "rank 1 has 2.5x the rows and a daemon taking 40% of its CPU (about 1.3x): the inputs lead",
+        cause="inputs are 2.5x",
+    ),
     Scenario(
         "straggler_gc",
         ("straggler_gc.py",),

@@ -111,6 +111,22 @@ def test_the_process_outside_the_job_on_its_cpus_is_named_and_moved():
     assert "4343" not in " ".join(e.text for e in p.cause.evidence)
 
 
+def test_cpus_shared_lead_slightly_larger_inputs_and_the_inputs_are_said_beside():
+    # a 1.6x stretch from waiting for CPUs against 1.3x more inputs
+    p = principal(ranks({"forward": SLOW_MS}, inputs=(4096, 5325)), runq=(0.02, 0.6))
+    assert p.cause.text.startswith("rank 1's CPUs are shared"), p.cause.text
+    assert p.cause.evidence[-1].text.startswith("also: rank 1 is given 5,325 input elements")
+    assert p.levers[0] == OWN_CORES
+
+
+def test_much_larger_inputs_lead_a_little_cpu_wait():
+    # 2.5x the inputs against a 1.2x stretch from waiting for CPUs
+    p = principal(ranks({"forward": SLOW_MS}, inputs=(4096, 10240)), runq=(0.02, 0.2))
+    assert p.cause.text.startswith("rank 1's inputs are 2.5x the others'"), p.cause.text
+    assert p.cause.evidence[-1].text.startswith("also: rank 1 run-queue wait 0.20 s/s")
+    assert p.levers[0] == BALANCE
+
+
 def test_slower_compute_with_nothing_else_different_is_the_hardware():
     p = principal(ranks({"forward": SLOW_MS}))
     assert p.cause.text == (

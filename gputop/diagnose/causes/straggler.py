@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
+from dataclasses import replace
 
 from gputop.diagnose.budget import RankBudget
 from gputop.diagnose.findings import Cause, Evidence
@@ -169,63 +170,93 @@ def _sharer(x: Sharer) -> str:
     return f"pid {x.pid}{cmd} {x.cores:.0%} of a core"
 
 
+def _inputs_cause(
+    name: str, longer: str, own_in: float | None, their_in: list[float]
+) -> tuple[Cause, float] | None:
+    """Its inputs are larger, with the stretch they explain (their ratio)."""
+    typical_in = statistics.median(their_in) if their_in else 0.0
+    if own_in is None or typical_in <= 0 or own_in < INPUTS_RATIO * typical_in:
+        return None
+    times = own_in / typical_in
+    return Cause(
+        f"{name}'s inputs are {times:.1f}x the others': {longer} ({own_in:,.0f} vs "
+        f"{typical_in:,.0f} tensor elements a step)",
+        (Evidence(f"{name} is given {own_in:,.0f} input elements a step, the median rank "
+                  f"{typical_in:,.0f}", "agent"),),
+        (BALANCE,),
+    ), times  # fmt: skip
+
+
+def _stretch(sig: RuleInputs, pid: int) -> float | None:
+    """(CPU used + run-queue wait) / CPU used: how much longer its work takes for the CPUs
+    it waits for."""
+    procs = sig.host.process_cpu if sig.host is not None else ()
+    p = next((p for p in procs if p.pid == pid), None)
+    if p is None or not p.cores or p.runq is None:
+        return None
+    return (p.cores + p.runq) / p.cores
+
+
+def _cpu_cause(
+    sig: RuleInputs, name: str, longer: str, mine: RankBudget, others: list[RankBudget]
+) -> tuple[Cause, float] | None:
+    """Its threads wait for CPUs more than the others', with the stretch that explains and the
+    processes outside the job on its CPUs."""
+    own_q = _runq(sig, mine.pid)
+    their_q = [q for r in others if (q := _runq(sig, r.pid)) is not None]
+    if own_q is None or not their_q or own_q - statistics.median(their_q) < RUNQ_MORE:
+        return None
+    typical_q = statistics.median(their_q)
+    own_x = _stretch(sig, mine.pid) or 1.0
+    their_x = [x for r in others if (x := _stretch(sig, r.pid)) is not None]
+    times = own_x / statistics.median(their_x) if their_x else own_x
+    sharers = _sharers(sig, mine.pid)
+    named = ", ".join(_sharer(x) for x in sharers[:MAX_SHARERS_NAMED])
+    evidence = [
+        Evidence(f"{name} run-queue wait {own_q:.2f} s/s vs {typical_q:.2f} (>= {RUNQ_MORE:g} "
+                 f"more): its work {times:.1f}x as long for it", "host"),
+        *(Evidence(f"outside the job on {name}'s CPUs: {_sharer(s)}", "host") for s in sharers),
+    ]  # fmt: skip
+    levers: tuple[str, ...] = (OWN_CORES,)
+    if sharers:
+        top = sharers[0]
+        levers = (
+            f"move pid {top.pid} ({top.name}) off {name}'s CPUs (taskset -apc CPUS {top.pid}) "
+            "or stop it",
+            OWN_CORES,
+        )
+    text = (
+        f"{name}'s CPUs are shared: {longer}, its threads wait {own_q:.2f} s a second for a "
+        f"CPU (the others {typical_q:.2f})" + (f"; on them: {named}" if named else "")
+    )
+    return Cause(text, tuple(evidence), levers), times
+
+
 def _compute_cause(
     sig: RuleInputs, name: str, mine: RankBudget, others: list[RankBudget], extra_ms: float,
     typical_ms: float,
 ) -> Cause:  # fmt: skip
-    """Its compute is the longer part: larger inputs, shared CPUs, else its hardware."""
+    """Its compute is the longer part: larger inputs, a slower GPU, shared CPUs, else its
+    hardware. Inputs and shared CPUs may both differ: the one that explains more of the
+    stretch leads (inputs stretch compute by their ratio; a CPU shared stretches a rank's
+    work by (used + waited) / used against the others'), the other is evidence beside it."""
     ratio = (typical_ms + extra_ms) / typical_ms if typical_ms > 0 else None
     longer = f"its compute takes {ratio:.1f}x theirs" if ratio else "its compute is longer"
     own_in = _median_inputs(sig, mine.pid)
     their_in = [x for r in others if (x := _median_inputs(sig, r.pid)) is not None]
-    if own_in is not None and their_in:
-        typical_in = statistics.median(their_in)
-        if typical_in > 0 and own_in >= INPUTS_RATIO * typical_in:
-            times = own_in / typical_in
-            return Cause(
-                f"{name}'s inputs are {times:.1f}x the others': {longer} ({own_in:,.0f} vs "
-                f"{typical_in:,.0f} tensor elements a step)",
-                (
-                    Evidence(
-                        f"{name} is given {own_in:,.0f} input elements a step, the median "
-                        f"rank {typical_in:,.0f}",
-                        "agent",
-                    ),
-                ),
-                (BALANCE,),
-            )
+    inputs = _inputs_cause(name, longer, own_in, their_in)
+    cpus = _cpu_cause(sig, name, longer, mine, others)
+    if inputs is not None and cpus is not None:
+        (lead, _), (beside, _) = sorted((inputs, cpus), key=lambda c: c[1], reverse=True)
+        also = tuple(Evidence(f"also: {e.text}", e.source) for e in beside.evidence[:1])
+        return replace(lead, evidence=(*lead.evidence, *also))
+    if inputs is not None:
+        return inputs[0]
     gpu = _gpu_cause(sig, name, mine, others, longer)
     if gpu is not None:
         return gpu
-    own_q = _runq(sig, mine.pid)
-    their_q = [q for r in others if (q := _runq(sig, r.pid)) is not None]
-    if own_q is not None and their_q and own_q - statistics.median(their_q) >= RUNQ_MORE:
-        typical_q = statistics.median(their_q)
-        sharers = _sharers(sig, mine.pid)
-        named = ", ".join(_sharer(x) for x in sharers[:MAX_SHARERS_NAMED])
-        evidence = [
-            Evidence(
-                f"{name} run-queue wait {own_q:.2f} s/s vs {typical_q:.2f} (>= "
-                f"{RUNQ_MORE:g} more)",
-                "host",
-            ),
-            *(Evidence(f"outside the job on {name}'s CPUs: {_sharer(s)}", "host")
-              for s in sharers),
-        ]  # fmt: skip
-        levers: tuple[str, ...] = (OWN_CORES,)
-        if sharers:
-            top = sharers[0]
-            levers = (
-                f"move pid {top.pid} ({top.name}) off {name}'s CPUs (taskset -apc CPUS "
-                f"{top.pid}) or stop it",
-                OWN_CORES,
-            )
-        return Cause(
-            f"{name}'s CPUs are shared: {longer}, its threads wait {own_q:.2f} s a second for "
-            f"a CPU (the others {typical_q:.2f})" + (f"; on them: {named}" if named else ""),
-            tuple(evidence),
-            levers,
-        )
+    if cpus is not None:
+        return cpus[0]
     same = "the same inputs" if own_in is not None and their_in else "inputs not counted"
     return Cause(
         f"{name}: {longer} with {same} and no wait for a CPU: its hardware or placement",
