@@ -42,7 +42,7 @@ from gputop.model.host import RANK, RankId, RoleHint
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
 from gputop.sources import agent_decode as dec
 from gputop.sources.agent_sockets import in_root, own_pid, root_of
-from gputop.sources.procfs import descendants, parse_environ
+from gputop.sources.procfs import descendants, parse_environ, runs_python
 from gputop.sources.stack_phases import thread_stack
 from gputop.sources.stacks import AgentStacks
 from gputop.sources.target import start_of
@@ -239,7 +239,7 @@ class AgentLink:
                 continue
             self._said.add(pid)  # said, or not Python (a shell): looked at once either way
             self._expect_since.pop(pid, None)
-            if why is None and not _is_python(pid, self._proc):
+            if why is None and not runs_python(pid, self._proc):
                 continue
             cause = (f"the agent did not start ({why})" if why is not None else
                      f"no agent after {EXPECT_S:g} s (started with -S, -I or -E, or its "
@@ -511,14 +511,6 @@ class AgentLink:
             if a.sock is not None:
                 with contextlib.suppress(OSError):
                     a.sock.close()
-
-
-def _is_python(pid: int, proc_root: str) -> bool:
-    """Whether ``pid`` runs a Python interpreter (by its binary's name: python3.11, python)."""
-    try:
-        return os.path.basename(os.readlink(f"{proc_root}/{pid}/exe")).startswith("python")
-    except OSError:
-        return False
 
 
 def _euid(pid: int, proc_root: str) -> int | None:

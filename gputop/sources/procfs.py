@@ -128,6 +128,15 @@ def _read(path: str) -> str:
     return read_bytes(path).decode(errors="replace")
 
 
+def runs_python(pid: int, proc: str = "/proc") -> bool:
+    """Whether ``pid`` runs a Python interpreter, by its binary's name (python3.11, python):
+    a `sleep`, a shell or a compiled tool a job started has no Python stacks to read."""
+    try:
+        return os.path.basename(os.readlink(f"{proc}/{pid}/exe")).startswith("python")
+    except OSError:
+        return False
+
+
 GONE_STATES = ("Z", "X")
 """/proc states of a process that has exited: a zombie its parent has not reaped yet (a child
 that died while its parent hangs stays one: no stacks, no CPU, not a process that may still

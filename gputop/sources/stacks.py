@@ -42,7 +42,7 @@ from gputop.model.stacks import (
     pipe_read,
 )
 from gputop.sources.proc_tree import ProcTree
-from gputop.sources.procfs import start_ticks
+from gputop.sources.procfs import runs_python, start_ticks
 from gputop.sources.stack_budget import WAITED_LATELY_S, Candidate, StackBudget
 from gputop.sources.stack_phases import thread_stack
 from gputop.sources.syscalls import pipe_writers, waits_in
@@ -66,6 +66,8 @@ def find_py_spy() -> str | None:
     return shutil.which("py-spy")
 
 
+NOT_PYTHON = "is not a Python process"
+"""What py-spy's answer for a process without a Python it can read is said with."""
 NO_PY_SPY = "py-spy is not installed: stacks need it (pip install py-spy, or reinstall gputop)"
 
 
@@ -85,9 +87,7 @@ def explain(stderr: str, returncode: int | None, pid: int) -> str:
     if "No such file or directory (os error 2)" in text or "No such process" in text:
         return f"pid {pid} has exited"
     if "Failed to find python version" in text or "not a python" in text.lower():
-        return (
-            f"pid {pid} is not a Python process this py-spy can read (Python version unsupported?)"
-        )
+        return f"pid {pid} {NOT_PYTHON} this py-spy can read (Python version unsupported?)"
     if returncode is None:
         return f"py-spy did not finish within {DUMP_TIMEOUT_S:g} s for pid {pid}"
     first = text.splitlines()[0] if text else f"exit status {returncode}"
@@ -414,6 +414,11 @@ class StackSource:
             return
         if error and "has exited" in error:
             self._last.pop(pid, None)
+            return
+        if error and NOT_PYTHON in error and not runs_python(pid, self._proc):
+            # a `sleep`, a shell, a compiled tool: no Python stacks, and nothing wrong
+            self._failures[pid] = (fails + 1, now + BACKOFF_MAX_S, error)
+            self._read(pid, role, (), None, took, PY_SPY, now)
             return
         fails += 1
         backoff = min(BACKOFF_MAX_S, 2.0**fails)

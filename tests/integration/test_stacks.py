@@ -256,3 +256,17 @@ def test_ptrace_denied_becomes_an_instruction():
         stop(target)
         shutil.rmtree(base, ignore_errors=True)
     assert "not allowed to read" in error and "ptrace_scope" in error and "SYS_PTRACE" in error
+
+
+def test_a_child_that_is_not_python_is_no_error():
+    """A `sleep` the job started has no Python stacks: nothing wrong, nothing to say."""
+    code = "import subprocess; p = subprocess.Popen(['sleep', '30']); print('ready', flush=True); p.wait()"  # noqa: E501
+    p = start([sys.executable, "-c", code])
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        source = StackSource(p.pid)
+        sample = sample_until(source, lambda s: len(s.processes) == 2)
+    finally:
+        stop(p)
+    child = next(x for x in sample.processes if x.pid != p.pid)
+    assert child.error is None and child.threads == ()
