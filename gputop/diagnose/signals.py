@@ -341,8 +341,12 @@ def _growth(running: Sequence[HostSample]) -> tuple[float | None, dict[int, floa
     """The working set's growth rate and each process's resident memory growth (bytes per
     second) over the later half of the readings (the whole of them under twice
     GROWTH_SPAN_S): the rate now, not a start-up's allocations (a model, its gradients)
-    averaged in; none under GROWTH_SPAN_S."""
+    averaged in; none under GROWTH_SPAN_S. Only readings of the cgroup the last one read
+    count: a process moved into another (a launcher that sets a limit, systemd) would
+    otherwise compare two cgroups' memory."""
     last = running[-1]
+    where = last.cgroup.mem_limit_path if last.cgroup else None
+    running = [h for h in running if (h.cgroup.mem_limit_path if h.cgroup else None) == where]
     if last.t - running[0].t >= 2 * GROWTH_SPAN_S:
         mid = (running[0].t + last.t) / 2
         running = [h for h in running if h.t >= mid]

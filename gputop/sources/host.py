@@ -150,6 +150,7 @@ class HostSource:
         self._children_t: float | None = None
         self._slow_t: float | None = None
         self._cgroup_paths: cg.CgroupPaths | None = None
+        self._cgroup_file: bytes | None = None
         self._cpu_prev: tuple[float, cg.CpuStat] | None = None
         self._mem_events_prev: dict[str, int] = {}
         self._env: dict[str, str] = {}
@@ -221,6 +222,9 @@ class HostSource:
         if self._children_t is None or now - self._children_t >= self.thread_tier_s:
             self._discover()
             self._children_t = now
+            moved = self._moved()  # a launcher or systemd moved it: follow within a tier
+            if moved:
+                self._slow_t = None
         slow = self._slow_t is None or now - self._slow_t >= self.slow_tier_s
         if slow:
             self._slow_t = now
@@ -282,6 +286,16 @@ class HostSource:
             effective_cpus=None, effective_cpus_source="", affinity_cpus=None, cgroup=last,
             env=MappingProxyType(dict(self._env)), na=MappingProxyType({}),
         )  # fmt: skip
+
+    def _moved(self) -> bool:
+        """Whether the target's /proc/PID/cgroup changed since the last look (one small read
+        a thread tier): its cgroup's paths are then resolved again at once."""
+        try:
+            now = read_bytes(self._path(self.pid, "cgroup"))
+        except OSError:
+            return False
+        was, self._cgroup_file = self._cgroup_file, now
+        return was is not None and was != now
 
     def _refresh_slow(self) -> None:
         self._cgroup_paths = cg.resolve(self.pid, self.proc, self._mountinfo)

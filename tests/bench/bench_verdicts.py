@@ -254,9 +254,9 @@ SCENARIOS = (
         "plain",
         frozenset({"gpu-compute"}),
         "a healthy step (its sleep is the environment's turn, outside every phase) while a "
-        "replay buffer grows ~3 MiB/s in a 1 GiB cgroup: nothing is slow, the risk is the OOM "
+        "replay buffer grows ~8 MiB/s in a 2 GiB cgroup: nothing is slow, the risk is the OOM "
         "kill, said beside the verdict",
-        memory_mib=1024,
+        memory_mib=2048,
         risk="MiB/min: the limit in",
     ),
     Scenario(

@@ -1,4 +1,4 @@
-"""An off-policy trainer whose actors hand it rollouts at a steady rate (about 3 MiB a second);
+"""An off-policy trainer whose actors hand it rollouts at a steady rate (about 8 MiB a second);
 it keeps every one in a replay buffer "to sample from later" and never trims it. The step
 itself is healthy compute, but the process grows toward its container's memory limit, where
 it will be OOM-killed. Nothing is slow yet; the job will end."""
@@ -14,7 +14,7 @@ from torch import nn
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--seconds", type=float, default=60)
-    p.add_argument("--rollouts-mib-s", type=float, default=3.0, help="what the actors send")
+    p.add_argument("--rollouts-mib-s", type=float, default=8.0, help="what the actors send")
     args = p.parse_args()
     torch.set_num_threads(1)
     model = nn.Sequential(nn.Linear(256, 4096), nn.ReLU(), nn.Linear(4096, 4096), nn.ReLU(),

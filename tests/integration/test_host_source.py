@@ -302,3 +302,47 @@ def test_real_cgroup_quota_throttles_a_busy_process():
                 break
             except OSError:
                 time.sleep(0.1)
+
+
+def _memory_cgroup_parent() -> Path | None:
+    """Where this process may make a memory cgroup of its own (v1 or v2), or None."""
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        hid, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            d = Path("/sys/fs/cgroup/memory") / path.lstrip("/")
+            return d if os.access(d, os.W_OK) else None
+        if hid == "0" and controllers == "":
+            d = Path("/sys/fs/cgroup") / path.lstrip("/")
+            ok = (d / "cgroup.subtree_control").exists() and os.access(d, os.W_OK)
+            return d if ok and "memory" in (d / "cgroup.subtree_control").read_text() else None
+    return None
+
+
+@pytest.mark.skipif(_memory_cgroup_parent() is None, reason="may not create a cgroup here")
+def test_a_process_moved_into_another_cgroup_is_followed_within_a_tier():
+    """A launcher (systemd-run, a SLURM task plugin, a bench's wrapper) may move the job
+    after gputop first resolved its cgroup: the new cgroup's limit is read within a tier, not
+    after the slow tier's 30 s."""
+    parent = _memory_cgroup_parent()
+    assert parent is not None
+    d = parent / f"gputop-test-{uuid.uuid4().hex[:8]}"
+    d.mkdir()
+    p = start("import time; print('ready', flush=True); time.sleep(60)")
+    try:
+        src = HostSource.open(p.pid, thread_tier_s=0.2)
+        before = src.sample()
+        limit = d / ("memory.max" if (d / "memory.max").exists() else "memory.limit_in_bytes")
+        limit.write_text(str(512 << 20))
+        (d / "cgroup.procs").write_text(str(p.pid))
+        time.sleep(0.3)
+        after = src.sample()
+    finally:
+        stop(p)
+        for _ in range(50):
+            try:
+                d.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)
+    assert before.cgroup is None or before.cgroup.mem_limit_bytes != 512 << 20
+    assert after.cgroup is not None and after.cgroup.mem_limit_bytes == 512 << 20

@@ -3,6 +3,7 @@ set against the limit, its growth, when it gets there and which process grows.""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import MappingProxyType as M
 
 from builders import agent, step
@@ -63,6 +64,17 @@ def test_growth_says_when_the_limit_comes_and_who_grows():
 def test_the_growth_is_the_rate_now_not_the_start_ups_allocations():
     (risk,) = verdict(host(6.0, grow_mib_s=2.0, start_mib=1024)).risks
     assert "+120 MiB/min" in risk  # first to last would say +1,144
+
+
+def test_readings_of_the_cgroup_it_left_do_not_count():
+    """A launcher that moves the job into a cgroup with a limit after it started: the first
+    readings are of the cgroup it left (its whole container's memory)."""
+    w = host(6.0, grow_mib_s=2.0)
+    parent = CgroupSample("v2", None, None, None, None, None, None, None, 40 * GIB, 40 * GIB,
+                          M({}), M({}), 0, "cgroup", M({}))  # fmt: skip
+    samples = tuple(replace(h, cgroup=parent) if h.t < 40 else h for h in w.samples)
+    (risk,) = verdict(Window(samples, w.start, w.end)).risks
+    assert "+120 MiB/min" in risk
 
 
 def test_far_from_the_limit_and_steady_is_no_risk():
