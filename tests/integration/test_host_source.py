@@ -259,6 +259,16 @@ def test_target_of_another_user_gives_reasons_not_a_crash():
     assert doc["env_na"]["env"] == DENIED
 
 
+def remove_cgroup(d: Path) -> None:
+    """A test's cgroup, once the kernel has let its killed process go."""
+    for _ in range(50):
+        try:
+            d.rmdir()
+            return
+        except OSError:
+            time.sleep(0.1)
+
+
 def _v1_cpu_root() -> Path | None:
     root = Path("/sys/fs/cgroup/cpu")
     return root if (root / "cpu.cfs_quota_us").exists() and os.access(root, os.W_OK) else None
@@ -296,12 +306,7 @@ def test_real_cgroup_quota_throttles_a_busy_process():
     finally:
         if p is not None:
             stop(p)
-        for _ in range(50):
-            try:
-                d.rmdir()
-                break
-            except OSError:
-                time.sleep(0.1)
+        remove_cgroup(d)
 
 
 def _memory_cgroup_parent() -> Path | None:
@@ -338,11 +343,6 @@ def test_a_process_moved_into_another_cgroup_is_followed_within_a_tier():
         after = src.sample()
     finally:
         stop(p)
-        for _ in range(50):
-            try:
-                d.rmdir()
-                break
-            except OSError:
-                time.sleep(0.1)
+        remove_cgroup(d)
     assert before.cgroup is None or before.cgroup.mem_limit_bytes != 512 << 20
     assert after.cgroup is not None and after.cgroup.mem_limit_bytes == 512 << 20
