@@ -101,6 +101,8 @@ def check(result) -> None:
     assert result.final in result.scenario.expected, seen
     assert result.source == "agent", seen  # the agent ran in the job and measured the budget
     assert not any("agent" in p for p in result.problems), seen
+    assert result.cause_right is not False, (result.cause, seen)  # the cause it is built with
+    assert not bench.unfit(result), (result.levers, result.setup)  # levers for its own setup
 
 
 @pytest.mark.parametrize("name", SCENARIOS)

@@ -64,6 +64,12 @@ def test_corpus_file_lock_hang_names_the_holder():
     check(bench.run_mode(bench.by_name("hang_file_lock"), HANG_WATCH_S))
 
 
+def test_corpus_pipe_hang_names_the_dead_writer():
+    """Started by gputop: the hang, read from the kernel (a pipe read) and the pipe's write
+    ends (only the reader's own is left: its writer died)."""
+    check(bench.run_mode(bench.by_name("hang_pipe_dead_writer"), HANG_WATCH_S))
+
+
 @pytest.mark.parametrize("name", ["healthy_mlp", "slow_steps"])
 def test_corpus_run_mode(name):
     check(bench.run_mode(bench.by_name(name), WATCH_S))
