@@ -58,6 +58,8 @@ class SharerScan:
         self._at: float | None = None
         self._crowded_at: float | None = None
         self.found: tuple[Sharer, ...] = ()
+        self._measured = False
+        """A scan has measured (not only a baseline): the next waits SCAN_S, found or not."""
 
     def read(self, job: set[int], crowded: set[int], now: float) -> tuple[Sharer, ...]:
         """The sharers as last measured; a new scan when processes of the job wait for CPUs
@@ -65,9 +67,9 @@ class SharerScan:
         if crowded:
             self._crowded_at = now
         elif self._crowded_at is None or now - self._crowded_at > KEEP_S:
-            self.found, self._last, self._at = (), {}, None
+            self.found, self._last, self._at, self._measured = (), {}, None, False
             return self.found
-        due = SCAN_S if self.found or self._at is None else FIRST_S
+        due = SCAN_S if self._measured else FIRST_S  # a baseline is followed soon
         if crowded and (self._at is None or now - self._at >= due or now < self._at):
             self._scan(job, crowded, now)
         return self.found
@@ -98,6 +100,7 @@ class SharerScan:
         self._last, self._at = seen, now
         if span is None:
             return  # a baseline: nothing measured yet
+        self._measured = True
         busy.sort(reverse=True)
         theirs = {pid: self._cpus(pid) for pid in sorted(crowded)}
         found = []

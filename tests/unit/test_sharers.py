@@ -88,3 +88,17 @@ def test_a_crafted_stat_is_skipped(proc):
     scan.read({100}, {100}, 0.0)
     write(proc, 500, "shipper", 2.0)
     assert [x.pid for x in scan.read({100}, {100}, FIRST_S)] == [500]
+
+
+def test_a_job_crowded_by_its_own_processes_is_scanned_every_scan_s_not_more(proc, monkeypatch):
+    """Its ranks wait for CPUs, but no process outside the job is busy (8 ranks and their
+    workers on fewer cores): after the baseline and one measuring scan, every SCAN_S."""
+    listed: list[float] = []
+    real = os.listdir
+    scan = SharerScan(str(proc), cpus_of({}))
+    clock = [0.0]
+    monkeypatch.setattr(mod.os, "listdir", lambda p: listed.append(clock[0]) or real(p))
+    for t in range(0, 31):
+        clock[0] = float(t)
+        assert scan.read({100}, {100}, float(t)) == ()
+    assert listed == [0.0, 2.0, 12.0, 22.0]

@@ -114,7 +114,7 @@ def _workers(sig: RuleInputs, m: Stillness) -> Cause | None:
     if sk is None or m.phase != stack.DATA_WAIT or not sk.workers_at:
         return None
     parked = []
-    for pid, leaf, caller in sk.workers_at:  # quiet: a hang has every process of the tree so
+    for pid, leaf, caller in sk.workers_at:  # quiet: the hang rule found the whole tree so
         if leaf is None:
             return None
         parked.append((pid, leaf, caller))
