@@ -23,6 +23,18 @@ class Frame:
 
 
 @dataclass(frozen=True, slots=True)
+class SocketPeer:
+    """The other end of a TCP socket a parked thread reads (``sources/sockets.py``)."""
+
+    address: str
+    """The remote address and port, as the reader sees it."""
+    pid: int | None
+    """The job's process that holds the other end; None: another host, or outside the job."""
+    on_host: bool
+    """The other end is a socket of this host (its connection was found in the same table)."""
+
+
+@dataclass(frozen=True, slots=True)
 class ThreadStack:
     """One thread in one dump, classified into a phase; ``deciding`` keeps the evidence for it."""
 
@@ -41,6 +53,9 @@ class ThreadStack:
     writers: tuple[int, ...] | None = None
     """For a thread parked reading a pipe or FIFO: the processes of the job that hold a write
     end (the reader itself among them when it kept one); None when not looked at."""
+    peer: SocketPeer | None = None
+    """For a thread parked reading a TCP socket: who is at the other end; None when not looked
+    at (or not a TCP connection)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,3 +134,18 @@ def pipe_read(waits: str) -> str | None:
     if call not in PIPE_READS or not target or target.startswith(("socket:", "anon_inode:")):
         return None
     return target
+
+
+SOCKET_READS = frozenset({"read", "readv", "recvfrom", "recvmsg"})
+"""Calls a reader of a socket sleeps in until its peer sends."""
+
+
+def socket_read(waits: str) -> int | None:
+    """The inode of the socket a kernel wait (``ThreadStack.waits``) reads, else None."""
+    call, _, target = waits.partition(" ")
+    if call not in SOCKET_READS or not target.startswith("socket:[") or not target.endswith("]"):
+        return None
+    try:
+        return int(target[len("socket:[") : -1])
+    except ValueError:
+        return None

@@ -28,14 +28,14 @@ from gputop.model.host import (
     Sharer,
     ThreadInfo,
 )
-from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack
+from gputop.model.stacks import Frame, ProcessStacks, SocketPeer, StacksSample, ThreadStack
 from gputop.model.steps import AgentState, StepRecord
 
 CLASSES: tuple[type, ...] = (
     DeviceInfo, MigInfo, GpuSample, GpuProcess, MigSample,
     HostSample, ProcSample, ThreadInfo, CgroupSample, LockWait, Sharer,
     StepRecord, AgentState,
-    StacksSample, ProcessStacks, ThreadStack, Frame,
+    StacksSample, ProcessStacks, ThreadStack, Frame, SocketPeer,
     Finding, Evidence, Cause, Saving,
 )  # fmt: skip
 """Everything a recording may contain (AgentsSample is written as a delta, see writer.py)."""

@@ -40,9 +40,11 @@ from gputop.model.stacks import (
     StacksSample,
     ThreadStack,
     pipe_read,
+    socket_read,
 )
 from gputop.sources.proc_tree import ProcTree
 from gputop.sources.procfs import runs_python, start_ticks
+from gputop.sources.sockets import socket_peer
 from gputop.sources.stack_budget import WAITED_LATELY_S, Candidate, StackBudget
 from gputop.sources.stack_phases import thread_stack
 from gputop.sources.syscalls import pipe_writers, waits_in
@@ -392,11 +394,15 @@ class StackSource:
             if not t.active and t.tid and asked < KERNEL_ASKED:
                 asked += 1
                 waits = waits_in(pid, t.tid, self._proc)
-                target = pipe_read(waits)
-                writers = None
-                if target is not None and self._still.get(pid, 0) >= 1:  # parked there
-                    writers = pipe_writers(target, sorted(self._parent), self._proc)
-                t = replace(t, waits=waits, writers=writers)
+                target, inode = pipe_read(waits), socket_read(waits)
+                writers, peer = None, None
+                if self._still.get(pid, 0) >= 1:  # parked there: who could end the wait
+                    tree = sorted(self._parent)
+                    if target is not None:
+                        writers = pipe_writers(target, tree, self._proc)
+                    elif inode is not None:
+                        peer = socket_peer(pid, inode, tree, self._proc)
+                t = replace(t, waits=waits, writers=writers, peer=peer)
             out.append(t)
         return tuple(out)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import platform
+from collections.abc import Iterator
 
 from gputop.model.shown import printable
 from gputop.sources.procfs import read_bytes
@@ -100,11 +101,9 @@ def _can_write(proc: str, pid: int, fd: str) -> bool:
     return False
 
 
-def pipe_writers(target: str, pids: list[int], proc: str = "/proc") -> tuple[int, ...]:
-    """The processes among ``pids`` that hold a write end of the pipe or FIFO ``target``
-    (as its /proc/PID/fd link reads): a reader waits for them, or for ever when none but
-    itself is left."""
-    out = []
+def holding(target: str, pids: list[int], proc: str = "/proc") -> Iterator[tuple[int, str]]:
+    """(pid, descriptor) for each open file of ``pids`` whose /proc/PID/fd link reads
+    ``target`` ("pipe:[123]", "socket:[45]", a path), at most MAX_FDS looked at a process."""
     for pid in pids:
         base = f"{proc}/{pid}/fd"
         try:
@@ -113,11 +112,18 @@ def pipe_writers(target: str, pids: list[int], proc: str = "/proc") -> tuple[int
             continue
         for name in names:
             try:
-                if os.readlink(f"{base}/{name}") != target:
-                    continue
+                if os.readlink(f"{base}/{name}") == target:
+                    yield pid, name
             except OSError:
                 continue
-            if _can_write(proc, pid, name):
-                out.append(pid)
-                break
+
+
+def pipe_writers(target: str, pids: list[int], proc: str = "/proc") -> tuple[int, ...]:
+    """The processes among ``pids`` that hold a write end of the pipe or FIFO ``target``
+    (as its /proc/PID/fd link reads): a reader waits for them, or for ever when none but
+    itself is left."""
+    out: list[int] = []
+    for pid, fd in holding(target, pids, proc):
+        if pid not in out and _can_write(proc, pid, fd):
+            out.append(pid)
     return tuple(out)

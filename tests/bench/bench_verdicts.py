@@ -169,6 +169,16 @@ SCENARIOS = (
         cause="parked too: Thread-1 (label_server)",
     ),
     Scenario(
+        "hang_tcp_label_server",
+        ("hang_tcp_label_server.py", "--stuck-after", "8"),
+        "plain",
+        HUNG,
+        "the main thread reads a TCP socket whose other end is a label service the job started, "
+        "which stopped answering",
+        onset=8,
+        cause="waits for an answer from pid",
+    ),
+    Scenario(
         "hang_abba_deadlock",
         ("hang_abba_deadlock.py", "--stuck-after", "8"),
         "plain",

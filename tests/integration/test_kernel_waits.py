@@ -97,3 +97,29 @@ def test_a_zombie_child_is_not_in_the_tree():
     finally:
         parent.kill()
         parent.wait()
+
+
+def test_a_tcp_read_names_the_process_at_the_other_end():
+    import socket
+
+    from gputop.model.stacks import socket_read
+    from gputop.sources.sockets import socket_peer
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    port = srv.getsockname()[1]
+    p = child(f"import socket; s = socket.create_connection(('127.0.0.1', {port})); s.recv(1)")
+    conn, _ = srv.accept()
+    try:
+        got = parked(p.pid, "recvfrom ")
+        inode = socket_read(got)
+        assert inode is not None, got
+        peer = socket_peer(p.pid, inode, [p.pid, os.getpid()])
+        assert peer is not None and peer.address == f"127.0.0.1:{port}"
+        assert peer.pid == os.getpid() and peer.on_host  # this process holds the other end
+    finally:
+        p.kill()
+        p.wait()
+        conn.close()
+        srv.close()

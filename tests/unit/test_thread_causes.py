@@ -9,11 +9,12 @@ from types import MappingProxyType as M
 from gputop.diagnose import reduce_windows
 from gputop.diagnose.causes.hung import hung_cause
 from gputop.diagnose.causes.pipes import CLOSE_WRITE_END, QUEUE_DEADLINE
+from gputop.diagnose.causes.sockets import SOCKET_TIMEOUT
 from gputop.diagnose.causes.threads import ORDER, RELEASE, SENTINEL
 from gputop.model import Window
 from gputop.model.host import HostSample, ProcSample
 from gputop.model.stack_stats import stillness
-from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack
+from gputop.model.stacks import Frame, ProcessStacks, SocketPeer, StacksSample, ThreadStack
 from gputop.sources.stack_phases import classify
 
 MAIN = (Frame("main", "train.py", 47), Frame("<module>", "train.py", 60))
@@ -27,9 +28,9 @@ MP_READ = (Frame("Connection._recv", "multiprocessing/connection.py", 395),
 
 
 def thread(name: str, frames: tuple[Frame, ...], waits: str = "", writers=None, tid: int = 1,
-           active: bool = False) -> ThreadStack:  # fmt: skip
+           active: bool = False, peer: SocketPeer | None = None) -> ThreadStack:  # fmt: skip
     phase, deciding = classify(frames, active)
-    return ThreadStack(tid, name, active, frames, phase, deciding, waits, writers)
+    return ThreadStack(tid, name, active, frames, phase, deciding, waits, writers, peer)
 
 
 def stacks(*threads: ThreadStack, n: int = 14) -> Window:
@@ -128,3 +129,24 @@ def test_a_process_that_exited_is_not_still():
     samples = [StacksSample(100, float(i), 0.0, (ProcessStacks(100, "main", (t,), taken=float(i)),
                *((gone,) if i < 3 else ()))) for i in range(6)]  # fmt: skip
     assert [m.pid for m in stillness(samples)] == [100]
+
+
+def test_a_tcp_peer_of_the_job_that_answers_nothing_is_named():
+    service = proc(300, 100, "child", "python label_service.py", 0.0)
+    peer = SocketPeer("127.0.0.1:5000", 300, True)
+    c = cause(thread("MainThread", MAIN, "recvfrom socket:[9]", peer=peer), extra=(service,))
+    assert c is not None and c.levers[-1] == SOCKET_TIMEOUT
+    assert c.text == (
+        "pid 100 waits for an answer from pid 300 (python label_service.py) over TCP "
+        "(127.0.0.1:5000), using 0% of a core: it sends nothing"
+    )
+
+
+def test_a_tcp_peer_elsewhere_is_named_by_its_address():
+    here = SocketPeer("127.0.0.1:6379", None, True)
+    c = cause(thread("MainThread", MAIN, "recvfrom socket:[9]", peer=here))
+    assert c is not None and "from 127.0.0.1:6379, a process on this host outside the job" in c.text
+    assert c.levers[0].startswith("ss -tp '( sport = :6379 )'")
+    far = SocketPeer("10.0.0.7:29500", None, False)
+    c = cause(thread("MainThread", MAIN, "recvfrom socket:[9]", peer=far))
+    assert c is not None and c.text.endswith("from 10.0.0.7:29500 (another host): nothing comes")

@@ -7,6 +7,7 @@ Pure."""
 from __future__ import annotations
 
 from gputop.diagnose.causes.pipes import pipe_cause
+from gputop.diagnose.causes.sockets import socket_cause
 from gputop.diagnose.causes.threads import threads_cause
 from gputop.diagnose.findings import Cause, Evidence
 from gputop.diagnose.signals import RuleInputs
@@ -76,11 +77,11 @@ def _child_wait(sig: RuleInputs) -> Cause | None:
 
 def hung_cause(sig: RuleInputs) -> Cause | None:
     """A file-lock wait of the job's processes with the lock's holder, else a pipe read with
-    its writers, a wait for a child process, or the stuck thread told by the other threads of
-    its process; None when none is measured."""
+    its writers, a TCP read with its peer, a wait for a child process, or the stuck thread told
+    by the other threads of its process; None when none is measured."""
     waits = sig.host.lock_waits if sig.host is not None else ()
     if not waits:
-        return pipe_cause(sig) or _child_wait(sig) or threads_cause(sig)
+        return pipe_cause(sig) or socket_cause(sig) or _child_wait(sig) or threads_cause(sig)
     w = waits[0]
     what = f"a {w.kind} lock on {w.path}" if w.path else f"a {w.kind} file lock"
     text = f"{_who(sig, w.waiter)} waits for {what} held by {_holder(w)}"
