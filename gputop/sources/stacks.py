@@ -37,6 +37,7 @@ from gputop.model.stacks import (
     AGENT,
     PY_SPY,
     ProcessStacks,
+    SocketPeer,
     StacksSample,
     ThreadStack,
     pipe_read,
@@ -55,6 +56,13 @@ DUMP_TIMEOUT_S = 5.0
 BACKOFF_MAX_S = 60.0
 KERNEL_ASKED = 16
 """Parked threads of one process whose kernel wait is read at each read of its stacks."""
+PARKED_READS = 2
+"""Reads in a row that found a process's stacks unchanged before the other end of its pipe
+or socket reads is looked for (a hang is called only after 10 s of stillness)."""
+ENDS_KEPT_S = 10.0
+"""Seconds a pipe's writers or a socket's peer, once looked up, stand for the same read."""
+ENDS_KEPT_MAX = 256
+"""Looked-up ends kept at most (all forgotten past it: a bound on memory)."""
 
 
 def find_py_spy() -> str | None:
@@ -238,6 +246,10 @@ class StackSource:
         self._wall = wall
         self._tree = tree or ProcTree(pid, proc_root, clock, identity)
         self._proc = proc_root
+        self._ends_seen: dict[
+            tuple[int, str], tuple[float, tuple[int, ...] | None, SocketPeer | None]
+        ] = {}
+        """(pid, kernel wait) -> (when, writers, peer) last looked up (``_ends``)."""
         self._agent_stacks = agent_stacks
         self.budget = budget
         self._failures: dict[int, tuple[int, float, str]] = {}
@@ -388,23 +400,41 @@ class StackSource:
 
     def _kernel_waits(self, pid: int, threads: tuple[ThreadStack, ...]) -> tuple[ThreadStack, ...]:
         """Each parked thread with the call the kernel says it waits in (at most
-        KERNEL_ASKED of them): a lock's futex, a pipe's or socket's read."""
+        KERNEL_ASKED of them): a lock's futex, a pipe's or socket's read. Who could end a
+        pipe or socket read (scans of the tree's open files) is looked up only once the
+        process has stood still for PARKED_READS reads, and kept for ENDS_KEPT_S: a rank that
+        waits in the same collective at every read pays for it once in a while, not each
+        tick."""
         asked, out = 0, []
+        now = self._clock()
+        parked = self._still.get(pid, 0) >= PARKED_READS
         for t in threads:
             if not t.active and t.tid and asked < KERNEL_ASKED:
                 asked += 1
                 waits = waits_in(pid, t.tid, self._proc)
-                target, inode = pipe_read(waits), socket_read(waits)
-                writers, peer = None, None
-                if self._still.get(pid, 0) >= 1:  # parked there: who could end the wait
-                    tree = sorted(self._parent)
-                    if target is not None:
-                        writers = pipe_writers(target, tree, self._proc)
-                    elif inode is not None:
-                        peer = socket_peer(pid, inode, tree, self._proc)
+                writers, peer = self._ends(pid, waits, now) if parked else (None, None)
                 t = replace(t, waits=waits, writers=writers, peer=peer)
             out.append(t)
         return tuple(out)
+
+    def _ends(
+        self, pid: int, waits: str, now: float
+    ) -> tuple[tuple[int, ...] | None, SocketPeer | None]:
+        """(a pipe's writers, a TCP socket's peer) for a read ``waits`` names, from the last
+        ENDS_KEPT_S when looked up then."""
+        target, inode = pipe_read(waits), socket_read(waits)
+        if target is None and inode is None:
+            return None, None
+        kept = self._ends_seen.get((pid, waits))
+        if kept is not None and 0 <= now - kept[0] < ENDS_KEPT_S:
+            return kept[1], kept[2]
+        tree = sorted(self._parent)
+        writers = pipe_writers(target, tree, self._proc) if target is not None else None
+        peer = socket_peer(pid, inode, tree, self._proc) if inode is not None else None
+        if len(self._ends_seen) >= ENDS_KEPT_MAX:
+            self._ends_seen.clear()
+        self._ends_seen[(pid, waits)] = (now, writers, peer)
+        return writers, peer
 
     def _dump(self, pid: int, role: str, now: float) -> None:
         fails = self._failures.get(pid, (0, 0.0, ""))[0]
