@@ -28,7 +28,7 @@ from gputop.model.stack_stats import (
     waits_in,
     worker_mains,
 )
-from gputop.model.stacks import Frame, ProcessStacks, StacksSample
+from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack
 from gputop.model.step_stats import Mfu, gc_share, loop_share, mfu_of, phase_shares, tail_ms, usable
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
 from gputop.vocab import steps as step
@@ -696,6 +696,11 @@ class StackSignals:
     """Each main and rank process's main-thread phases since it began to train (the budget)."""
     last: tuple[ProcessStacks, ...] = ()
     """The latest reading's processes, every thread: what a hang's other threads do."""
+
+    def threads_of(self, pid: int) -> tuple[ThreadStack, ...]:
+        """``pid``'s threads in the latest reading (none when it was not read, or failed)."""
+        proc = next((p for p in self.last if p.pid == pid and not p.error), None)
+        return proc.threads if proc is not None else ()
 
 
 def stack_signals(window: Window[StacksSample] | None) -> StackSignals | None:

@@ -129,6 +129,11 @@ class Stillness:
     age_s: float | None = None
     """How old that read is at the window's last reading (None: not known)."""
 
+    @property
+    def label(self) -> str:
+        """'rank 1 (pid 4242)', or 'pid 4242' for a process with no rank: as findings name it."""
+        return f"rank {self.rank} (pid {self.pid})" if self.rank is not None else f"pid {self.pid}"
+
 
 LIBRARIES = frozenset({
     "torch", "torchvision", "torchaudio", "gputop", "numpy", "triton", "accelerate",

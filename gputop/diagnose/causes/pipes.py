@@ -30,17 +30,9 @@ MULTIPROCESSING = "multiprocessing/"
 """Frames of a multiprocessing queue or connection: the reader holds a write end by design."""
 
 
-def _who(m: Stillness) -> str:
-    return f"rank {m.rank} (pid {m.pid})" if m.rank is not None else f"pid {m.pid}"
-
-
 def _reader(sig: RuleInputs, m: Stillness) -> ThreadStack | None:
-    sk = sig.stacks
-    procs = [p for p in sk.last if p.pid == m.pid] if sk is not None else []
-    for t in procs[0].threads if procs else ():
-        if t.writers is not None and pipe_read(t.waits) is not None:
-            return t
-    return None
+    threads = sig.stacks.threads_of(m.pid) if sig.stacks is not None else ()
+    return next((t for t in threads if t.writers is not None and pipe_read(t.waits)), None)
 
 
 def pipe_cause(sig: RuleInputs) -> Cause | None:
@@ -52,13 +44,13 @@ def pipe_cause(sig: RuleInputs) -> Cause | None:
     target = printable(pipe_read(t.waits) or "", 80)
     leaf = t.deciding or (t.frames[0] if t.frames else None)
     where = f" at {at(leaf)} in {frame_name(leaf)}" if leaf is not None else ""
-    said = Evidence(f"{_who(m)}'s {t.name} sleeps in {t.waits}{where}", "stacks")
+    said = Evidence(f"{m.label}'s {t.name} sleeps in {t.waits}{where}", "stacks")
     others = [w for w in t.writers if w != m.pid]
     queue = any(MULTIPROCESSING in f.file for f in t.frames)
     if not others:
         keeps = m.pid in t.writers
         text = (
-            f"{_who(m)} waits to read {target} and no other process holds its write end: the "
+            f"{m.label} waits to read {target} and no other process holds its write end: the "
             f"writer has exited{', and the reader keeps a write end itself' if keeps else ''}, "
             "so the read never ends"
         )
@@ -73,7 +65,7 @@ def pipe_cause(sig: RuleInputs) -> Cause | None:
         if first is not None and first.cores is not None
         else ""
     )
-    text = f"{_who(m)} waits to read {target} from pid {others[0]}{cmd}{use}: it writes nothing"
+    text = f"{m.label} waits to read {target} from pid {others[0]}{cmd}{use}: it writes nothing"
     look = f"py-spy dump --pid {others[0]} (a Python writer) or its log: why it writes nothing"
     holders = Evidence(f"write end held by pid {', '.join(map(str, others))}", "stacks")
     return Cause(text, (said, holders), (look, QUEUE_DEADLINE if queue else READ_DEADLINE))

@@ -19,14 +19,9 @@ SOCKET_TIMEOUT = (
 )
 
 
-def _who(m: Stillness) -> str:
-    return f"rank {m.rank} (pid {m.pid})" if m.rank is not None else f"pid {m.pid}"
-
-
 def _reader(sig: RuleInputs, m: Stillness) -> ThreadStack | None:
-    sk = sig.stacks
-    procs = [p for p in sk.last if p.pid == m.pid] if sk is not None else []
-    return next((t for t in (procs[0].threads if procs else ()) if t.peer is not None), None)
+    threads = sig.stacks.threads_of(m.pid) if sig.stacks is not None else ()
+    return next((t for t in threads if t.peer is not None), None)
 
 
 def socket_cause(sig: RuleInputs) -> Cause | None:
@@ -38,7 +33,7 @@ def socket_cause(sig: RuleInputs) -> Cause | None:
     peer = t.peer
     leaf = t.deciding or (t.frames[0] if t.frames else None)
     where = f" at {at(leaf)} in {frame_name(leaf)}" if leaf is not None else ""
-    said = Evidence(f"{_who(m)}'s {t.name} sleeps in {t.waits}{where}", "stacks")
+    said = Evidence(f"{m.label}'s {t.name} sleeps in {t.waits}{where}", "stacks")
     address = printable(peer.address, 64)
     if peer.pid is not None:
         procs = sig.host.process_cpu if sig.host is not None else ()
@@ -46,7 +41,7 @@ def socket_cause(sig: RuleInputs) -> Cause | None:
         cmd = f" ({printable(p.cmdline, 60)})" if p is not None and p.cmdline else ""
         use = f", using {p.cores:.0%} of a core" if p is not None and p.cores is not None else ""
         text = (
-            f"{_who(m)} waits for an answer from pid {peer.pid}{cmd} over TCP ({address}){use}: "
+            f"{m.label} waits for an answer from pid {peer.pid}{cmd} over TCP ({address}){use}: "
             "it sends nothing"
         )
         look = f"py-spy dump --pid {peer.pid} (a Python peer) or its log: why it does not answer"
@@ -54,13 +49,13 @@ def socket_cause(sig: RuleInputs) -> Cause | None:
         return Cause(text, (said, held), (look, SOCKET_TIMEOUT))
     if peer.on_host:
         text = (
-            f"{_who(m)} waits for an answer over TCP from {address}, a process on this host "
+            f"{m.label} waits for an answer over TCP from {address}, a process on this host "
             "outside the job: it sends nothing"
         )
         look = f"ss -tp '( sport = :{address.rsplit(':', 1)[-1]} )' names the process; its log"
     else:
         text = (
-            f"{_who(m)} waits for an answer over TCP from {address} (another host): nothing comes"
+            f"{m.label} waits for an answer over TCP from {address} (another host): nothing comes"
         )
         look = f"the service at {address}: is it up, and does it answer (its log, a health check)"
     return Cause(text, (said,), (look, SOCKET_TIMEOUT))

@@ -13,7 +13,7 @@ from gputop.diagnose.rules.common import at, frame_name
 from gputop.diagnose.rules.progress import stuck
 from gputop.diagnose.signals import RuleInputs
 from gputop.model.stack_stats import Stillness, user_frame, waits_in
-from gputop.model.stacks import FUTEX, ProcessStacks, ThreadStack
+from gputop.model.stacks import FUTEX, ThreadStack
 from gputop.vocab import stacks as stack
 
 PARKED = frozenset({stack.LOCK_WAIT, stack.BLOCKED, stack.IDLE})
@@ -73,10 +73,6 @@ def _where(t: ThreadStack) -> str:
     return f"{t.name} in {frame_name(leaf)} at {at(caller)}"
 
 
-def _who(m: Stillness) -> str:
-    return f"rank {m.rank} (pid {m.pid})" if m.rank is not None else f"pid {m.pid}"
-
-
 def _kernel(t: ThreadStack | None) -> str:
     if t is None or not t.waits:
         return ""
@@ -122,7 +118,7 @@ def _workers(sig: RuleInputs, m: Stillness) -> Cause | None:
     place = f" at {at(caller)}" if caller is not None and caller != leaf else ""
     n = len(parked)
     every = f"every DataLoader worker ({n})" if n > 1 else "its only DataLoader worker"
-    text = f"{every} waits in {frame_name(leaf)}{place}: none makes a batch, so {_who(m)} waits"
+    text = f"{every} waits in {frame_name(leaf)}{place}: none makes a batch, so {m.label} waits"
     evidence = tuple(
         Evidence(f"worker pid {p} parked in {frame_name(lf)}{f' at {at(c)}' if c else ''}",
                  "stacks")
@@ -141,14 +137,12 @@ def threads_cause(sig: RuleInputs) -> Cause | None:
     workers = _workers(sig, m)
     if workers is not None:
         return workers
-    proc = next((p for p in sk.last if p.pid == m.pid and not p.error), None)
-    if proc is None:
-        return None
-    return _census(m, proc)
+    threads = sk.threads_of(m.pid)
+    return _census(m, threads) if threads else None
 
 
-def _census(m: Stillness, proc: ProcessStacks) -> Cause | None:
-    own = _own(proc.threads)
+def _census(m: Stillness, threads: tuple[ThreadStack, ...]) -> Cause | None:
+    own = _own(threads)
     main = next((t for t in own if t.name == "MainThread"), own[0] if own else None)
     others = [t for t in own if t is not main]
     if any(t.phase not in PARKED for t in others):
@@ -157,7 +151,7 @@ def _census(m: Stillness, proc: ProcessStacks) -> Cause | None:
         Evidence(f"pid {m.pid}'s thread {_where(t)} ({_kernel(t) or t.phase})", "stacks")
         for t in others
     )
-    who, waits = _who(m), _waits(m, main)
+    who, waits = m.label, _waits(m, main)
     if not others:
         if not _in_process(m, main):
             return None  # a socket, a pipe, a child: another process ends it, not a thread

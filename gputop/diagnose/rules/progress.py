@@ -83,10 +83,6 @@ def _where(phase: str, leaf: Frame | None, caller: Frame | None, ranks: int) -> 
     return f"{verb} in {frame_name(leaf)} at {at(caller or leaf)}"
 
 
-def _label(p: Stillness) -> str:
-    return f"rank {p.rank} (pid {p.pid})" if p.rank is not None else f"pid {p.pid}"
-
-
 def _in_collective(m: Stillness, ranks: int) -> bool:
     """In a collective: its frame, or (more than one rank) parked inside backward, where DDP's
     all-reduce of the gradients blocks in C++ with no Python frame of its own."""
@@ -121,15 +117,15 @@ def _who_waits(still: Sequence[Stillness], ranks: int) -> str:
     if inside and outside:
         coll = inside[0].leaf.name if inside[0].leaf and inside[0].phase == stack.COLLECTIVE_WAIT \
             else "gradient all-reduce"  # fmt: skip
-        who = ", ".join(_label(m) for m in inside)
+        who = ", ".join(m.label for m in inside)
         o = outside[0]
         verb = "wait" if len(inside) > 1 else "waits"
         where = _where(o.phase, o.leaf, o.caller, ranks)
-        return f"{_label(o)} is not in the {coll} that {who} {verb} in: it is {where}"
+        return f"{o.label} is not in the {coll} that {who} {verb} in: it is {where}"
     m = outside[0] if outside else inside[0]
     if inside and ranks > 1 and not outside:
         return f"every rank waits in a collective ({_where(m.phase, m.leaf, m.caller, ranks)})"
-    return f"{_label(m)} {_where(m.phase, m.leaf, m.caller, ranks)}"
+    return f"{m.label} {_where(m.phase, m.leaf, m.caller, ranks)}"
 
 
 def _trainers(sk: StackSignals | None) -> tuple[list[Stillness], int]:
@@ -273,7 +269,7 @@ def hung(sig: RuleInputs) -> Finding:
         use = f", CPU {cores.cores:.2f} cores" if cores and cores.cores is not None else ""
         agree.append(
             Evidence(
-                f"{_label(m)} {_where(m.phase, m.leaf, m.caller, ranks)}: same stack for "
+                f"{m.label} {_where(m.phase, m.leaf, m.caller, ranks)}: same stack for "
                 f"{m.still_s:.0f} s ({_reads(m)}){use}",
                 "stacks",
             )
