@@ -48,8 +48,8 @@ class ThreadStack:
     deciding: Frame | None
     """The frame that decided the phase: the evidence shown next to it."""
     waits: str = ""
-    """What the kernel says a parked thread waits in ("futex", "read pipe:[123]",
-    ``sources/syscalls.py``); "" when it runs or nothing was read."""
+    """What the kernel says a parked thread of a process that stood still waits in ("futex",
+    "read pipe:[123]", ``sources/syscalls.py``); "" when it runs or nothing was read."""
     writers: tuple[int, ...] | None = None
     """For a thread parked reading a pipe or FIFO: the processes of the job that hold a write
     end (the reader itself among them when it kept one); None when not looked at."""

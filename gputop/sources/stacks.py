@@ -399,21 +399,23 @@ class StackSource:
                 self._seen[key] = RoleHint(seen)  # a worker is never a rank again
 
     def _kernel_waits(self, pid: int, threads: tuple[ThreadStack, ...]) -> tuple[ThreadStack, ...]:
-        """Each parked thread with the call the kernel says it waits in (at most
-        KERNEL_ASKED of them): a lock's futex, a pipe's or socket's read. Who could end a
-        pipe or socket read (scans of the tree's open files) is looked up only once the
-        process has stood still for PARKED_READS reads, and kept for ENDS_KEPT_S: a rank that
-        waits in the same collective at every read pays for it once in a while, not each
-        tick."""
+        """Each parked thread of a process whose stacks stood still since its last read, with
+        the call the kernel says it waits in (at most KERNEL_ASKED of them): a lock's futex, a
+        pipe's or socket's read. A process that moved is not read at all (a training loop
+        pays nothing); who could end a pipe or socket read (scans of the tree's open files) is
+        looked up once it has stood still for PARKED_READS reads, and kept for ENDS_KEPT_S: a
+        rank that waits in the same collective at every read pays for it once in a while."""
+        still = self._still.get(pid, 0)
+        if still < 1:
+            return threads
         asked, out = 0, []
         now = self._clock()
-        parked = self._still.get(pid, 0) >= PARKED_READS
         for t in threads:
             if not t.active and t.tid and asked < KERNEL_ASKED:
                 asked += 1
                 waits = waits_in(pid, t.tid, self._proc)
-                writers, peer = self._ends(pid, waits, now) if parked else (None, None)
-                t = replace(t, waits=waits, writers=writers, peer=peer)
+                ends = self._ends(pid, waits, now) if still >= PARKED_READS else (None, None)
+                t = replace(t, waits=waits, writers=ends[0], peer=ends[1])
             out.append(t)
         return tuple(out)
 
