@@ -487,19 +487,42 @@ def _counted(orig: Any, phase: Any, rec: StepRecorder, tensor: type) -> Any:
     @functools.wraps(orig)
     def counted(*args: Any, **kwargs: Any) -> Any:
         depth = getattr(_INSIDE, "depth", 0)
-        if not depth:  # a collective torch makes inside another is not more bytes
-            try:
-                rec.comm_bytes += payload(tensor, args)
-            except Exception:
-                rec.errors += 1
-        _INSIDE.depth = depth + 1
-        try:
+        if depth:  # a collective torch makes inside another is not more bytes, nor more time
             return timed(*args, **kwargs)
+        try:
+            rec.comm_bytes += payload(tensor, args)
+        except Exception:
+            rec.errors += 1
+        flight = rec.in_flight
+        flight.issued(_now())
+        pending = False
+        _INSIDE.depth = 1
+        try:
+            work = timed(*args, **kwargs)
+            pending = bool(kwargs.get("async_op")) and _completes_later(work, flight)
+            return work
         finally:
-            _INSIDE.depth = depth
+            _INSIDE.depth = 0
+            if not pending:  # a blocking call (or one whose completion cannot be seen)
+                flight.completed(_now())
 
     counted.__gputop__ = True  # type: ignore[attr-defined]
     return counted
+
+
+def _completes_later(work: Any, flight: Any) -> bool:
+    """Note the completion of an async collective when its future completes (in the backend's
+    thread); False when the work has no future (the call's return then stands for it)."""
+    try:
+        future = work.get_future()
+
+        def done(_fut: Any) -> None:
+            flight.completed(_now())
+
+        future.then(done)
+        return True
+    except Exception:
+        return False
 
 
 def _wrap_collectives(rec: StepRecorder, dist: Any, c10d: Any) -> None:

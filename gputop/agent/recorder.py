@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from ..vocab.steps import STEP_PHASES
+from .in_flight import InFlight
 
 _now = time.perf_counter_ns  # CLOCK_MONOTONIC on Linux: one timebase for every rank on a node
 
@@ -167,8 +168,8 @@ NO_PHASE = _NoPhase()
 class StepRecorder:
     """Per-process state of the agent. ``records`` holds finished steps as tuples:
     (seq, step, t_start_ns, t_end_ns, per-phase host ns, samples, tokens, flops, input
-    elements, collective bytes, GC ns, full (generation 2) collections); the last two are None
-    until ``watch_gc()``."""
+    elements, collective bytes, ns with a collective outstanding, GC ns, full (generation 2)
+    collections); the last two are None until ``watch_gc()``."""
 
     def __init__(self, history: int = STEP_HISTORY) -> None:
         self.on = True
@@ -185,6 +186,9 @@ class StepRecorder:
         self.comm_bytes = 0
         """Bytes the step's collectives were given (``auto`` counts them in any thread: DDP's
         buckets are all-reduced from the autograd thread): the comms' payload."""
+        self.in_flight = InFlight()
+        """When the step's collectives were outstanding (``auto`` notes each call's issue and
+        completion): against the step's wait for them, how much of them hid behind compute."""
         self.open_id = -1
         self.open_t0 = 0
         self.seg_t0 = 0
@@ -289,6 +293,7 @@ class StepRecorder:
             self.acc = [0] * MAX_PHASES
             inputs, self.inputs = self.inputs or None, 0
             comm, self.comm_bytes = self.comm_bytes or None, 0
+            comm_ns = self.in_flight.take(t) or None
             if flops is None:
                 flops = self.default_flops
             gc_ns: int | None
@@ -301,7 +306,7 @@ class StepRecorder:
                 gc_ns = gc_full = None
             self.records.append(
                 (self.seq, self.step_no, self.step_t0, t, durations, samples, tokens, flops,
-                 inputs, comm, gc_ns, gc_full)
+                 inputs, comm, comm_ns, gc_ns, gc_full)
             )  # fmt: skip
             self.seq += 1
             self.step_no += 1
@@ -333,6 +338,7 @@ class StepRecorder:
         self._stale = False
         self.acc = [0] * MAX_PHASES
         self.inputs = self.comm_bytes = 0
+        self.in_flight.take(t)  # what was outstanding while idle is not this step's
         self.open_id, self.open_t0, self.seg_t0, self.user_open = -1, 0, t, 0
         for p in self.phases.values():
             p._t0 = 0

@@ -394,6 +394,7 @@ class AgentServer:
             flops,
             inputs,
             comm,
+            comm_ns,
             gc_ns,
             gc_full,
         ) in records:
@@ -412,6 +413,8 @@ class AgentServer:
                 item["inputs"] = inputs
             if comm is not None:  # absent: no collective in the step
                 item["comm_bytes"] = comm
+            if comm_ns is not None:  # absent: no collective outstanding in the step
+                item["comm_ns"] = comm_ns
             if gc_ns is not None:  # absent: GC not timed (an older agent, or GPUTOP_GC=0)
                 item["gc_ns"] = gc_ns
                 item["gc_full"] = gc_full

@@ -35,6 +35,10 @@ class StepRecord:
     an older agent): ranks given more work longer."""
     comm_bytes: int | None = None
     """Bytes the step's collectives were given (None: no collective, or an older agent)."""
+    comm_ns: int | None = None
+    """Nanoseconds the step had a collective outstanding (issue to completion as the host
+    sees it, overlapping calls once; None: none, or an older agent): against the step's wait
+    for them, the part hidden behind compute."""
     gc_ns: int | None = None
     """Nanoseconds the step spent in Python garbage collections (inside its phases: a
     collection pauses whatever runs); None when the agent did not time them."""

@@ -122,6 +122,7 @@ def parse_steps(msg: dict[str, Any]) -> tuple[list[StepRecord], int]:
                 flops=float(flops) if flops is not None else None,
                 inputs=_opt_int(item.get("inputs")),
                 comm_bytes=_opt_int(item.get("comm_bytes")),
+                comm_ns=_int(item.get("comm_ns"), 0, dur),  # longer than the step: not kept
                 gc_ns=gc_ns,
                 gc_full=gc_full,
             )

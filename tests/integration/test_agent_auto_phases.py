@@ -82,6 +82,22 @@ def check_ranks(agents, slow: int) -> None:
     assert median(fast, "grad_sync") > SLOW_MS * 0.6
 
 
+def check_in_flight(agents, slow: int, hidden: bool) -> None:
+    """Each step says how long its collectives were outstanding; on the rank that waits for
+    the slow one, at least the wait (the wait is inside it: on the slow rank itself, a wait()
+    that returns late because another thread holds the GIL can outlast it); a blocking loop
+    hides none of them behind compute."""
+    for a in agents:
+        steps = [s for s in a.steps[3:] if "grad_sync" in s.phases]
+        assert steps and all(s.comm_ns and s.comm_ns <= s.dur_ns for s in steps), steps
+    fast = agents[1 - slow]
+    flight = statistics.median(s.comm_ns for s in fast.steps[3:] if s.comm_ns) / 1e6
+    wait = median(fast, "grad_sync")
+    assert flight >= 0.9 * wait - 1.0, (flight, wait)
+    if not hidden:
+        assert flight <= 1.1 * wait + 1.0, (flight, wait)
+
+
 def test_a_plain_mlp_shows_forward_backward_optimizer_and_checkpoints(tmp_path):
     agents = run_plain(tmp_path, str(EXAMPLES / "mlp_plain.py"), "--steps", "30",
                        "--checkpoint-every", "10", "--batch", "16", "--dim", "48")  # fmt: skip
@@ -107,6 +123,7 @@ def test_ddp_under_mp_spawn_reports_ranks_from_the_process_group(tmp_path):
     spawn = (str(EXAMPLES / "ddp_plain.py"), "--spawn", "2", "--steps", "30", "--port", "29541")
     agents = run_plain(tmp_path, *spawn, "--slow-rank", "0", "--slow-ms", str(SLOW_MS))
     check_ranks(agents, slow=0)  # no RANK variable: the rank came from torch.distributed
+    check_in_flight(agents, slow=0, hidden=True)
     for a in agents:  # DDP's buckets, all-reduced from the autograd thread, are the payload
         assert {s.comm_bytes for s in a.steps[3:]} == {GRAD_BYTES}, a.steps[-1]
     for a in agents:  # the setup, read from the live DDP object (issue 38)
@@ -123,6 +140,7 @@ def test_a_hand_written_all_reduce_loop_is_grad_sync(tmp_path, mode):
                        "--steps", "30", "--slow-rank", "1", "--slow-ms", str(SLOW_MS),
                        *extra)  # fmt: skip
     check_ranks(agents, slow=1)
+    check_in_flight(agents, slow=1, hidden=mode == "async")  # a blocking call hides nothing
     for a in agents:  # a process group and no wrapper: the loop's own collectives
         assert parallel(a) == {"kind": "collectives"}, a.fingerprint
         assert {s.comm_bytes for s in a.steps[3:]} == {GRAD_BYTES}, a.steps[-1]

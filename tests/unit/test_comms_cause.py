@@ -13,11 +13,14 @@ from gputop.model.steps import AgentsSample
 PHASES = {"forward": 20.0, "backward": 20.0, "grad_sync": 60.0, "optimizer": 2.0}
 
 
-def job(parallel: dict | None, comm_bytes: int | None = 256_000_000) -> AgentsSample:
+def job(parallel: dict | None, comm_bytes: int | None = 256_000_000,
+        comm_ms: float | None = None) -> AgentsSample:  # fmt: skip
     fp = M({"parallel": M(parallel)} if parallel else {})
+    comm_ns = round(comm_ms * 1e6) if comm_ms else None
     out = []
     for r in (0, 1):
-        steps = tuple(step(i, int(i * 1e9), PHASES, comm_bytes=comm_bytes) for i in range(30))
+        steps = tuple(step(i, int(i * 1e9), PHASES, comm_bytes=comm_bytes, comm_ns=comm_ns)
+                      for i in range(30))  # fmt: skip
         out.append(agent(100 + r, steps, rank=r, world_size=2, fingerprint=fp))
     return AgentsSample(target=50, t=1.0, wall=0.0, agents=tuple(out))
 
@@ -52,3 +55,22 @@ def test_a_loops_own_collectives_and_fsdp2_are_said_as_theirs():
 
 def test_no_bytes_counted_is_no_cause():
     assert principal(job({"kind": "DDP", "backend": "gloo"}, comm_bytes=None)).cause is None
+
+
+def test_what_hid_behind_compute_is_the_outstanding_time_the_step_did_not_wait_for():
+    ddp = {"kind": "DDP", "backend": "gloo", "bucket_cap_mb": 25.0}
+    p = principal(job(ddp, comm_ms=80.0))  # outstanding 80 ms, 60 of them waited for
+    assert p.cause.text.endswith(
+        "; outstanding 80 ms a step (3.20 GB/s), the step waits 60 ms of it: 25% hidden "
+        "behind compute"
+    ), p.cause.text
+    assert any("outstanding 80 ms a step (median of" in e.text for e in p.cause.evidence)
+    blocking = principal(job({"kind": "collectives", "backend": "gloo"}, comm_ms=58.0))
+    assert blocking.cause.text.endswith("; outstanding 58 ms a step (4.41 GB/s), all of it "
+                                        "waited for"), blocking.cause.text  # fmt: skip
+
+
+def test_nccl_collectives_complete_where_the_host_does_not_see_them():
+    p = principal(job({"kind": "DDP", "backend": "nccl"}, comm_ms=5.0))
+    assert "outstanding" not in p.cause.text and "hidden" not in p.cause.text
+    assert p.cause.text.endswith("the step waits 60 ms for them (4.27 GB/s)"), p.cause.text

@@ -1,8 +1,8 @@
 """What the exposed communication wait is made of: the job's own wrapper and the settings
 that decide its collectives (read live by the agent: ``model/setup.py``), the bytes the
 step's collectives carry (the agent counts them: DDP's buckets, FSDP's gathers, a loop's own
-all_reduce), and the rate those bytes move at against the time the step waits for them.
-Pure."""
+all_reduce), how long they were outstanding (issue to completion) against the part the step
+waited for (exposed), the rest hidden behind compute, and the rate the bytes moved at. Pure."""
 
 from __future__ import annotations
 
@@ -31,6 +31,9 @@ SETTINGS = {
     DEEPSPEED: ("zero_stage", "overlap_comm", "reduce_bucket_size"),
 }
 """The settings that decide a wrapper's collectives, said beside its bytes."""
+HOST_BLIND = frozenset({"nccl"})
+"""Backends whose collectives complete on the GPU, unseen by the host: the time they were
+outstanding is not measured there, so nothing is said of what hid behind compute."""
 
 
 def comms_cause(sig: RuleInputs) -> Cause | None:
@@ -50,6 +53,8 @@ def comms_cause(sig: RuleInputs) -> Cause | None:
     fp = st.fingerprint
     kind = parallel_kind(fp)
     backend = parallel_setting(fp, "backend")
+    flights = [s.comm_ns for s in usable(agent.steps) if s.comm_ns] if agent else []
+    flight_ms = statistics.median(flights) / 1e6 if flights and backend not in HOST_BLIND else None
     settings = ", ".join(
         f"{name}={parallel_setting(fp, name)}"
         for name in SETTINGS.get(kind or "", ())
@@ -57,11 +62,32 @@ def comms_cause(sig: RuleInputs) -> Cause | None:
     )
     who = WHO.get(kind or "", "the job's collectives move")
     over = f" over {backend}" if isinstance(backend, str) else ""
-    rate = per_step / MB / exposed_ms if exposed_ms > 0 else None  # MB/ms is GB/s
     text = f"{who}: {per_step / MB:,.1f} MB a step{over}"
     if settings:
         text += f" ({settings})"
-    if rate is not None:
-        text += f"; the step waits {exposed_ms:.0f} ms for them ({rate:.2f} GB/s)"
+    text += _timing(per_step, exposed_ms, flight_ms)
     said = f"{r.label}: collectives given {per_step / MB:,.1f} MB a step (median of {len(got)} "
-    return Cause(text, (Evidence(f"{said}steps), {exposed_ms:.0f} ms exposed", "agent"),))
+    evidence = [Evidence(f"{said}steps), {exposed_ms:.0f} ms exposed", "agent")]
+    if flight_ms is not None:
+        evidence.append(
+            Evidence(f"{r.label}: a collective outstanding {flight_ms:.0f} ms a step "
+                     f"(median of {len(flights)} steps, issue to completion)", "agent")
+        )  # fmt: skip
+    return Cause(text, tuple(evidence))
+
+
+def _timing(per_step: float, exposed_ms: float, flight_ms: float | None) -> str:
+    """The wait, and where the host saw the collectives complete, how long they were
+    outstanding and how much of that hid behind compute; the rate is the bytes over the time
+    they were outstanding (over the wait where that is not seen)."""
+    moving = flight_ms if flight_ms else exposed_ms
+    rate = f" ({per_step / MB / moving:.2f} GB/s)" if moving > 0 else ""  # MB/ms is GB/s
+    if flight_ms is None:
+        return f"; the step waits {exposed_ms:.0f} ms for them{rate}"
+    if exposed_ms >= flight_ms:  # the wait holds all of it (and maybe more: the host, GIL)
+        return f"; outstanding {flight_ms:.0f} ms a step{rate}, all of it waited for"
+    hidden = 1.0 - exposed_ms / flight_ms
+    return (
+        f"; outstanding {flight_ms:.0f} ms a step{rate}, the step waits {exposed_ms:.0f} ms "
+        f"of it: {hidden:.0%} hidden behind compute"
+    )
