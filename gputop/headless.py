@@ -224,11 +224,10 @@ def render(doc: dict[str, Any], timeline: bool = True) -> str:
                 lines.append(f"    {label}: {stacked(r['shares'], 200)}")
         for e in p["evidence"]:
             lines.append(f"  {'+' if e['supports'] else '-'} {e['text']} [{e['source']}]")
-        saving = p.get("saving")
+        savings = list(p.get("lever_savings") or ()) or [p.get("saving")]
         for i, lever in enumerate(p["levers"]):
-            gain = ""
-            if saving and i == 0:
-                gain = f"  (~{saving['speedup']:.2g}x steps/s {saving['condition']})"
+            saving = savings[i] if i < len(savings) else None
+            gain = f"  (~{saving['speedup']:.2g}x steps/s {saving['condition']})" if saving else ""
             lines.append(f"  try: {lever}{gain}")
     for risk in v.get("risks") or ():
         lines.append(f"risk: {risk}")

@@ -23,6 +23,8 @@ from pathlib import Path
 
 from gputop.diagnose import levers, rules
 from gputop.diagnose.findings import Finding
+from gputop.diagnose.fit import fitting
+from gputop.diagnose.lever import declared
 from gputop.diagnose.signals import RuleInputs
 from gputop.vocab import bounds as bound_names
 from gputop.vocab import budget as slices
@@ -290,7 +292,15 @@ def judge(rule: Rule, sig: RuleInputs) -> Finding:
         return f
     entry = bound(f.bound)
     assert entry.levers is not None, f"{entry.name}: no levers (see registry_problems())"
-    return replace(f, levers=entry.levers(sig))
+    return replace(f, levers=levers_of(entry, sig))
+
+
+def levers_of(entry: Bound, sig: RuleInputs) -> tuple[str, ...]:
+    """The bound's levers that fit the job's setup, each saving from the bound's slice unless
+    it declared its own."""
+    if entry.levers is None:
+        return ()
+    return fitting(declared(entry.levers(sig), entry.slices[0] if entry.slices else None), sig)
 
 
 def registry_problems(

@@ -73,7 +73,8 @@ class Finding:
     summary: str
     evidence: tuple[Evidence, ...] = ()
     levers: tuple[str, ...] = ()
-    """Cheapest first, naming the user's own settings where known."""
+    """Cheapest first, naming the user's own settings where known; each a ``Lever`` (a text
+    that declares the slice it saves from and the setups it fits) until recorded."""
     missing: tuple[str, ...] = ()
     """Inputs this rule would have used but did not have."""
     impact: float = 0.0
@@ -84,6 +85,9 @@ class Finding:
     """The principal's cause (``diagnose/causes/``); None where none was measured."""
     saving: Saving | None = None
     """What the principal's first lever would save (``diagnose/saving.py``)."""
+    lever_savings: tuple[Saving | None, ...] = ()
+    """What each lever would save, in the levers' order (None: advice, or a slice the budget
+    cannot size); the principal's only."""
 
 
 @dataclass(frozen=True)

@@ -1,47 +1,45 @@
-"""Which levers fit the job's setup: a knob belongs to the setup whose API it is (DDP's
-``bucket_cap_mb``, FSDP2's ``fully_shard``, DeepSpeed's ``overlap_comm``, NCCL's variables,
-Lightning's ``val_check_interval``, the transformers Trainer's ``eval_steps``), and a lever
-that turns a knob of a setup the job does not have is never offered (a DDP knob for an FSDP
-job is a wrong answer, like a wrong verdict). Pure: the setup document (``model/setup.py``) in.
-"""
+"""Which levers fit the job's setup: a lever declares the setups whose knob it turns
+(``Lever.setups``: DDP's ``bucket_cap_mb`` belongs to DDP, NCCL's variables to NCCL,
+Lightning's ``val_check_interval`` to Lightning), and one whose setups the job does not have
+is never offered (a DDP knob for an FSDP job is a wrong answer, like a wrong verdict). An
+unknown setup has none of them. Pure: the setup document (``model/setup.py``) in."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from gputop.vocab.setup import DDP, DEEPSPEED, FSDP1, FSDP2, LIGHTNING, TRANSFORMERS
-
-PARALLEL_KNOBS: dict[str, tuple[str, ...]] = {
-    DDP: ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph", "no_sync()"),
-    FSDP2: ("fully_shard(", "set_modules_to_", "set_requires_gradient_sync"),
-    FSDP1: ("sharding_strategy", "backward_prefetch=", "forward_prefetch="),
-    DEEPSPEED: ("overlap_comm", "reduce_bucket_size", "zero_optimization"),
-}
-"""Each parallel wrapper's own knobs, as the levers spell them."""
-BACKEND_KNOBS: dict[str, tuple[str, ...]] = {"nccl": ("NCCL_", "NCCL flight recorder")}
-"""A process group backend's own knobs."""
-FRAMEWORK_KNOBS: dict[str, tuple[str, ...]] = {
-    LIGHTNING: ("val_check_interval", "check_val_every_n_epoch", "log_every_n_steps"),
-    TRANSFORMERS: ("eval_steps", "logging_steps", "save_steps"),
-}
-"""Each framework's own settings."""
+from gputop.diagnose.lever import Lever
+from gputop.diagnose.signals import RuleInputs
+from gputop.model.setup import setup_of
 
 
-def _kind(setup: Mapping[str, Any] | None, section: str, key: str = "kind") -> object:
+def _part(setup: Mapping[str, Any] | None, section: str, key: str) -> object:
     part = (setup or {}).get(section)
     return part.get(key) if isinstance(part, Mapping) else None
 
 
+def setups_of(setup: Mapping[str, Any] | None) -> frozenset[str]:
+    """What the job has, in the words levers declare: its parallel wrapper, the process
+    group's backend and its framework."""
+    have = (
+        _part(setup, "parallel", "kind"),
+        _part(setup, "parallel", "backend"),
+        _part(setup, "framework", "kind"),
+    )
+    return frozenset(x for x in have if isinstance(x, str))
+
+
 def fits(lever: str, setup: Mapping[str, Any] | None) -> bool:
-    """False when the lever turns a knob of a wrapper, backend or framework the job lacks
-    (an unknown setup has none of them)."""
-    for table, have in (
-        (PARALLEL_KNOBS, _kind(setup, "parallel")),
-        (BACKEND_KNOBS, _kind(setup, "parallel", "backend")),
-        (FRAMEWORK_KNOBS, _kind(setup, "framework")),
-    ):
-        for kind, knobs in table.items():
-            if kind != have and any(k in lever for k in knobs):
-                return False
-    return True
+    """True unless the lever belongs to setups the job has none of (a plain text, read back
+    from a recording, declares none)."""
+    if not isinstance(lever, Lever) or not lever.setups:
+        return True
+    return bool(lever.setups & setups_of(setup))
+
+
+def fitting(levers: tuple[str, ...], sig: RuleInputs) -> tuple[str, ...]:
+    """The levers that fit the setup the job's agents reported (none of a wrapper, backend or
+    framework while it is unknown)."""
+    setup = setup_of(sig.steps.fingerprint if sig.steps is not None else None)
+    return tuple(x for x in levers if fits(x, setup))

@@ -7,11 +7,12 @@ calls it for a fired finding only."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from gputop.diagnose import rules
 from gputop.diagnose.budget import FLOOR
+from gputop.diagnose.lever import Lever, advice
 from gputop.diagnose.rules import SIDE_SHARE
 from gputop.diagnose.signals import MEM_NEAR, WORKERS_WAIT, RuleInputs
 from gputop.model.setup import parallel_kind, parallel_setting
@@ -103,10 +104,10 @@ def data_input(sig: RuleInputs) -> tuple[str, ...]:
     loader = _loader(sig)
     if sig.gpu_view:  # NVML alone saw it
         return (
-            "attach gputop to the job on this GPU (gputop --pid PID): its steps and stacks "
-            "tell waiting for batches from a slow host loop",
+            advice("attach gputop to the job on this GPU (gputop --pid PID): its steps and "
+                   "stacks tell waiting for batches from a slow host loop"),
             _more_workers(sig, loader),
-        )
+        )  # fmt: skip
     return (_more_workers(sig, loader), *_loader_settings(loader))
 
 
@@ -170,14 +171,15 @@ def comms(sig: RuleInputs) -> tuple[str, ...]:
     its current values; a wrapper the job does not have is never named. While the agent has
     not said (no agent, an older one), only what holds for any setup."""
     fp = _fingerprint(sig)
-    kind = parallel_kind(fp)
-    levers = _WRAPPER_LEVERS.get(kind, _no_wrapper) if kind else _no_wrapper
-    own = levers(lambda name: parallel_setting(fp, name))
-    nccl = ("NCCL_DEBUG=INFO says which transport NCCL chose (NVLink, InfiniBand, or sockets)",)
+    own = wrapper_levers(parallel_kind(fp), lambda name: parallel_setting(fp, name))
+    nccl = advice(
+        "NCCL_DEBUG=INFO says which transport NCCL chose (NVLink, InfiniBand, or sockets)",
+        setups={"nccl"},
+    )
     return (
         *own,
         "remove per-step host syncs (.item(), print of tensors) between collectives",
-        *(nccl if parallel_setting(fp, "backend") == "nccl" else ()),
+        nccl,
     )
 
 
@@ -248,6 +250,16 @@ def _no_wrapper(now: Any) -> tuple[str, ...]:
 _WRAPPER_LEVERS = {DDP: _ddp, FSDP2: _fsdp2, FSDP1: _fsdp1, DEEPSPEED: _deepspeed, DIRECT: _direct}
 
 
+def wrapper_levers(kind: str | None, now: Callable[[str], Any]) -> tuple[Lever, ...]:
+    """The comms levers of the job's own wrapper (``now``: its setting by name), each declared
+    a knob of that wrapper (a loop's own collectives: of such a loop); without one, what holds
+    for any setup."""
+    says = _WRAPPER_LEVERS.get(kind) if kind else None
+    if kind is None or says is None:
+        return tuple(Lever(x) for x in _no_wrapper(now))
+    return tuple(Lever(x, setups={kind}) for x in says(now))
+
+
 def _count(value: object) -> int | None:
     try:
         return int(str(value))
@@ -288,15 +300,16 @@ def cpu_oversubscribed(sig: RuleInputs) -> tuple[str, ...]:
 
 def throttled_power(sig: RuleInputs) -> tuple[str, ...]:
     return (
-        "the power limit is the cap: check `nvidia-smi -q -d POWER` and ask the provider",
-        "timings from a throttled card are not comparable with others",
-    )
+        advice("the power limit is the cap: check `nvidia-smi -q -d POWER` and ask the "
+               "provider"),
+        advice("timings from a throttled card are not comparable with others"),
+    )  # fmt: skip
 
 
 def throttled_thermal(sig: RuleInputs) -> tuple[str, ...]:
     return (
-        "check cooling: fans, airflow, dust; tell the provider",
-        "timings from a hot card are not comparable",
+        advice("check cooling: fans, airflow, dust; tell the provider"),
+        advice("timings from a hot card are not comparable"),
     )
 
 
@@ -326,38 +339,47 @@ def host_overhead(sig: RuleInputs) -> tuple[str, ...]:
     )
 
 
-CHECKPOINT_LEVER = (
-    "checkpoint less often or asynchronously (torch.distributed.checkpoint.async_save)"
+CHECKPOINT_LEVER = Lever(
+    "checkpoint less often or asynchronously (torch.distributed.checkpoint.async_save)",
+    saves=slices.CHECKPOINT,
 )
-LOG_LEVER = "log less often; gc.disable() with a manual gc.collect() every N steps"
-GC_THRESHOLD = (
+LOG_LEVER = Lever(
+    "log less often; gc.disable() with a manual gc.collect() every N steps", saves=slices.LOG
+)
+GC_THRESHOLD = Lever(
     "gc.set_threshold(50_000, 20, 20) once after setup (the default is 700, 10, 10): the "
-    "collector runs far less often"
+    "collector runs far less often",
+    saves=slices.GC,
 )
 GC_LEVERS = (
     GC_THRESHOLD,
-    "gc.disable() with a manual gc.collect() every N steps (e.g. at a logging step)",
-    "fewer long-lived Python containers: arrays or tensors in place of lists and dicts",
-)
+    Lever("gc.disable() with a manual gc.collect() every N steps (e.g. at a logging step)",
+          saves=slices.GC),
+    Lever("fewer long-lived Python containers: arrays or tensors in place of lists and dicts",
+          saves=slices.GC),
+)  # fmt: skip
 """Cheapest first, by what each saved in tests/bench/bench_gc_levers.py (docs/facts/bounds.md,
 "GC levers"): higher thresholds took 74-100% of the collector's time away; gc.freeze() none."""
 SIDE_NOTICED = 0.05
 """Share of the step in checkpoint/logging from which its lever follows the GC levers."""
 
 
-SIDE_LEVERS: dict[str, tuple[str, ...]] = {
+SIDE_LEVERS: dict[str, tuple[Lever, ...]] = {
     slices.EVAL: (
-        "evaluate less often (every N steps or once an epoch) or on a fixed subset",
-        "evaluate under torch.inference_mode() with a larger batch than training's",
+        Lever("evaluate less often (every N steps or once an epoch) or on a fixed subset",
+              saves=slices.EVAL),
+        Lever("evaluate under torch.inference_mode() with a larger batch than training's",
+              saves=slices.EVAL, removes=0.0),
     ),
     slices.CHECKPOINT: (CHECKPOINT_LEVER,),
     slices.LOG: (
-        "log every N steps, not every step; keep the metrics on the GPU between logs "
-        "(each .item() waits for the GPU)",
-        "hand logging to a background thread or process",
+        Lever("log every N steps, not every step; keep the metrics on the GPU between logs "
+              "(each .item() waits for the GPU)", saves=slices.LOG),
+        Lever("hand logging to a background thread or process", saves=slices.LOG,
+              removes=1.0, condition="if logging left the training thread"),
     ),
     slices.GC: GC_LEVERS,
-}
+}  # fmt: skip
 """The side work's levers by the slice each would shrink."""
 
 
@@ -368,13 +390,17 @@ def _twice(value: object) -> str | None:
     return f"{value:g} -> {2 * value:g}"
 
 
-def _framework_side(fp: Any, name: str) -> tuple[str, ...]:
+def _framework_side(fp: Any, name: str) -> tuple[Lever, ...]:
     """The framework's own setting for a side slice, with its value now and the next one:
     the interval doubled (what ``saving.REMOVES`` sizes: half the side work)."""
     fw = fp.get("framework") if isinstance(fp, Mapping) else None
     if not isinstance(fw, Mapping):  # the wire is untrusted: a section or nothing
         return ()
     kind = fw.get("kind")
+    return tuple(Lever(x, saves=name, setups={str(kind)}) for x in _framework_says(fw, kind, name))
+
+
+def _framework_says(fw: Mapping[str, Any], kind: object, name: str) -> tuple[str, ...]:
     if kind == LIGHTNING:
         now = {k: fw.get(k) for k in ("val_check_interval", "check_val_every_n_epoch",
                                       "log_every_n_steps")}  # fmt: skip
@@ -432,8 +458,8 @@ def side_work(sig: RuleInputs) -> tuple[str, ...]:
 
 def straggler(sig: RuleInputs) -> tuple[str, ...]:
     return (
-        "look at that rank: throttling or ECC on its GPU, data skew, NUMA placement",
-        "bind each rank to its GPU's NUMA node",
+        advice("look at that rank: throttling or ECC on its GPU, data skew, NUMA placement"),
+        Lever("bind each rank to its GPU's NUMA node", saves=slices.STRAGGLER, removes=0.0),
     )
 
 
@@ -444,25 +470,28 @@ def hung(sig: RuleInputs) -> tuple[str, ...]:
     waits = {m.phase for m in still}
     if stack.DATA_WAIT in waits:
         return (  # the main thread waits for a batch no worker will send
-            "`gputop` key d (or py-spy dump) on the DataLoader workers: where they block",
+            advice("`gputop` key d (or py-spy dump) on the DataLoader workers: where they block"),
             "DataLoader(timeout=...) turns a stuck worker into an error instead of a hang",
-            "check the storage the workers read (a dead mount blocks reads for good)",
+            advice("check the storage the workers read (a dead mount blocks reads for good)"),
         )
     ranks = any(m.rank is not None for m in still) or (sig.steps and sig.steps.ranks > 1)
     if ranks or stack.COLLECTIVE_WAIT in waits:
-        nccl = parallel_setting(_fingerprint(sig), "backend") == "nccl"
-        recorder = "NCCL flight recorder: TORCH_NCCL_TRACE_BUFFER_SIZE=2000, " \
-            "TORCH_NCCL_DUMP_ON_TIMEOUT=1"  # fmt: skip
+        recorder = advice("NCCL flight recorder: TORCH_NCCL_TRACE_BUFFER_SIZE=2000, "
+                          "TORCH_NCCL_DUMP_ON_TIMEOUT=1", setups={"nccl"})  # fmt: skip
         return (
-            "`gputop` key d (or py-spy dump) on every rank",
-            *((recorder,) if nccl else ()),
+            advice("`gputop` key d (or py-spy dump) on every rank"),
+            recorder,
             "set collective timeouts (init_process_group(timeout=...)) so a hang fails fast",
         )
     return (
-        "`gputop` key d (or py-spy dump) shows every thread: the one holding the lock, or "
-        "the one that should feed the queue, is among them",
-        "py-spy dump --native shows the C call a blocked thread sits in (a pipe, a socket, a "
-        "child process)",
+        advice(
+            "`gputop` key d (or py-spy dump) shows every thread: the one holding the lock, "
+            "or the one that should feed the queue, is among them"
+        ),
+        advice(
+            "py-spy dump --native shows the C call a blocked thread sits in (a pipe, a "
+            "socket, a child process)"
+        ),
         "a timeout on the wait (queue.get, lock.acquire, subprocess.run, socket.settimeout) "
         "turns a hang into an error with a traceback",
     )
@@ -478,7 +507,7 @@ def host_memory_pressure(sig: RuleInputs) -> tuple[str, ...]:
             f"cap what the training process keeps{who}: a replay buffer or cache to a fixed "
             "size, losses and metrics kept as numbers (.item()) or detached, not as tensors "
             "that hold their graph",
-            "a memory profile shows what holds it: `gputop` key m (a memory capture)",
+            advice("a memory profile shows what holds it: `gputop` key m (a memory capture)"),
             f"raise the limit, or keep the working set under {MEM_NEAR:.0%} of it",
         )
     keep = (

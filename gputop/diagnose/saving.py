@@ -1,10 +1,11 @@
-"""What the principal's first lever would save, from the budget: the share of the step the
-slice it shrinks holds, times how much of it that lever removes. Pure."""
+"""What a lever would save, from the budget: the share of the step the slice it declares
+(``Lever.saves``) holds, times how much of it the lever removes (its own figure, else the
+slice's estimate here). Pure."""
 
 from __future__ import annotations
 
-from gputop.diagnose.bounds import SLICE_BOUNDS
-from gputop.diagnose.findings import Finding, Saving, speedup_of
+from gputop.diagnose.findings import Saving, speedup_of
+from gputop.diagnose.lever import Lever
 from gputop.diagnose.signals import RuleInputs
 from gputop.vocab import budget as slices
 
@@ -16,39 +17,34 @@ REMOVES: dict[str, tuple[float, str]] = {
     slices.LOG: (0.5, "if it logged half as often"),
     slices.GC: (0.75, "if the collector ran far less often"),
 }
-"""Per slice, the share of it the first lever removes and what that assumes: the straggler's
-wait goes when the slow rank matches the others; an interval doubled halves its side work;
-higher GC thresholds took 74-100% of the collector's time (tests/bench/bench_gc_levers.py)."""
+"""Per slice, the share of it a lever aimed at it removes and what that assumes: the
+straggler's wait goes when the slow rank matches the others; an interval doubled halves its
+side work; higher GC thresholds took 74-100% of the collector's time
+(tests/bench/bench_gc_levers.py). A slice not here (comms, the loop's own Python, compute) is
+not sized: what a bigger bucket or a moved function saves is not known from the budget."""
 
 
-def _first_slice(f: Finding, slice_name: str | None, sig: RuleInputs) -> str | None:
-    """The slice the first lever shrinks: the principal's, or for side work the largest side
-    slice (its levers come first: ``levers.side_work``). None when a cause that stretches the
-    slice leads (memory pressure, oversubscribed CPUs: their first lever frees memory or CPUs,
-    which the budget cannot size) and no cause of ours leads the levers."""
+def saving_of(lever: str, sig: RuleInputs) -> Saving | None:
+    """None for advice, a lever with no slice (a plain text: one read back from a recording),
+    a slice the budget cannot size, or one that holds nothing."""
+    if not isinstance(lever, Lever) or lever.advice or lever.saves is None:
+        return None
     budget = sig.budget
-    if budget is None or slice_name is None:
+    default = REMOVES.get(lever.saves)
+    part = lever.removes if lever.removes is not None else default[0] if default else 0.0
+    if budget is None or part <= 0:
         return None
-    if f.bound not in SLICE_BOUNDS.get(slice_name, ()) and f.cause is None:
-        return None
-    if slice_name in slices.SIDE:
-        return max(slices.SIDE, key=budget.share)
-    return slice_name
-
-
-def saving_of(f: Finding, slice_name: str | None, sig: RuleInputs) -> Saving | None:
-    """The first lever's saving, or None where the budget cannot size it (comms: the bytes
-    per step are not measured yet; the loop's own Python: what moves off the step is not
-    known)."""
-    name = _first_slice(f, slice_name, sig)
-    if name is None or name not in REMOVES or sig.budget is None:
-        return None
-    part, condition = REMOVES[name]
-    share = sig.budget.share(name) * part
+    share = budget.share(lever.saves) * part
     if share <= 0:
         return None
     slow = "the slow rank"
     work = sig.steps.rank_work if sig.steps is not None else None
     if work is not None and work.slowest is not None:
         slow = f"rank {work.slowest.row.name}"
+    condition = lever.condition or (default[1] if default else "")
     return Saving(round(share, 4), speedup_of(share), condition.format(slow=slow))
+
+
+def savings_of(levers: tuple[str, ...], sig: RuleInputs) -> tuple[Saving | None, ...]:
+    """What each lever would save for this job, in their order."""
+    return tuple(saving_of(x, sig) for x in levers)

@@ -18,6 +18,7 @@ from gputop.diagnose.bounds import (
     Tier,
     bound,
     judge,
+    levers_of,
 )
 from gputop.diagnose.budget import FLOOR, HELD_FLOOR, Budget, Slice, budget_of
 from gputop.diagnose.causes import explain
@@ -185,7 +186,7 @@ def _from_budget(
         confidence=x.confidence,
         summary=summary,
         evidence=(lead, *(quiet.evidence if quiet else ())),
-        levers=entry.levers(sig) if entry.levers else (),
+        levers=levers_of(entry, sig),
         impact=x.share,
     )
 

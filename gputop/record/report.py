@@ -206,10 +206,31 @@ def _findings(s: dict[str, Any]) -> list[dict[str, Any]]:
                 "cause": (f.get("cause") or {}).get("text"),
                 "evidence": f.get("evidence", []),
                 "levers": f.get("levers", []),
+                "savings": _savings(f),
                 "seconds": round(s["verdict_s"].get(bound, 0.0), 1),  # not -0.0: "-0 s"
             }
         )
     return out
+
+
+def _savings(f: dict[str, Any]) -> list[str | None]:
+    """What each lever would save, as text, in the levers' order (a recording is untrusted: an
+    entry that is not a saving reads as none; older recordings have none)."""
+    got = f.get("lever_savings")
+    out: list[str | None] = []
+    for i in range(len(f.get("levers", []))):
+        x = got[i] if isinstance(got, list) and i < len(got) else None
+        out.append(_saving_text(x))
+    return out
+
+
+def _saving_text(x: Any) -> str | None:
+    if not isinstance(x, dict) or not isinstance(x.get("condition"), str):
+        return None
+    speedup = x.get("speedup")
+    if isinstance(speedup, bool) or not isinstance(speedup, int | float) or not speedup >= 1:
+        return None
+    return f"~{speedup:.2g}x steps/s {x['condition'][:200]}"
 
 
 # ---- text ----
@@ -356,8 +377,8 @@ def _findings_text(findings: list[dict[str, Any]]) -> list[str]:
         for e in f["evidence"]:
             out.append(f"    {'+' if e.get('supports', True) else '-'} {e['text']} "
                        f"[{e['source']}]")  # fmt: skip
-        for lever in f["levers"]:
-            out.append(f"    try: {lever}")
+        for lever, saving in zip(f["levers"], f["savings"], strict=True):
+            out.append(f"    try: {lever}" + (f"  ({saving})" if saving else ""))
     return out
 
 

@@ -134,7 +134,9 @@ def _finding(f: Finding) -> list[str]:
         lines.append(f"    {mark} {e.text} [{e.source}]")
     if f.missing:
         lines.append(f"    (without: {', '.join(f.missing)})")
-    for lever in f.levers:
-        lines.append(f"    try: {lever}")
+    savings = f.lever_savings
+    for i, lever in enumerate(f.levers):
+        saving = savings[i] if i < len(savings) else None
+        lines.append(f"    try: {lever}" + (f"  ({saving.text})" if saving else ""))
     lines.append("")
     return lines

@@ -35,3 +35,15 @@ def test_the_first_lever_carries_the_saving():
     second = next(x for x in lines if x.startswith("  try: read"))
     assert first.endswith("(~1.7x steps/s if rank 1 matched the others)")
     assert "steps/s" not in second
+
+
+def test_each_lever_carries_its_own_saving():
+    d = doc({"share": 0.4, "speedup": 1.67, "condition": "if it evaluated half as often"})
+    d["verdict"]["principal"]["lever_savings"] = [
+        None, {"share": 0.1, "speedup": 1.11, "condition": "if it logged in a thread"},
+    ]  # fmt: skip
+    lines = render(d).splitlines()
+    first = next(x for x in lines if x.startswith("  try: close"))
+    second = next(x for x in lines if x.startswith("  try: read"))
+    assert "steps/s" not in first  # each lever's own, not the first's figure repeated
+    assert second.endswith("(~1.1x steps/s if it logged in a thread)")

@@ -19,7 +19,7 @@ from builders import agent, device
 from tests_support import schema_object
 
 from gputop import schemas
-from gputop.diagnose.findings import Evidence, Finding, Verdict
+from gputop.diagnose.findings import Evidence, Finding, Saving, Verdict
 from gputop.diagnose.point import EvalPoint
 from gputop.model.gpu import GpuSample
 from gputop.model.host import HostSample
@@ -48,10 +48,12 @@ since the reading before)."""
 
 
 def finding(bound: str, conf: float) -> Finding:
+    saving = Saving(0.2, 1.25, "if the cap were lifted")
     return Finding(
         bound, True, conf, f"{bound}: the summary",
         (Evidence(f"{bound} evidence", "NVML"), Evidence("against it", "agent", supports=False)),
         (f"{bound} lever",),
+        lever_savings=(saving,) if bound == "throttled-power" else (),
     )  # fmt: skip
 
 
@@ -212,6 +214,8 @@ def test_findings_captures_exits_and_series(doc):
     assert bounds == [("throttled-power", 119.0), ("data-loading", 57.0)]
     tp = doc["findings"][0]
     assert tp["levers"] == ["throttled-power lever"]
+    assert tp["savings"] == ["~1.2x steps/s if the cap were lifted"]
+    assert doc["findings"][1]["savings"] == [None]  # none recorded
     assert [e["supports"] for e in tp["evidence"]] == [True, False]
     assert doc["captures"] == [
         {"t_s": 105.0, "kind": "pyspy-flame", "pid": PID, "status": "done",
@@ -333,3 +337,14 @@ def test_a_bound_that_led_only_at_the_last_evaluation_led_0_s_not_minus_0(tmp_pa
     assert "throttled-power (70%, led 0 s)" in text and "-0 s" not in text
     assert [v["bound"] for v in doc["verdicts"]] == ["data-loading"]
     jsonschema.validate(doc, SCHEMA)
+
+
+@pytest.mark.parametrize("crafted", [
+    None, "x", [1], [{"speedup": "2", "condition": "c"}], [{"speedup": True, "condition": "c"}],
+    [{"speedup": 0.5, "condition": "c"}], [{"speedup": float("nan"), "condition": "c"}],
+    [{"speedup": 2.0, "condition": 7}], [{"speedup": 2.0}],
+])  # fmt: skip
+def test_a_crafted_saving_reads_as_none(crafted):
+    from gputop.record.report import _savings
+
+    assert _savings({"levers": ["a"], "lever_savings": crafted}) == [None]

@@ -48,3 +48,31 @@ def test_a_plain_loop_gets_no_framework_setting():
     p = principal(None)
     assert p.levers[0].startswith("evaluate less often"), p.levers
     assert not any("Trainer(" in x or "TrainingArguments" in x for x in p.levers)
+
+
+def test_each_lever_saves_from_the_slice_it_declares():
+    """Eval every 4th step (120 ms) and a garbage collection every 5th (60 ms): the eval's
+    levers save from the eval, the collector's from GC, advice from nothing."""
+    steps = []
+    for i in range(40):
+        phases = {**PHASES, **({"eval": 120.0} if i % 4 == 0 else {})}
+        gc_ns = 60_000_000 if i % 5 == 0 else 0
+        dur = sum(phases.values()) + gc_ns / 1e6
+        steps.append(step(i, int(i * 1e9), phases, dur_ms=dur, gc_ns=gc_ns, gc_full=int(gc_ns > 0)))
+    sample = AgentsSample(target=1, t=1.0, wall=0.0, agents=(agent(1, tuple(steps)),))
+    v, _ = evaluate(reduce_windows([], [], agents=sample), now=10.0)
+    p = v.principal
+    assert p is not None and p.bound == "side-work", p
+    assert len(p.lever_savings) == len(p.levers)
+    by_lever = dict(zip(p.levers, p.lever_savings, strict=True))
+    less = next(x for x in p.levers if x.startswith("evaluate less often"))
+    batch = next(x for x in p.levers if x.startswith("evaluate under torch.inference_mode"))
+    threshold = next(x for x in p.levers if x.startswith("gc.set_threshold"))
+    eval_share, gc_share = v.budget.share("eval"), v.budget.share("gc")
+    assert eval_share > 0.2 and gc_share > 0.05, (eval_share, gc_share)
+    assert by_lever[less].share == round(eval_share * 0.5, 4)  # half as often: half the eval
+    assert by_lever[less].condition == "if it evaluated half as often"
+    assert by_lever[batch] is None  # a larger eval batch: by how much, the budget cannot say
+    assert by_lever[threshold].share == round(gc_share * 0.75, 4)
+    assert by_lever[threshold].condition == "if the collector ran far less often"
+    assert p.saving == p.lever_savings[0]

@@ -13,10 +13,10 @@ from gputop.diagnose.causes.comms import comms_cause
 from gputop.diagnose.causes.hung import hung_cause
 from gputop.diagnose.causes.straggler import straggler_cause
 from gputop.diagnose.findings import Cause, Finding
-from gputop.diagnose.fit import fits
-from gputop.diagnose.saving import saving_of
+from gputop.diagnose.fit import fitting
+from gputop.diagnose.lever import declared
+from gputop.diagnose.saving import savings_of
 from gputop.diagnose.signals import RuleInputs
-from gputop.model.setup import setup_of
 from gputop.vocab import budget as slices
 
 
@@ -35,8 +35,9 @@ FINDERS: dict[str, Callable[[RuleInputs], Cause | None]] = {
 
 
 def explain(principal: Finding, slice_name: str | None, sig: RuleInputs) -> Finding:
-    """The principal with its cause (its levers first, the bound's after, none twice) and the
-    first lever's saving."""
+    """The principal with its cause (its levers first, saving from the slice the cause
+    stretches; the bound's after, none twice), only levers that fit the job's setup, each with
+    what it would save; the first lever's saving is the principal's."""
     entry = BY_NAME.get(principal.bound)
     if slice_name is None and entry is not None and entry.slices:  # a hang: no budget slice
         slice_name = entry.slices[0]  # leads it, the bound still names the one it stands for
@@ -44,9 +45,9 @@ def explain(principal: Finding, slice_name: str | None, sig: RuleInputs) -> Find
     cause = finder(sig) if finder is not None else None
     levers = principal.levers
     if cause is not None:
-        levers = (*cause.levers, *(x for x in principal.levers if x not in cause.levers))
-    fp = sig.steps.fingerprint if sig.steps is not None else None
-    setup = setup_of(fp)
-    levers = tuple(x for x in levers if fits(x, setup))  # never a knob the job lacks
-    explained = replace(principal, cause=cause, levers=levers)
-    return replace(explained, saving=saving_of(explained, slice_name, sig))
+        own = declared(cause.levers, slice_name)
+        levers = (*own, *(x for x in principal.levers if x not in own))
+    levers = fitting(levers, sig)  # never a knob the job lacks
+    savings = savings_of(levers, sig)
+    first = savings[0] if savings else None
+    return replace(principal, cause=cause, levers=levers, saving=first, lever_savings=savings)

@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from gputop.diagnose.budget import RankBudget
 from gputop.diagnose.findings import Cause, Evidence
+from gputop.diagnose.lever import advice
 from gputop.diagnose.signals import GpuSignals, RuleInputs
 from gputop.model.host import Sharer
 from gputop.model.ranks import Slowest
@@ -43,7 +44,7 @@ OWN_CORES = (
     "give each rank cores of its own (taskset/numactl --physcpubind per rank) and move other "
     "work off them"
 )
-HARDWARE = (
+HARDWARE = advice(
     "check that rank's GPU (nvidia-smi -q -d PERFORMANCE,ECC) and its NUMA placement; swap "
     "it with another rank's GPU to see whether the slowness follows the device"
 )
