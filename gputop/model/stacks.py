@@ -24,14 +24,17 @@ class Frame:
 
 @dataclass(frozen=True, slots=True)
 class SocketPeer:
-    """The other end of a TCP socket a parked thread reads (``sources/sockets.py``)."""
+    """The other end of a TCP or Unix socket a parked thread reads (``sources/sockets.py``)."""
 
     address: str
-    """The remote address and port, as the reader sees it."""
+    """The remote address and port as the reader sees it; for a Unix socket the path either
+    end is bound to ("@name" when abstract), else its peer's "socket:[inode]"."""
     pid: int | None
     """The job's process that holds the other end; None: another host, or outside the job."""
     on_host: bool
     """The other end is a socket of this host (its connection was found in the same table)."""
+    transport: str = "TCP"
+    """TCP, or Unix (a Unix socket's other end is always on this host)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,9 @@
-"""Who is at the other end of a TCP socket a parked thread reads: /proc/PID/net/tcp and tcp6
+"""Who is at the other end of a socket a parked thread reads. TCP: /proc/PID/net/tcp and tcp6
 (the reader's own network namespace) list each connection's local and remote address, state
-and inode; the peer's entry is the one with the two addresses swapped, and its inode leads to
+and inode; the peer's entry is the one with the two addresses swapped. Unix: the kernel's
+sock_diag answers the peer's inode (``unix_diag.py``). Either way the peer's inode leads to
 the process holding it among the job's (/proc/PID/fd links). Read bounded: a busy server's
-table may be long. A Unix socket's peer needs the kernel's sock_diag (`ss -xp`): not read."""
+table may be long."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import NamedTuple
 
 from gputop.model.stacks import SocketPeer
 from gputop.sources.syscalls import holding
+from gputop.sources.unix_diag import unix_end
 
 MAX_NET_BYTES = 1 << 20
 """Bytes of one /proc/PID/net/tcp* file read (about 7,000 connections)."""
@@ -65,14 +67,25 @@ def _read(path: str) -> str:
 
 
 def socket_peer(pid: int, inode: int, pids: list[int], proc: str = "/proc") -> SocketPeer | None:
-    """The other end of ``pid``'s TCP socket ``inode``: its address, and the process of
-    ``pids`` that holds it (None: another host, or a process outside the job); None when the
-    socket is not a TCP connection of ``pid``'s namespace."""
+    """The other end of ``pid``'s socket ``inode``: its address, and the process of ``pids``
+    that holds it (None: another host, or a process outside the job); None when the socket is
+    neither a TCP connection of ``pid``'s namespace nor a connected Unix socket."""
     conns = [c for t in TABLES for c in parse_net(_read(f"{proc}/{pid}/net/{t}"))]
     mine = next((c for c in conns if c.inode == inode), None)
     if mine is None:
-        return None
+        return _unix_peer(inode, pids, proc)
     peer = next((c for c in conns if c.local == mine.remote and c.remote == mine.local), None)
     held = holding(f"socket:[{peer.inode}]", pids, proc) if peer is not None and peer.inode else ()
     holder = next((pid for pid, _ in held), None)
     return SocketPeer(address(mine.remote), holder, peer is not None)
+
+
+def _unix_peer(inode: int, pids: list[int], proc: str) -> SocketPeer | None:
+    own = unix_end(inode)
+    if own is None or own.peer is None:
+        return None
+    other = unix_end(own.peer)
+    name = own.name or (other.name if other is not None else "") or f"socket:[{own.peer}]"
+    held = holding(f"socket:[{own.peer}]", pids, proc)
+    holder = next((p for p, _ in held), None)
+    return SocketPeer(name, holder, True, "Unix")

@@ -179,6 +179,16 @@ SCENARIOS = (
         cause="waits for an answer from pid",
     ),
     Scenario(
+        "hang_unix_embed_server",
+        ("hang_unix_embed_server.py", "--stuck-after", "8"),
+        "plain",
+        HUNG,
+        "the main thread reads a Unix socket whose other end is an embedding server the job "
+        "started, which stopped answering",
+        onset=8,
+        cause="over a Unix socket",
+    ),
+    Scenario(
         "hang_abba_deadlock",
         ("hang_abba_deadlock.py", "--stuck-after", "8"),
         "plain",

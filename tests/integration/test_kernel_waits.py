@@ -123,3 +123,32 @@ def test_a_tcp_read_names_the_process_at_the_other_end():
         p.wait()
         conn.close()
         srv.close()
+
+
+def test_a_unix_socket_read_names_the_process_at_the_other_end(tmp_path):
+    """sock_diag gives the peer's inode (and the path the listener is bound to); the job's
+    open files give the process that holds it."""
+    import socket
+
+    from gputop.model.stacks import socket_read
+    from gputop.sources.sockets import socket_peer
+
+    path = str(tmp_path / "labels.sock")
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(path)
+    srv.listen(1)
+    p = child(f"import socket; s = socket.socket(socket.AF_UNIX); s.connect({path!r}); s.recv(1)")
+    conn, _ = srv.accept()
+    try:
+        got = parked(p.pid, "recvfrom ")
+        inode = socket_read(got)
+        assert inode is not None, got
+        peer = socket_peer(p.pid, inode, [p.pid, os.getpid()])
+        assert peer is not None and peer.transport == "Unix", peer
+        assert peer.address == path and peer.pid == os.getpid() and peer.on_host
+        assert socket_peer(p.pid, inode, [p.pid]).pid is None  # held outside these processes
+    finally:
+        p.kill()
+        p.wait()
+        conn.close()
+        srv.close()

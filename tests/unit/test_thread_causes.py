@@ -150,3 +150,25 @@ def test_a_tcp_peer_elsewhere_is_named_by_its_address():
     far = SocketPeer("10.0.0.7:29500", None, False)
     c = cause(thread("MainThread", MAIN, "recvfrom socket:[9]", peer=far))
     assert c is not None and c.text.endswith("from 10.0.0.7:29500 (another host): nothing comes")
+
+
+def test_a_unix_socket_peer_is_named_by_its_process_or_its_path():
+    service = proc(300, 100, "child", "python embed_server.py", 0.0)
+    peer = SocketPeer("/run/embed.sock", 300, True, "Unix")
+    c = cause(thread("MainThread", MAIN, "recvfrom socket:[9]", peer=peer), extra=(service,))
+    assert c is not None and c.text == (
+        "pid 100 waits for an answer from pid 300 (python embed_server.py) over a Unix socket "
+        "(/run/embed.sock), using 0% of a core: it sends nothing"
+    )
+    outside = SocketPeer("@embed", None, True, "Unix")
+    c = cause(thread("MainThread", MAIN, "recvfrom socket:[9]", peer=outside))
+    assert c is not None and "over a Unix socket (@embed) from a process outside the job" in c.text
+    assert c.levers[0].startswith("ss -xp names the process at the other end of @embed")
+
+
+def test_a_socket_whose_other_end_its_own_process_holds_is_told_by_its_threads():
+    """A socketpair between two threads: which thread should answer, not the process."""
+    own = SocketPeer("socket:[10]", 100, True, "Unix")
+    c = cause(thread("MainThread", MAIN, "recvfrom socket:[9]", peer=own),
+              thread("label_server", EVENT_WAIT, "futex", tid=2))  # fmt: skip
+    assert c is not None and "the threads that could end it are parked too" in c.text
