@@ -31,6 +31,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from ..vocab.setup import HOST_BLIND_BACKENDS
 from . import setup
 from .recorder import StepRecorder, _now
 
@@ -499,7 +500,11 @@ def _counted(orig: Any, phase: Any, rec: StepRecorder, tensor: type) -> Any:
         _INSIDE.depth = 1
         try:
             work = timed(*args, **kwargs)
-            pending = bool(kwargs.get("async_op")) and _completes_later(work, flight)
+            pending = (
+                bool(kwargs.get("async_op"))
+                and _host_sees_completion()
+                and _completes_later(work, flight)
+            )
             return work
         finally:
             _INSIDE.depth = 0
@@ -508,6 +513,23 @@ def _counted(orig: Any, phase: Any, rec: StepRecorder, tensor: type) -> Any:
 
     counted.__gputop__ = True  # type: ignore[attr-defined]
     return counted
+
+
+_HOST_SEES: list[bool] = []
+"""Whether the default process group's backend completes its futures where the host sees it
+(not NCCL's), learnt once at the first async collective."""
+
+
+def _host_sees_completion() -> bool:
+    """False on NCCL: a completion callback there would cost every collective of a GPU job for
+    a time the host does not see (the call's return then stands for it)."""
+    if not _HOST_SEES:
+        try:
+            dist = sys.modules["torch.distributed"]
+            _HOST_SEES.append(str(dist.get_backend()) not in HOST_BLIND_BACKENDS)
+        except Exception:
+            return False  # no default group yet: asked again next time
+    return _HOST_SEES[0]
 
 
 def _completes_later(work: Any, flight: Any) -> bool:

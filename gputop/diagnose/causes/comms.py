@@ -13,7 +13,7 @@ from gputop.diagnose.signals import RuleInputs
 from gputop.model.setup import parallel_kind, parallel_setting
 from gputop.model.step_stats import usable
 from gputop.vocab import budget as slices
-from gputop.vocab.setup import DDP, DEEPSPEED, DIRECT, FSDP1, FSDP2
+from gputop.vocab.setup import DDP, DEEPSPEED, DIRECT, FSDP1, FSDP2, HOST_BLIND_BACKENDS
 
 MB = 1e6
 WHO = {
@@ -31,9 +31,6 @@ SETTINGS = {
     DEEPSPEED: ("zero_stage", "overlap_comm", "reduce_bucket_size"),
 }
 """The settings that decide a wrapper's collectives, said beside its bytes."""
-HOST_BLIND = frozenset({"nccl"})
-"""Backends whose collectives complete on the GPU, unseen by the host: the time they were
-outstanding is not measured there, so nothing is said of what hid behind compute."""
 
 
 def comms_cause(sig: RuleInputs) -> Cause | None:
@@ -54,7 +51,9 @@ def comms_cause(sig: RuleInputs) -> Cause | None:
     kind = parallel_kind(fp)
     backend = parallel_setting(fp, "backend")
     flights = [s.comm_ns for s in usable(agent.steps) if s.comm_ns] if agent else []
-    flight_ms = statistics.median(flights) / 1e6 if flights and backend not in HOST_BLIND else None
+    flight_ms = (
+        statistics.median(flights) / 1e6 if flights and backend not in HOST_BLIND_BACKENDS else None
+    )
     settings = ", ".join(
         f"{name}={parallel_setting(fp, name)}"
         for name in SETTINGS.get(kind or "", ())
