@@ -16,8 +16,8 @@ class Lever(str):
     """The text, with the slice it saves from and the setups it belongs to."""
 
     saves: str | None
-    """The budget slice it shrinks (``vocab/budget.py``); None: advice that saves nothing by
-    itself (where to look, what to check)."""
+    """The budget slice it shrinks (``vocab/budget.py``); None: the slice of the bound or cause
+    that offers it (``declared``), or none at all for advice."""
     setups: frozenset[str]
     """The parallel wrappers, backends or frameworks (``vocab/setup.py``) it is a knob of; the
     job must have one of them. Empty: any job."""
@@ -46,15 +46,6 @@ class Lever(str):
         self.advice = advice
         return self
 
-    def but(self, **changes: object) -> Lever:
-        """This lever with some declarations changed (a lever is never changed in place)."""
-        now: dict[str, object] = {
-            "saves": self.saves, "setups": self.setups, "removes": self.removes,
-            "condition": self.condition, "advice": self.advice,
-        }  # fmt: skip
-        now.update(changes)
-        return Lever(str(self), **now)  # type: ignore[arg-type]
-
 
 def declared(items: Iterable[str], saves: str | None) -> tuple[Lever, ...]:
     """Levers as a bound or cause offers them: a plain text saves from ``saves`` (the slice
@@ -64,7 +55,7 @@ def declared(items: Iterable[str], saves: str | None) -> tuple[Lever, ...]:
         if not isinstance(x, Lever):
             out.append(Lever(x, saves=saves))
         elif x.saves is None and saves is not None and not x.advice:
-            out.append(x.but(saves=saves))
+            out.append(Lever(str(x), saves, x.setups, x.removes, x.condition))
         else:
             out.append(x)
     return tuple(out)
