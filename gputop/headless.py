@@ -13,7 +13,7 @@ from typing import Any
 from gputop import __version__
 from gputop.diagnose import Verdict
 from gputop.diagnose.budget import stacked
-from gputop.diagnose.findings import Finding
+from gputop.diagnose.findings import Finding, saving_text
 from gputop.model.setup import setup_of
 from gputop.model.step_stats import Mfu
 from gputop.session import EVALUATE_SHARE, Session, SessionState
@@ -227,7 +227,7 @@ def render(doc: dict[str, Any], timeline: bool = True) -> str:
         savings = list(p.get("lever_savings") or ()) or [p.get("saving")]
         for i, lever in enumerate(p["levers"]):
             saving = savings[i] if i < len(savings) else None
-            gain = f"  (~{saving['speedup']:.2g}x steps/s {saving['condition']})" if saving else ""
+            gain = f"  ({saving_text(saving['speedup'], saving['condition'])})" if saving else ""
             lines.append(f"  try: {lever}{gain}")
     for risk in v.get("risks") or ():
         lines.append(f"risk: {risk}")

@@ -54,7 +54,12 @@ class Saving:
 
     @property
     def text(self) -> str:
-        return f"~{self.speedup:.2g}x steps/s {self.condition}"
+        return saving_text(self.speedup, self.condition)
+
+
+def saving_text(speedup: float, condition: str) -> str:
+    """How every output says a saving (a ``Saving``, or one read back from JSON)."""
+    return f"~{speedup:.2g}x steps/s {condition}"
 
 
 def speedup_of(share: float) -> float:

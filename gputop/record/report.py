@@ -14,6 +14,7 @@ from typing import Any
 
 from gputop import __version__
 from gputop.diagnose.budget import stacked
+from gputop.diagnose.findings import saving_text
 from gputop.model.ranks import MAIN_RANK, MIN_STEPS, RankRow, compare_ranks
 from gputop.model.step_stats import mfu_of
 from gputop.model.steps import StepRecord
@@ -230,7 +231,7 @@ def _saving_text(x: Any) -> str | None:
     speedup = x.get("speedup")
     if isinstance(speedup, bool) or not isinstance(speedup, int | float) or not speedup >= 1:
         return None
-    return f"~{speedup:.2g}x steps/s {x['condition'][:200]}"
+    return saving_text(speedup, x["condition"][:200])
 
 
 # ---- text ----
