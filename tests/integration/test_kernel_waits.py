@@ -99,30 +99,37 @@ def test_a_zombie_child_is_not_in_the_tree():
         parent.wait()
 
 
-def test_a_tcp_read_names_the_process_at_the_other_end():
-    import socket
-
+def peer_of_a_parked_reader(srv, connect: str):
+    """A child that connects to ``srv`` (``connect``: its code, a socket ``s`` connected) and
+    blocks reading it; what ``socket_peer`` says of its read, seen from the child and this
+    process, and from the child alone."""
     from gputop.model.stacks import socket_read
     from gputop.sources.sockets import socket_peer
 
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
     srv.listen(1)
-    port = srv.getsockname()[1]
-    p = child(f"import socket; s = socket.create_connection(('127.0.0.1', {port})); s.recv(1)")
+    p = child(f"import socket; {connect}; s.recv(1)")
     conn, _ = srv.accept()
     try:
         got = parked(p.pid, "recvfrom ")
         inode = socket_read(got)
         assert inode is not None, got
-        peer = socket_peer(p.pid, inode, [p.pid, os.getpid()])
-        assert peer is not None and peer.address == f"127.0.0.1:{port}"
-        assert peer.pid == os.getpid() and peer.on_host  # this process holds the other end
+        return socket_peer(p.pid, inode, [p.pid, os.getpid()]), socket_peer(p.pid, inode, [p.pid])
     finally:
         p.kill()
         p.wait()
         conn.close()
         srv.close()
+
+
+def test_a_tcp_read_names_the_process_at_the_other_end():
+    import socket
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    port = srv.getsockname()[1]
+    peer, _ = peer_of_a_parked_reader(srv, f"s = socket.create_connection(('127.0.0.1', {port}))")
+    assert peer is not None and peer.address == f"127.0.0.1:{port}"
+    assert peer.pid == os.getpid() and peer.on_host  # this process holds the other end
 
 
 def test_a_unix_socket_read_names_the_process_at_the_other_end(tmp_path):
@@ -130,25 +137,11 @@ def test_a_unix_socket_read_names_the_process_at_the_other_end(tmp_path):
     open files give the process that holds it."""
     import socket
 
-    from gputop.model.stacks import socket_read
-    from gputop.sources.sockets import socket_peer
-
     path = str(tmp_path / "labels.sock")
     srv = socket.socket(socket.AF_UNIX)
     srv.bind(path)
-    srv.listen(1)
-    p = child(f"import socket; s = socket.socket(socket.AF_UNIX); s.connect({path!r}); s.recv(1)")
-    conn, _ = srv.accept()
-    try:
-        got = parked(p.pid, "recvfrom ")
-        inode = socket_read(got)
-        assert inode is not None, got
-        peer = socket_peer(p.pid, inode, [p.pid, os.getpid()])
-        assert peer is not None and peer.transport == "Unix", peer
-        assert peer.address == path and peer.pid == os.getpid() and peer.on_host
-        assert socket_peer(p.pid, inode, [p.pid]).pid is None  # held outside these processes
-    finally:
-        p.kill()
-        p.wait()
-        conn.close()
-        srv.close()
+    connect = f"s = socket.socket(socket.AF_UNIX); s.connect({path!r})"
+    peer, alone = peer_of_a_parked_reader(srv, connect)
+    assert peer is not None and peer.transport == "Unix", peer
+    assert peer.address == path and peer.pid == os.getpid() and peer.on_host
+    assert alone is not None and alone.pid is None  # held outside these processes
