@@ -84,7 +84,7 @@ def _unix_peer(inode: int, pids: list[int], proc: str) -> SocketPeer | None:
     own = unix_end(inode)
     if own is None or own.peer is None:
         return None
-    other = unix_end(own.peer)
+    other = unix_end(own.peer) if not own.name else None  # a client's name is its server's
     name = own.name or (other.name if other is not None else "") or f"socket:[{own.peer}]"
     held = holding(f"socket:[{own.peer}]", pids, proc)
     holder = next((p for p, _ in held), None)
