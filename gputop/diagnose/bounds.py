@@ -25,7 +25,8 @@ from gputop.diagnose import levers, rules
 from gputop.diagnose.findings import Finding
 from gputop.diagnose.fit import fitting
 from gputop.diagnose.lever import declared
-from gputop.diagnose.signals import RuleInputs
+from gputop.diagnose.signals.inputs import RuleInputs
+from gputop.model.budget import Budget
 from gputop.vocab import bounds as bound_names
 from gputop.vocab import budget as slices
 from gputop.vocab.bounds import (
@@ -48,7 +49,9 @@ from gputop.vocab.bounds import (
 )
 
 Rule = Callable[[RuleInputs], Finding]
-Levers = Callable[[RuleInputs], tuple[str, ...]]
+Levers = Callable[[RuleInputs, Budget | None], tuple[str, ...]]
+"""A bound's levers from the rules' inputs and the step-time budget (None: none yet), which
+sizes and orders them."""
 
 
 class Tier(enum.IntEnum):
@@ -285,22 +288,23 @@ def bound(name: str) -> Bound:
     return entry
 
 
-def judge(rule: Rule, sig: RuleInputs) -> Finding:
+def judge(rule: Rule, sig: RuleInputs, budget: Budget | None = None) -> Finding:
     """The rule's finding; fired, with the levers of the bound it names."""
     f = rule(sig)
     if not f.fired:
         return f
     entry = bound(f.bound)
     assert entry.levers is not None, f"{entry.name}: no levers (see registry_problems())"
-    return replace(f, levers=levers_of(entry, sig))
+    return replace(f, levers=levers_of(entry, sig, budget))
 
 
-def levers_of(entry: Bound, sig: RuleInputs) -> tuple[str, ...]:
+def levers_of(entry: Bound, sig: RuleInputs, budget: Budget | None) -> tuple[str, ...]:
     """The bound's levers that fit the job's setup, each saving from the bound's slice unless
     it declared its own."""
     if entry.levers is None:
         return ()
-    return fitting(declared(entry.levers(sig), entry.slices[0] if entry.slices else None), sig)
+    own = declared(entry.levers(sig, budget), entry.slices[0] if entry.slices else None)
+    return fitting(own, sig)
 
 
 def registry_problems(

@@ -32,8 +32,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from rich.style import Style
 
 from gputop.diagnose import State, Verdict
-from gputop.diagnose.budget import FLOOR
 from gputop.diagnose.point import EvalPoint, evaluate_at
+from gputop.diagnose.thresholds import FLOOR
 from gputop.diagnose.verdict import SWITCH_POINTS
 from gputop.export import PrometheusSink
 from gputop.model import Timeline
@@ -274,8 +274,8 @@ def test_the_verdict_is_named_from_the_budget_it_carries(outputs):
 
 
 def test_the_screen_and_diagnose_show_the_recorded_budget(outputs):
-    from gputop.diagnose.budget import stacked
     from gputop.headless import render
+    from gputop.render.budget import budget_document, budget_line, stacked
     from gputop.ui.verdict_text import verdict_lines
 
     budget = outputs.recorded.budget
@@ -283,9 +283,9 @@ def test_the_screen_and_diagnose_show_the_recorded_budget(outputs):
     pane = "\n".join(
         line.plain for line in verdict_lines(outputs.verdict, T0 + SECONDS, _plain, 160)
     )
-    assert f"step: {budget.line(160 - 11 - len('  [agent]'))}" in pane
+    assert f"step: {budget_line(budget, 160 - 11 - len('  [agent]'))}" in pane
     doc = {"timeline": [], "target_exit": None, "exit_code": None, "problems": [], "mfu": None,
-           "budget": budget.document(), "verdict": {"principal": {
+           "budget": budget_document(budget), "verdict": {"principal": {
                "bound": "straggler", "confidence": 0.7, "summary": "", "evidence": [],
                "levers": []}, "secondary": [], "inputs": []}}  # fmt: skip
     text = render(doc)

@@ -14,6 +14,7 @@ from gputop.diagnose import evaluate, reduce_windows
 from gputop.model.steps import AgentsSample
 from gputop.record.codec import CodecError
 from gputop.record.events import RecordedVerdict, decode_budget, encode_budget
+from gputop.render.budget import budget_line
 
 
 def live_verdict():
@@ -35,7 +36,7 @@ def test_a_budget_reads_back_as_it_was_kept():
     assert kept is not None
     raw = json.loads(json.dumps(encode_budget(kept)))
     assert decode_budget(raw) == kept
-    assert kept.line() == live_verdict().budget.line()
+    assert budget_line(kept) == budget_line(live_verdict().budget)
 
 
 def test_the_slices_the_stacks_decided_read_back_with_their_error():
