@@ -56,7 +56,7 @@ exc_type  # __exit__(self, exc_type, exc, tb): the context-manager protocol's pa
 exc
 tb
 _.__wrapped__  # functools' convention: inspect.unwrap and the tests find the original through it
-_.argument_default  # argparse reads it when a subcommand's flags are added (commands/common.py)
+_.argument_default  # argparse reads it when a subcommand's flags are added (commands/flags.py)
 _.completer  # argcomplete reads an action's completer (commands/completion.py)
 _.log_message  # http.server's BaseHTTPRequestHandler calls it (export/http_server.py)
 _.handle_error  # socketserver calls it when a request raises (export/http_server.py)
