@@ -1,6 +1,7 @@
 """The bound registry is complete: every entry has its rule, levers, tier, style and
 description, the JSON Schema and the docs name exactly its bounds, and each bound has a
-scenario in the diagnose tests. The messages name the entry and what it lacks."""
+scenario in the diagnose tests. The messages name the entry and what it lacks
+(``tests/registry_check.py``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from registry_check import registry_problems, spelled_bounds
 
 from gputop import schemas
 from gputop.diagnose import levers, rules
@@ -21,8 +23,6 @@ from gputop.diagnose.bounds import (
     Style,
     Tier,
     bound,
-    registry_problems,
-    spelled_bounds,
 )
 from gputop.ui.verdict_text import LEVEL
 from gputop.vocab import bounds as bound_names
