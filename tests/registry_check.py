@@ -1,7 +1,7 @@
 """The bound registry's completeness check, kept with the tests that run it: what an entry of
-``gputop/diagnose/bounds.py`` lacks, read from the entries and the rules' own source. Parsing
-source is the tests' business, not the monitor's: nothing here ships in ``gputop/``
-(``tests/unit/test_bounds.py`` prints what it finds, one line a problem).
+``gputop/diagnose/bounds.py`` lacks, read from the entries, the rules' own source and the
+diagnose tests' source. Parsing source is the tests' business, not the monitor's: nothing here
+ships in ``gputop/`` (``tests/unit/test_bounds.py`` prints what it finds, one line a problem).
 """
 
 from __future__ import annotations
@@ -161,4 +161,92 @@ def spelled_bounds(rules_dir: Path = Path(rules.__file__).parent) -> list[tuple[
                 for c in ast.walk(arg):
                     if isinstance(c, ast.Constant) and isinstance(c.value, str):
                         out.append((f"gputop/diagnose/rules/{path.name}:{c.lineno}", c.value))
+    return out
+
+
+def asserted_bounds(test_file: Path) -> set[str]:
+    """The bounds a test file asserts as a verdict's principal or a finding's bound: an
+    ``assert`` whose condition is (or is and-ed with) ``bound(...) == NAME`` or
+    ``<finding>.bound == NAME``, NAME a string, a name of ``gputop.vocab.bounds``, or a
+    parameter of the test whose ``pytest.mark.parametrize`` values are read. A bound that is
+    only mentioned, compared with ``!=``, looked for among the secondaries (``any(...)``) or
+    allowed as one of several (``in (...)``) is not asserted: a rule that stopped naming it
+    would pass such a test."""
+    out: set[str] = set()
+    tree = ast.parse(test_file.read_text(), str(test_file))
+    for test in ast.walk(tree):
+        if not isinstance(test, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        params = _parametrized(test)
+        for node in ast.walk(test):
+            if isinstance(node, ast.Assert):
+                for expected in _expected_bounds(node.test):
+                    out.update(_values(expected, params))
+    return out
+
+
+def _expected_bounds(condition: ast.expr) -> list[ast.expr]:
+    """The expected sides of the ``bound == expected`` comparisons an assert's condition holds
+    on every path: itself, or each operand of a chain of ``and``."""
+    if isinstance(condition, ast.BoolOp) and isinstance(condition.op, ast.And):
+        return [e for part in condition.values for e in _expected_bounds(part)]
+    if not (
+        isinstance(condition, ast.Compare)
+        and len(condition.ops) == 1
+        and isinstance(condition.ops[0], ast.Eq)
+    ):
+        return []
+    left, right = condition.left, condition.comparators[0]
+    if _is_bound(left):
+        return [right]
+    if _is_bound(right):
+        return [left]
+    return []
+
+
+def _is_bound(node: ast.expr) -> bool:
+    """A verdict's bound as the tests read it: ``bound(v)``, ``principal(doc)`` or ``f.bound``."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return node.func.id in ("bound", "principal")
+    return isinstance(node, ast.Attribute) and node.attr == "bound"
+
+
+def _values(expected: ast.expr, params: dict[str, list[object]]) -> list[str]:
+    """The bound names an expected side stands for."""
+    if isinstance(expected, ast.Constant) and isinstance(expected.value, str):
+        return [expected.value]
+    if isinstance(expected, ast.Name):
+        if expected.id in params:
+            return [v for v in params[expected.id] if isinstance(v, str)]
+        named = getattr(bound_names, expected.id, None)
+        return [named] if isinstance(named, str) else []
+    if isinstance(expected, ast.Attribute) and isinstance(expected.value, ast.Name):
+        named = getattr(bound_names, expected.attr, None)  # bound_names.GPU_COMPUTE
+        return [named] if isinstance(named, str) else []
+    return []
+
+
+def _parametrized(test: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, list[object]]:
+    """A test's parameters -> their values, from ``pytest.mark.parametrize`` decorators whose
+    names and values are literals."""
+    out: dict[str, list[object]] = {}
+    for deco in test.decorator_list:
+        if not (
+            isinstance(deco, ast.Call)
+            and isinstance(deco.func, ast.Attribute)
+            and deco.func.attr == "parametrize"
+            and len(deco.args) >= 2
+        ):
+            continue
+        try:
+            names = ast.literal_eval(deco.args[0])
+            cases = ast.literal_eval(deco.args[1])
+        except ValueError:
+            continue  # computed values: not read
+        if isinstance(names, str):
+            names = [n.strip() for n in names.split(",")]
+        for case in cases:
+            row = case if len(names) > 1 else (case,)
+            for name, value in zip(names, row, strict=True):
+                out.setdefault(name, []).append(value)
     return out
