@@ -141,7 +141,6 @@ _.ingest  # ui/app.py: the TUI tests feed the app readings through these
 _.ingest_host
 _.ingest_agents
 _.ingest_stacks
-registry_problems  # diagnose/bounds.py: tests/unit/test_bounds.py holds the registry to it
 STACK_PHASES  # vocab/stacks.py: tests/unit/test_stack_phases.py holds the rules' phases to it
 PRECISIONS  # model/step_stats.py: tests/unit/test_mfu.py holds every board's peaks to it
 theme_from_toml  # ui/themes.py: a theme file's text -> Theme, the themes tests and fuzzing
