@@ -343,8 +343,11 @@ CHECKPOINT_LEVER = Lever(
     saves=slices.CHECKPOINT,
 )
 LOG_LEVER = Lever(
-    "log less often; gc.disable() with a manual gc.collect() every N steps", saves=slices.LOG
+    "log every N steps, not every step; keep the metrics on the GPU between logs (each .item() "
+    "waits for the GPU)",
+    saves=slices.LOG,
 )
+"""Logging's own lever (the collector's are ``GC_LEVERS``, offered where GC is measured)."""
 GC_THRESHOLD = Lever(
     "gc.set_threshold(50_000, 20, 20) once after setup (the default is 700, 10, 10): the "
     "collector runs far less often",
@@ -372,8 +375,7 @@ SIDE_LEVERS: dict[str, tuple[Lever, ...]] = {
     ),
     slices.CHECKPOINT: (CHECKPOINT_LEVER,),
     slices.LOG: (
-        Lever("log every N steps, not every step; keep the metrics on the GPU between logs "
-              "(each .item() waits for the GPU)", saves=slices.LOG),
+        LOG_LEVER,
         Lever("hand logging to a background thread or process", saves=slices.LOG,
               removes=1.0, condition="if logging left the training thread"),
     ),

@@ -278,8 +278,8 @@ def evaluate(sig: RuleInputs, now: float, state: State = State()) -> tuple[Verdi
     state holds (``RuleInputs.holding``): its own rule keeps it while the evidence stays in
     the band (rules.HOLD); the state is a value, so replay recomputes the same holds."""
     sig = replace(sig, holding=state.principal)
-    stalled = stalling(sig) is not None
-    budget = budget_of(sig, stalled=stalled)
+    still = stalling(sig)  # once: the budget and the note read it
+    budget = budget_of(sig, stalled=still is not None)
     findings = on_each_gpu(tuple(judge(rule, sig, budget) for rule in RULES), sig, budget)
     ended = sig.host is not None and sig.host.exited
     ranked = rank(findings, ended)
@@ -349,7 +349,7 @@ def evaluate(sig: RuleInputs, now: float, state: State = State()) -> tuple[Verdi
     if principal is None:
         missing = sorted({m for f in findings for m in f.missing})
         note = (
-            stalling(sig)
+            still
             or warming_up(sig)
             or (
                 "no bound stands out yet" + (f" (without: {', '.join(missing)})" if missing else "")
