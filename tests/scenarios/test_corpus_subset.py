@@ -2,9 +2,12 @@
 (tests/bench/bench_verdicts.py): a healthy loop and a slow-but-moving job started by `gputop
 diagnose -- CMD`, and a hang attached to by PID, all in this venv. The data-input case (workers
 waiting on remote reads) runs from a separate install in both modes, with three more
-(tests/integration/test_separate_install.py). tokenize_in_getitem stays in the bench only:
-under a full CI run on two cores the main thread gets under half a core, and the verdict stops
-at data-input short of cpu-transform.
+(tests/integration/test_separate_install.py), among them torchrun_straggler attached by PID
+with its cause (a rank's larger inputs) checked: it is not run again here.
+straggler_cpu_shared stays in the bench: on two cores, a busy loop beside the test moves onto
+rank 0's CPU too, and the two ranks then wait for each other (comms, seen in CI).
+tokenize_in_getitem stays in the bench only: under a full CI run on two cores the main thread
+gets under half a core, and the verdict stops at data-input short of cpu-transform.
 Each asserts the final principal is one the scenario expects, and that no bound it must never
 get was shown.
 
@@ -49,14 +52,6 @@ def check(result) -> None:
     assert not result.never_seen, seen
     assert result.cause_right is not False, (result.cause, seen)  # the cause it is built with
     assert not bench.unfit(result), (result.levers, result.setup)
-
-
-@can_attach
-def test_corpus_straggler_cause_attached():
-    """Attached to a torchrun job by PID: the slow rank, and why (its inputs are larger).
-    straggler_cpu_shared stays in the bench: on two cores, a busy loop beside the test moves
-    onto rank 0's CPU too, and the two ranks then wait for each other (comms, seen in CI)."""
-    check(bench.attached_mode(bench.by_name("torchrun_straggler"), WATCH_S))
 
 
 def test_corpus_file_lock_hang_names_the_holder():
