@@ -2,9 +2,9 @@
 
 Sources run on sampler threads and post each reading as a message; the app hands it to the
 session (history, sinks, verdict: ``gputop/session.py``) and, unless paused, draws the state the
-session returns (memray's live TUI: thread -> message -> snapshot -> thin app). Tests inject
-readings directly with ``ingest*`` and no thread at all; replay feeds the session from a
-recording instead of samplers (``ui/replay_app.py``).
+session returns (memray's live TUI: thread -> message -> snapshot -> thin app). Tests hand
+readings to ``take``, as ``on_reading`` does, with no thread at all; replay feeds the session
+from a recording instead of samplers (``ui/replay_app.py``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from gputop.config import INTERVAL_MAX, INTERVAL_MIN, Config, clamp_interval, sh
 from gputop.diagnose import Verdict
 from gputop.model import DeviceInfo, GpuSample, Timeline
 from gputop.model.host import HostSample
-from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample
 from gputop.session import EVALUATE_GAP_S, EVALUATE_SHARE, Session, SessionState
 from gputop.sources.agent_link import NO_STEPS
@@ -394,18 +393,6 @@ class GputopApp(App):
         state = self.session.take(kind, value)
         if not self.paused:
             self.show(state, kind)
-
-    def ingest(self, samples: Sequence[GpuSample]) -> None:
-        self.take("gpu", samples)
-
-    def ingest_host(self, sample: HostSample) -> None:
-        self.take("host", sample)
-
-    def ingest_agents(self, sample: AgentsSample) -> None:
-        self.take("agents", sample)
-
-    def ingest_stacks(self, sample: StacksSample) -> None:
-        self.take("stacks", sample)
 
     def on_source_trouble(self, message: SourceTrouble) -> None:
         self.trouble = message.text

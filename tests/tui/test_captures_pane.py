@@ -131,6 +131,6 @@ async def test_py_spy_keys_are_dimmed_when_ptrace_is_denied(make_app):
     sample = StacksSample(4242, 1.0, 0.0, (ProcessStacks(4242, "main", (), denied, 0.01),))
     app = make_app(stacks=FixedStacks([sample]), target=Target(4242, "python train.py"))
     async with app.run_test():
-        app.ingest_stacks(sample)
+        app.take("stacks", sample)
         assert app.check_action("capture_flame", ()) is None
         assert app.unavailable_reason("capture_dump") == denied

@@ -69,7 +69,7 @@ async def test_lost_gpu_row_says_so(make_app):
         samples = src.sample()
     app = GputopApp(src, start_sampler=False)
     async with app.run_test(size=(80, 24)) as pilot:
-        app.ingest(samples)
+        app.take("gpu", samples)
         await pilot.pause()
         assert "LOST: GPU is lost (fell off the bus)" in row_text(app, 1)
         assert "SM " in row_text(app, 0)
@@ -95,13 +95,13 @@ async def test_pause_freezes_the_display_but_keeps_collecting(make_app):
     rec = record("h100", "starved", ticks=20, step=0.37)
     app = make_app(rec)
     async with app.run_test() as pilot:
-        app.ingest(rec.history[0])
+        app.take("gpu", rec.history[0])
         await pilot.pause()
         before = row_text(app, 0)
         await pilot.press("space")
         assert "PAUSED" in header(app)
         for samples in rec.history[1:]:
-            app.ingest(samples)
+            app.take("gpu", samples)
         await pilot.pause()
         assert row_text(app, 0) == before
         assert len(app.timeline) == 20  # nothing was lost while paused
