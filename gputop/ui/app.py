@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.app import App, ComposeResult
-from textual.binding import Binding
 from textual.containers import VerticalScroll
 
 from gputop.config import INTERVAL_MAX, INTERVAL_MIN, Config, clamp_interval, shown
@@ -31,12 +30,12 @@ from gputop.model.steps import AgentsSample
 from gputop.session import EVALUATE_GAP_S, EVALUATE_SHARE, Session, SessionState
 from gputop.sources.agent_link import NO_STEPS
 from gputop.sources.feeds import Feed, Source, feeds
+from gputop.ui import keys
 from gputop.ui.capture_keys import CAPTURE_ACTIONS, CaptureKeys, event_data
 from gputop.ui.captures_text import CaptureView
 from gputop.ui.detail import DetailScreen
 from gputop.ui.gpu_text import short_name
 from gputop.ui.help import HelpScreen
-from gputop.ui.keybar import KeyItem, key_name
 from gputop.ui.keymap import checked_keymap
 from gputop.ui.messages import CaptureUpdate, Reading, SourceTrouble
 from gputop.ui.themes import DEFAULT_THEME, GPUTOP_VARIABLES, all_theme_dirs, load_themes
@@ -108,76 +107,9 @@ class GputopApp(App):
     TITLE = "gputop"
     ENABLE_COMMAND_PALETTE = False
 
-    BINDINGS = [
-        Binding("q,f10", "quit", "Quit", id="quit"),
-        Binding("space,p", "pause", "Pause", id="pause"),
-        Binding("question_mark,f1,h", "help", "Help", id="help"),
-        Binding("j,down", "next_gpu", "Next", id="next_gpu"),
-        Binding("k,up", "prev_gpu", "Prev", id="prev_gpu"),
-        Binding("enter", "detail", "Detail", id="detail"),
-        Binding("t", "next_theme", "Theme", id="theme"),
-        Binding("plus,equals_sign", "slower", "Slower", id="interval_up"),
-        Binding("minus", "faster", "Faster", id="interval_down"),
-        Binding("s", "save_snapshot", "Save", id="save_snapshot"),
-        Binding("v", "why", "Why", id="why"),
-        Binding("d", "dump_stacks", "Dump stacks", id="dump_stacks"),
-        Binding("f", "capture_flame", "Flame", id="capture_flame"),
-        Binding("c", "capture_dump", "Capture", id="capture_dump"),
-        Binding("r", "capture_trace", "Trace", id="capture_trace"),
-        Binding("m", "capture_memory", "Memory", id="capture_memory"),
-        Binding("n", "capture_nsys", "Nsys", id="capture_nsys"),
-        Binding("x", "cancel_capture", "Cancel", id="cancel_capture"),
-        Binding("a", "load_agent", "Load agent", id="load_agent"),
-        Binding("ctrl+c", "interrupt", "Interrupt job", id="interrupt", priority=True),
-    ]
-    FOOTER: list[tuple[tuple[str, ...], str]] = [
-        (("quit",), "Quit"),
-        (("help",), "Help"),
-        (("pause",), "Pause"),
-        (("next_gpu", "prev_gpu"), "GPU"),
-        (("detail",), "Detail"),
-        (("why",), "Why"),
-        (("save_snapshot",), "Save"),
-        (("interrupt",), "Interrupt"),
-        (("dump_stacks",), "Dump"),
-        (("capture_flame",), "Flame"),
-        (("capture_dump",), "Capture"),
-        (("capture_trace",), "Trace"),
-        (("capture_memory",), "Memory"),
-        (("capture_nsys",), "Nsys"),
-        (("cancel_capture",), "Cancel"),
-        (("load_agent",), "Agent"),
-        (("theme",), "Theme"),
-        (("interval_up", "interval_down"), "Rate"),
-    ]
-    """The key bar's entries (binding ids, label), most important first: at 80 columns the
-    last ones give way to "? more keys" (``ui/keybar.py``)."""
-    KEY_HELP = {
-        "quit": "leave gputop, restoring the terminal (F10 as in htop)",
-        "pause": "freeze the display; collection goes on, nothing is lost",
-        "help": "this screen",
-        "next_gpu": "select the next GPU (the marked row)",
-        "prev_gpu": "select the previous GPU",
-        "detail": "the selected GPU in full: every value, why one is missing, charts",
-        "theme": "switch to the next theme",
-        "interval_up": "refresh less often (fewer bytes over ssh)",
-        "interval_down": "refresh more often",
-        "save_snapshot": "write the current state as JSON (the schema of `gputop snapshot`)",
-        "why": "the full reasoning: every rule, fired or not, with its numbers and levers",
-        "dump_stacks": "every Python thread of the target now, shown and saved to a file",
-        "interrupt": "in `gputop run`: SIGINT to the job (as ctrl+c without gputop); "
-        "elsewhere, or once the job has ended: quit",
-        "capture_flame": "a flame graph of the target and its workers over a few seconds "
-        "(py-spy) into ./gputop-captures",
-        "capture_dump": "every thread's stack now, into a capture folder (text and JSON)",
-        "capture_trace": "torch.profiler over 3 steps in each process with gputop's agent "
-        "(a chrome trace per rank)",
-        "capture_memory": "a CUDA memory snapshot over 5 steps in each process with gputop's "
-        "agent (open it at pytorch.org/memory_viz)",
-        "capture_nsys": "an Nsight Systems window of a job started by `gputop run --nsys`",
-        "cancel_capture": "stop the running captures, keeping what they recorded",
-        "load_agent": "load gputop's agent into the target and its ranks, no restart (asks first)",
-    }
+    BINDINGS = keys.BINDINGS
+    KEY_BAR = keys.KEY_BAR
+    KEY_HELP = keys.KEY_HELP
 
     def __init__(
         self,
@@ -256,8 +188,17 @@ class GputopApp(App):
                 self._problems.append(f"theme {shown(wanted)} not found; using {DEFAULT_THEME}")
             wanted = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
         self.theme = wanted
+        self.key_legend = keys.KeyLegend(
+            self,
+            self.KEY_BAR,
+            self.KEY_HELP,
+            self.unavailable_reason,
+            in_bar=lambda bid: bid != "interrupt" or self._running_job() is not None,
+            in_help=lambda bid: bid != "load_agent" or self.offer is not None,
+        )
+        """What the key bar, the help screen and a refused key's line say (``ui/keys.py``)."""
         keymap, key_problems = checked_keymap(
-            self.config.keys, self.all_bindings(), str(self.config.file or "")
+            self.config.keys, self.key_legend.bindings(), str(self.config.file or "")
         )
         self._problems += key_problems
         if keymap:
@@ -315,7 +256,7 @@ class GputopApp(App):
 
     def on_mount(self) -> None:
         self._select(0)
-        self._show_keys()
+        self.key_legend.show()
         self._update_header()
         self._update_status()
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
@@ -432,7 +373,7 @@ class GputopApp(App):
             if len(state.problems) > self._seen_problems or exited:
                 self._update_status()
         if changed in (None, "gpu", "agents", "host"):
-            self._refresh_bindings_if_changed()
+            self.key_legend.refresh()
         if self._agent_came(changed):  # another way (the script imported it): not missing
             assert self.offer is not None
             self.offer.missing_said = False
@@ -443,67 +384,15 @@ class GputopApp(App):
         """Draw the session's latest state in full (after a pause, a seek)."""
         self.show(self.session.state)
 
-    def all_bindings(self) -> list[Binding]:
-        """This app's keys and those a subclass (replay) adds: Textual merges them the same way."""
-        out: list[Binding] = []
-        for cls in reversed(type(self).__mro__):
-            if isinstance(cls, type) and issubclass(cls, GputopApp):
-                out += [b for b in cls.__dict__.get("BINDINGS", []) if isinstance(b, Binding)]
-        return out
-
-    def _refresh_bindings_if_changed(self) -> None:
-        """The footer is redrawn only when a key becomes usable or unusable."""
-        state = tuple(self.unavailable_reason(b.action) for b in self.all_bindings())
-        if state != getattr(self, "_binding_state", None):
-            self._binding_state = state
-            self.refresh_bindings()
-            self._show_keys()
-
-    def key_items(self, only: frozenset[str] | None = None) -> list[KeyItem]:
-        """The key bar's entries as mapped now (config.toml may change keys), each with why it
-        cannot work now; keys hidden now (``check_action`` False) left out; ``only``: these
-        binding ids (the detail screen's)."""
-        by_id = {b.id: b for b in self.all_bindings()}
-        items = []
-        for ids, label in self.FOOTER:
-            if only is not None and not only & set(ids):
-                continue
-            bindings = [by_id[i] for i in ids if i in by_id]
-            if not bindings or self.check_action(bindings[0].action, ()) is False:
-                continue
-            if ids == ("interrupt",) and (self.job is None or self.job.poll() is not None):
-                continue  # ctrl+c quits, as q does: nothing to say
-            keys = "/".join(key_name(self.keys_of(b)) for b in bindings)
-            reason = self.unavailable_reason(bindings[0].action)
-            items.append(KeyItem(keys, label, reason, help=ids == ("help",)))
-        return items
-
-    def _show_keys(self) -> None:
-        with contextlib.suppress(Exception):  # not composed yet, or torn down
-            self.query_one(KeyBar).show(self.key_items())
-
     async def run_action(self, action: Any, default_namespace: Any = None, namespaces: Any = None):
         """A key whose action cannot work now says why on the status line (Textual would do
         nothing, and the key would look broken)."""
         if isinstance(action, str) and default_namespace in (None, self):
-            name = action.partition("(")[0]
-            reason = self.unavailable_reason(name) if hasattr(self, f"action_{name}") else None
-            if reason:
-                self.say_briefly(f"{self._label_of(name)}: {reason}")
+            refusal = self.key_legend.refusal(action)
+            if refusal:
+                self.say_briefly(refusal)
                 return True
         return await super().run_action(action, default_namespace, namespaces)
-
-    def keys_of(self, b: Any) -> str:
-        """The keys of binding ``b`` as mapped now (config.toml may change them)."""
-        keymap = getattr(self, "_keymap", {}) or {}
-        return keymap.get(b.id, b.key)
-
-    def _label_of(self, action: str) -> str:
-        """The key and its name for a status line ("d (Dump stacks)")."""
-        for b in self.all_bindings():
-            if b.action == action:
-                return f"{key_name(self.keys_of(b))} ({b.description})"
-        return action
 
     def say_briefly(self, line: str) -> None:
         """One line on the status line for ``FLASH_S`` seconds."""
@@ -587,6 +476,10 @@ class GputopApp(App):
         return None
 
     # ---- actions ----
+
+    def _running_job(self) -> Job | None:
+        """The job of `gputop run` while it runs: ctrl+c is its (SIGINT), not a second q."""
+        return self.job if self.job is not None and self.job.poll() is None else None
 
     def unavailable_reason(self, action: str) -> str | None:
         """Why a key cannot work now (it is dimmed in the footer), or None when it can."""
@@ -699,13 +592,13 @@ class GputopApp(App):
         elif not plan.nothing_to_do:
             self._say_agent(f"pid {self.offer.pid} has no gputop agent ({NO_STEPS}): press a "
                             "to load it", missing=True)  # fmt: skip
-        self.call_from_thread(self._refresh_bindings_if_changed)
+        self.call_from_thread(self.key_legend.refresh)
 
     def action_load_agent(self) -> None:
         if self._load_agent_unavailable() is None:
             assert self.offer is not None
             self.offer.busy = True
-            self._refresh_bindings_if_changed()
+            self.key_legend.refresh()
             self.offer.line = "checking what loading the agent needs..."
             self._update_status()
             self.run_worker(lambda: self._plan_then(confirm=True), thread=True, group="load_agent")
@@ -723,7 +616,7 @@ class GputopApp(App):
             if plan is not None:
                 self._say_agent(plan.summary())
             self.offer.busy = False
-            self.call_from_thread(self._refresh_bindings_if_changed)
+            self.call_from_thread(self.key_legend.refresh)
             return
         if confirm:
             self.call_from_thread(self._confirm, plan)
@@ -741,7 +634,7 @@ class GputopApp(App):
                 self.offer.busy = False
                 self.offer.line = "the agent was not loaded (a loads it)"
                 self._update_status()
-                self._refresh_bindings_if_changed()
+                self.key_legend.refresh()
 
         self.push_screen(LoadAgentScreen(plan.lines()), answered)
 
@@ -754,7 +647,7 @@ class GputopApp(App):
             self._say_agent(f"loading the agent failed: {e}")
         finally:
             self.offer.busy = False
-            self.call_from_thread(self._refresh_bindings_if_changed)
+            self.call_from_thread(self.key_legend.refresh)
 
     # ---- captures (the work is CaptureKeys'; the app forwards keys and draws views) ----
 
@@ -794,7 +687,7 @@ class GputopApp(App):
         if news:
             self.session.event("capture", event_data(view))
         self.query_one(CapturesPane).show(list(self.captures.values()))
-        self._refresh_bindings_if_changed()
+        self.key_legend.refresh()
 
     def on_capture_update(self, message: CaptureUpdate) -> None:
         self.show_capture(message.view)
@@ -807,8 +700,8 @@ class GputopApp(App):
         quits otherwise, as in htop, btop and nvitop."""
         import signal as signals
 
-        if self.job is not None and self.job.poll() is None:
-            self.job.signal(signals.SIGINT)
+        if (job := self._running_job()) is not None:
+            job.signal(signals.SIGINT)
             self.notify("sent SIGINT to the job; q leaves gputop (the job keeps running)")
         else:
             await self.action_quit()
@@ -859,7 +752,7 @@ class GputopApp(App):
             if not sampler.fixed:
                 sampler.set_interval(min(self.interval, sampler.max_interval))
         self._update_header()
-        self._refresh_bindings_if_changed()
+        self.key_legend.refresh()
 
     def action_slower(self) -> None:
         later = [s for s in INTERVAL_STEPS if s > self.interval]
@@ -889,23 +782,3 @@ class GputopApp(App):
             )
             return
         self.notify(f"saved {path}", timeout=4)
-
-    # ---- help ----
-
-    def key_rows(self) -> list[tuple[str, str, str, str | None]]:
-        """(keys, what it does, binding id, why it is unavailable now) for every app binding."""
-        rows = []
-        for b in self.all_bindings():
-            assert isinstance(b, Binding) and b.id is not None
-            if b.id == "load_agent" and self.offer is None:
-                continue  # only where an agent can be loaded (gputop --pid)
-            keys = self.keys_of(b)
-            rows.append(
-                (
-                    keys,
-                    self.KEY_HELP.get(b.id, b.description),
-                    b.id,
-                    self.unavailable_reason(b.action),
-                )
-            )
-        return rows

@@ -188,7 +188,7 @@ class DetailScreen(Screen):
         yield KeyBar()
 
     def on_mount(self) -> None:
-        items = self.app.key_items(KEYS)  # type: ignore[attr-defined]
+        items = self.app.key_legend.items(KEYS)  # type: ignore[attr-defined]
         self.query_one(KeyBar).show([KeyItem("esc", "Back"), *items])
         self.app.refresh_detail()  # type: ignore[attr-defined]
 

@@ -39,11 +39,11 @@ class ReplayApp(GputopApp):
         Binding("home", "seek_to(0)", "Start", id="seek_start", show=False),
         Binding("end", "seek_end", "End", id="seek_end", show=False),
     ]
-    FOOTER = [
-        *GputopApp.FOOTER[:3],
+    KEY_BAR = [
+        *GputopApp.KEY_BAR[:3],
         (("seek_back", "seek_forward"), "Seek"),
         (("speed_down", "speed_up"), "Speed"),
-        *GputopApp.FOOTER[3:],
+        *GputopApp.KEY_BAR[3:],
     ]
     KEY_HELP = {
         **GputopApp.KEY_HELP,

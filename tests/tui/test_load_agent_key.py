@@ -126,7 +126,7 @@ async def test_no_key_and_no_line_when_the_agent_is_there_or_nothing_can_be_load
     async with plain.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         assert plain.check_action("load_agent", ()) is False
-        assert all(row[2] != "load_agent" for row in plain.key_rows())
+        assert all(row[2] != "load_agent" for row in plain.key_legend.rows())
 
 
 async def test_the_missing_line_goes_when_an_agent_connects_another_way(make_app):
