@@ -28,7 +28,6 @@ from gputop.model import DeviceInfo, GpuSample, Timeline
 from gputop.model.host import HostSample
 from gputop.model.steps import AgentsSample
 from gputop.session import EVALUATE_GAP_S, EVALUATE_SHARE, Session, SessionState
-from gputop.sources.agent_link import NO_STEPS
 from gputop.sources.feeds import Feed, Source, feeds
 from gputop.ui import keys
 from gputop.ui.capture_keys import CAPTURE_ACTIONS, CaptureKeys, event_data
@@ -37,6 +36,7 @@ from gputop.ui.detail import DetailScreen
 from gputop.ui.gpu_text import short_name
 from gputop.ui.help import HelpScreen
 from gputop.ui.keymap import checked_keymap
+from gputop.ui.load_agent import AgentLoading, AgentOffer
 from gputop.ui.messages import CaptureUpdate, Reading, SourceTrouble
 from gputop.ui.themes import DEFAULT_THEME, GPUTOP_VARIABLES, all_theme_dirs, load_themes
 from gputop.ui.widgets import (
@@ -53,12 +53,10 @@ from gputop.ui.widgets import (
     VerdictPane,
 )
 
-if TYPE_CHECKING:  # imported where they are used (the driver's library, the agent loader)
-    from gputop.inject.plan import LoadPlan
+if TYPE_CHECKING:  # imported where they are used (the driver's library, the samplers)
     from gputop.run import Job
     from gputop.sources.nvml import Capabilities
     from gputop.sources.stacks import StackSource
-    from gputop.ui.load_agent import AgentOffer
     from gputop.ui.sampler import Sampler
 
 INTERVAL_STEPS = (0.5, 1.0, 2.0, 3.0, 5.0, 10.0)
@@ -156,9 +154,13 @@ class GputopApp(App):
             identity=getattr(stacks, "identity", None),
         )
         self.target = target
-        self.offer = offer
-        """An ``AgentOffer`` (ui/load_agent.py) when the agent can be loaded into the target
-        from here (key a, --attach); None: the key is not shown."""
+        self.agent_loading = (
+            AgentLoading(offer, self, lambda: self.session.state, self._agent_changed)
+            if offer is not None
+            else None
+        )
+        """Key a and --attach (``ui/load_agent.py``) where the agent can be loaded into the
+        target from here; None: the key is not shown."""
         self.simulated = simulated
         self.capabilities = (
             capabilities if capabilities is not None else getattr(feed, "capabilities", None)
@@ -194,7 +196,7 @@ class GputopApp(App):
             self.KEY_HELP,
             self.unavailable_reason,
             in_bar=lambda bid: bid != "interrupt" or self._running_job() is not None,
-            in_help=lambda bid: bid != "load_agent" or self.offer is not None,
+            in_help=lambda bid: bid != "load_agent" or self.agent_loading is not None,
         )
         """What the key bar, the help screen and a refused key's line say (``ui/keys.py``)."""
         keymap, key_problems = checked_keymap(
@@ -267,8 +269,8 @@ class GputopApp(App):
             self.exit()
         if self._start_sampler:
             self._start_samplers()
-        if self.offer is not None:
-            self.run_worker(self._first_look, thread=True, group="load_agent")
+        if self.agent_loading is not None:
+            self.agent_loading.start()
 
     def _deliver(self, kind: str, value: object) -> None:
         """A sampler's reading, handed to the app's thread as a message."""
@@ -374,11 +376,8 @@ class GputopApp(App):
                 self._update_status()
         if changed in (None, "gpu", "agents", "host"):
             self.key_legend.refresh()
-        if self._agent_came(changed):  # another way (the script imported it): not missing
-            assert self.offer is not None
-            self.offer.missing_said = False
-            self.offer.line = ""
-            self._update_status()
+        if self.agent_loading is not None:
+            self.agent_loading.reading(changed)
 
     def refresh_view(self) -> None:
         """Draw the session's latest state in full (after a pause, a seek)."""
@@ -454,11 +453,8 @@ class GputopApp(App):
             lines.append(f"{ended}: q quits")
         if self.trouble:
             lines.append(self.trouble)
-        if self.offer is not None and self.offer.line:
-            if self.offer.missing_said and self.offer.gone() is not None:
-                self.offer.line, self.offer.missing_said = "", False  # nothing to load into
-            else:
-                lines.append(self.offer.line)
+        if self.agent_loading is not None and (agent_line := self.agent_loading.status_line()):
+            lines.append(agent_line)
         lines += self._problems
         status = self.query_one(StatusLine)
         status.update("\n".join(lines))
@@ -543,111 +539,20 @@ class GputopApp(App):
 
         self.push_screen(DumpScreen(text, saved))
 
-    # ---- loading the agent (the work is gputop.inject's, on worker threads) ----
+    # ---- loading the agent (the flow is AgentLoading's) ----
 
     def _load_agent_unavailable(self) -> str | None:
-        if self.offer is None:
+        if self.agent_loading is None:
             return "needs a target (gputop --pid)"
-        if self.offer.busy:
-            return "loading the agent"
-        if (gone := self.offer.gone()) is not None:
-            return gone
-        agents = self.session.state.agents
-        if agents is not None and any(a.state == "connected" for a in agents.agents):
-            return "the agent is loaded"
-        return None
-
-    def _roles(self) -> dict[int, str] | None:
-        """pid -> role from the latest host reading (the sampler's; read, never sampled here)."""
-        host = self.session.state.host
-        return {p.pid: p.role for p in host.processes} if host is not None else None
-
-    def _agent_came(self, changed: str | None) -> bool:
-        """The status line says the agent is missing, and an agent reading says it is there."""
-        if changed not in (None, "agents") or self.offer is None or not self.offer.missing_said:
-            return False
-        return self._load_agent_unavailable() == "the agent is loaded"
-
-    def _say_agent(self, line: str, missing: bool = False) -> None:
-        """From a worker thread: the agent's line on the status line; ``missing``: it says the
-        agent is missing (set before the line shows: an agent reading may come at once)."""
-        assert self.offer is not None
-        self.offer.missing_said = missing
-        self.offer.line = line
-        self.call_from_thread(self._update_status)
-
-    def _first_look(self) -> None:
-        """At start: with --attach, load; else say in one line that the agent is missing and
-        how to load it (nothing when it is there)."""
-        assert self.offer is not None
-        if self.offer.gone() is not None:
-            return  # exited before the screen opened: the host pane says so
-        if self.offer.now:
-            self._plan_then(confirm=False)
-            return
-        plan = self.offer.plan(self._roles())
-        if not plan.todo and plan.refusals:  # the key would fail: say why once, offer nothing
-            self._say_agent(f"pid {self.offer.pid} has no gputop agent, and it cannot be "
-                            f"loaded ({NO_STEPS}): {plan.refusals[0]}")  # fmt: skip
-        elif not plan.nothing_to_do:
-            self._say_agent(f"pid {self.offer.pid} has no gputop agent ({NO_STEPS}): press a "
-                            "to load it", missing=True)  # fmt: skip
-        self.call_from_thread(self.key_legend.refresh)
+        return self.agent_loading.unavailable()
 
     def action_load_agent(self) -> None:
-        if self._load_agent_unavailable() is None:
-            assert self.offer is not None
-            self.offer.busy = True
-            self.key_legend.refresh()
-            self.offer.line = "checking what loading the agent needs..."
-            self._update_status()
-            self.run_worker(lambda: self._plan_then(confirm=True), thread=True, group="load_agent")
+        if self.agent_loading is not None:
+            self.agent_loading.press()
 
-    def _plan_then(self, confirm: bool) -> None:
-        """On a worker thread: the plan; then the confirmation (key a) or the load (--attach)."""
-        assert self.offer is not None
-        self.offer.busy = True
-        try:
-            plan = self.offer.plan(self._roles())
-        except Exception as e:  # a plan reads /proc: never take the screen down
-            plan = None
-            self._say_agent(f"cannot load the agent: {e}")
-        if plan is None or not plan.todo:
-            if plan is not None:
-                self._say_agent(plan.summary())
-            self.offer.busy = False
-            self.call_from_thread(self.key_legend.refresh)
-            return
-        if confirm:
-            self.call_from_thread(self._confirm, plan)
-        else:
-            self._load(plan)
-
-    def _confirm(self, plan: LoadPlan) -> None:
-        from gputop.ui.load_agent import LoadAgentScreen
-
-        def answered(yes: bool | None) -> None:
-            assert self.offer is not None
-            if yes:
-                self.run_worker(lambda: self._load(plan), thread=True, group="load_agent")
-            else:
-                self.offer.busy = False
-                self.offer.line = "the agent was not loaded (a loads it)"
-                self._update_status()
-                self.key_legend.refresh()
-
-        self.push_screen(LoadAgentScreen(plan.lines()), answered)
-
-    def _load(self, plan: LoadPlan) -> None:
-        """On a worker thread: the load, its steps and its result on the status line."""
-        assert self.offer is not None
-        try:
-            self._say_agent(self.offer.load(plan, progress=self._say_agent))
-        except Exception as e:
-            self._say_agent(f"loading the agent failed: {e}")
-        finally:
-            self.offer.busy = False
-            self.call_from_thread(self.key_legend.refresh)
+    def _agent_changed(self) -> None:
+        self._update_status()
+        self.key_legend.refresh()
 
     # ---- captures (the work is CaptureKeys'; the app forwards keys and draws views) ----
 

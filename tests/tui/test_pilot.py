@@ -123,7 +123,7 @@ async def test_help_lists_every_key_with_its_id_and_closes(make_app):
             text = _plain(keys)
             for b in app.BINDINGS:
                 if b.id == "load_agent":  # only where an agent can be loaded (gputop --pid)
-                    assert app.offer is None and "load_agent" not in text
+                    assert app.agent_loading is None and "load_agent" not in text
                     continue
                 assert b.id in text
             assert "not now: only one GPU" in text  # next/prev GPU are dimmed, and why
