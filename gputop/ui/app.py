@@ -19,10 +19,10 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 
-from gputop.config import INTERVAL_MAX, INTERVAL_MIN, Config, clamp_interval, shown
+from gputop.config import INTERVAL_MAX, INTERVAL_MIN, Config, clamp_interval
 from gputop.diagnose import Verdict
 from gputop.model import DeviceInfo, GpuSample, Timeline
 from gputop.model.host import HostSample
@@ -38,7 +38,8 @@ from gputop.ui.help import HelpScreen
 from gputop.ui.keymap import checked_keymap
 from gputop.ui.load_agent import AgentLoading, AgentOffer
 from gputop.ui.messages import CaptureUpdate, Reading, SourceTrouble
-from gputop.ui.themes import DEFAULT_THEME, GPUTOP_VARIABLES, all_theme_dirs, load_themes
+from gputop.ui.themed_app import ThemedApp
+from gputop.ui.themes import MONO_THEME, next_theme
 from gputop.ui.widgets import (
     CapturesPane,
     GpuRow,
@@ -97,13 +98,11 @@ class Target:
     command: str
 
 
-class GputopApp(App):
+class GputopApp(ThemedApp[None]):
     """The live monitor: readings from the sampler threads go into the session, and the panes draw
     its state."""
 
-    CSS_PATH = "gputop.tcss"
     TITLE = "gputop"
-    ENABLE_COMMAND_PALETTE = False
 
     BINDINGS = keys.BINDINGS
     KEY_BAR = keys.KEY_BAR
@@ -128,7 +127,7 @@ class GputopApp(App):
         offer: AgentOffer | None = None,
     ) -> None:
         self.config = (config or Config()).effective()
-        super().__init__()
+        super().__init__(self.config)
         if session is None:
             session = Session(tuple(feed.devices) if feed is not None else ())
         self.session = session
@@ -171,25 +170,10 @@ class GputopApp(App):
         self.flash = ""
         """Why the last key pressed could not work (shown a few seconds on the status line)."""
         self._flash_timer: Any = None
-        self._problems = [*self.config.problems, *extra_problems]
+        self._problems = [*self.config.problems, *extra_problems, *self.theme_problems]
         self._seen_problems = 0
         self._start_sampler = start_sampler
         self._samplers: list[Sampler] = []
-        wanted = self.config.theme
-        if self.config.color == "mono" and wanted == DEFAULT_THEME:
-            wanted = "gputop-mono"
-        themes, theme_problems, skipped = load_themes(
-            all_theme_dirs(self.config.themes_dir), chosen=wanted
-        )
-        self._problems += theme_problems
-        self.gputop_themes = [t.name for t in themes]
-        for theme in themes:
-            self.register_theme(theme)
-        if wanted not in self.available_themes:
-            if wanted not in skipped:  # a skipped file's line already says so
-                self._problems.append(f"theme {shown(wanted)} not found; using {DEFAULT_THEME}")
-            wanted = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
-        self.theme = wanted
         self.key_legend = keys.KeyLegend(
             self,
             self.KEY_BAR,
@@ -227,9 +211,6 @@ class GputopApp(App):
     @property
     def captures(self) -> dict[int, CaptureView]:
         return self.capture_keys.views
-
-    def get_theme_variable_defaults(self) -> dict[str, str]:
-        return {f"gputop-{k}": v for k, v in GPUTOP_VARIABLES.items()}
 
     # ---- layout ----
 
@@ -423,7 +404,7 @@ class GputopApp(App):
                 d,
                 self.shown.gpus.get(d.index),
                 self.shown.gpu_history(d.index, DETAIL_HISTORY_S),
-                colorless=self.current_theme.name == "gputop-mono" or self.config.color == "mono",
+                colorless=self.current_theme.name == MONO_THEME or self.config.color == "mono",
             )
 
     # ---- header and status ----
@@ -646,9 +627,7 @@ class GputopApp(App):
             self.push_screen(DetailScreen(self.selected))
 
     def action_next_theme(self) -> None:
-        names = self.gputop_themes or [DEFAULT_THEME]
-        current = names.index(self.theme) if self.theme in names else -1
-        self.theme = names[(current + 1) % len(names)]
+        self.theme = next_theme(self.gputop_themes, self.theme)
         self.notify(f"theme: {self.theme}", timeout=2)
 
     def _set_interval(self, seconds: float) -> None:
