@@ -15,7 +15,6 @@ import signal
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -58,7 +57,7 @@ if TYPE_CHECKING:  # imported where they are used (the driver's library, the sam
     from gputop.run import Job
     from gputop.sources.nvml import Capabilities
     from gputop.sources.stacks import StackSource
-    from gputop.ui.sampler import Sampler
+    from gputop.ui.sampler import Samplers
 
 INTERVAL_STEPS = (0.5, 1.0, 2.0, 3.0, 5.0, 10.0)
 DETAIL_HISTORY_S = 300.0
@@ -173,7 +172,7 @@ class GputopApp(ThemedApp[None]):
         self._problems = [*self.config.problems, *extra_problems, *self.theme_problems]
         self._seen_problems = 0
         self._start_sampler = start_sampler
-        self._samplers: list[Sampler] = []
+        self._samplers: Samplers | None = None
         self.key_legend = keys.KeyLegend(
             self,
             self.KEY_BAR,
@@ -253,30 +252,12 @@ class GputopApp(ThemedApp[None]):
         if self.agent_loading is not None:
             self.agent_loading.start()
 
-    def _deliver(self, kind: str, value: object) -> None:
-        """A sampler's reading, handed to the app's thread as a message."""
-        self.post_message(Reading(kind, value))
-
     def _start_samplers(self) -> None:
-        """One sampler thread per feed, at the feed's own rate (``sources/feeds.py``)."""
-        from gputop.sources.watchdog import Watchdog
-        from gputop.ui.sampler import Sampler
+        """One sampler thread per feed, and the verdict settled on a timer."""
+        from gputop.ui.sampler import Samplers
 
-        for f in self.feeds:
-            self._samplers.append(
-                Sampler(
-                    read=f.read,
-                    deliver=partial(self._deliver, f.kind),
-                    fail=lambda text: self.post_message(SourceTrouble(text)),
-                    interval=f.period,
-                    watchdog=Watchdog(f.what, timeout=f.timeout),
-                    name=f"gputop-{f.kind}-sampler",
-                    max_interval=f.max_period,
-                    fixed=f.fixed,
-                )
-            )
-        for sampler in self._samplers:
-            sampler.start()
+        self._samplers = Samplers(self.feeds, self.post_message)
+        self._samplers.start()
         # the verdict at most once a second, whichever source just read (Session.min_gap_s),
         # less often when evaluations cost more (Session.evaluate_share)
         self.session.min_gap_s = EVALUATE_GAP_S
@@ -291,8 +272,8 @@ class GputopApp(ThemedApp[None]):
                 self.show(state, "verdict")
 
     def on_unmount(self) -> None:
-        for sampler in self._samplers:
-            sampler.stop()
+        if self._samplers is not None:
+            self._samplers.stop()
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGHUP, signal.SIGTERM):
@@ -632,9 +613,8 @@ class GputopApp(ThemedApp[None]):
 
     def _set_interval(self, seconds: float) -> None:
         self.interval = clamp_interval(seconds)
-        for sampler in self._samplers:
-            if not sampler.fixed:
-                sampler.set_interval(min(self.interval, sampler.max_interval))
+        if self._samplers is not None:
+            self._samplers.follow(self.interval)
         self._update_header()
         self.key_legend.refresh()
 
