@@ -22,8 +22,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 
 from gputop.config import INTERVAL_MAX, INTERVAL_MIN, Config, clamp_interval
-from gputop.diagnose import Verdict
-from gputop.model import DeviceInfo, GpuSample, Timeline
+from gputop.model import DeviceInfo, GpuSample
 from gputop.model.host import HostSample
 from gputop.model.steps import AgentsSample
 from gputop.session import EVALUATE_GAP_S, EVALUATE_SHARE, Session, SessionState
@@ -189,28 +188,6 @@ class GputopApp(ThemedApp[None]):
         if keymap:
             self.set_keymap(keymap)
 
-    # ---- what the session holds now (tests and actions read these) ----
-
-    @property
-    def state(self) -> SessionState:
-        return self.session.state
-
-    @property
-    def timeline(self) -> Timeline:
-        return self.session.timeline
-
-    @property
-    def latest(self) -> dict[int, GpuSample]:
-        return dict(self.state.gpus)
-
-    @property
-    def verdict(self) -> Verdict | None:
-        return self.state.verdict
-
-    @property
-    def captures(self) -> dict[int, CaptureView]:
-        return self.capture_keys.views
-
     # ---- layout ----
 
     def compose(self) -> ComposeResult:
@@ -372,9 +349,13 @@ class GputopApp(ThemedApp[None]):
         from gputop.ui.dump import DumpScreen
         from gputop.ui.verdict_text import reasoning_text
 
-        inputs = self.session.state.inputs
-        setup = setup_of(inputs.steps.fingerprint) if inputs and inputs.steps else None
-        self.push_screen(DumpScreen(reasoning_text(self.verdict, setup), None,
+        state = self.session.state
+        setup = (
+            setup_of(state.inputs.steps.fingerprint)
+            if state.inputs and state.inputs.steps
+            else None
+        )
+        self.push_screen(DumpScreen(reasoning_text(state.verdict, setup), None,
                                     title="Why: every rule"))  # fmt: skip
 
     def refresh_detail(self) -> None:
@@ -451,7 +432,7 @@ class GputopApp(ThemedApp[None]):
             return f"already the slowest refresh ({INTERVAL_MAX:g} s)"
         if action == "faster" and self.interval <= INTERVAL_MIN:
             return f"already the fastest refresh ({INTERVAL_MIN:g} s)"
-        if action == "save_snapshot" and not self.state.gpus:
+        if action == "save_snapshot" and not self.session.state.gpus:
             return "no reading yet"
         if action == "dump_stacks" and self.stacks is None:
             return "needs a target (--pid or gputop run)"
@@ -553,7 +534,7 @@ class GputopApp(ThemedApp[None]):
         view, news = taken
         if news:
             self.session.event("capture", event_data(view))
-        self.query_one(CapturesPane).show(list(self.captures.values()))
+        self.query_one(CapturesPane).show(list(self.capture_keys.views.values()))
         self.key_legend.refresh()
 
     def on_capture_update(self, message: CaptureUpdate) -> None:

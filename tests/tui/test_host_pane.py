@@ -73,7 +73,7 @@ async def test_a_real_process_feeds_the_pane_through_the_sampler_thread():
             async with app.run_test() as pilot:
                 for _ in range(60):
                     await pilot.pause(0.05)
-                    if app.state.host is not None and "main" in pane(app):
+                    if app.session.state.host is not None and "main" in pane(app):
                         break
                 assert "main" in pane(app) and "CPU" in pane(app)
             src.close()

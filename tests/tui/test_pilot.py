@@ -104,7 +104,7 @@ async def test_pause_freezes_the_display_but_keeps_collecting(make_app):
             app.take("gpu", samples)
         await pilot.pause()
         assert row_text(app, 0) == before
-        assert len(app.timeline) == 20  # nothing was lost while paused
+        assert len(app.session.timeline) == 20  # nothing was lost while paused
         await pilot.press("p")
         await pilot.pause()
         assert "PAUSED" not in header(app)
@@ -304,8 +304,8 @@ async def test_live_sampler_thread_feeds_the_rows():
         async with app.run_test() as pilot:
             for _ in range(40):
                 await pilot.pause(0.05)
-                if len(app.timeline) >= 2:
+                if len(app.session.timeline) >= 2:
                     break
-            assert len(app.timeline) >= 2
+            assert len(app.session.timeline) >= 2
             assert "SM 1590/1590MHz" in row_text(app, 0)
         src.close()

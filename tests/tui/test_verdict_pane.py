@@ -65,7 +65,7 @@ async def test_compact_terminal_keeps_the_verdict_short_and_whole(make_app):
         assert len(text.splitlines()) <= 3
         assert all(len(line) <= 79 for line in text.splitlines())
         words = " ".join(text.split())
-        assert "THROTTLED-POWER" in words and app.verdict.principal.summary in words
+        assert "THROTTLED-POWER" in words and app.session.state.verdict.principal.summary in words
         assert app.query_one("#gpu-7").region.bottom <= 23  # eight GPUs still fit
 
 
