@@ -12,10 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.app import ComposeResult
@@ -31,11 +29,13 @@ from gputop.ui import keys
 from gputop.ui.capture_keys import CAPTURE_ACTIONS, CaptureKeys, event_data
 from gputop.ui.captures_text import CaptureView
 from gputop.ui.detail import DetailScreen
-from gputop.ui.gpu_text import short_name
+from gputop.ui.dump import DumpScreen, stack_dump, why_screen
+from gputop.ui.header_text import header_line
 from gputop.ui.help import HelpScreen
 from gputop.ui.keymap import checked_keymap
 from gputop.ui.load_agent import AgentLoading, AgentOffer
 from gputop.ui.messages import CaptureUpdate, Reading, SourceTrouble
+from gputop.ui.status import StatusLines
 from gputop.ui.themed_app import ThemedApp
 from gputop.ui.themes import MONO_THEME, next_theme
 from gputop.ui.widgets import (
@@ -62,22 +62,6 @@ INTERVAL_STEPS = (0.5, 1.0, 2.0, 3.0, 5.0, 10.0)
 DETAIL_HISTORY_S = 300.0
 PANES = frozenset({"host", "agents", "stacks"})
 """Panes shown only with their source (a target's tree, its agents, its stacks)."""
-FLASH_S = 5.0
-"""How long the status line says why a key cannot work now."""
-
-
-def header_text(who: str, board: str, driver: str, when: str, width: int) -> str:
-    """The header for ``width`` columns: the driver goes first, then the command is cut; the
-    time and the refresh state (PAUSED) always show."""
-    text = f"gputop  {who}  {board}{driver}  {when}"
-    if len(text) <= width:
-        return text
-    text = f"gputop  {who}  {board}  {when}"
-    over = len(text) - width
-    if over > 0 and len(who) > 12:
-        keep = max(12, len(who) - over - 1)
-        text = f"gputop  {who[:keep].rstrip()}…  {board}  {when}"
-    return text
 
 
 class GpuFeed(Source[Sequence[GpuSample]], Protocol):
@@ -164,12 +148,11 @@ class GputopApp(ThemedApp[None]):
         )
         self.selected = 0
         self.paused = False
-        self.trouble = ""
-        self.flash = ""
-        """Why the last key pressed could not work (shown a few seconds on the status line)."""
-        self._flash_timer: Any = None
-        self._problems = [*self.config.problems, *extra_problems, *self.theme_problems]
-        self._seen_problems = 0
+        self.status = StatusLines(
+            self, [*self.config.problems, *extra_problems, *self.theme_problems],
+            draw=self._update_status,
+        )  # fmt: skip
+        """What the status line says (``ui/status.py``)."""
         self._start_sampler = start_sampler
         self._samplers: Samplers | None = None
         self.key_legend = keys.KeyLegend(
@@ -184,7 +167,7 @@ class GputopApp(ThemedApp[None]):
         keymap, key_problems = checked_keymap(
             self.config.keys, self.key_legend.bindings(), str(self.config.file or "")
         )
-        self._problems += key_problems
+        self.status.problems += key_problems
         if keymap:
             self.set_keymap(keymap)
 
@@ -277,7 +260,7 @@ class GputopApp(ThemedApp[None]):
             self.show(state, kind)
 
     def on_source_trouble(self, message: SourceTrouble) -> None:
-        self.trouble = message.text
+        self.status.trouble = message.text
         self._update_status()
 
     # ---- drawing a state ----
@@ -311,7 +294,7 @@ class GputopApp(ThemedApp[None]):
             if changed in (None, "gpu", "host"):
                 self._update_header()
             exited = changed == "host" and state.host is not None and state.host.state == "exited"
-            if len(state.problems) > self._seen_problems or exited:
+            if self.status.new_problems(state.problems) or exited:
                 self._update_status()
         if changed in (None, "gpu", "agents", "host"):
             self.key_legend.refresh()
@@ -328,35 +311,12 @@ class GputopApp(ThemedApp[None]):
         if isinstance(action, str) and default_namespace in (None, self):
             refusal = self.key_legend.refusal(action)
             if refusal:
-                self.say_briefly(refusal)
+                self.status.say_briefly(refusal)
                 return True
         return await super().run_action(action, default_namespace, namespaces)
 
-    def say_briefly(self, line: str) -> None:
-        """One line on the status line for ``FLASH_S`` seconds."""
-        self.flash = line
-        self._update_status()
-        if self._flash_timer is not None:
-            self._flash_timer.stop()
-        self._flash_timer = self.set_timer(FLASH_S, self._end_flash)
-
-    def _end_flash(self) -> None:
-        self.flash, self._flash_timer = "", None
-        self._update_status()
-
     def action_why(self) -> None:
-        from gputop.model.setup import setup_of
-        from gputop.ui.dump import DumpScreen
-        from gputop.ui.verdict_text import reasoning_text
-
-        state = self.session.state
-        setup = (
-            setup_of(state.inputs.steps.fingerprint)
-            if state.inputs and state.inputs.steps
-            else None
-        )
-        self.push_screen(DumpScreen(reasoning_text(state.verdict, setup), None,
-                                    title="Why: every rule"))  # fmt: skip
+        self.push_screen(why_screen(self.session.state))
 
     def refresh_detail(self) -> None:
         screen = self.screen
@@ -372,36 +332,20 @@ class GputopApp(ThemedApp[None]):
     # ---- header and status ----
 
     def _update_header(self) -> None:
-        who = f"pid {self.target.pid}: {self.target.command}" if self.target else "no target"
-        host = self.shown.host
-        if host is not None and host.state == "exited":
-            code = host.exit_code
-            who = f"pid {host.pid} EXITED" + (f" (status {code})" if code is not None else "")
-        names = {short_name(d.name) for d in self.devices}
-        board = f"{len(self.devices)}x {', '.join(sorted(names))}" if self.devices else "no GPU"
-        driver = f"  drv {self.capabilities.driver_version}" if self.capabilities else ""
-        walls = self.shown.walls
-        when = time.strftime("%H:%M:%S", time.localtime(max(walls))) if walls else "--:--:--"
-        state = "PAUSED" if self.paused else f"every {self.interval:g}s"
-        self.query_one(HeaderLine).update(header_text(who, board, driver, f"{when} {state}",
-                                                      self.size.width - 2))  # fmt: skip
-        self.query_one(HeaderLine).set_class(self.paused, "-paused")
+        target = f"pid {self.target.pid}: {self.target.command}" if self.target else None
+        driver = self.capabilities.driver_version if self.capabilities else None
+        refresh = "PAUSED" if self.paused else f"every {self.interval:g}s"
+        header = self.query_one(HeaderLine)
+        header.update(header_line(target, self.shown.host, self.devices, driver, self.shown.walls,
+                                  refresh, self.size.width - 2))  # fmt: skip
+        header.set_class(self.paused, "-paused")
 
     def _update_status(self) -> None:
-        problems = self.session.state.problems  # outputs that stopped (disk full, port taken)
-        self._problems += problems[self._seen_problems :]
-        self._seen_problems = len(problems)
-        lines = [self.flash] if self.flash else []
-        if (ended := self.ended()) is not None:
-            lines.append(f"{ended}: q quits")
-        if self.trouble:
-            lines.append(self.trouble)
-        if self.agent_loading is not None and (agent_line := self.agent_loading.status_line()):
-            lines.append(agent_line)
-        lines += self._problems
-        status = self.query_one(StatusLine)
-        status.update("\n".join(lines))
-        status.display = bool(lines)
+        agent = self.agent_loading.status_line() if self.agent_loading is not None else ""
+        lines = self.status.lines(self.ended(), agent, self.session.state.problems)
+        widget = self.query_one(StatusLine)
+        widget.update("\n".join(lines))
+        widget.display = bool(lines)
 
     def ended(self) -> str | None:
         """How the job (gputop run) or the attached target ended, once it has; else None."""
@@ -463,24 +407,14 @@ class GputopApp(ThemedApp[None]):
             self.run_worker(self._full_dump, thread=True, exclusive=True, group="dump")
 
     def _full_dump(self) -> None:
-        """On a worker thread (py-spy takes tens of ms per process); the screen opens after."""
-        from gputop.snapshot import save_stack_dump
-        from gputop.ui.dump import dump_text
-
+        """On a worker thread; the screen opens after."""
         assert self.stacks is not None  # the key works only with a stacks source
-        text = dump_text(self.stacks.dump_all())
-        saved = None
-        try:
-            saved = save_stack_dump(self.config.snapshot_dir, text)
-        except OSError as e:
-            where = e.filename or self.config.snapshot_dir
-            text = f"(could not save to {where}: {e.strerror or e})\n\n" + text
-        self.call_from_thread(self._show_dump, text, saved)
+        text, saved = stack_dump(self.stacks, self.config.snapshot_dir)
 
-    def _show_dump(self, text: str, saved: Path | None) -> None:
-        from gputop.ui.dump import DumpScreen
+        def show() -> None:
+            self.push_screen(DumpScreen(text, saved))
 
-        self.push_screen(DumpScreen(text, saved))
+        self.call_from_thread(show)
 
     # ---- loading the agent (the flow is AgentLoading's) ----
 

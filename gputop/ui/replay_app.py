@@ -123,7 +123,7 @@ class ReplayApp(GputopApp):
         self.refresh_view()
         if self.playback.mismatch and not self._mismatch_said:
             self._mismatch_said = True
-            self._problems.append(self.playback.mismatch)
+            self.status.problems.append(self.playback.mismatch)
             self._update_status()
         self._show_position()
 
