@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.app import ComposeResult
-from textual.containers import VerticalScroll
 
 from gputop.config import INTERVAL_MAX, INTERVAL_MIN, Config, clamp_interval
 from gputop.model import DeviceInfo, GpuSample
@@ -35,22 +34,10 @@ from gputop.ui.help import HelpScreen
 from gputop.ui.keymap import checked_keymap
 from gputop.ui.load_agent import AgentLoading, AgentOffer
 from gputop.ui.messages import CaptureUpdate, Reading, SourceTrouble
+from gputop.ui.panes import TARGET_PANES, MonitorPanes
 from gputop.ui.status import StatusLines
 from gputop.ui.themed_app import ThemedApp
 from gputop.ui.themes import MONO_THEME, next_theme
-from gputop.ui.widgets import (
-    CapturesPane,
-    GpuRow,
-    HeaderLine,
-    HostPane,
-    KeyBar,
-    RanksPane,
-    SimBanner,
-    StacksPane,
-    StatusLine,
-    StepPane,
-    VerdictPane,
-)
 
 if TYPE_CHECKING:  # imported where they are used (the driver's library, the samplers)
     from gputop.run import Job
@@ -59,9 +46,6 @@ if TYPE_CHECKING:  # imported where they are used (the driver's library, the sam
     from gputop.ui.sampler import Samplers
 
 INTERVAL_STEPS = (0.5, 1.0, 2.0, 3.0, 5.0, 10.0)
-DETAIL_HISTORY_S = 300.0
-PANES = frozenset({"host", "agents", "stacks"})
-"""Panes shown only with their source (a target's tree, its agents, its stacks)."""
 
 
 class GpuFeed(Source[Sequence[GpuSample]], Protocol):
@@ -121,8 +105,12 @@ class GputopApp(ThemedApp[None]):
         )
         """The sources the sampler threads read (none in replay: its Playback feeds the
         session)."""
-        self.panes = panes if panes is not None else frozenset(f.kind for f in self.feeds) & PANES
-        """Which of the target's panes to show (replay: those the recording has)."""
+        if panes is None:  # replay: those the recording has
+            panes = frozenset(f.kind for f in self.feeds) & TARGET_PANES
+        self.panes = MonitorPanes(
+            self, self.devices, panes, simulated, 20 if self.config.low_bandwidth else 40
+        )
+        """The screen's layout and drawing (``ui/panes.py``)."""
         self.stacks = stacks
         self.job = job
         self.shown: SessionState = self.session.state
@@ -174,24 +162,7 @@ class GputopApp(ThemedApp[None]):
     # ---- layout ----
 
     def compose(self) -> ComposeResult:
-        yield HeaderLine(id="header")
-        if self.simulated:
-            yield SimBanner(f"SIMULATED {self.simulated} (not a real GPU)", id="sim-banner")
-        yield VerdictPane()
-        if "host" in self.panes:
-            yield HostPane(len(self.devices))
-        if "agents" in self.panes:
-            yield StepPane()
-            yield RanksPane()
-        if "stacks" in self.panes:
-            yield StacksPane()
-        yield CapturesPane()
-        with VerticalScroll(id="gpus"):
-            spark = 20 if self.config.low_bandwidth else 40
-            for d in self.devices:
-                yield GpuRow(d, spark_width=spark)
-        yield StatusLine(id="status")
-        yield KeyBar()
+        yield from self.panes.widgets()
 
     def on_resize(self) -> None:
         self._update_header()
@@ -267,30 +238,12 @@ class GputopApp(ThemedApp[None]):
 
     def show(self, state: SessionState, changed: str | None = None) -> None:
         """Draw ``state``: the panes of the reading that ``changed`` (all when None), the
-        verdict, the header; the footer only when a key's availability changed."""
+        verdict, the header; the key bar only when a key's availability changed."""
         self.shown = state
         with self.batch_update():
+            self.panes.draw(state, changed, self.interval, self.ended())
             if changed in (None, "gpu"):
-                for row in self.query(GpuRow):
-                    seconds = (row.spark_width + 1) * self.interval
-                    i = row.info.index
-                    row.show(state.gpus.get(i), state.gpu_history(i, seconds))
                 self.refresh_detail()
-            if changed in (None, "host") and state.host is not None and "host" in self.panes:
-                self.query_one(HostPane).show(state.host)
-            if (
-                changed in (None, "agents", "host")
-                and state.agents is not None
-                and "agents" in self.panes
-            ):
-                gpu = self.devices[0].name if self.devices else None
-                self.query_one(StepPane).show(state.agents, gpu, self.ended())
-            if changed in (None, "stacks") and state.stacks is not None and "stacks" in self.panes:
-                self.query_one(StacksPane).show(state.stacks_window())
-            if state.agents is not None and "agents" in self.panes:  # each rank's budget too
-                budget = state.verdict.budget if state.verdict is not None else None
-                self.query_one(RanksPane).show(state.agents, budget)
-            self.query_one(VerdictPane).show(state.verdict, state.verdict_now)
             if changed in (None, "gpu", "host"):
                 self._update_header()
             exited = changed == "host" and state.host is not None and state.host.state == "exited"
@@ -319,15 +272,9 @@ class GputopApp(ThemedApp[None]):
         self.push_screen(why_screen(self.session.state))
 
     def refresh_detail(self) -> None:
-        screen = self.screen
-        if isinstance(screen, DetailScreen):
-            d = self.devices[screen.index]
-            screen.show(
-                d,
-                self.shown.gpus.get(d.index),
-                self.shown.gpu_history(d.index, DETAIL_HISTORY_S),
-                colorless=self.current_theme.name == MONO_THEME or self.config.color == "mono",
-            )
+        if isinstance(self.screen, DetailScreen):
+            mono = self.current_theme.name == MONO_THEME or self.config.color == "mono"
+            self.screen.draw(self.shown, colorless=mono)
 
     # ---- header and status ----
 
@@ -335,17 +282,13 @@ class GputopApp(ThemedApp[None]):
         target = f"pid {self.target.pid}: {self.target.command}" if self.target else None
         driver = self.capabilities.driver_version if self.capabilities else None
         refresh = "PAUSED" if self.paused else f"every {self.interval:g}s"
-        header = self.query_one(HeaderLine)
-        header.update(header_line(target, self.shown.host, self.devices, driver, self.shown.walls,
-                                  refresh, self.size.width - 2))  # fmt: skip
-        header.set_class(self.paused, "-paused")
+        text = header_line(target, self.shown.host, self.devices, driver, self.shown.walls,
+                           refresh, self.size.width - 2)  # fmt: skip
+        self.panes.header(text, self.paused)
 
     def _update_status(self) -> None:
         agent = self.agent_loading.status_line() if self.agent_loading is not None else ""
-        lines = self.status.lines(self.ended(), agent, self.session.state.problems)
-        widget = self.query_one(StatusLine)
-        widget.update("\n".join(lines))
-        widget.display = bool(lines)
+        self.panes.status(self.status.lines(self.ended(), agent, self.session.state.problems))
 
     def ended(self) -> str | None:
         """How the job (gputop run) or the attached target ended, once it has; else None."""
@@ -468,7 +411,7 @@ class GputopApp(ThemedApp[None]):
         view, news = taken
         if news:
             self.session.event("capture", event_data(view))
-        self.query_one(CapturesPane).show(list(self.capture_keys.views.values()))
+        self.panes.captures(self.capture_keys.views.values())
         self.key_legend.refresh()
 
     def on_capture_update(self, message: CaptureUpdate) -> None:
@@ -498,29 +441,24 @@ class GputopApp(ThemedApp[None]):
         self.push_screen(HelpScreen())
 
     def _select(self, index: int) -> None:
+        """The GPU at ``index`` (round), on the rows and on the detail screen if it is open."""
         if not self.devices:
             return
         self.selected = index % len(self.devices)
-        for row in self.query(GpuRow):
-            row.select(row.info.index == self.selected)
-        with contextlib.suppress(Exception):
-            self.query_one(f"#gpu-{self.selected}", GpuRow).scroll_visible(animate=False)
+        self.panes.select(self.selected)
+        if isinstance(self.screen, DetailScreen):
+            self.screen.index = self.selected
+            self.refresh_detail()
 
     def action_next_gpu(self) -> None:
         self._select(self.selected + 1)
-        if isinstance(self.screen, DetailScreen):
-            self.screen.index = self.selected
-            self.refresh_detail()
 
     def action_prev_gpu(self) -> None:
         self._select(self.selected - 1)
-        if isinstance(self.screen, DetailScreen):
-            self.screen.index = self.selected
-            self.refresh_detail()
 
     def action_detail(self) -> None:
         if self.devices:
-            self.push_screen(DetailScreen(self.selected))
+            self.push_screen(DetailScreen(self.selected, self.devices))
 
     def action_next_theme(self) -> None:
         self.theme = next_theme(self.gputop_themes, self.theme)

@@ -18,8 +18,9 @@ from textual.css.query import NoMatches
 from gputop.config import Config
 from gputop.record.playback import SPEEDS, Playback
 from gputop.record.reader import Recording
-from gputop.ui.app import PANES, GputopApp, Target
+from gputop.ui.app import GputopApp, Target
 from gputop.ui.captures_text import CaptureView
+from gputop.ui.panes import TARGET_PANES
 from gputop.ui.widgets import SimBanner
 
 TICK_S = 0.1
@@ -74,7 +75,7 @@ class ReplayApp(GputopApp):
             simulated=_label(recording),
             start_sampler=False,
             session=self.playback.session,
-            panes=PANES if pid is not None else frozenset(),
+            panes=TARGET_PANES if pid is not None else frozenset(),
         )
         interval = session.get("interval")
         if isinstance(interval, int | float) and 0.1 <= interval <= 60:
