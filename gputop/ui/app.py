@@ -9,33 +9,29 @@ from a recording instead of samplers (``ui/replay_app.py``).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from textual.app import ComposeResult
 
-from gputop.config import INTERVAL_MAX, INTERVAL_MIN, Config, clamp_interval
-from gputop.model import DeviceInfo, GpuSample
+from gputop.config import INTERVAL_MAX, INTERVAL_MIN, Config, clamp_interval, next_interval
 from gputop.model.host import HostSample
 from gputop.model.steps import AgentsSample
 from gputop.session import EVALUATE_GAP_S, EVALUATE_SHARE, Session, SessionState
-from gputop.sources.feeds import Feed, Source, feeds
+from gputop.sources.feeds import Feed, GpuSource, Source, feeds
 from gputop.ui import keys
 from gputop.ui.capture_keys import CAPTURE_ACTIONS, CaptureKeys, event_data
 from gputop.ui.captures_text import CaptureView
 from gputop.ui.detail import DetailScreen
-from gputop.ui.dump import DumpScreen, stack_dump, why_screen
+from gputop.ui.dump import DumpScreen, dump_unavailable, stack_dump, why_screen
 from gputop.ui.header_text import header_line
 from gputop.ui.help import HelpScreen
-from gputop.ui.keymap import checked_keymap
+from gputop.ui.leaving import catch_leave_signals, release_leave_signals
 from gputop.ui.load_agent import AgentLoading, AgentOffer
 from gputop.ui.messages import CaptureUpdate, Reading, SourceTrouble
 from gputop.ui.panes import TARGET_PANES, MonitorPanes
-from gputop.ui.status import StatusLines
+from gputop.ui.status import StatusLines, how_it_ended
 from gputop.ui.themed_app import ThemedApp
 from gputop.ui.themes import MONO_THEME, next_theme
 
@@ -44,16 +40,6 @@ if TYPE_CHECKING:  # imported where they are used (the driver's library, the sam
     from gputop.sources.nvml import Capabilities
     from gputop.sources.stacks import StackSource
     from gputop.ui.sampler import Samplers
-
-INTERVAL_STEPS = (0.5, 1.0, 2.0, 3.0, 5.0, 10.0)
-
-
-class GpuFeed(Source[Sequence[GpuSample]], Protocol):
-    """What the app needs from a GPU source (NvmlSource and NoGpus are ones): its readings
-    and its boards."""
-
-    @property
-    def devices(self) -> tuple[DeviceInfo, ...]: ...
 
 
 @dataclass(frozen=True)
@@ -76,7 +62,7 @@ class GputopApp(ThemedApp[None]):
 
     def __init__(
         self,
-        feed: GpuFeed | None,
+        feed: GpuSource | None,
         *,
         config: Config | None = None,
         target: Target | None = None,
@@ -152,14 +138,10 @@ class GputopApp(ThemedApp[None]):
             in_help=lambda bid: bid != "load_agent" or self.agent_loading is not None,
         )
         """What the key bar, the help screen and a refused key's line say (``ui/keys.py``)."""
-        keymap, key_problems = checked_keymap(
-            self.config.keys, self.key_legend.bindings(), str(self.config.file or "")
-        )
-        self.status.problems += key_problems
-        if keymap:
-            self.set_keymap(keymap)
+        where = str(self.config.file or "")
+        self.status.problems += self.key_legend.apply_keymap(self.config.keys, where)
 
-    # ---- layout ----
+    # ---- layout and lifetime ----
 
     def compose(self) -> ComposeResult:
         yield from self.panes.widgets()
@@ -172,10 +154,7 @@ class GputopApp(ThemedApp[None]):
         self.key_legend.show()
         self._update_header()
         self._update_status()
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGHUP, signal.SIGTERM):
-                loop.add_signal_handler(sig, self._leave_on_signal, sig)
+        catch_leave_signals(self._leave_on_signal)
         if self.job is not None and self.job.ending is not None:  # it came before the screen
             self.exit()
         if self._start_sampler:
@@ -205,10 +184,7 @@ class GputopApp(ThemedApp[None]):
     def on_unmount(self) -> None:
         if self._samplers is not None:
             self._samplers.stop()
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGHUP, signal.SIGTERM):
-                loop.remove_signal_handler(sig)
+        release_leave_signals()
         if self.job is not None:  # removing the loop's handlers left the default (death)
             self.job.forward_signals()
 
@@ -241,7 +217,7 @@ class GputopApp(ThemedApp[None]):
         verdict, the header; the key bar only when a key's availability changed."""
         self.shown = state
         with self.batch_update():
-            self.panes.draw(state, changed, self.interval, self.ended())
+            self.panes.draw(state, changed, self.interval, how_it_ended(self.job, state.host))
             if changed in (None, "gpu"):
                 self.refresh_detail()
             if changed in (None, "gpu", "host"):
@@ -261,11 +237,10 @@ class GputopApp(ThemedApp[None]):
     async def run_action(self, action: Any, default_namespace: Any = None, namespaces: Any = None):
         """A key whose action cannot work now says why on the status line (Textual would do
         nothing, and the key would look broken)."""
-        if isinstance(action, str) and default_namespace in (None, self):
-            refusal = self.key_legend.refusal(action)
-            if refusal:
-                self.status.say_briefly(refusal)
-                return True
+        mine = isinstance(action, str) and default_namespace in (None, self)
+        if mine and (refusal := self.key_legend.refusal(action)):
+            self.status.say_briefly(refusal)
+            return True
         return await super().run_action(action, default_namespace, namespaces)
 
     def action_why(self) -> None:
@@ -288,18 +263,8 @@ class GputopApp(ThemedApp[None]):
 
     def _update_status(self) -> None:
         agent = self.agent_loading.status_line() if self.agent_loading is not None else ""
-        self.panes.status(self.status.lines(self.ended(), agent, self.session.state.problems))
-
-    def ended(self) -> str | None:
-        """How the job (gputop run) or the attached target ended, once it has; else None."""
-        if self.job is not None:
-            status = self.job.exit_status()
-            return f"the job ended (status {status})" if status is not None else None
-        host = self.shown.host
-        if host is not None and host.state == "exited":
-            code = f" with status {host.exit_code}" if host.exit_code is not None else ""
-            return f"pid {host.pid} exited{code}"
-        return None
+        ended = how_it_ended(self.job, self.shown.host)
+        self.panes.status(self.status.lines(ended, agent, self.session.state.problems))
 
     # ---- actions ----
 
@@ -308,7 +273,8 @@ class GputopApp(ThemedApp[None]):
         return self.job if self.job is not None and self.job.poll() is None else None
 
     def unavailable_reason(self, action: str) -> str | None:
-        """Why a key cannot work now (it is dimmed in the footer), or None when it can."""
+        """Why a key cannot work now (it is dimmed in the key bar), or None when it can."""
+        state = self.session.state
         if action in ("next_gpu", "prev_gpu") and len(self.devices) < 2:
             return "only one GPU"
         if action == "detail" and not self.devices:
@@ -319,25 +285,18 @@ class GputopApp(ThemedApp[None]):
             return f"already the slowest refresh ({INTERVAL_MAX:g} s)"
         if action == "faster" and self.interval <= INTERVAL_MIN:
             return f"already the fastest refresh ({INTERVAL_MIN:g} s)"
-        if action == "save_snapshot" and not self.session.state.gpus:
+        if action == "save_snapshot" and not state.gpus:
             return "no reading yet"
-        if action == "dump_stacks" and self.stacks is None:
-            return "needs a target (--pid or gputop run)"
-        if action == "dump_stacks" and (gone := self._target_gone()):
-            return gone
+        if action == "dump_stacks":
+            return dump_unavailable(self.stacks)
         if action in CAPTURE_ACTIONS:
-            return self._capture_unavailable(action.removeprefix("capture_"))
+            what = action.removeprefix("capture_")
+            return self.capture_keys.unavailable(what, state.agents, state.stacks)
         if action == "cancel_capture" and not self.capture_keys.running:
             return "no capture running"
         if action == "load_agent":
             return self._load_agent_unavailable()
         return None
-
-    def _target_gone(self) -> str | None:
-        """Why the target cannot be acted on any more (it exited; its PID may be another
-        process's now), or None."""
-        identity = getattr(self.stacks, "identity", None)
-        return identity.gone() if identity is not None and not identity.alive() else None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "load_agent" and self._load_agent_unavailable():
@@ -376,10 +335,6 @@ class GputopApp(ThemedApp[None]):
 
     # ---- captures (the work is CaptureKeys'; the app forwards keys and draws views) ----
 
-    def _capture_unavailable(self, what: str) -> str | None:
-        state = self.session.state
-        return self.capture_keys.unavailable(what, state.agents, state.stacks)
-
     def action_capture_flame(self) -> None:
         self._start_capture("flame")
 
@@ -396,11 +351,10 @@ class GputopApp(ThemedApp[None]):
         self._start_capture("nsys")
 
     def _start_capture(self, what: str) -> None:
-        if self._capture_unavailable(what):
-            return
-        view = self.capture_keys.start(what)
-        if view is not None:
-            self.show_capture(view)
+        if self.unavailable_reason(f"capture_{what}") is None:
+            view = self.capture_keys.start(what)
+            if view is not None:
+                self.show_capture(view)
 
     def show_capture(self, view: CaptureView) -> None:
         """Take a capture's state and show it; its start and end are session events (recorded).
@@ -472,20 +426,15 @@ class GputopApp(ThemedApp[None]):
         self.key_legend.refresh()
 
     def action_slower(self) -> None:
-        later = [s for s in INTERVAL_STEPS if s > self.interval]
-        self._set_interval(later[0] if later else INTERVAL_MAX)
+        self._set_interval(next_interval(self.interval, slower=True))
 
     def action_faster(self) -> None:
-        sooner = [s for s in INTERVAL_STEPS if s < self.interval]
-        self._set_interval(sooner[-1] if sooner else INTERVAL_MIN)
+        self._set_interval(next_interval(self.interval, slower=False))
 
     def action_save_snapshot(self) -> None:
         from gputop.snapshot import save_readings
 
-        state = self.session.state
-        if not state.gpus:
-            self.notify("nothing to save yet: no reading has arrived", severity="warning")
-            return
+        state = self.session.state  # a reading at least: the key waits for one
         folder = self.config.snapshot_dir
         try:
             gpus = list(state.gpus.values())

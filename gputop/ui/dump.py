@@ -37,6 +37,15 @@ class DumpScreen(ModalScreen):
             yield Static(self.text, id="dump-text", markup=False)
 
 
+def dump_unavailable(stacks: StackSource | None) -> str | None:
+    """Why key d cannot dump the target's stacks now, or None: there is no target, or it is
+    gone (it exited; its PID may be another process's now)."""
+    if stacks is None:
+        return "needs a target (--pid or gputop run)"
+    identity = getattr(stacks, "identity", None)
+    return identity.gone() if identity is not None and not identity.alive() else None
+
+
 def stack_dump(stacks: StackSource, folder: Path) -> tuple[str, Path | None]:
     """Every Python thread of the target now, as text, and the file it was also written to
     (None: it could not be, and the text begins with why). On a worker thread: py-spy takes

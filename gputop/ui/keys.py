@@ -16,6 +16,7 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 
 from gputop.ui.keybar import KeyItem, key_name
+from gputop.ui.keymap import checked_keymap
 from gputop.ui.widgets import KeyBar
 
 BarEntry = tuple[tuple[str, ...], str]
@@ -126,6 +127,14 @@ class KeyLegend:
             found = cls.__dict__.get("BINDINGS", [])
             out += [b for b in found if isinstance(b, Binding) and b.id is not None]
         return out
+
+    def apply_keymap(self, wanted: Mapping[str, str], where: str) -> list[str]:
+        """The config's ``[keys]`` (``where``: its file), checked (``ui/keymap.py``) and given
+        to Textual; one problem line per entry refused."""
+        keymap, problems = checked_keymap(wanted, self.bindings(), where)
+        if keymap:
+            self.app.set_keymap(keymap)
+        return problems
 
     def keys_of(self, b: Binding) -> str:
         """The keys of binding ``b`` as mapped now."""

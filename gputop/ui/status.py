@@ -6,9 +6,15 @@ outputs that stopped: a disk full, a port taken)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from textual.app import App
 from textual.timer import Timer
+
+from gputop.model.host import HostSample
+
+if TYPE_CHECKING:  # a job exists only under `gputop run`, which imports it
+    from gputop.run import Job
 
 FLASH_S = 5.0
 """How long the status line says why a key cannot work now."""
@@ -59,3 +65,14 @@ class StatusLines:
         if agent:
             lines.append(agent)
         return lines + self.problems
+
+
+def how_it_ended(job: Job | None, host: HostSample | None) -> str | None:
+    """How the job (gputop run) or the attached target ended, once it has; else None."""
+    if job is not None:
+        status = job.exit_status()
+        return f"the job ended (status {status})" if status is not None else None
+    if host is not None and host.state == "exited":
+        code = f" with status {host.exit_code}" if host.exit_code is not None else ""
+        return f"pid {host.pid} exited{code}"
+    return None
