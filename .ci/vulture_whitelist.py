@@ -56,7 +56,7 @@ exc_type  # __exit__(self, exc_type, exc, tb): the context-manager protocol's pa
 exc
 tb
 _.__wrapped__  # functools' convention: inspect.unwrap and the tests find the original through it
-_.argument_default  # argparse reads it when a subcommand's flags are added (commands/common.py)
+_.argument_default  # argparse reads it when a subcommand's flags are added (commands/flags.py)
 _.completer  # argcomplete reads an action's completer (commands/completion.py)
 _.log_message  # http.server's BaseHTTPRequestHandler calls it (export/http_server.py)
 _.handle_error  # socketserver calls it when a request raises (export/http_server.py)
@@ -137,7 +137,6 @@ agent_errors
 precision_basis  # model/step_stats.py Mfu: diagnose --json and the report
 
 # ---- read by the tests (and benches) only: the hooks and registers they check ----
-registry_problems  # diagnose/bounds.py: tests/unit/test_bounds.py holds the registry to it
 STACK_PHASES  # vocab/stacks.py: tests/unit/test_stack_phases.py holds the rules' phases to it
 PRECISIONS  # model/step_stats.py: tests/unit/test_mfu.py holds every board's peaks to it
 theme_from_toml  # ui/themes.py: a theme file's text -> Theme, the themes tests and fuzzing

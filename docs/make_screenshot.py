@@ -59,7 +59,9 @@ async def attached(seconds: float) -> None:
     `gputop --pid` does, under Pilot instead of a terminal."""
     import subprocess
 
-    from gputop.commands.common import Board, attach, new_session, open_gpus
+    from gputop.commands.gpu_source import Board, open_gpus
+    from gputop.commands.live_session import new_session
+    from gputop.commands.target import attach
     from gputop.resources import bundled_examples_dir
     from gputop.ui.app import Target
 

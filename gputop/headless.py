@@ -12,10 +12,10 @@ from typing import Any
 
 from gputop import __version__
 from gputop.diagnose import Verdict
-from gputop.diagnose.budget import stacked
 from gputop.diagnose.findings import Finding, saving_text
 from gputop.model.setup import setup_of
 from gputop.model.step_stats import Mfu
+from gputop.render.budget import budget_document, stacked
 from gputop.session import EVALUATE_SHARE, Session, SessionState
 from gputop.snapshot import jsonable
 from gputop.sources.feeds import Feed
@@ -164,7 +164,7 @@ def document(d: Diagnosis, source: dict[str, Any]) -> dict[str, Any]:
             "risks": list(v.risks) if v else [],
             "held_s": round(d.timeline[-1]["t_s"], 2) if d.timeline else None,
         },
-        "budget": v.budget.document() if v and v.budget else None,
+        "budget": budget_document(v.budget) if v and v.budget else None,
         "findings": [_finding(f) for f in v.findings] if v else [],
         "problems": d.problems,
         "mfu": jsonable(d.mfu) if d.mfu is not None else None,

@@ -1,10 +1,12 @@
 """gputop's subcommands, one module each (memray's ``commands`` layout).
 
 Every module has ``NAME`` (the subcommand; None for the bare monitor), ``HELP`` and
-``DESCRIPTION`` (its --help), ``add_arguments(parser)`` and ``run(args) -> exit code``. A
-module imports only the standard library and ``commands.common`` at its top: what it needs
-(Textual, NVML, torch-free sources) it imports inside ``run``, so `gputop report` never pays
-for the screen and headless commands never import Textual at all.
+``DESCRIPTION`` (its --help), ``add_arguments(parser)`` and ``run(args) -> exit code``. What
+several share is beside them: ``flags`` (the flag groups), ``gpu_source``, ``target``,
+``live_session`` and ``screen`` (what a command opens from its flags). A module imports only
+the standard library, ``gputop.errors`` and those at its top: what it needs (Textual, NVML,
+torch-free sources) it imports inside ``run``, so `gputop report` never pays for the screen
+and headless commands never import Textual at all.
 
 To add a subcommand: write its module, add it to ``SUBCOMMANDS`` in the order `gputop --help`
 lists it, and test it through ``gputop.cli.main``.

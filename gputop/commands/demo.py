@@ -9,19 +9,11 @@ import shlex
 import sys
 from typing import TYPE_CHECKING
 
-from gputop.commands.common import (
-    Board,
-    UsageError,
-    add_gpu_flags,
-    add_ui_flags,
-    attach,
-    gpu_choice,
-    new_session,
-    open_gpus,
-    open_outputs,
-    run_tui,
-    ui_config,
-)
+from gputop.commands.flags import UsageError, add_gpu_flags, add_ui_flags
+from gputop.commands.gpu_source import Board, gpu_choice, open_gpus
+from gputop.commands.live_session import new_session, open_outputs
+from gputop.commands.screen import run_tui, ui_config
+from gputop.commands.target import attach
 from gputop.errors import CannotDo
 
 if TYPE_CHECKING:

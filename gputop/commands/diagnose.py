@@ -9,26 +9,19 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gputop.commands.common import (
-    Gpus,
+from gputop.commands.flags import (
     UsageError,
     add_attach_flag,
     add_gpu_flags,
     add_output_flags,
     add_sim_flags,
-    attach,
-    board_from_flags,
-    close_session,
     command_of,
-    follower_for,
-    gpu_choice,
     interval_seconds,
     json_help,
-    new_session,
-    offer_agent,
-    open_gpus,
-    open_outputs,
 )
+from gputop.commands.gpu_source import Gpus, board_from_flags, follower_for, gpu_choice, open_gpus
+from gputop.commands.live_session import close_session, new_session, open_outputs
+from gputop.commands.target import attach, offer_agent
 
 if TYPE_CHECKING:
     from gputop.sources.feeds import Feed

@@ -11,7 +11,8 @@ import datetime as dt
 import json
 import time
 
-from gputop.commands.common import UsageError, json_help, require_terminal
+from gputop.commands.flags import UsageError, json_help
+from gputop.commands.screen import require_terminal
 
 NAME = "fleet"
 HELP = "every node of a training job, from Prometheus: the slow node first"

@@ -4,24 +4,17 @@ from __future__ import annotations
 
 import argparse
 
-from gputop.commands.common import (
-    NoTerminal,
+from gputop.commands.flags import (
     UsageError,
     add_attach_flag,
     add_gpu_flags,
     add_sim_flags,
     add_ui_flags,
-    attach,
-    board_from_flags,
-    follower_for,
-    gpu_choice,
-    new_session,
-    open_gpus,
-    open_outputs,
-    require_terminal,
-    run_tui,
-    ui_config,
 )
+from gputop.commands.gpu_source import board_from_flags, follower_for, gpu_choice, open_gpus
+from gputop.commands.live_session import new_session, open_outputs
+from gputop.commands.screen import NoTerminal, require_terminal, run_tui, ui_config
+from gputop.commands.target import attach
 from gputop.errors import CannotDo
 
 NAME = None

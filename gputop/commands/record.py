@@ -11,21 +11,10 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gputop.commands.common import (
-    add_attach_flag,
-    add_gpu_flags,
-    add_sim_flags,
-    attach,
-    board_from_flags,
-    close_session,
-    follower_for,
-    gpu_choice,
-    interval_seconds,
-    new_session,
-    offer_agent,
-    open_gpus,
-    open_outputs,
-)
+from gputop.commands.flags import add_attach_flag, add_gpu_flags, add_sim_flags, interval_seconds
+from gputop.commands.gpu_source import board_from_flags, follower_for, gpu_choice, open_gpus
+from gputop.commands.live_session import close_session, new_session, open_outputs
+from gputop.commands.target import attach, offer_agent
 from gputop.errors import CannotDo
 
 if TYPE_CHECKING:

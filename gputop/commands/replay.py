@@ -7,7 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from gputop.commands.common import add_ui_flags, ui_config
+from gputop.commands.flags import add_ui_flags
+from gputop.commands.screen import ui_config
 
 NAME = "replay"
 HELP = "the live screen over a recording, with pause, seek and speed keys"

@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from gputop.commands.common import json_help
+from gputop.commands.flags import json_help
 
 NAME = "report"
 HELP = "a summary of a recording to read or paste: verdicts, steps, GPUs, findings"

@@ -11,22 +11,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gputop.commands.common import (
-    UsageError,
-    add_gpu_flags,
-    add_sim_flags,
-    add_ui_flags,
-    board_from_flags,
-    command_of,
-    follower_for,
-    gpu_choice,
-    new_session,
-    open_gpus,
-    open_outputs,
-    run_tui,
-    ui_config,
-    with_tree,
-)
+from gputop.commands.flags import UsageError, add_gpu_flags, add_sim_flags, add_ui_flags, command_of
+from gputop.commands.gpu_source import board_from_flags, follower_for, gpu_choice, open_gpus
+from gputop.commands.live_session import new_session, open_outputs
+from gputop.commands.screen import run_tui, ui_config
+from gputop.commands.target import with_tree
 
 if TYPE_CHECKING:
     from gputop.run import Job

@@ -7,15 +7,9 @@ import argparse
 import json
 import sys
 
-from gputop.commands.common import (
-    add_gpu_flags,
-    add_sim_flags,
-    attach,
-    board_from_flags,
-    gpu_choice,
-    json_help,
-    open_gpus,
-)
+from gputop.commands.flags import add_gpu_flags, add_sim_flags, json_help
+from gputop.commands.gpu_source import board_from_flags, gpu_choice, open_gpus
+from gputop.commands.target import attach
 from gputop.errors import CannotDo
 
 NAME = "snapshot"

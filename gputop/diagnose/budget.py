@@ -1,6 +1,6 @@
-"""The step-time budget: for each rank, the window's wall time split into slices that add up
-to 100% (model compute, data wait, H2D, exposed comms wait, straggler wait, evaluation,
-checkpointing, logging, GC, the loop's own Python, no progress). Pure.
+"""The step-time budget, computed: for each rank, the window's wall time split into the slices
+of ``model/budget.py`` (model compute, data wait, H2D, exposed comms wait, straggler wait,
+evaluation, checkpointing, logging, GC, the loop's own Python, no progress). Pure.
 
 Each slice comes from the best source present: the agent's phases (its clock, every step),
 then the main thread's stack samples (one a second), then NVML for what the host cannot see
@@ -11,37 +11,28 @@ the chosen size are its agreement, which is the verdict's confidence, never its 
 (TensorFlow Profiler's step-time breakdown, HTA's temporal breakdown, Lightning's
 SimpleProfiler: the biggest share first).
 
-The job's budget is its typical rank's: the lower median by work, so the rank shown waits as
-long as most ranks do (with one straggler among eight, a rank that waits for it; of two, the
-one that waits). Every rank's own budget is kept for the ranks pane, diagnose and /metrics.
+The job's budget is its typical rank's (``model/ranks.typical``: the lower median by work), so
+the rank shown waits as long as most ranks do (with one straggler among eight, a rank that
+waits for it; of two, the one that waits). Every rank's own budget is kept for the ranks pane,
+diagnose and /metrics.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 
-from gputop.diagnose.findings import confidence
-from gputop.diagnose.signals import SPIKE, RuleInputs
+from gputop.diagnose.signals.inputs import RuleInputs
+from gputop.diagnose.signals.steps import SPIKE
 from gputop.diagnose.step_sums import phase_slice, sums_of
-from gputop.model.ranks import MAIN_RANK
+from gputop.model.budget import AGREE, Budget, RankBudget, Slice, standard_error
+from gputop.model.ranks import typical
 from gputop.model.stack_stats import TORCH_OP, MainPhases
 from gputop.model.steps import AgentState
 from gputop.vocab import budget as b
 from gputop.vocab import stacks as stack
 
-FLOOR = 0.10
-"""A loss slice under this share of wall time is no bound: below it the job is compute-bound
-(TensorFlow Profiler calls under 5% of the step "not input-bound" and 5-20% "moderately"; ten
-points is where a fix pays for the change it asks)."""
-HELD_FLOOR = 0.8 * FLOOR
-"""A loss slice shown as the principal stays while it is at least this (8%): two readings
-either side of the floor do not flip the verdict, and a loss that has settled under it (a
-start-up wait that scrolled out of the window) gives way."""
-AGREE = 0.10
-"""Two sources agree on a slice when their shares are this close (ten points of the step):
-a stack share from 30 dumps is good to about that, and the verdict's floor is ten points."""
 STEPS_MIN = 3
 """Steps an agent must have finished before its clock makes a budget."""
 STACKS_MIN = 5
@@ -72,179 +63,6 @@ loop's own time."""
 SPLITS_UNMARKED = (b.EVAL, b.CHECKPOINT, b.LOG)
 """Slices the stacks may find inside the agent's unmarked time (an eval pass's metrics between
 its forwards, a logging call, a save the hooks did not see)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Slice:
-    """One slice of the job's budget: its share of wall time and who measured it."""
-
-    name: str
-    share: float
-    estimates: tuple[tuple[str, float], ...] = ()
-    """(source, share) from every source that measured it: agent, stacks, NVML."""
-    error: float = 0.0
-    """The share's sampling error: one standard error of a share of stack samples (0 for the
-    agent's clock, which times every step)."""
-    corroborated: tuple[str, ...] = ()
-    """Sources that do not measure the slice but whose reading holds it (a GPU idle as long as
-    the losses add up to)."""
-
-    @property
-    def low(self) -> float:
-        """The share the measure vouches for: less its sampling error."""
-        return max(0.0, self.share - self.error)
-
-    @property
-    def agree(self) -> tuple[str, ...]:
-        """The sources whose own measure is within AGREE of the share, then those that hold it."""
-        measured = tuple(src for src, v in self.estimates if abs(v - self.share) <= AGREE)
-        return measured + tuple(c for c in self.corroborated if c not in measured)
-
-    @property
-    def confidence(self) -> float:
-        """From how many sources agree on its size (``findings.confidence``)."""
-        return confidence(len(self.agree))
-
-
-@dataclass(frozen=True)
-class RankBudget:
-    """One rank's (or the main process's) budget over the window."""
-
-    pid: int
-    rank: int | None
-    source: str
-    """What its shares rest on: "agent" (its clock, refined by the stacks) or "stacks"."""
-    shares: Mapping[str, float]
-    """Every slice (``vocab.budget.SLICES``), adding up to 1."""
-    seconds: float
-    """Wall time the window covers."""
-    steps: int = 0
-    """Steps the agent timed in it (0: from the stacks)."""
-    samples: int = 0
-    """Stack samples its shares rest on (all of them from the stacks alone; ``errors``' of an
-    agent's)."""
-    estimates: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
-    """Per source, its own shares before they were combined (agreement)."""
-    errors: Mapping[str, float] = field(default_factory=dict)
-    """An agent rank's slices whose share the stacks' samples decided (its unmarked time split
-    by them), with the share the samples vouch for taken off: their sampling error."""
-
-    @property
-    def label(self) -> str:
-        return f"rank {self.rank}" if self.rank is not None else f"pid {self.pid}"
-
-    @property
-    def rank_key(self) -> str:
-        """Its rank label in /metrics and the report (a script's main process is "0")."""
-        return str(self.rank) if self.rank is not None else MAIN_RANK
-
-    @property
-    def work(self) -> float:
-        """Its share doing its own work: all but waiting for others and standing still."""
-        return 1.0 - self.shares[b.COMMS] - self.shares[b.STRAGGLER] - self.shares[b.STALL]
-
-
-@dataclass(frozen=True)
-class Budget:
-    """The job's budget (its typical rank's) and every rank's."""
-
-    slices: tuple[Slice, ...]
-    """Every slice in ``SLICES`` order, adding up to 1."""
-    ranks: tuple[RankBudget, ...]
-    typical: RankBudget
-    """The rank the job's slices are (lower median by work)."""
-
-    def share(self, name: str) -> float:
-        return next((s.share for s in self.slices if s.name == name), 0.0)
-
-    def slice(self, name: str) -> Slice:
-        return next(s for s in self.slices if s.name == name)
-
-    @property
-    def source(self) -> str:
-        return self.typical.source
-
-    def losses(self) -> list[Slice]:
-        """The loss slices, largest first (ties in pipeline order)."""
-        return sorted((s for s in self.slices if s.name in b.LOSSES), key=lambda s: -s.share)
-
-    def line(self, width: int = 80) -> str:
-        """The budget as one stacked line, compute first, then the losses largest first, in
-        whole percent ("compute 52 | eval 33 | data 10 | loop 5"); slices under half a percent
-        are left out, and the smallest go first when the line would pass ``width``."""
-        return stacked(self.typical.shares, width)
-
-    def table(self) -> list[str]:
-        """The budget in full, as the why screen and ``diagnose`` print it: each slice with
-        every source's own measure and which agree, then each rank's line."""
-        r = self.typical
-        over = f"{r.steps} steps" if r.steps else f"{r.samples} stack samples"
-        sources = sorted({src for x in self.slices for src, _ in x.estimates})
-        out = [
-            f"Step-time budget of {r.label} ({over}, {r.seconds:.0f} s; from {r.source}):",
-            f"  {'slice':<24}{'share':>7}" + "".join(f"{s:>8}" for s in sources) + "  agree",
-        ]
-        for x in self.slices:
-            if x.share < 0.005 and all(v < 0.005 for _, v in x.estimates):
-                continue
-            own = dict(x.estimates)
-            cells = "".join(
-                f"{round(100 * own[s]):>7}%" if s in own else f"{'':>8}" for s in sources
-            )
-            out.append(
-                f"  {b.NAMES[x.name]:<24}{round(100 * x.share):>6}%{cells}  {', '.join(x.agree)}"
-            )
-        if len(self.ranks) > 1:
-            out.append("  per rank:")
-            out += [f"    {q.label:<10} {stacked(q.shares, 200)}" for q in self.ranks]
-        return out
-
-    def document(self) -> dict[str, object]:
-        """The budget as JSON (``diagnose --json``, docs/diagnose.md): the job's slices with
-        each source's measure and agreement, and every rank's shares."""
-        r = self.typical
-
-        def rank(q: RankBudget) -> dict[str, object]:
-            return {
-                "rank": q.rank,
-                "pid": q.pid,
-                "source": q.source,
-                "seconds": round(q.seconds, 3),
-                "steps": q.steps,
-                "samples": q.samples,
-                "shares": {n: round(q.shares[n], 4) for n in b.SLICES},
-            }
-
-        return {
-            "version": 1,
-            "floor": FLOOR,
-            "of": rank(r),
-            "slices": [
-                {
-                    "name": x.name,
-                    "share": round(x.share, 4),
-                    "low": round(x.low, 4),
-                    "estimates": {src: round(v, 4) for src, v in x.estimates},
-                    "agree": list(x.agree),
-                }
-                for x in self.slices
-            ],
-            "ranks": [rank(q) for q in self.ranks],
-        }
-
-    @property
-    def lost(self) -> float:
-        """Every loss slice together: the share of the step not spent computing."""
-        return sum(s.share for s in self.slices if s.name in b.LOSSES)
-
-
-def stacked(shares: Mapping[str, float], width: int = 80) -> str:
-    """Shares as one line, compute first, then the rest largest first (``Budget.line``)."""
-    rest = sorted((n for n in b.LOSSES if shares.get(n, 0) >= 0.005), key=lambda n: -shares[n])
-    parts = [f"{n} {round(100 * shares.get(n, 0))}" for n in (b.COMPUTE, *rest)]
-    while len(parts) > 1 and len(" | ".join(parts)) > width:
-        parts.pop()
-    return " | ".join(parts)
 
 
 def _zero() -> dict[str, float]:
@@ -365,13 +183,6 @@ def _unmarked_compute(shares: dict[str, float], seen: Mapping[str, float], own: 
     return True
 
 
-def standard_error(share: float, samples: int) -> float:
-    """One standard error of a share of ``samples`` stack samples; a share none of them showed
-    is taken as one in ``samples`` (no sample is no proof of none)."""
-    seen = max(share, 1 / samples) if samples > 0 else 0.0
-    return (seen * (1 - seen) / samples) ** 0.5 if 0 < seen < 1 else 0.0
-
-
 def stacks_budget(p: MainPhases, stalled_s: float | None) -> RankBudget | None:
     """A process's budget from its main thread's samples alone; the still run counts as no
     progress when the job is stalled."""
@@ -422,11 +233,6 @@ def _with_gpu(r: RankBudget, busy: float | None) -> RankBudget:
     shares[b.LOOP] -= move
     shares[b.COMPUTE] += move
     return replace(r, shares=shares, estimates={**r.estimates, "NVML": {b.COMPUTE: busy}})
-
-
-def _typical(ranks: Sequence[RankBudget]) -> RankBudget:
-    by_work = sorted(ranks, key=lambda r: (r.work, r.rank if r.rank is not None else -1))
-    return by_work[(len(by_work) - 1) // 2]
 
 
 def _job_slices(r: RankBudget, busy: float | None) -> tuple[Slice, ...]:
@@ -482,5 +288,5 @@ def budget_of(sig: RuleInputs, stalled: bool = False) -> Budget | None:
         busy = g.util / 100
     ranks = [_with_gpu(r, busy) for r in _split_stragglers(ranks)]
     ranks.sort(key=lambda r: (r.rank is None, r.rank if r.rank is not None else r.pid))
-    typical = _typical(ranks)
-    return Budget(_job_slices(typical, busy), tuple(ranks), typical)
+    job = typical(ranks, key=lambda r: (r.work, r.rank if r.rank is not None else -1))
+    return Budget(_job_slices(job, busy), tuple(ranks), job)

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from gputop.diagnose.budget import Budget
+from gputop.model.budget import Budget
 
 NO_PROGRESS = "no progress for"
 """How the note starts while the job stands still but not yet for its hang limit."""
@@ -110,8 +108,8 @@ class Verdict:
     inputs: tuple[str, ...] = field(default_factory=tuple)
     """Which inputs were available: NVML, host, stacks, agent."""
     budget: Budget | None = None
-    """Where the step's time goes (``diagnose/budget.py``): the principal is its largest loss;
-    every output shows these shares."""
+    """Where the step's time goes (``model/budget.py``, computed by ``diagnose/budget.py``):
+    the principal is its largest loss; every output shows these shares."""
     risks: tuple[str, ...] = ()
     """What does not cost time yet but may end the job (``diagnose/risks.py``), one line
     each, whatever the principal."""
@@ -133,9 +131,3 @@ class Verdict:
         if self.principal:
             return self.principal.bound
         return WARMING_UP if self.warming_up else STALLED if self.stalled else None
-
-
-def confidence(sources: int, missing: int = 0) -> float:
-    """Independent agreeing sources -> confidence; each missing input costs a little."""
-    base = {0: 0.0, 1: 0.45, 2: 0.7}.get(sources, 0.9)
-    return max(0.0, round(base - 0.05 * missing, 2))

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gputop.diagnose.lever import Lever
-from gputop.diagnose.signals import RuleInputs
+from gputop.diagnose.signals.inputs import RuleInputs
 from gputop.model.setup import setup_of
 
 

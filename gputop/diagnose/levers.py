@@ -11,10 +11,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from gputop.diagnose import rules
-from gputop.diagnose.budget import FLOOR
 from gputop.diagnose.lever import Lever, advice
-from gputop.diagnose.rules import SIDE_SHARE
-from gputop.diagnose.signals import MEM_NEAR, WORKERS_WAIT, RuleInputs
+from gputop.diagnose.signals.inputs import RuleInputs
+from gputop.diagnose.thresholds import FLOOR, MEM_NEAR, SIDE_SHARE, WORKERS_WAIT
+from gputop.model.budget import Budget
 from gputop.model.setup import parallel_kind, parallel_setting
 from gputop.vocab import budget as slices
 from gputop.vocab import stacks as stack
@@ -100,7 +100,7 @@ def _loader_settings(loader: dict[str, Any]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def data_input(sig: RuleInputs) -> tuple[str, ...]:
+def data_input(sig: RuleInputs, budget: Budget | None) -> tuple[str, ...]:
     loader = _loader(sig)
     if sig.gpu_view:  # NVML alone saw it
         return (
@@ -125,7 +125,7 @@ def saturated(sig: RuleInputs) -> float | None:
     return wants if wants >= SATURATED * h.effective_cpus else None
 
 
-def cpu_transform(sig: RuleInputs) -> tuple[str, ...]:
+def cpu_transform(sig: RuleInputs, budget: Budget | None) -> tuple[str, ...]:
     """Batches that cost CPU to make: the transforms move to the GPU or get cheaper; more
     workers only while CPUs are free (without workers, the first ones). When the job already
     wants every CPU, more workers would share the same CPUs: fewer threads, not more."""
@@ -150,7 +150,7 @@ def cpu_transform(sig: RuleInputs) -> tuple[str, ...]:
     return (first, *_loader_settings(loader))
 
 
-def data_io(sig: RuleInputs) -> tuple[str, ...]:
+def data_io(sig: RuleInputs, budget: Budget | None) -> tuple[str, ...]:
     loader = _loader(sig)
     out = ["stage the data on local NVMe; shard many small files into tar/WebDataset"]
     if not loader.get("num_workers"):
@@ -158,7 +158,7 @@ def data_io(sig: RuleInputs) -> tuple[str, ...]:
     return (*out, *_loader_settings(loader))
 
 
-def h2d_copy(sig: RuleInputs) -> tuple[str, ...]:
+def h2d_copy(sig: RuleInputs, budget: Budget | None) -> tuple[str, ...]:
     pin = _loader(sig).get("pin_memory")
     return (
         f"pin_memory=True (now {pin}) and .to(device, non_blocking=True): both halves needed",
@@ -166,7 +166,7 @@ def h2d_copy(sig: RuleInputs) -> tuple[str, ...]:
     )
 
 
-def comms(sig: RuleInputs) -> tuple[str, ...]:
+def comms(sig: RuleInputs, budget: Budget | None) -> tuple[str, ...]:
     """The knobs of the job's own wrapper (read from the live job: ``model/setup.py``), with
     its current values; a wrapper the job does not have is never named. While the agent has
     not said (no agent, an older one), only what holds for any setup."""
@@ -267,7 +267,7 @@ def _count(value: object) -> int | None:
         return None
 
 
-def cpu_oversubscribed(sig: RuleInputs) -> tuple[str, ...]:
+def cpu_oversubscribed(sig: RuleInputs, budget: Budget | None) -> tuple[str, ...]:
     """Cap the thread pools that are larger than the CPUs left beside the workers; pools
     already at or under that are not asked for a value they have (more processes than CPUs:
     fewer of them, or more CPUs)."""
@@ -298,7 +298,7 @@ def cpu_oversubscribed(sig: RuleInputs) -> tuple[str, ...]:
     )
 
 
-def throttled_power(sig: RuleInputs) -> tuple[str, ...]:
+def throttled_power(sig: RuleInputs, budget: Budget | None) -> tuple[str, ...]:
     return (
         advice("the power limit is the cap: check `nvidia-smi -q -d POWER` and ask the "
                "provider"),
@@ -306,7 +306,7 @@ def throttled_power(sig: RuleInputs) -> tuple[str, ...]:
     )  # fmt: skip
 
 
-def throttled_thermal(sig: RuleInputs) -> tuple[str, ...]:
+def throttled_thermal(sig: RuleInputs, budget: Budget | None) -> tuple[str, ...]:
     return (
         advice("check cooling: fans, airflow, dust; tell the provider"),
         advice("timings from a hot card are not comparable"),
@@ -316,11 +316,10 @@ def throttled_thermal(sig: RuleInputs) -> tuple[str, ...]:
 SYNC_LEVER = "remove per-step syncs (.item(), .cpu(), .tolist(), printing tensors)"
 
 
-def host_overhead(sig: RuleInputs) -> tuple[str, ...]:
+def host_overhead(sig: RuleInputs, budget: Budget | None) -> tuple[str, ...]:
     """When the loop's own Python is the cost (``rules.loop_share``), moving it off the step
     comes first, naming the functions the stacks saw; tiny kernels get CUDA graphs and a larger
     batch."""
-    budget = sig.budget
     if rules.loop_share(sig) is not None or (
         budget is not None and budget.share(slices.LOOP) >= FLOOR
     ):
@@ -344,8 +343,11 @@ CHECKPOINT_LEVER = Lever(
     saves=slices.CHECKPOINT,
 )
 LOG_LEVER = Lever(
-    "log less often; gc.disable() with a manual gc.collect() every N steps", saves=slices.LOG
+    "log every N steps, not every step; keep the metrics on the GPU between logs (each .item() "
+    "waits for the GPU)",
+    saves=slices.LOG,
 )
+"""Logging's own lever (the collector's are ``GC_LEVERS``, offered where GC is measured)."""
 GC_THRESHOLD = Lever(
     "gc.set_threshold(50_000, 20, 20) once after setup (the default is 700, 10, 10): the "
     "collector runs far less often",
@@ -373,8 +375,7 @@ SIDE_LEVERS: dict[str, tuple[Lever, ...]] = {
     ),
     slices.CHECKPOINT: (CHECKPOINT_LEVER,),
     slices.LOG: (
-        Lever("log every N steps, not every step; keep the metrics on the GPU between logs "
-              "(each .item() waits for the GPU)", saves=slices.LOG),
+        LOG_LEVER,
         Lever("hand logging to a background thread or process", saves=slices.LOG,
               removes=1.0, condition="if logging left the training thread"),
     ),
@@ -422,14 +423,14 @@ def _framework_says(fw: Mapping[str, Any], kind: object, name: str) -> tuple[str
     return ()
 
 
-def side_work(sig: RuleInputs) -> tuple[str, ...]:
+def side_work(sig: RuleInputs, budget: Budget | None) -> tuple[str, ...]:
     """With a budget, each side slice's levers in the order of the time it takes (a slice under
     SIDE_NOTICED gets none: no lever asks to checkpoint less when nothing is saved). Without
     one, garbage collection's levers first when measured GC pauses outweigh the other side
     work (the excess of the spikes attributed to it, or its share against checkpoint/logging)."""
-    if sig.budget is not None:
+    if budget is not None:
         present = sorted(
-            (s for s in sig.budget.slices if s.name in slices.SIDE and s.share >= SIDE_NOTICED),
+            (s for s in budget.slices if s.name in slices.SIDE and s.share >= SIDE_NOTICED),
             key=lambda s: -s.share,
         )
         if present:
@@ -456,14 +457,14 @@ def side_work(sig: RuleInputs) -> tuple[str, ...]:
     return (CHECKPOINT_LEVER, LOG_LEVER)
 
 
-def straggler(sig: RuleInputs) -> tuple[str, ...]:
+def straggler(sig: RuleInputs, budget: Budget | None) -> tuple[str, ...]:
     return (
         advice("look at that rank: throttling or ECC on its GPU, data skew, NUMA placement"),
         Lever("bind each rank to its GPU's NUMA node", saves=slices.STRAGGLER, removes=0.0),
     )
 
 
-def hung(sig: RuleInputs) -> tuple[str, ...]:
+def hung(sig: RuleInputs, budget: Budget | None) -> tuple[str, ...]:
     """Where to look first depends on where the job is stuck: a loader no worker feeds, ranks
     in a collective, or one process blocked on its own lock, queue, pipe or child."""
     still = sig.stacks.still if sig.stacks else ()
@@ -497,7 +498,7 @@ def hung(sig: RuleInputs) -> tuple[str, ...]:
     )
 
 
-def host_memory_pressure(sig: RuleInputs) -> tuple[str, ...]:
+def host_memory_pressure(sig: RuleInputs, budget: Budget | None) -> tuple[str, ...]:
     loader = _loader(sig)
     workers = loader.get("num_workers", sig.host.workers if sig.host else None)
     if not workers:  # no worker copies anything: what grows is the process's own memory
@@ -523,7 +524,7 @@ def host_memory_pressure(sig: RuleInputs) -> tuple[str, ...]:
     return tuple(out)
 
 
-def memory_bandwidth(sig: RuleInputs) -> tuple[str, ...]:
+def memory_bandwidth(sig: RuleInputs, budget: Budget | None) -> tuple[str, ...]:
     return (
         "fuse kernels: torch.compile",
         "fused attention (scaled_dot_product_attention)",
@@ -531,7 +532,7 @@ def memory_bandwidth(sig: RuleInputs) -> tuple[str, ...]:
     )
 
 
-def gpu_compute(sig: RuleInputs) -> tuple[str, ...]:
+def gpu_compute(sig: RuleInputs, budget: Budget | None) -> tuple[str, ...]:
     fp = _fingerprint(sig)
     precision = fp.get("float32_matmul_precision")
     out = []
@@ -547,6 +548,6 @@ def gpu_compute(sig: RuleInputs) -> tuple[str, ...]:
     return tuple(out)
 
 
-def idle(sig: RuleInputs) -> tuple[str, ...]:
+def idle(sig: RuleInputs, budget: Budget | None) -> tuple[str, ...]:
     """Nothing to speed up: nothing is training."""
     return ()

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gputop.diagnose.findings import Verdict
-from gputop.diagnose.signals import RuleInputs, reduce_windows
+from gputop.diagnose.signals.inputs import RuleInputs, reduce_windows
 from gputop.diagnose.verdict import State, evaluate
 from gputop.model import DeviceInfo, SeriesKey, Timeline
 from gputop.model.steps import AgentsSample

@@ -6,12 +6,11 @@ when it reaches the limit at that rate, and which process grows. Pure."""
 
 from __future__ import annotations
 
-from gputop.diagnose.signals import RuleInputs
+from gputop.diagnose.signals.inputs import RuleInputs
+from gputop.diagnose.thresholds import MEM_RISK
 
 GIB = float(1 << 30)
 MIB = float(1 << 20)
-MEM_RISK = 0.8
-"""Working set share of the limit from which it is a risk (the host pane warns from here)."""
 HORIZON_S = 1800.0
 """Growth that reaches the limit within this long is a risk below MEM_RISK too."""
 GROWTH_MIN = 1 * MIB / 60

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from gputop.diagnose.findings import Saving, speedup_of
 from gputop.diagnose.lever import Lever
-from gputop.diagnose.signals import RuleInputs
+from gputop.diagnose.signals.inputs import RuleInputs
+from gputop.model.budget import Budget
 from gputop.vocab import budget as slices
 
 REMOVES: dict[str, tuple[float, str]] = {
@@ -24,12 +25,11 @@ side work; higher GC thresholds took 74-100% of the collector's time
 not sized: what a bigger bucket or a moved function saves is not known from the budget."""
 
 
-def saving_of(lever: str, sig: RuleInputs) -> Saving | None:
+def saving_of(lever: str, sig: RuleInputs, budget: Budget | None) -> Saving | None:
     """None for advice, a lever with no slice (a plain text: one read back from a recording),
     a slice the budget cannot size, or one that holds nothing."""
     if not isinstance(lever, Lever) or lever.advice or lever.saves is None:
         return None
-    budget = sig.budget
     default = REMOVES.get(lever.saves)
     part = lever.removes if lever.removes is not None else default[0] if default else 0.0
     if budget is None or part <= 0:
@@ -45,6 +45,8 @@ def saving_of(lever: str, sig: RuleInputs) -> Saving | None:
     return Saving(round(share, 4), speedup_of(share), condition.format(slow=slow))
 
 
-def savings_of(levers: tuple[str, ...], sig: RuleInputs) -> tuple[Saving | None, ...]:
+def savings_of(
+    levers: tuple[str, ...], sig: RuleInputs, budget: Budget | None
+) -> tuple[Saving | None, ...]:
     """What each lever would save for this job, in their order."""
-    return tuple(saving_of(x, sig) for x in levers)
+    return tuple(saving_of(x, sig, budget) for x in levers)

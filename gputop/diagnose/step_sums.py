@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from gputop.diagnose.signals import long_window
+from gputop.diagnose.signals.steps import long_window
 from gputop.model.steps import AgentState, StepRecord
 from gputop.vocab import budget as b
 from gputop.vocab import steps as step

@@ -20,12 +20,14 @@ from gputop.diagnose.bounds import (
     judge,
     levers_of,
 )
-from gputop.diagnose.budget import FLOOR, HELD_FLOOR, Budget, Slice, budget_of
+from gputop.diagnose.budget import budget_of
 from gputop.diagnose.causes import explain
 from gputop.diagnose.findings import Evidence, Finding, Verdict
 from gputop.diagnose.risks import risks_of
 from gputop.diagnose.rules import pct, stalling, warming_up
-from gputop.diagnose.signals import RuleInputs
+from gputop.diagnose.signals.inputs import RuleInputs
+from gputop.diagnose.thresholds import FLOOR, HELD_FLOOR
+from gputop.model.budget import Budget, Slice
 from gputop.vocab import budget as slices
 from gputop.vocab.bounds import GPU_COMPUTE, HOST_OVERHEAD
 
@@ -66,7 +68,9 @@ def rank(findings: Sequence[Finding], ended: bool = False) -> list[Finding]:
     return sorted(fired, key=key)
 
 
-def on_each_gpu(findings: tuple[Finding, ...], sig: RuleInputs) -> tuple[Finding, ...]:
+def on_each_gpu(
+    findings: tuple[Finding, ...], sig: RuleInputs, budget: Budget | None = None
+) -> tuple[Finding, ...]:
     """A bound one GPU can show alone (``Bound.per_gpu``) that the board's means do not show
     is asked of each GPU's readings: the GPUs it holds make one finding that names them ("GPU
     2: power-cap reason 100% of busy time ..."), so a throttled GPU among eight, or each GPU's
@@ -86,7 +90,7 @@ def on_each_gpu(findings: tuple[Finding, ...], sig: RuleInputs) -> tuple[Finding
         held = [
             (i, one)
             for i, gi in g.per_gpu
-            if (one := judge(entry.rule, replace(sig, gpu=gi))).fired
+            if (one := judge(entry.rule, replace(sig, gpu=gi), budget)).fired
         ]
         out.append(_on_gpus(held) if held else f)
     return tuple(out)
@@ -168,12 +172,13 @@ def _for_slice(
             confidence=x.confidence,
             impact=x.share,
         )
-    return _from_budget(target, x, f"{summary}: {bound(target).description}", lead, by_bound, sig)
+    description = f"{summary}: {bound(target).description}"
+    return _from_budget(target, x, description, lead, by_bound, sig, budget)
 
 
 def _from_budget(
     name: str, x: Slice, summary: str, lead: Evidence, by_bound: dict[str, Finding],
-    sig: RuleInputs,
+    sig: RuleInputs, budget: Budget,
 ) -> Finding:  # fmt: skip
     """A finding the budget makes for a bound whose rule did not fire (a loop share under the
     rule's own bar, a job computing on a GPU that reads quiet): what the rule read stays as
@@ -186,7 +191,7 @@ def _from_budget(
         confidence=x.confidence,
         summary=summary,
         evidence=(lead, *(quiet.evidence if quiet else ())),
-        levers=levers_of(entry, sig),
+        levers=levers_of(entry, sig, budget),
         impact=x.share,
     )
 
@@ -224,7 +229,7 @@ def _compute_bound(budget: Budget, by_bound: dict[str, Finding], sig: RuleInputs
             confidence=max(own.confidence, x.confidence),
         )
     summary = f"compute {pct(x.share)} of the step: no loss reaches {pct(FLOOR)}"
-    return _from_budget(GPU_COMPUTE, x, summary, lead, by_bound, sig)
+    return _from_budget(GPU_COMPUTE, x, summary, lead, by_bound, sig, budget)
 
 
 def by_budget(
@@ -273,10 +278,9 @@ def evaluate(sig: RuleInputs, now: float, state: State = State()) -> tuple[Verdi
     state holds (``RuleInputs.holding``): its own rule keeps it while the evidence stays in
     the band (rules.HOLD); the state is a value, so replay recomputes the same holds."""
     sig = replace(sig, holding=state.principal)
-    stalled = stalling(sig) is not None
-    budget = budget_of(sig, stalled=stalled)
-    sig = replace(sig, budget=budget)
-    findings = on_each_gpu(tuple(judge(rule, sig) for rule in RULES), sig)
+    still = stalling(sig)  # once: the budget and the note read it
+    budget = budget_of(sig, stalled=still is not None)
+    findings = on_each_gpu(tuple(judge(rule, sig, budget) for rule in RULES), sig, budget)
     ended = sig.host is not None and sig.host.exited
     ranked = rank(findings, ended)
     inputs = tuple(
@@ -333,7 +337,7 @@ def evaluate(sig: RuleInputs, now: float, state: State = State()) -> tuple[Verdi
             new = State(state.principal, state.since, leader, streak, state.slice)
     principal = by_bound.get(new.principal) if new.principal else None
     if principal is not None:  # the second why: its cause, the levers that fit, the saving
-        principal = explain(principal, new.slice, sig)
+        principal = explain(principal, new.slice, sig, budget)
     order = _secondary_order(budget)
     secondary = tuple(
         sorted(
@@ -345,7 +349,7 @@ def evaluate(sig: RuleInputs, now: float, state: State = State()) -> tuple[Verdi
     if principal is None:
         missing = sorted({m for f in findings for m in f.missing})
         note = (
-            stalling(sig)
+            still
             or warming_up(sig)
             or (
                 "no bound stands out yet" + (f" (without: {', '.join(missing)})" if missing else "")

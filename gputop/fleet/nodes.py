@@ -4,11 +4,11 @@ rank (the measure of deploy/prometheus/gputop-fleet.yml's GputopSlowNode)."""
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gputop.fleet.client import Sample
+from gputop.model.ranks import typical
 from gputop.vocab import budget as slices
 
 SLOW_NODE = 1.2
@@ -49,7 +49,7 @@ def node_rows(results: Mapping[str, Sequence[Sample]]) -> list[NodeRow]:
     by_job: dict[str | None, list[float]] = {}
     for s in work:
         by_job.setdefault(s.labels.get("training_job"), []).append(s.value)
-    job_median = {job: statistics.median(v) for job, v in by_job.items()}
+    job_median = {job: typical(v, key=float) for job, v in by_job.items()}
     instances = sorted({s.labels.get("instance", "?") for q in results.values() for s in q})
     rows = [_row(i, jobs.get(i), job_median.get(jobs.get(i)), results) for i in instances]
     return sorted(rows, key=lambda r: (-(r.ratio or 0.0), r.instance))
@@ -65,7 +65,7 @@ def _row(
         return [s for s in results.get(name, ()) if s.labels.get("instance", "?") == instance]
 
     ranks = {s.labels.get("rank", "?"): s.value for s in mine("work")}
-    work = statistics.median(ranks.values()) if ranks else None
+    work = typical(ranks.values(), key=float) if ranks else None
     ratio = work / job_median if work is not None and job_median else None
     slowest = max(ranks.items(), key=lambda kv: kv[1]) if ranks else None
     verdict = next((s.labels.get("bound") for s in mine("verdict")), None)

@@ -3,10 +3,11 @@ straggler. One implementation of each, read by the verdict, the panes, /metrics 
 report (they used to compute these their own ways and could disagree). Pure.
 
 The straggler (docs/facts/bounds.md, "straggler"): a rank's *work* time (step minus the time it
-waited in gradient sync) exceeds the median rank's by at least ``STRAGGLER_EXCESS`` of the
+waited in gradient sync) exceeds the typical rank's by at least ``STRAGGLER_EXCESS`` of the
 median step, for most of the recent steps. Each rank's work is the median over its recent steps
-(``usable``); a median over ranks of those is the baseline. "For most of the steps" is what the
-median says: a rank's median work is over a bar exactly when at least half of its steps are. The
+(``usable``); the typical rank's (``typical``: the lower median over ranks) is the baseline.
+"For most of the steps" is what the median says: a rank's median work is over a bar exactly
+when at least half of its steps are. The
 rank named is the one with the most work: in synchronous data parallelism the collectives make
 every rank's step equally long, so it is also the rank that waits least in sync (it arrives
 last), the culprit.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
 
 from gputop.model.step_stats import usable, work_ns
 from gputop.model.steps import AgentsSample, AgentState, StepCursor, StepRecord, new_steps
@@ -208,6 +210,20 @@ class RankWork:
         return next((r for r in self.rows if r.pid == pid), None)
 
 
+T = TypeVar("T")
+
+
+def typical(items: Iterable[T], key: Callable[[T], Any]) -> T:
+    """The typical one of several ranks (or nodes, or their work times): the lower median by
+    ``key``, one of them rather than an average of two, so with one straggler among eight it is
+    a rank that waits for it, and of two the one that waits. The one definition the budget, the
+    straggler's bar, the ranks pane and the fleet read."""
+    by_key = sorted(items, key=key)
+    if not by_key:
+        raise ValueError("no items to take the typical one of")
+    return by_key[(len(by_key) - 1) // 2]
+
+
 def compare_ranks(rows: Sequence[RankRow], step_ms: float | None) -> RankWork:
     """Scores and the slowest rank from per-rank work times and the median step (None: no bar
     yet, nothing compared). Rows with the same name (an agent that restarted under its rank)
@@ -219,7 +235,7 @@ def compare_ranks(rows: Sequence[RankRow], step_ms: float | None) -> RankWork:
     # a rank with fewer than MIN_STEPS steps is still starting (its first step compiles, loads
     # its first batch): it is shown, but not compared, so it cannot be the straggler yet
     by_name = {r.name: r for r in settled}
-    median = statistics.median(r.work_ms for r in by_name.values())
+    median = typical(by_name.values(), key=lambda r: r.work_ms).work_ms
     scored = tuple(replace(r, score=r.work_ms / median if median > 0 else None) for r in rows)
     compared = {r.name: r for r in scored if r.steps >= MIN_STEPS}
     slowest = None

@@ -23,9 +23,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gputop.diagnose.budget import Budget, RankBudget, slices_of
+from gputop.diagnose.budget import slices_of
 from gputop.diagnose.findings import Finding, Verdict
 from gputop.diagnose.point import EvalPoint
+from gputop.model.budget import Budget, RankBudget
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
 from gputop.record.codec import MAX_INT, CodecError, Decoder, Schema
 from gputop.vocab.budget import SLICES

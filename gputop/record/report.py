@@ -13,13 +13,13 @@ import shlex
 from typing import Any
 
 from gputop import __version__
-from gputop.diagnose.budget import stacked
 from gputop.diagnose.findings import saving_text
 from gputop.model.ranks import MAIN_RANK, MIN_STEPS, RankRow, compare_ranks
 from gputop.model.step_stats import mfu_of
 from gputop.model.steps import StepRecord
 from gputop.record.reader import Recording
 from gputop.record.summary import JOB, budget_shares, chart_points, merge, quantile_of
+from gputop.render.budget import stacked
 from gputop.snapshot import jsonable
 
 SCHEMA_VERSION = 1

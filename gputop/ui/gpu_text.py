@@ -13,10 +13,14 @@ from collections.abc import Callable, Sequence
 from rich.style import Style
 from rich.text import Text
 
-from gputop.diagnose.rules.gpu import COMPUTE_CLOCK, SLOWDOWN_MARGIN_C
-from gputop.diagnose.rules.progress import IDLE_UTIL
-from gputop.diagnose.rules.steps import LAUNCH_UTIL, TINY_KERNELS
-from gputop.diagnose.signals import LOWERED_LIMIT
+from gputop.diagnose.thresholds import (
+    COMPUTE_CLOCK,
+    IDLE_UTIL,
+    LAUNCH_UTIL,
+    LOWERED_LIMIT,
+    SLOWDOWN_MARGIN_C,
+    TINY_KERNELS,
+)
 from gputop.model import DeviceInfo, GpuSample
 from gputop.vocab.reasons import THROTTLING
 

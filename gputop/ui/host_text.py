@@ -12,11 +12,16 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from gputop.diagnose.risks import MEM_RISK
-from gputop.diagnose.rules.host import CPU_THROTTLED, MEM_PRESSURE, RUNNABLE_PER_CPU, RUNQ_PER_CPU
-from gputop.diagnose.rules.steps import IO_PRESSURE
-from gputop.diagnose.signals import MEM_NEAR
-from gputop.diagnose.signals import WORKER_PEGGED as PEGGED
+from gputop.diagnose.thresholds import (
+    CPU_THROTTLED,
+    IO_PRESSURE,
+    MEM_NEAR,
+    MEM_PRESSURE,
+    MEM_RISK,
+    RUNNABLE_PER_CPU,
+    RUNQ_PER_CPU,
+)
+from gputop.diagnose.thresholds import WORKER_PEGGED as PEGGED
 from gputop.model.host import CHILD, HostSample
 from gputop.ui.gpu_text import Line, StyleFor
 

@@ -6,8 +6,7 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
-from gputop.diagnose.rules.progress import IDLE_DUMPS, STALL_NOTE_S
-from gputop.diagnose.signals import WORKER_PEGGED
+from gputop.diagnose.thresholds import IDLE_DUMPS, STALL_NOTE_S, WORKER_PEGGED
 from gputop.model.host import RANK, WORKER
 from gputop.model.stack_stats import hottest_frames, stillness, thread_shares
 from gputop.model.stacks import Frame, ProcessStacks, StacksSample

@@ -11,9 +11,8 @@ from collections.abc import Mapping, Sequence
 
 from rich.text import Text
 
-from gputop.diagnose.budget import FLOOR, Budget
-from gputop.diagnose.rules.progress import step_limit_s
-from gputop.diagnose.rules.steps import COMMS_SHARE, DATA_WAIT_WARN, SIDE_SHARE
+from gputop.diagnose.thresholds import COMMS_SHARE, DATA_WAIT_WARN, FLOOR, SIDE_SHARE, step_limit_s
+from gputop.model.budget import Budget
 from gputop.model.ranks import rank_work
 from gputop.model.step_stats import gc_share, median_ms, mfu_of, phase_shares, tail_ms, usable
 from gputop.model.steps import AgentState, StepRecord

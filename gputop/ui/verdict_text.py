@@ -9,6 +9,7 @@ from rich.text import Text
 
 from gputop.diagnose.bounds import BY_NAME, Style
 from gputop.diagnose.findings import Finding, Verdict
+from gputop.render.budget import budget_line, budget_table
 from gputop.ui.fit import ellipsize, wrap
 from gputop.ui.gpu_text import Line, StyleFor
 
@@ -61,7 +62,7 @@ def verdict_lines(
         lines.append(ellipsize(Line(style).label("   risk: ").add(risk, "bad").text, width))
     if v.budget is not None:  # where the step's time goes: the numbers the verdict is from
         tag = f"  [{v.budget.source}]"
-        shares = v.budget.line(max(20, width - 11 - len(tag)))
+        shares = budget_line(v.budget, max(20, width - 11 - len(tag)))
         lines.append(Line(style).label("   step: ").add(shares).label(tag).text)
     for e in [e for e in p.evidence if e.supports][: 0 if compact else 3]:
         line = Line(style).label("   - ").add(e.text).label(f"  [{e.source}]").text
@@ -102,7 +103,7 @@ def reasoning_text(v: Verdict | None, setup: Mapping[str, Any] | None = None) ->
         out.append(v.note)
     out.append("")
     if v.budget is not None:
-        out += [*v.budget.table(), ""]
+        out += [*budget_table(v.budget), ""]
     for f in v.findings:
         out.extend(_finding(f))
     return "\n".join(out) + "\n"

@@ -10,9 +10,9 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
 
-from gputop.diagnose.budget import Budget
 from gputop.diagnose.findings import Verdict
 from gputop.model import DeviceInfo, GpuSample
+from gputop.model.budget import Budget
 from gputop.model.host import HostSample
 from gputop.model.ranks import main_agent, ranked
 from gputop.model.stacks import StacksSample

@@ -3,8 +3,8 @@ pane, diagnose's ``bound``, /metrics' ``gputop_verdict`` state set, the report).
 
 Defined here, below every layer, so a rule, a pane and a test spell a bound one way; what each
 bound means, its rule, levers and rank live in its registry entry (``gputop/diagnose/bounds.py``),
-and ``registry_problems()`` holds the two together (an entry for every name, a name for every
-entry, and every name a rule emits or holds its band for).
+and the tests' ``registry_problems()`` (``tests/registry_check.py``) holds the two together (an
+entry for every name, a name for every entry, and every name a rule emits or holds its band for).
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 Every output names a slice with these words (the verdict pane's stacked line, diagnose, the
 report, /metrics' ``slice`` label), so they are defined once, below every layer. Which bound
-a slice is the loss of lives with the bound registry (``gputop/diagnose/budget.py``).
+a slice is the loss of lives with the bound registry (``gputop/diagnose/bounds.py``,
+``SLICE_BOUNDS``).
 """
 
 from __future__ import annotations

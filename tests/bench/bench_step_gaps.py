@@ -1,5 +1,5 @@
 """How long a healthy job goes between steps, against its own recent tail: the figure the hang
-rule's k (``rules.HANG_K``: no step for max(10 s, k x p99 step)) is chosen from.
+rule's k (``thresholds.HANG_K``: no step for max(10 s, k x p99 step)) is chosen from.
 
 Runs corpus scripts with a global optimizer-step hook (no gputop code in the job), optionally
 with one core kept busy, and prints per script the worst gap between steps divided by the p99

@@ -22,6 +22,7 @@ from pathlib import Path
 from gputop.diagnose import State, evaluate, reduce_windows
 from gputop.model import Timeline
 from gputop.model.steps import AgentsSample
+from gputop.render.budget import budget_line
 from gputop.sim import SimBoard, installed
 from gputop.sources.nvml import NvmlSource
 
@@ -79,7 +80,7 @@ def main() -> None:
         "steps, stacks; each tick: a GPU, an agents', a host and a stacks reading"
     )
     if verdict.budget is not None:
-        print(f"budget: {verdict.budget.line()} [{verdict.budget.source}]")
+        print(f"budget: {budget_line(verdict.budget)} [{verdict.budget.source}]")
     print(f"verdict: {verdict.principal.bound if verdict.principal else verdict.note}")
     every = [t for ts in took.values() for t in ts]
     print(

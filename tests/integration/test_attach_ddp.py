@@ -19,7 +19,7 @@ from tests_support import free_port, kill_tree
 
 pytest.importorskip("torch")
 
-from gputop.commands.common import Attached, attach
+from gputop.commands.target import Attached, attach
 from gputop.inject import debugger as dbg
 from gputop.inject import load_agent, plan_load
 from gputop.sources.agent_link import AgentLink

@@ -92,7 +92,7 @@ def test_a_snapshot_validates_against_its_schema_and_only_chosen_gpus_appear():
 
 def test_no_color_means_mono_unless_colours_are_chosen(tmp_path):
     from gputop.cli import build_parser
-    from gputop.commands.common import ui_config
+    from gputop.commands.screen import ui_config
 
     def color(argv: list[str], environ: dict[str, str]) -> str:
         args = build_parser().parse_args(argv)

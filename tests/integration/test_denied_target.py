@@ -13,12 +13,14 @@ import pytest
 from tests_support import as_nobody
 
 # imported here: the child that becomes nobody may not read the interpreter's files
-import gputop.commands.common as common
 import gputop.headless as headless
 import gputop.inject
 import gputop.sources.agent_link  # noqa: F401
 import gputop.sources.feeds as feeds
 import gputop.sources.stacks as stacks
+from gputop.commands.gpu_source import Board, open_gpus
+from gputop.commands.live_session import new_session
+from gputop.commands.target import attach, offer_agent
 
 ASLEEP = "import time\nwhile True: time.sleep(0.5)"
 
@@ -31,10 +33,10 @@ def test_a_target_gputop_may_not_read_is_not_called_idle():
 
     def diagnose_as_nobody() -> str:
         lines: list[str] = []
-        attached = common.attach(target.pid)
-        common.offer_agent(attached, load=False, say=lines.append)
-        gpus = common.open_gpus(common.Board("h100"))
-        session = common.new_session(gpus)
+        attached = attach(target.pid)
+        offer_agent(attached, load=False, say=lines.append)
+        gpus = open_gpus(Board("h100"))
+        session = new_session(gpus)
         session.start({"pid": target.pid})
         sources = feeds.feeds(gpus.source, attached.host, attached.agents, attached.stacks, 0.5)
         d = headless.diagnose(session, sources, duration=4.0)

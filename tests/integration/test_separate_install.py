@@ -223,7 +223,7 @@ def _as_user(uid: int, gid: int):
 def test_separate_install_root_attaches_to_another_users_job_and_not_the_reverse():
     import pwd
 
-    from gputop.commands.common import attach, offer_agent
+    from gputop.commands.target import attach, offer_agent
     from gputop.sources.agent_link import AgentLink
 
     nobody = pwd.getpwnam("nobody")

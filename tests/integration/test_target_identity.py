@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from tests_support import REPO
 
-from gputop.commands.common import attach
+from gputop.commands.target import attach
 from gputop.sources.target import TargetId, TargetNotFound
 from gputop.ui.capture_keys import CaptureKeys
 from gputop.ui.load_agent import AgentOffer, TargetGone

@@ -1,14 +1,15 @@
 """The bound registry is complete: every entry has its rule, levers, tier, style and
-description, the JSON Schema and the docs name exactly its bounds, and each bound has a
-scenario in the diagnose tests. The messages name the entry and what it lacks."""
+description, the JSON Schema and the docs name exactly its bounds, and each bound is the
+asserted verdict of a scenario in the diagnose tests. The messages name the entry and what it
+lacks (``tests/registry_check.py``)."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from registry_check import asserted_bounds, registry_problems, spelled_bounds
 
 from gputop import schemas
 from gputop.diagnose import levers, rules
@@ -21,8 +22,6 @@ from gputop.diagnose.bounds import (
     Style,
     Tier,
     bound,
-    registry_problems,
-    spelled_bounds,
 )
 from gputop.ui.verdict_text import LEVEL
 from gputop.vocab import bounds as bound_names
@@ -100,11 +99,34 @@ def test_the_docs_list_every_bound(doc):
     assert not missing, f"{doc} does not list the bounds {missing} (gputop/diagnose/bounds.py)"
 
 
-def test_every_bound_has_a_scenario_in_the_diagnose_tests():
-    text = (REPO / "tests" / "unit" / "test_diagnose.py").read_text()
-    named = set(re.findall(r'"([a-z0-9/-]+)"', text))
-    missing = [n for n in NAMES if n not in named]
-    assert not missing, f"no scenario in tests/unit/test_diagnose.py names the bounds {missing}"
+def test_every_bound_is_the_asserted_verdict_of_a_diagnose_scenario():
+    asserted = asserted_bounds(REPO / "tests" / "unit" / "test_diagnose.py")
+    missing = [n for n in NAMES if n not in asserted]
+    assert not missing, (
+        f"no scenario in tests/unit/test_diagnose.py asserts the bounds {missing} as its verdict "
+        "(assert bound(v) == NAME)"
+    )
+
+
+def test_a_bound_only_mentioned_or_ruled_out_is_not_asserted(tmp_path):
+    # a test that names a bound without requiring it would pass with its rule broken
+    (tmp_path / "test_x.py").write_text(
+        "import pytest\n"
+        "def test_said():\n"
+        "    assert bound(v) == 'hung' and v.since == 0\n"
+        "    assert verdict().principal.bound == GPU_COMPUTE\n"
+        "@pytest.mark.parametrize(('scenario', 'expected'), [('a', 'comms'), ('b', 'idle')])\n"
+        "def test_each(scenario, expected):\n"
+        "    assert bound(verdict(scenario)) == expected\n"
+        "def test_not_said():\n"
+        "    assert bound(v) != 'straggler'\n"
+        "    assert bound(v) in ('side-work', 'gpu-compute')\n"
+        "    assert any(f.bound == 'data-input' for f in v.secondary)\n"
+        "    assert bound(v) == 'h2d-copy' or bound(v) == 'memory-bandwidth'\n"
+        "    assert not bound(v) == 'data-input/io'\n"
+        "    assert 'throttled-power' in text\n"
+    )
+    assert asserted_bounds(tmp_path / "test_x.py") == {"hung", "gpu-compute", "comms", "idle"}
 
 
 def test_every_name_in_vocab_has_an_entry_and_every_entry_a_name():

@@ -12,12 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gputop.diagnose import evaluate
-from gputop.diagnose.budget import FLOOR, budget_of, phase_slice
-from gputop.diagnose.signals import RuleInputs, reduce_windows
+from gputop.diagnose.budget import budget_of, phase_slice
+from gputop.diagnose.signals.inputs import RuleInputs, reduce_windows
+from gputop.diagnose.thresholds import FLOOR
 from gputop.diagnose.verdict import State
 from gputop.model import Window
 from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack
 from gputop.model.steps import AgentsSample
+from gputop.render.budget import budget_table
 from gputop.sources.stack_phases import classify
 from gputop.vocab import budget as b
 
@@ -323,7 +325,7 @@ def test_loop_time_the_samples_put_in_a_timed_wait_is_no_doubt_on_the_loop():
     v, _ = judge(a, window)
     loop = v.budget.slice(b.LOOP)
     assert loop.share == pytest.approx(0.32, abs=0.01) and loop.low >= FLOOR, loop  # 4 points moved
-    assert v.principal.bound == "host-overhead", v.budget.table()
+    assert v.principal.bound == "host-overhead", budget_table(v.budget)
 
 
 def test_near_equal_slices_do_not_flip_the_principal():

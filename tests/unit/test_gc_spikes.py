@@ -16,7 +16,8 @@ from gputop.agent.server import AgentServer
 from gputop.diagnose import evaluate, reduce_windows
 from gputop.diagnose.bounds import judge
 from gputop.diagnose.rules import side_work
-from gputop.diagnose.signals import RuleInputs, step_signals
+from gputop.diagnose.signals.inputs import RuleInputs
+from gputop.diagnose.signals.steps import step_signals
 from gputop.model.step_stats import gc_share
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
 from gputop.sources import agent_decode as dec

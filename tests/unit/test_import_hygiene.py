@@ -10,6 +10,7 @@ A failure names the file, the line and the import, and the rule it breaks.
 from __future__ import annotations
 
 import ast
+import graphlib
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -137,6 +138,61 @@ def test_the_diagnosis_is_pure_and_reads_only_the_model():
     assert not broken(files("diagnose"), rule)
 
 
+def module_of(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def every_import(source: str, module: str, is_package: bool, known: set[str]) -> set[str]:
+    """The gputop modules ``source`` (module ``module``) imports, those under ``if
+    TYPE_CHECKING:`` and inside functions included: a circle of types is a circle of ideas.
+    ``from package import name`` counts as the submodule ``name`` where there is one."""
+    package = module if is_package else module.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            for a in node.names:
+                out.add(f"{base}.{a.name}" if f"{base}.{a.name}" in known else base)
+    return {m for m in out if m in known and m != module}
+
+
+def circle_in(graph: dict[str, set[str]]) -> list[str]:
+    """One import circle of ``graph`` (module -> the modules it imports), or [] when none."""
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as e:
+        return list(e.args[1])
+    return []
+
+
+def test_a_circle_through_type_checking_imports_is_found():
+    known = {"gputop.a", "gputop.b"}
+    a = "from gputop import b\n"
+    b = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from gputop.a import X\n"
+    graph = {"gputop.a": every_import(a, "gputop.a", False, known),
+             "gputop.b": every_import(b, "gputop.b", False, known)}  # fmt: skip
+    assert sorted(set(circle_in(graph))) == ["gputop.a", "gputop.b"]
+    assert circle_in({"gputop.a": {"gputop.b"}, "gputop.b": set()}) == []
+
+
+def test_no_module_reaches_itself_through_its_imports():
+    """A type defined by the module that computes it and carried by modules below it (the
+    budget, once) makes a circle even when only a type checker reads one side of it."""
+    paths = {module_of(p): p for p in files(".")}
+    known = set(paths)
+    graph = {
+        m: every_import(p.read_text(), m, p.name == "__init__.py", known) for m, p in paths.items()
+    }
+    circle = circle_in(graph)
+    assert not circle, "import circle: " + " -> ".join(circle)
+
+
 def test_the_agent_brings_only_the_standard_library_into_the_trainer():
     def rule(imp: Import) -> str | None:
         top = imp.module.split(".")[0]
@@ -205,15 +261,19 @@ def f():
                    ("psutil", True)]  # fmt: skip
 
 
-@pytest.mark.parametrize("module", sorted({p.stem for p in files("commands")} - {"__init__"}))
+SHARED_BY_COMMANDS = frozenset({"flags", "gpu_source", "target", "live_session", "screen"})
+"""The modules of commands/ that are not subcommands: what several subcommands share."""
+
+
+@pytest.mark.parametrize(
+    "module", sorted({p.stem for p in files("commands")} - {"__init__"} - SHARED_BY_COMMANDS)
+)
 def test_every_command_module_has_the_registry_interface(module):
     import importlib
 
     from gputop import commands
 
     m = importlib.import_module(f"gputop.commands.{module}")
-    if module == "common":
-        return
     assert m in (commands.MONITOR, *commands.SUBCOMMANDS), f"{module} is not in the registry"
     for name in ("NAME", "add_arguments", "run"):
         assert hasattr(m, name), f"gputop/commands/{module}.py has no {name}"

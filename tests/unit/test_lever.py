@@ -7,7 +7,8 @@ import pickle
 
 from gputop.diagnose.lever import Lever, advice, declared
 from gputop.diagnose.saving import saving_of
-from gputop.diagnose.signals import RuleInputs
+from gputop.diagnose.signals.inputs import RuleInputs
+from gputop.model.budget import Budget
 from gputop.vocab import budget as slices
 
 
@@ -35,19 +36,27 @@ class _Budget:
         return self.shares.get(name, 0.0)
 
 
-def sig(**shares: float) -> RuleInputs:
-    return RuleInputs(None, None, None, None, None, budget=_Budget(shares))  # type: ignore[arg-type]
+NO_INPUTS = RuleInputs(None, None, None, None)
+
+
+def budget(**shares: float) -> Budget:
+    return _Budget(shares)  # type: ignore[return-value]
 
 
 def test_what_a_lever_saves_is_its_slice_times_the_part_it_removes():
-    s = sig(eval=0.4, log=0.2)
-    default = saving_of(Lever("evaluate less often", saves=slices.EVAL), s)
+    s = budget(eval=0.4, log=0.2)
+    default = saving_of(Lever("evaluate less often", saves=slices.EVAL), NO_INPUTS, s)
     assert default is not None and default.share == 0.2  # the slice's own estimate: half
     assert default.condition == "if it evaluated half as often"
     thread = Lever("log in a thread", saves=slices.LOG, removes=1.0, condition="if moved")
-    got = saving_of(thread, s)
+    got = saving_of(thread, NO_INPUTS, s)
     assert got is not None and (got.share, got.condition) == (0.2, "if moved")
-    assert saving_of(Lever("a larger eval batch", saves=slices.EVAL, removes=0.0), s) is None
-    assert saving_of(advice("py-spy dump"), s) is None
-    assert saving_of("a plain text from a recording", s) is None
-    assert saving_of(Lever("bigger buckets", saves=slices.COMMS), sig(comms=0.5)) is None
+    assert (
+        saving_of(Lever("a larger eval batch", saves=slices.EVAL, removes=0.0), NO_INPUTS, s)
+        is None
+    )
+    assert saving_of(advice("py-spy dump"), NO_INPUTS, s) is None
+    assert saving_of("a plain text from a recording", NO_INPUTS, s) is None
+    assert (
+        saving_of(Lever("bigger buckets", saves=slices.COMMS), NO_INPUTS, budget(comms=0.5)) is None
+    )

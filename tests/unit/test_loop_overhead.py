@@ -11,7 +11,10 @@ from builders import agent, step
 
 from gputop.diagnose.bounds import judge
 from gputop.diagnose.rules import host_overhead
-from gputop.diagnose.signals import RuleInputs, host_signals, stack_signals, step_signals
+from gputop.diagnose.signals.host import host_signals
+from gputop.diagnose.signals.inputs import RuleInputs
+from gputop.diagnose.signals.stacks import stack_signals
+from gputop.diagnose.signals.steps import step_signals
 from gputop.model import Window
 from gputop.model.host import HostSample, ProcSample
 from gputop.model.stack_stats import own_code

@@ -10,7 +10,7 @@ import pytest
 from rich.style import Style
 
 from gputop import schemas
-from gputop.diagnose.signals import step_signals
+from gputop.diagnose.signals.steps import step_signals
 from gputop.headless import Diagnosis, document, render
 from gputop.model.step_stats import (
     PEAK_DENSE,

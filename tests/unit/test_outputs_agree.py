@@ -10,7 +10,8 @@ back. Then:
 - the TUI's ranks and step panes (their text functions over the replayed agents' reading),
 - ``gputop report``'s JSON (from the minute summaries),
 - the Prometheus exporter fed every recorded reading,
-- the diagnosis recomputed by replay's ``Player``,
+- the diagnosis recomputed by replay's ``Player`` (and, as replay and the live verdict share
+  their code, held to the scenario's own numbers: the straggler wait worked out by hand),
 
 name the same straggler with the same score, count the same steps and seconds per rank, and
 (report and exporter) the same throttle seconds per GPU and reason; and the step-time budget
@@ -23,6 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import fmean
 from typing import Any
 
 import pytest
@@ -32,8 +34,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from rich.style import Style
 
 from gputop.diagnose import State, Verdict
-from gputop.diagnose.budget import FLOOR
 from gputop.diagnose.point import EvalPoint, evaluate_at
+from gputop.diagnose.thresholds import FLOOR
 from gputop.diagnose.verdict import SWITCH_POINTS
 from gputop.export import PrometheusSink
 from gputop.model import Timeline
@@ -176,8 +178,27 @@ def outputs(tmp_path_factory) -> Outputs:
                    verdict, player.state.agents, ranks, steps, player.recorded)  # fmt: skip
 
 
-def test_the_recording_replays_to_the_verdicts_it_recorded(outputs):
-    assert check(outputs.recording).ok
+def test_the_recording_replays_to_the_verdicts_the_scenario_makes(outputs):
+    # replay recomputes each verdict with the code that made it live: agreeing with the
+    # recording says the readings round-trip, not that the verdict is right. The scenario
+    # says what is right, by hand: rank 2 works EXTRA_MS longer, so the typical rank waits
+    # that long in every step of its own (its mean over a cycle of n % 3 and the checkpoints)
+    replayed = check(outputs.recording)
+    assert replayed.ok, replayed.mismatches
+    assert replayed.evaluations == SECONDS
+    assert [bound for _, bound in replayed.changes] == ["straggler"], replayed.changes
+    typical_ms = fmean(rank_step(0, n, 0).dur_ns / 1e6 for n in range(30))
+    wait = EXTRA_MS / typical_ms
+    player = Player(outputs.recording)
+    full = KEPT / STEPS_PER_S  # from then on every reading holds KEPT steps
+    for rec in outputs.recording.records():
+        v = player.apply(rec)
+        if v is None or rec.t - outputs.recording.t0 < full:
+            continue
+        assert v.principal is not None and v.principal.bound == "straggler", rec.t
+        assert v.budget is not None
+        assert v.budget.slice("straggler").share == pytest.approx(wait, rel=0.01), rec.t
+        assert v.principal.summary.startswith(f"straggler wait {round(100 * wait)}% of the step")
 
 
 def test_the_same_straggler_by_the_same_score(outputs):
@@ -274,8 +295,8 @@ def test_the_verdict_is_named_from_the_budget_it_carries(outputs):
 
 
 def test_the_screen_and_diagnose_show_the_recorded_budget(outputs):
-    from gputop.diagnose.budget import stacked
     from gputop.headless import render
+    from gputop.render.budget import budget_document, budget_line, stacked
     from gputop.ui.verdict_text import verdict_lines
 
     budget = outputs.recorded.budget
@@ -283,9 +304,9 @@ def test_the_screen_and_diagnose_show_the_recorded_budget(outputs):
     pane = "\n".join(
         line.plain for line in verdict_lines(outputs.verdict, T0 + SECONDS, _plain, 160)
     )
-    assert f"step: {budget.line(160 - 11 - len('  [agent]'))}" in pane
+    assert f"step: {budget_line(budget, 160 - 11 - len('  [agent]'))}" in pane
     doc = {"timeline": [], "target_exit": None, "exit_code": None, "problems": [], "mfu": None,
-           "budget": budget.document(), "verdict": {"principal": {
+           "budget": budget_document(budget), "verdict": {"principal": {
                "bound": "straggler", "confidence": 0.7, "summary": "", "evidence": [],
                "levers": []}, "secondary": [], "inputs": []}}  # fmt: skip
     text = render(doc)

@@ -1,8 +1,9 @@
 """The panes colour a number where the verdict's rule judges it: each level function changes
-level exactly at the rule's (or signal's) threshold, read here from the rule's module. A pane
-that kept its own copy of a threshold fails here as soon as the rule's is tuned (the agreement
-the verdict pane's reader relies on: a red number under a verdict that ignores it, or a calm
-number the verdict calls the cause, is a contradiction on one screen).
+level exactly at the rule's (or signal's) threshold, read here from ``diagnose/thresholds.py``,
+where the rules read it too. A pane that kept its own copy of a threshold fails here as soon as
+the rule's is tuned (the agreement the verdict pane's reader relies on: a red number under a
+verdict that ignores it, or a calm number the verdict calls the cause, is a contradiction on one
+screen).
 
 A second check reads the level functions' source: no number compared in them but a named one
 (0 aside), so a threshold cannot come back as a literal.
@@ -21,11 +22,7 @@ from builders import MS, agent, device, gpu_sample
 from builders import step as step_record
 from rich.style import Style
 
-from gputop.diagnose import budget, signals
-from gputop.diagnose.rules import gpu as gpu_rules
-from gputop.diagnose.rules import host as host_rules
-from gputop.diagnose.rules import progress
-from gputop.diagnose.rules import steps as step_rules
+from gputop.diagnose import thresholds
 from gputop.ui import gpu_text, host_text, stacks_text, steps_text
 from gputop.vocab import steps as step
 
@@ -45,86 +42,86 @@ CASES: dict[str, tuple[Callable[[float], str], float, str]] = {
     # name: (the pane's level as a function of the number, the rule's threshold, level above)
     "runnable threads: the oversubscription rule": (
         lambda x: host_text.threads_level(12, 12 / x),  # 12 runnable threads, x per CPU
-        host_rules.RUNNABLE_PER_CPU,
+        thresholds.RUNNABLE_PER_CPU,
         "bad",
     ),
     "run-queue wait: the oversubscription rule": (
         lambda x: host_text.runq_level(x * CPUS, CPUS),
-        host_rules.RUNQ_PER_CPU,
+        thresholds.RUNQ_PER_CPU,
         "warn",
     ),
     "cgroup CPU throttling: the oversubscription rule": (
         host_text.throttle_level,
-        host_rules.CPU_THROTTLED,
+        thresholds.CPU_THROTTLED,
         "bad",
     ),
     "working set against its limit: the memory-pressure signal": (
         lambda x: host_text.memory_level(int(x * 2**40), 2**40, 0),
-        signals.MEM_NEAR,
+        thresholds.MEM_NEAR,
         "bad",
     ),
     "memory PSI: the memory-pressure rule": (
         lambda x: host_text.psi_level(x, dict((r, f) for r, _, f in host_text.PSI_SHOWN)["memory"]),
-        host_rules.MEM_PRESSURE,
+        thresholds.MEM_PRESSURE,
         "warn",
     ),
     "io PSI: the data-input/io rule": (
         lambda x: host_text.psi_level(x, dict((r, f) for r, _, f in host_text.PSI_SHOWN)["io"]),
-        step_rules.IO_PRESSURE,
+        thresholds.IO_PRESSURE,
         "warn",
     ),
     "batch wait: the data-input rule": (
         lambda x: steps_text.phase_level(step.DATA_WAIT, x),
-        step_rules.DATA_WAIT_WARN,
+        thresholds.DATA_WAIT_WARN,
         "warn",
     ),
     "batch wait: the budget's floor for a principal": (
         lambda x: steps_text.phase_level(step.DATA_WAIT, x),
-        budget.FLOOR,
+        thresholds.FLOOR,
         "bad",
     ),
     "gradient sync: the comms rule": (
         lambda x: steps_text.phase_level(step.GRAD_SYNC, x),
-        step_rules.COMMS_SHARE,
+        thresholds.COMMS_SHARE,
         "bad",
     ),
     "evaluation: the side-work rule": (
         lambda x: steps_text.phase_level(step.EVAL, x),
-        step_rules.SIDE_SHARE,
+        thresholds.SIDE_SHARE,
         "warn",
     ),
     "checkpoint: the side-work rule": (
         lambda x: steps_text.phase_level(step.CHECKPOINT, x),
-        step_rules.SIDE_SHARE,
+        thresholds.SIDE_SHARE,
         "warn",
     ),
     "SM clock: the gpu-compute rule's full speed": (
         lambda x: gpu_text.clock_level(gpu_sample(0, 0.0, sm_clock_mhz=x * 1980), device(0)),
-        gpu_rules.COMPUTE_CLOCK,
+        thresholds.COMPUTE_CLOCK,
         "good",
     ),
     "temperature: the thermal rule's margin under slowdown": (
         lambda x: gpu_text.temp_level(
             gpu_sample(0, 0.0, temp_c=device(0).temp_slowdown_c - x), device(0)
         ),
-        gpu_rules.SLOWDOWN_MARGIN_C,
+        thresholds.SLOWDOWN_MARGIN_C,
         "warn",  # further under the slowdown temperature than the margin: only warm
     ),
     "power limit: the signal's lowered limit": (
         lambda x: gpu_text.power_level(gpu_sample(0, 0.0, power_limit_w=x * 700.0), device(0)),
-        signals.LOWERED_LIMIT,
+        thresholds.LOWERED_LIMIT,
         "value",
     ),
     "SMs busy under the utilisation: the host-overhead rule's tiny kernels": (
         lambda x: gpu_text.sm_active_level(
             gpu_sample(0, 0.0, util_gpu_pct=90, sm_active_pct=90 * x)
         ),
-        step_rules.TINY_KERNELS,
+        thresholds.TINY_KERNELS,
         "value",
     ),
     "GPU busy at all: the idle rule's utilisation": (
         lambda x: "busy" if gpu_text.busy(gpu_sample(0, 0.0, util_gpu_pct=x)) else "idle",
-        progress.IDLE_UTIL,
+        thresholds.IDLE_UTIL,
         "busy",
     ),
 }
@@ -140,14 +137,14 @@ def test_the_busy_utilisation_for_tiny_kernels_is_the_rules():
     reading = gpu_sample(0, 0.0, sm_active_pct=10.0)
     lower, higher = (
         gpu_text.sm_active_level(replace(reading, util_gpu_pct=u))
-        for u in (step_rules.LAUNCH_UTIL - 1, step_rules.LAUNCH_UTIL)
+        for u in (thresholds.LAUNCH_UTIL - 1, thresholds.LAUNCH_UTIL)
     )
     assert (lower, higher) == ("value", "warn")
 
 
 def test_an_open_phase_turns_bad_where_the_hang_rule_stops_waiting():
     steps = tuple(step_record(n, n * 100 * MS, {step.FORWARD: 100.0}) for n in range(1, 30))
-    limit = progress.step_limit_s(100.0)  # every step 100 ms: its p99 too
+    limit = thresholds.step_limit_s(100.0)  # every step 100 ms: its p99 too
     for age, want in ((limit - 0.1, "value"), (limit + 0.1, "bad")):
         a = agent(1, steps, open_phase=step.FORWARD, open_age_s=age)
         now = steps_text.step_lines(a, _styles, 120)[-1]
@@ -156,8 +153,8 @@ def test_an_open_phase_turns_bad_where_the_hang_rule_stops_waiting():
 
 
 def test_the_stacks_pane_stands_still_where_the_verdict_says_so():
-    assert stacks_text.STILL_S == progress.STALL_NOTE_S
-    assert stacks_text.STILL_IDLE == progress.IDLE_DUMPS
+    assert stacks_text.STILL_S == thresholds.STALL_NOTE_S
+    assert stacks_text.STILL_IDLE == thresholds.IDLE_DUMPS
 
 
 def _styles(level: str) -> Style:

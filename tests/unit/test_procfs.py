@@ -58,7 +58,7 @@ def test_one_walk_of_the_tree_serves_every_source():
     import subprocess
     import sys
 
-    from gputop.commands.common import with_tree
+    from gputop.commands.target import with_tree
     from gputop.sources.host import HostSource
 
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])

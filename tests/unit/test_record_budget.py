@@ -8,12 +8,14 @@ import math
 from dataclasses import replace
 
 import pytest
-from builders import agent, step
+from builders import MS, agent, device, gpu_sample, step
 
 from gputop.diagnose import evaluate, reduce_windows
+from gputop.model import Window
 from gputop.model.steps import AgentsSample
 from gputop.record.codec import CodecError
 from gputop.record.events import RecordedVerdict, decode_budget, encode_budget
+from gputop.render.budget import budget_line
 
 
 def live_verdict():
@@ -35,7 +37,7 @@ def test_a_budget_reads_back_as_it_was_kept():
     assert kept is not None
     raw = json.loads(json.dumps(encode_budget(kept)))
     assert decode_budget(raw) == kept
-    assert kept.line() == live_verdict().budget.line()
+    assert budget_line(kept) == budget_line(live_verdict().budget)
 
 
 def test_the_slices_the_stacks_decided_read_back_with_their_error():
@@ -75,12 +77,22 @@ def test_a_crafted_budget_is_damage(damage):
 
 
 def test_a_budget_from_readings_no_clock_gives_still_records_and_reads_back():
-    # a crafted or damaged reading: a step in progress for 1e308 s, steps of 2**63 ns, a GPU
-    # busy -1e308 %: the budget is shares in [0, 1] (or none), and what is kept reads back
-    steps = tuple(step(i, i * 10**9, {"forward": 2.0**40, "data_wait": 1.0}) for i in range(8))
+    # a crafted or damaged reading beside sound steps: a step in progress for 1e308 s (past
+    # OVERDUE_MAX_S: no clock gives it) and a GPU busy -1e308 %. Neither may reach the budget
+    # (an infinite total once left no budget at all, a NaN share stopped replay): the budget
+    # is the finished steps' own, 100 ms forward and 20 ms data wait of every 120 ms, and what
+    # is kept reads back
+    steps = tuple(step(i, i * 120 * MS, {"forward": 100.0, "data_wait": 20.0}) for i in range(8))
     far = agent(100, steps, since_step_s=1e308, open_phase="eval")
-    v, _ = evaluate(reduce_windows([], [], agents=AgentsSample(99, 1.0, 0.0, (far,))), 5.0)
-    if v.budget is not None:
-        assert all(0 <= x.share <= 1 for x in v.budget.slices)
-        kept = RecordedVerdict.of(v).budget
-        assert decode_budget(json.loads(json.dumps(encode_budget(kept)))) == kept
+    busy = Window(tuple(gpu_sample(0, float(t), util_gpu_pct=-1e308) for t in range(5)), 0.0, 5.0)
+    sig = reduce_windows([busy], [device(0)], agents=AgentsSample(99, 1.0, 0.0, (far,)))
+    v, _ = evaluate(sig, 5.0)
+    assert v.budget is not None, "no budget from sound steps beside a damaged reading"
+    shares = {x.name: x.share for x in v.budget.slices}
+    assert shares == pytest.approx({**dict.fromkeys(shares, 0.0), "compute": 100 / 120,
+                                    "data": 20 / 120})  # fmt: skip
+    from_gpu = [x.name for x in v.budget.slices if any(src == "NVML" for src, _ in x.estimates)]
+    assert not from_gpu, f"a GPU busy -1e308 % measured the slices {from_gpu}"
+    kept = RecordedVerdict.of(v).budget
+    assert kept is not None
+    assert decode_budget(json.loads(json.dumps(encode_budget(kept)))) == kept

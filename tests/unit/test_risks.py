@@ -87,6 +87,6 @@ def test_memory_levers_without_workers_are_about_what_the_process_keeps():
     from gputop.diagnose import levers
 
     sig = reduce_windows([], [], agents=computing(), host=host(7.6, grow_mib_s=1.0))
-    out = levers.host_memory_pressure(sig)
+    out = levers.host_memory_pressure(sig, None)
     assert out[0].startswith("cap what the training process keeps (pid 100, main)"), out
     assert not any("worker" in lever for lever in out), out

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gputop.diagnose import step_sums
-from gputop.diagnose.signals import long_window
+from gputop.diagnose.signals.steps import long_window
 from gputop.diagnose.step_sums import _Sliding, sums_of
 
 MS = 1_000_000

@@ -14,7 +14,8 @@ from test_diagnose import agents, gpu
 from gputop.diagnose import evaluate, reduce_windows
 from gputop.diagnose.findings import Verdict
 from gputop.diagnose.rules import HOLD, SPIKE_TIME, idle, side_work, straggler
-from gputop.diagnose.signals import RuleInputs, Spike, StepSignals
+from gputop.diagnose.signals.inputs import RuleInputs
+from gputop.diagnose.signals.steps import Spike, StepSignals
 from gputop.diagnose.verdict import State
 from gputop.headless import Diagnosis, _note
 from gputop.model import Window
@@ -150,7 +151,7 @@ def test_an_exited_target_is_idle():
 
 
 def _exited() -> RuleInputs:
-    from gputop.diagnose.signals import HostSignals
+    from gputop.diagnose.signals.host import HostSignals
 
     return RuleInputs(None, HostSignals.exited_only(), None, None)
 
@@ -385,7 +386,7 @@ def test_an_eval_every_100_steps_stays_side_work_as_the_window_slides():
     # 20-ms steps, a 300-ms eval pass every 100 steps (13% of the time): the 50-step statistics
     # window holds no eval half the time; the spikes' window (512 steps, 120 s) always does
     from gputop.diagnose.rules import side_work
-    from gputop.diagnose.signals import step_signals
+    from gputop.diagnose.signals.steps import step_signals
     from gputop.model.steps import StepRecord
 
     def record(i: int) -> StepRecord:
@@ -457,7 +458,7 @@ def test_computing_workers_that_fill_the_cpus_are_not_told_to_add_or_drop_worker
     host = tree(proc(100, "main", 0.2), proc(200, "worker", 0.5), proc(201, "worker", 0.5))
     sig = reduce_windows(*gpu("starved"), agents=agents(STARVED, fingerprint=TWO_WORKERS),
                          host=host)  # fmt: skip
-    assert data_input(sig)[0].startswith(
+    assert data_input(sig, None)[0].startswith(
         "DataLoader num_workers=2 already fills the 2-CPU machine: more workers would share"
     )
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import statistics
 
 from gputop.diagnose.findings import Cause, Evidence
-from gputop.diagnose.signals import RuleInputs
+from gputop.diagnose.signals.inputs import RuleInputs
+from gputop.model.budget import Budget
 from gputop.model.setup import parallel_kind, parallel_setting
 from gputop.model.step_stats import usable
 from gputop.vocab import budget as slices
@@ -33,10 +34,10 @@ SETTINGS = {
 """The settings that decide a wrapper's collectives, said beside its bytes."""
 
 
-def comms_cause(sig: RuleInputs) -> Cause | None:
+def comms_cause(sig: RuleInputs, budget: Budget | None) -> Cause | None:
     """None without the typical rank's steps or any bytes counted (an older agent, NCCL's
     own calls that bypass Python's collectives)."""
-    budget, st = sig.budget, sig.steps
+    st = sig.steps
     if budget is None or st is None:
         return None
     r = budget.typical

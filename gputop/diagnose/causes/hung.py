@@ -10,7 +10,7 @@ from gputop.diagnose.causes.pipes import pipe_cause
 from gputop.diagnose.causes.sockets import socket_cause
 from gputop.diagnose.causes.threads import threads_cause
 from gputop.diagnose.findings import Cause, Evidence
-from gputop.diagnose.signals import RuleInputs
+from gputop.diagnose.signals.inputs import RuleInputs
 from gputop.model.host import LockWait
 from gputop.model.shown import printable
 

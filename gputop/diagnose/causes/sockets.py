@@ -8,7 +8,7 @@ from __future__ import annotations
 from gputop.diagnose.findings import Cause, Evidence
 from gputop.diagnose.rules.common import at, frame_name
 from gputop.diagnose.rules.progress import stuck
-from gputop.diagnose.signals import RuleInputs
+from gputop.diagnose.signals.inputs import RuleInputs
 from gputop.model.shown import printable
 from gputop.model.stack_stats import Stillness
 from gputop.model.stacks import ThreadStack

@@ -11,10 +11,11 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import replace
 
-from gputop.diagnose.budget import RankBudget
 from gputop.diagnose.findings import Cause, Evidence
 from gputop.diagnose.lever import advice
-from gputop.diagnose.signals import GpuSignals, RuleInputs
+from gputop.diagnose.signals.gpu import GpuSignals
+from gputop.diagnose.signals.inputs import RuleInputs
+from gputop.model.budget import Budget, RankBudget
 from gputop.model.host import Sharer
 from gputop.model.ranks import Slowest
 from gputop.model.shown import printable
@@ -122,10 +123,9 @@ def _gpu_cause(
     return None
 
 
-def straggler_cause(sig: RuleInputs, slow: Slowest) -> Cause | None:
+def straggler_cause(sig: RuleInputs, budget: Budget | None, slow: Slowest) -> Cause | None:
     """The cause of ``slow``'s extra work, or None when its budget or the others' is not known
     (no agent on it, a rank the budget does not have)."""
-    budget = sig.budget
     if budget is None or slow.row.pid is None:
         return None
     mine = next((r for r in budget.ranks if r.pid == slow.row.pid), None)

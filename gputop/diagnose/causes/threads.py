@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from gputop.diagnose.findings import Cause, Evidence
 from gputop.diagnose.rules.common import at, frame_name
 from gputop.diagnose.rules.progress import stuck
-from gputop.diagnose.signals import RuleInputs
+from gputop.diagnose.signals.inputs import RuleInputs
 from gputop.model.stack_stats import Stillness, user_frame, waits_in
 from gputop.model.stacks import FUTEX, ThreadStack
 from gputop.vocab import stacks as stack

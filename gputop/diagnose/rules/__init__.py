@@ -28,9 +28,8 @@ from gputop.diagnose.rules.host import (
     host_memory_pressure,
     pools_crowd,
 )
-from gputop.diagnose.rules.progress import HANG_K, hung, idle, stalling, warming_up
+from gputop.diagnose.rules.progress import hung, idle, stalling, warming_up
 from gputop.diagnose.rules.steps import (
-    SIDE_SHARE,
     SPIKE_TIME,
     comms,
     data_input,
@@ -45,9 +44,7 @@ from gputop.vocab.bounds import DATA_BOUNDS
 
 __all__ = [
     "DATA_BOUNDS",
-    "HANG_K",
     "HOLD",
-    "SIDE_SHARE",
     "SPIKE_TIME",
     "at",
     "comms",

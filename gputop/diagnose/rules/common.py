@@ -4,10 +4,9 @@ and how a frame is named."""
 
 from __future__ import annotations
 
-from gputop.diagnose.findings import Evidence, Finding, confidence
-from gputop.diagnose.signals import (
-    RuleInputs,
-)
+from gputop.diagnose.findings import Evidence, Finding
+from gputop.diagnose.signals.inputs import RuleInputs
+from gputop.model.budget import confidence
 from gputop.model.stack_stats import in_stdlib
 from gputop.model.stacks import Frame
 

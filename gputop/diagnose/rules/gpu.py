@@ -13,12 +13,10 @@ from gputop.diagnose.rules.common import (
     pct,
     stack_shares,
 )
-from gputop.diagnose.signals import (
-    RECENT_S,
-    GpuSignals,
-    HostSignals,
-    RuleInputs,
-)
+from gputop.diagnose.signals.gpu import RECENT_S, GpuSignals
+from gputop.diagnose.signals.host import HostSignals
+from gputop.diagnose.signals.inputs import RuleInputs
+from gputop.diagnose.thresholds import COMPUTE_CLOCK, SLOWDOWN_MARGIN_C
 from gputop.vocab import stacks as stack
 from gputop.vocab import steps as step
 from gputop.vocab.bounds import GPU_COMPUTE, MEMORY_BANDWIDTH, THROTTLED_POWER, THROTTLED_THERMAL
@@ -27,8 +25,6 @@ THERMAL_SHARE = 0.3
 """Share of busy time with a thermal clock-event reason from which heat is cutting clocks."""
 THERMAL_CLOCK = 0.95
 """SM clock over its max below which the thermal reasons are cutting it."""
-SLOWDOWN_MARGIN_C = 2
-"""Degrees under the board's slowdown temperature that count as at it."""
 
 
 def throttled_thermal(sig: RuleInputs) -> Finding:
@@ -145,8 +141,6 @@ def memory_bandwidth(sig: RuleInputs) -> Finding:
     )
 
 
-COMPUTE_CLOCK = 0.9
-"""SM clock over its max from which a busy GPU computes at full speed."""
 COMPUTE_SM = 80.0
 """SMs busy (%, GPM) from which the utilisation is real work, not a trickle of kernels."""
 COMPUTE_SHARE = 0.8

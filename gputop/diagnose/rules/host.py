@@ -8,9 +8,13 @@ from dataclasses import replace
 
 from gputop.diagnose.findings import Evidence, Finding
 from gputop.diagnose.rules.common import HOLD, band, finding, pct, size
-from gputop.diagnose.signals import (
+from gputop.diagnose.signals.inputs import RuleInputs
+from gputop.diagnose.thresholds import (
+    CPU_THROTTLED,
     MEM_NEAR,
-    RuleInputs,
+    MEM_PRESSURE,
+    RUNNABLE_PER_CPU,
+    RUNQ_PER_CPU,
 )
 from gputop.vocab.bounds import (
     CPU_OVERSUBSCRIBED,
@@ -19,8 +23,6 @@ from gputop.vocab.bounds import (
     HOST_MEMORY_PRESSURE,
 )
 
-MEM_PRESSURE = 10.0
-"""PSI memory "some" avg10 (%): time some task stalled on reclaim."""
 LIMIT_HITS = 0.5
 """Times per second the cgroup hits its memory limit from which the kernel is reclaiming."""
 
@@ -126,14 +128,6 @@ def pools_crowd(sig: RuleInputs) -> bool:
         h.pool_threads > factor * POOL_OF_CPUS * h.effective_cpus
         and h.pool_threads >= factor * POOL_OF_EXCESS * excess
     )
-
-
-RUNNABLE_PER_CPU = 1.5
-"""Threads ready to run per effective CPU from which they fight over the CPUs..."""
-RUNQ_PER_CPU = 0.5
-"""... together with this much run-queue wait (seconds per second) per effective CPU."""
-CPU_THROTTLED = 0.2
-"""Share of CFS periods throttled from which the cgroup's CPU quota holds the job back."""
 
 
 def cpu_oversubscribed(sig: RuleInputs) -> Finding:

@@ -8,13 +8,17 @@ from collections.abc import Sequence
 
 from gputop.diagnose.findings import WARMING_UP, Evidence, Finding
 from gputop.diagnose.rules.common import GPU_STARVED, at, finding, frame_name, pct
-from gputop.diagnose.signals import (
-    CPU_SPAN_S,
-    HostSignals,
-    ProcessCpu,
-    RuleInputs,
-    StackSignals,
-    StepSignals,
+from gputop.diagnose.signals.host import CPU_SPAN_S, HostSignals, ProcessCpu
+from gputop.diagnose.signals.inputs import RuleInputs
+from gputop.diagnose.signals.stacks import StackSignals
+from gputop.diagnose.signals.steps import StepSignals
+from gputop.diagnose.thresholds import (
+    HANG_FLOOR_S,
+    HANG_K,
+    IDLE_DUMPS,
+    IDLE_UTIL,
+    STALL_NOTE_S,
+    step_limit_s,
 )
 from gputop.model.host import RANK
 from gputop.model.stack_stats import Stillness
@@ -24,17 +28,6 @@ from gputop.vocab.bounds import HUNG, IDLE
 
 STEPS_SEEN = 3
 """Steps the agent must have seen before the job has a cadence (a first batch may take long)."""
-HANG_FLOOR_S = 10.0
-"""No progress for less than this is never a hang: a stack unchanged across ten dumps at one
-a second, long enough that a slow step shows itself moving."""
-HANG_K = 3
-"""...nor for less than HANG_K times the job's own longest normal wait: its 99th-percentile step
-by the agent's clock, or without the agent the longest pause its main thread showed in the stack
-window. Three: a step's tail on a shared, busy machine stretches to about twice its p99
-(docs/facts/bounds.md, "hung": many step times, taken against the tail so a job with a periodic
-slow step is judged against that step); the confirmation below (no CPU, no writes, no stack
-moving) is what separates a hang from slowness, so the factor need only cover waits that are as
-long as the job's own."""
 PARKED_S = 9.0
 """Span of unchanged stacks that confirms the agent's missing steps: ten dumps a second apart."""
 HANG_FIRST_S = 30.0
@@ -62,8 +55,6 @@ rather than a false one."""
 POLLING = frozenset({stack.HOST_SYNC, stack.COLLECTIVE_WAIT})
 """Waits that may poll or spin while stuck (a CUDA sync, NCCL's blocking wait): their main
 thread's CPU is no sign of progress."""
-IDLE_DUMPS = 0.7
-"""Without CPU readings, the share of dumps py-spy must judge the thread idle in."""
 SPINS = stack.HOST_SYNC
 """A thread in an explicit CUDA sync may spin on a core while it waits (CUDA's default
 scheduling spins when there are more cores than contexts), and a hung NCCL kernel keeps the GPU
@@ -164,12 +155,6 @@ def _has_cadence(st: StepSignals | None) -> bool:
     return st is not None and st.steps >= STEPS_SEEN and st.since_step_s is not None
 
 
-def step_limit_s(p99_ms: float) -> float:
-    """No step for longer than this is no progress by the agent's clock (the step pane colours
-    an open phase by it too)."""
-    return max(HANG_FLOOR_S, HANG_K * p99_ms / 1000)
-
-
 def _step_limit(st: StepSignals) -> float:
     return step_limit_s(st.p99_ms)
 
@@ -179,11 +164,6 @@ def _still_limit(m: Stillness, st: StepSignals | None) -> float:
     if st is not None and m.phase in FIRST_STEP_WAITS:
         return HANG_FIRST_S  # no step yet: ranks meeting, a first batch coming
     return max(HANG_FLOOR_S, HANG_K * (m.before_s or 0))
-
-
-STALL_NOTE_S = 5.0
-"""Seconds of no progress from which the verdict says so before a hang is called: the previous
-principal's evidence has gone (the CPU fell), and "no bound stands out" would hide why."""
 
 
 def _reads(m: Stillness) -> str:
@@ -286,8 +266,6 @@ def hung(sig: RuleInputs) -> Finding:
     return finding(HUNG, agree, [], missing, summary, impact=1.0)
 
 
-IDLE_UTIL = 5.0
-"""Mean GPU utilisation (%) under which, with no steps, nothing is training."""
 IDLE_CPU = QUIET_CPU
 """CPU (cores) of the whole process tree, CPU plus run-queue wait, under which it does nothing
 (the hang rule's figure for one process: a tree of blocked processes stays under it too)."""

@@ -21,14 +21,18 @@ from gputop.diagnose.rules.common import (
 )
 from gputop.diagnose.rules.host import pools_crowd
 from gputop.diagnose.rules.progress import STEPS_SEEN
-from gputop.diagnose.signals import (
-    SPIKE,
+from gputop.diagnose.signals.gpu import GpuSignals
+from gputop.diagnose.signals.host import WORKERS_COMPUTE, HostSignals
+from gputop.diagnose.signals.inputs import RuleInputs
+from gputop.diagnose.signals.steps import SPIKE, StepSignals
+from gputop.diagnose.thresholds import (
+    COMMS_SHARE,
+    DATA_WAIT_WARN,
+    IO_PRESSURE,
+    LAUNCH_UTIL,
+    SIDE_SHARE,
+    TINY_KERNELS,
     WORKER_PEGGED,
-    WORKERS_COMPUTE,
-    GpuSignals,
-    HostSignals,
-    RuleInputs,
-    StepSignals,
 )
 from gputop.model.ranks import STRAGGLER_EXCESS
 from gputop.model.stack_stats import OwnCode
@@ -47,14 +51,8 @@ from gputop.vocab.bounds import (
     STRAGGLER,
 )
 
-DATA_WAIT_WARN = 0.05
-"""Batch wait over this share of the step starves the GPU (docs/facts/bounds.md, "data-input")."""
-COMMS_SHARE = 0.20
-"""Gradient sync over this share of the step is comms-bound (docs/facts/bounds.md, "comms")."""
 H2D_SHARE = 0.10
 """Host-to-device copies over this share of the step are on the critical path."""
-SIDE_SHARE = 0.10
-"""Checkpoint, logging or garbage collection over this share of step time."""
 
 
 def straggler(sig: RuleInputs) -> Finding:
@@ -121,8 +119,6 @@ def comms(sig: RuleInputs) -> Finding:
     )
 
 
-IO_PRESSURE = 10.0
-"""PSI io "some" avg10 (%): time some task waited on storage."""
 JOB_READS = 1e6
 """Bytes/s the job must read itself before the machine's I/O pressure is blamed on it."""
 DISK_WAITERS = 1.0
@@ -522,10 +518,6 @@ def _side_stacks(shares: dict[str, float], sig: RuleInputs, side_share: float) -
     return _Side()
 
 
-LAUNCH_UTIL = 80.0
-"""GPU utilisation (%) from which a GPU that does little is being fed tiny kernels..."""
-TINY_KERNELS = 0.5
-"""... when its SMs are busy under this share of its utilisation..."""
 LOW_POWER = 0.4
 """... or, without GPM, it draws under this share of its power limit."""
 SYNC_SHARE = 0.1
