@@ -137,10 +137,6 @@ agent_errors
 precision_basis  # model/step_stats.py Mfu: diagnose --json and the report
 
 # ---- read by the tests (and benches) only: the hooks and registers they check ----
-_.ingest  # ui/app.py: the TUI tests feed the app readings through these
-_.ingest_host
-_.ingest_agents
-_.ingest_stacks
 STACK_PHASES  # vocab/stacks.py: tests/unit/test_stack_phases.py holds the rules' phases to it
 PRECISIONS  # model/step_stats.py: tests/unit/test_mfu.py holds every board's peaks to it
 theme_from_toml  # ui/themes.py: a theme file's text -> Theme, the themes tests and fuzzing

@@ -48,7 +48,7 @@ async def monitor() -> None:
     app = GputopApp(source, config=config(), simulated=board.short_label, start_sampler=False)
     async with app.run_test(size=(140, 22)) as pilot:
         for samples in history:
-            app.ingest(samples)
+            app.take("gpu", samples)
         await pilot.pause()
         MONITOR.write_text(app.export_screenshot(title="gputop demo"))
     print(f"wrote {MONITOR}")

@@ -37,6 +37,8 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 
 INTERVAL_MIN = 0.5
 INTERVAL_MAX = 10.0
+INTERVAL_STEPS = (0.5, 1.0, 2.0, 3.0, 5.0, 10.0)
+"""The refresh intervals the screen's keys step through (+ slower, - faster)."""
 COLOR_MODES = ("auto", "truecolor", "256", "16", "mono")
 LOW_BANDWIDTH_INTERVAL = 5.0
 FILE_LIMIT = 1 << 20
@@ -105,6 +107,14 @@ def with_no_color(config: Config, environ: Mapping[str, str] = os.environ) -> Co
 
 def clamp_interval(value: float) -> float:
     return min(INTERVAL_MAX, max(INTERVAL_MIN, value))
+
+
+def next_interval(interval: float, slower: bool) -> float:
+    """The step after ``interval`` towards slower (or faster) refreshes; the bound past the
+    last step."""
+    if slower:
+        return next((s for s in INTERVAL_STEPS if s > interval), INTERVAL_MAX)
+    return next((s for s in reversed(INTERVAL_STEPS) if s < interval), INTERVAL_MIN)
 
 
 def shown(value: object) -> str:

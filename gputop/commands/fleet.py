@@ -82,7 +82,13 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join(text_lines(reading())))
     else:
         require_terminal()
+        from gputop.config import load_config, with_no_color
+        from gputop.ui.terminal import apply_terminal_env
+
+        config = with_no_color(load_config()).effective()  # the monitor's colours and theme
+        apply_terminal_env(config.color, config.low_bandwidth)
         from gputop.ui.fleet_app import FleetApp
 
-        FleetApp(reading, where=where, interval=args.interval).run()
+        app = FleetApp(reading, where=where, interval=args.interval, config=config)
+        app.run(mouse=config.mouse)
     return 0

@@ -90,6 +90,14 @@ def feeds(
     return out
 
 
+class GpuSource(Source["Sequence[GpuSample]"], Protocol):
+    """A GPU source as the screen needs it (``NvmlSource`` and ``NoGpus`` are ones): its
+    readings and its boards."""
+
+    @property
+    def devices(self) -> tuple[DeviceInfo, ...]: ...
+
+
 class NoGpus:
     """The GPU source when NVML cannot be used (no driver, a recording without GPUs): no
     devices, no readings, and the reason, which the screen and reports show."""

@@ -2,95 +2,44 @@
 
 Sources run on sampler threads and post each reading as a message; the app hands it to the
 session (history, sinks, verdict: ``gputop/session.py``) and, unless paused, draws the state the
-session returns (memray's live TUI: thread -> message -> snapshot -> thin app). Tests inject
-readings directly with ``ingest*`` and no thread at all; replay feeds the session from a
-recording instead of samplers (``ui/replay_app.py``).
+session returns (memray's live TUI: thread -> message -> snapshot -> thin app). Tests hand
+readings to ``take``, as ``on_reading`` does, with no thread at all; replay feeds the session
+from a recording instead of samplers (``ui/replay_app.py``).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import signal
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from textual.app import App, ComposeResult
-from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.app import ComposeResult
 
-from gputop.config import INTERVAL_MAX, INTERVAL_MIN, Config, clamp_interval, shown
-from gputop.diagnose import Verdict
-from gputop.model import DeviceInfo, GpuSample, Timeline
+from gputop.config import INTERVAL_MAX, INTERVAL_MIN, Config, clamp_interval, next_interval
 from gputop.model.host import HostSample
-from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample
 from gputop.session import EVALUATE_GAP_S, EVALUATE_SHARE, Session, SessionState
-from gputop.sources.agent_link import NO_STEPS
-from gputop.sources.feeds import Feed, Source, feeds
+from gputop.sources.feeds import Feed, GpuSource, Source, feeds
+from gputop.ui import keys
 from gputop.ui.capture_keys import CAPTURE_ACTIONS, CaptureKeys, event_data
 from gputop.ui.captures_text import CaptureView
 from gputop.ui.detail import DetailScreen
-from gputop.ui.gpu_text import short_name
+from gputop.ui.dump import DumpScreen, dump_unavailable, stack_dump, why_screen
+from gputop.ui.header_text import header_line
 from gputop.ui.help import HelpScreen
-from gputop.ui.keybar import KeyItem, key_name
-from gputop.ui.keymap import checked_keymap
+from gputop.ui.leaving import catch_leave_signals, release_leave_signals
+from gputop.ui.load_agent import AgentLoading, AgentOffer
 from gputop.ui.messages import CaptureUpdate, Reading, SourceTrouble
-from gputop.ui.themes import DEFAULT_THEME, GPUTOP_VARIABLES, all_theme_dirs, load_themes
-from gputop.ui.widgets import (
-    CapturesPane,
-    GpuRow,
-    HeaderLine,
-    HostPane,
-    KeyBar,
-    RanksPane,
-    SimBanner,
-    StacksPane,
-    StatusLine,
-    StepPane,
-    VerdictPane,
-)
+from gputop.ui.panes import TARGET_PANES, MonitorPanes
+from gputop.ui.status import StatusLines, how_it_ended
+from gputop.ui.themed_app import ThemedApp
+from gputop.ui.themes import MONO_THEME, next_theme
 
-if TYPE_CHECKING:  # imported where they are used (the driver's library, the agent loader)
-    from gputop.inject.plan import LoadPlan
+if TYPE_CHECKING:  # imported where they are used (the driver's library, the samplers)
     from gputop.run import Job
     from gputop.sources.nvml import Capabilities
     from gputop.sources.stacks import StackSource
-    from gputop.ui.load_agent import AgentOffer
-    from gputop.ui.sampler import Sampler
-
-INTERVAL_STEPS = (0.5, 1.0, 2.0, 3.0, 5.0, 10.0)
-DETAIL_HISTORY_S = 300.0
-PANES = frozenset({"host", "agents", "stacks"})
-"""Panes shown only with their source (a target's tree, its agents, its stacks)."""
-FLASH_S = 5.0
-"""How long the status line says why a key cannot work now."""
-
-
-def header_text(who: str, board: str, driver: str, when: str, width: int) -> str:
-    """The header for ``width`` columns: the driver goes first, then the command is cut; the
-    time and the refresh state (PAUSED) always show."""
-    text = f"gputop  {who}  {board}{driver}  {when}"
-    if len(text) <= width:
-        return text
-    text = f"gputop  {who}  {board}  {when}"
-    over = len(text) - width
-    if over > 0 and len(who) > 12:
-        keep = max(12, len(who) - over - 1)
-        text = f"gputop  {who[:keep].rstrip()}…  {board}  {when}"
-    return text
-
-
-class GpuFeed(Source[Sequence[GpuSample]], Protocol):
-    """What the app needs from a GPU source (NvmlSource and NoGpus are ones): its readings
-    and its boards."""
-
-    @property
-    def devices(self) -> tuple[DeviceInfo, ...]: ...
+    from gputop.ui.sampler import Samplers
 
 
 @dataclass(frozen=True)
@@ -101,88 +50,19 @@ class Target:
     command: str
 
 
-class GputopApp(App):
+class GputopApp(ThemedApp[None]):
     """The live monitor: readings from the sampler threads go into the session, and the panes draw
     its state."""
 
-    CSS_PATH = "gputop.tcss"
     TITLE = "gputop"
-    ENABLE_COMMAND_PALETTE = False
 
-    BINDINGS = [
-        Binding("q,f10", "quit", "Quit", id="quit"),
-        Binding("space,p", "pause", "Pause", id="pause"),
-        Binding("question_mark,f1,h", "help", "Help", id="help"),
-        Binding("j,down", "next_gpu", "Next", id="next_gpu"),
-        Binding("k,up", "prev_gpu", "Prev", id="prev_gpu"),
-        Binding("enter", "detail", "Detail", id="detail"),
-        Binding("t", "next_theme", "Theme", id="theme"),
-        Binding("plus,equals_sign", "slower", "Slower", id="interval_up"),
-        Binding("minus", "faster", "Faster", id="interval_down"),
-        Binding("s", "save_snapshot", "Save", id="save_snapshot"),
-        Binding("v", "why", "Why", id="why"),
-        Binding("d", "dump_stacks", "Dump stacks", id="dump_stacks"),
-        Binding("f", "capture_flame", "Flame", id="capture_flame"),
-        Binding("c", "capture_dump", "Capture", id="capture_dump"),
-        Binding("r", "capture_trace", "Trace", id="capture_trace"),
-        Binding("m", "capture_memory", "Memory", id="capture_memory"),
-        Binding("n", "capture_nsys", "Nsys", id="capture_nsys"),
-        Binding("x", "cancel_capture", "Cancel", id="cancel_capture"),
-        Binding("a", "load_agent", "Load agent", id="load_agent"),
-        Binding("ctrl+c", "interrupt", "Interrupt job", id="interrupt", priority=True),
-    ]
-    FOOTER: list[tuple[tuple[str, ...], str]] = [
-        (("quit",), "Quit"),
-        (("help",), "Help"),
-        (("pause",), "Pause"),
-        (("next_gpu", "prev_gpu"), "GPU"),
-        (("detail",), "Detail"),
-        (("why",), "Why"),
-        (("save_snapshot",), "Save"),
-        (("interrupt",), "Interrupt"),
-        (("dump_stacks",), "Dump"),
-        (("capture_flame",), "Flame"),
-        (("capture_dump",), "Capture"),
-        (("capture_trace",), "Trace"),
-        (("capture_memory",), "Memory"),
-        (("capture_nsys",), "Nsys"),
-        (("cancel_capture",), "Cancel"),
-        (("load_agent",), "Agent"),
-        (("theme",), "Theme"),
-        (("interval_up", "interval_down"), "Rate"),
-    ]
-    """The key bar's entries (binding ids, label), most important first: at 80 columns the
-    last ones give way to "? more keys" (``ui/keybar.py``)."""
-    KEY_HELP = {
-        "quit": "leave gputop, restoring the terminal (F10 as in htop)",
-        "pause": "freeze the display; collection goes on, nothing is lost",
-        "help": "this screen",
-        "next_gpu": "select the next GPU (the marked row)",
-        "prev_gpu": "select the previous GPU",
-        "detail": "the selected GPU in full: every value, why one is missing, charts",
-        "theme": "switch to the next theme",
-        "interval_up": "refresh less often (fewer bytes over ssh)",
-        "interval_down": "refresh more often",
-        "save_snapshot": "write the current state as JSON (the schema of `gputop snapshot`)",
-        "why": "the full reasoning: every rule, fired or not, with its numbers and levers",
-        "dump_stacks": "every Python thread of the target now, shown and saved to a file",
-        "interrupt": "in `gputop run`: SIGINT to the job (as ctrl+c without gputop); "
-        "elsewhere, or once the job has ended: quit",
-        "capture_flame": "a flame graph of the target and its workers over a few seconds "
-        "(py-spy) into ./gputop-captures",
-        "capture_dump": "every thread's stack now, into a capture folder (text and JSON)",
-        "capture_trace": "torch.profiler over 3 steps in each process with gputop's agent "
-        "(a chrome trace per rank)",
-        "capture_memory": "a CUDA memory snapshot over 5 steps in each process with gputop's "
-        "agent (open it at pytorch.org/memory_viz)",
-        "capture_nsys": "an Nsight Systems window of a job started by `gputop run --nsys`",
-        "cancel_capture": "stop the running captures, keeping what they recorded",
-        "load_agent": "load gputop's agent into the target and its ranks, no restart (asks first)",
-    }
+    BINDINGS = keys.BINDINGS
+    KEY_BAR = keys.KEY_BAR
+    KEY_HELP = keys.KEY_HELP
 
     def __init__(
         self,
-        feed: GpuFeed | None,
+        feed: GpuSource | None,
         *,
         config: Config | None = None,
         target: Target | None = None,
@@ -199,7 +79,7 @@ class GputopApp(App):
         offer: AgentOffer | None = None,
     ) -> None:
         self.config = (config or Config()).effective()
-        super().__init__()
+        super().__init__(self.config)
         if session is None:
             session = Session(tuple(feed.devices) if feed is not None else ())
         self.session = session
@@ -211,8 +91,12 @@ class GputopApp(App):
         )
         """The sources the sampler threads read (none in replay: its Playback feeds the
         session)."""
-        self.panes = panes if panes is not None else frozenset(f.kind for f in self.feeds) & PANES
-        """Which of the target's panes to show (replay: those the recording has)."""
+        if panes is None:  # replay: those the recording has
+            panes = frozenset(f.kind for f in self.feeds) & TARGET_PANES
+        self.panes = MonitorPanes(
+            self, self.devices, panes, simulated, 20 if self.config.low_bandwidth else 40
+        )
+        """The screen's layout and drawing (``ui/panes.py``)."""
         self.stacks = stacks
         self.job = job
         self.shown: SessionState = self.session.state
@@ -225,135 +109,65 @@ class GputopApp(App):
             identity=getattr(stacks, "identity", None),
         )
         self.target = target
-        self.offer = offer
-        """An ``AgentOffer`` (ui/load_agent.py) when the agent can be loaded into the target
-        from here (key a, --attach); None: the key is not shown."""
+        self.agent_loading = (
+            AgentLoading(offer, self, lambda: self.session.state, self._agent_changed)
+            if offer is not None
+            else None
+        )
+        """Key a and --attach (``ui/load_agent.py``) where the agent can be loaded into the
+        target from here; None: the key is not shown."""
         self.simulated = simulated
         self.capabilities = (
             capabilities if capabilities is not None else getattr(feed, "capabilities", None)
         )
         self.selected = 0
         self.paused = False
-        self.trouble = ""
-        self.flash = ""
-        """Why the last key pressed could not work (shown a few seconds on the status line)."""
-        self._flash_timer: Any = None
-        self._problems = [*self.config.problems, *extra_problems]
-        self._seen_problems = 0
+        self.status = StatusLines(
+            self, [*self.config.problems, *extra_problems, *self.theme_problems],
+            draw=self._update_status,
+        )  # fmt: skip
+        """What the status line says (``ui/status.py``)."""
         self._start_sampler = start_sampler
-        self._samplers: list[Sampler] = []
-        wanted = self.config.theme
-        if self.config.color == "mono" and wanted == DEFAULT_THEME:
-            wanted = "gputop-mono"
-        themes, theme_problems, skipped = load_themes(
-            all_theme_dirs(self.config.themes_dir), chosen=wanted
+        self._samplers: Samplers | None = None
+        self.key_legend = keys.KeyLegend(
+            self,
+            self.KEY_BAR,
+            self.KEY_HELP,
+            self.unavailable_reason,
+            in_bar=lambda bid: bid != "interrupt" or self._running_job() is not None,
+            in_help=lambda bid: bid != "load_agent" or self.agent_loading is not None,
         )
-        self._problems += theme_problems
-        self.gputop_themes = [t.name for t in themes]
-        for theme in themes:
-            self.register_theme(theme)
-        if wanted not in self.available_themes:
-            if wanted not in skipped:  # a skipped file's line already says so
-                self._problems.append(f"theme {shown(wanted)} not found; using {DEFAULT_THEME}")
-            wanted = DEFAULT_THEME if DEFAULT_THEME in self.available_themes else "textual-dark"
-        self.theme = wanted
-        keymap, key_problems = checked_keymap(
-            self.config.keys, self.all_bindings(), str(self.config.file or "")
-        )
-        self._problems += key_problems
-        if keymap:
-            self.set_keymap(keymap)
+        """What the key bar, the help screen and a refused key's line say (``ui/keys.py``)."""
+        where = str(self.config.file or "")
+        self.status.problems += self.key_legend.apply_keymap(self.config.keys, where)
 
-    # ---- what the session holds now (tests and actions read these) ----
-
-    @property
-    def state(self) -> SessionState:
-        return self.session.state
-
-    @property
-    def timeline(self) -> Timeline:
-        return self.session.timeline
-
-    @property
-    def latest(self) -> dict[int, GpuSample]:
-        return dict(self.state.gpus)
-
-    @property
-    def verdict(self) -> Verdict | None:
-        return self.state.verdict
-
-    @property
-    def captures(self) -> dict[int, CaptureView]:
-        return self.capture_keys.views
-
-    def get_theme_variable_defaults(self) -> dict[str, str]:
-        return {f"gputop-{k}": v for k, v in GPUTOP_VARIABLES.items()}
-
-    # ---- layout ----
+    # ---- layout and lifetime ----
 
     def compose(self) -> ComposeResult:
-        yield HeaderLine(id="header")
-        if self.simulated:
-            yield SimBanner(f"SIMULATED {self.simulated} (not a real GPU)", id="sim-banner")
-        yield VerdictPane()
-        if "host" in self.panes:
-            yield HostPane(len(self.devices))
-        if "agents" in self.panes:
-            yield StepPane()
-            yield RanksPane()
-        if "stacks" in self.panes:
-            yield StacksPane()
-        yield CapturesPane()
-        with VerticalScroll(id="gpus"):
-            spark = 20 if self.config.low_bandwidth else 40
-            for d in self.devices:
-                yield GpuRow(d, spark_width=spark)
-        yield StatusLine(id="status")
-        yield KeyBar()
+        yield from self.panes.widgets()
 
     def on_resize(self) -> None:
         self._update_header()
 
     def on_mount(self) -> None:
         self._select(0)
-        self._show_keys()
+        self.key_legend.show()
         self._update_header()
         self._update_status()
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGHUP, signal.SIGTERM):
-                loop.add_signal_handler(sig, self._leave_on_signal, sig)
+        catch_leave_signals(self._leave_on_signal)
         if self.job is not None and self.job.ending is not None:  # it came before the screen
             self.exit()
         if self._start_sampler:
             self._start_samplers()
-        if self.offer is not None:
-            self.run_worker(self._first_look, thread=True, group="load_agent")
-
-    def _deliver(self, kind: str, value: object) -> None:
-        """A sampler's reading, handed to the app's thread as a message."""
-        self.post_message(Reading(kind, value))
+        if self.agent_loading is not None:
+            self.agent_loading.start()
 
     def _start_samplers(self) -> None:
-        """One sampler thread per feed, at the feed's own rate (``sources/feeds.py``)."""
-        from gputop.sources.watchdog import Watchdog
-        from gputop.ui.sampler import Sampler
+        """One sampler thread per feed, and the verdict settled on a timer."""
+        from gputop.ui.sampler import Samplers
 
-        for f in self.feeds:
-            self._samplers.append(
-                Sampler(
-                    read=f.read,
-                    deliver=partial(self._deliver, f.kind),
-                    fail=lambda text: self.post_message(SourceTrouble(text)),
-                    interval=f.period,
-                    watchdog=Watchdog(f.what, timeout=f.timeout),
-                    name=f"gputop-{f.kind}-sampler",
-                    max_interval=f.max_period,
-                    fixed=f.fixed,
-                )
-            )
-        for sampler in self._samplers:
-            sampler.start()
+        self._samplers = Samplers(self.feeds, self.post_message)
+        self._samplers.start()
         # the verdict at most once a second, whichever source just read (Session.min_gap_s),
         # less often when evaluations cost more (Session.evaluate_share)
         self.session.min_gap_s = EVALUATE_GAP_S
@@ -368,12 +182,9 @@ class GputopApp(App):
                 self.show(state, "verdict")
 
     def on_unmount(self) -> None:
-        for sampler in self._samplers:
-            sampler.stop()
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGHUP, signal.SIGTERM):
-                loop.remove_signal_handler(sig)
+        if self._samplers is not None:
+            self._samplers.stop()
+        release_leave_signals()
         if self.job is not None:  # removing the loop's handlers left the default (death)
             self.job.forward_signals()
 
@@ -395,214 +206,75 @@ class GputopApp(App):
         if not self.paused:
             self.show(state, kind)
 
-    def ingest(self, samples: Sequence[GpuSample]) -> None:
-        self.take("gpu", samples)
-
-    def ingest_host(self, sample: HostSample) -> None:
-        self.take("host", sample)
-
-    def ingest_agents(self, sample: AgentsSample) -> None:
-        self.take("agents", sample)
-
-    def ingest_stacks(self, sample: StacksSample) -> None:
-        self.take("stacks", sample)
-
     def on_source_trouble(self, message: SourceTrouble) -> None:
-        self.trouble = message.text
+        self.status.trouble = message.text
         self._update_status()
 
     # ---- drawing a state ----
 
     def show(self, state: SessionState, changed: str | None = None) -> None:
         """Draw ``state``: the panes of the reading that ``changed`` (all when None), the
-        verdict, the header; the footer only when a key's availability changed."""
+        verdict, the header; the key bar only when a key's availability changed."""
         self.shown = state
         with self.batch_update():
+            self.panes.draw(state, changed, self.interval, how_it_ended(self.job, state.host))
             if changed in (None, "gpu"):
-                for row in self.query(GpuRow):
-                    seconds = (row.spark_width + 1) * self.interval
-                    i = row.info.index
-                    row.show(state.gpus.get(i), state.gpu_history(i, seconds))
                 self.refresh_detail()
-            if changed in (None, "host") and state.host is not None and "host" in self.panes:
-                self.query_one(HostPane).show(state.host)
-            if (
-                changed in (None, "agents", "host")
-                and state.agents is not None
-                and "agents" in self.panes
-            ):
-                gpu = self.devices[0].name if self.devices else None
-                self.query_one(StepPane).show(state.agents, gpu, self.ended())
-            if changed in (None, "stacks") and state.stacks is not None and "stacks" in self.panes:
-                self.query_one(StacksPane).show(state.stacks_window())
-            if state.agents is not None and "agents" in self.panes:  # each rank's budget too
-                budget = state.verdict.budget if state.verdict is not None else None
-                self.query_one(RanksPane).show(state.agents, budget)
-            self.query_one(VerdictPane).show(state.verdict, state.verdict_now)
             if changed in (None, "gpu", "host"):
                 self._update_header()
             exited = changed == "host" and state.host is not None and state.host.state == "exited"
-            if len(state.problems) > self._seen_problems or exited:
+            if self.status.new_problems(state.problems) or exited:
                 self._update_status()
         if changed in (None, "gpu", "agents", "host"):
-            self._refresh_bindings_if_changed()
-        if self._agent_came(changed):  # another way (the script imported it): not missing
-            assert self.offer is not None
-            self.offer.missing_said = False
-            self.offer.line = ""
-            self._update_status()
+            self.key_legend.refresh()
+        if self.agent_loading is not None:
+            self.agent_loading.reading(changed)
 
     def refresh_view(self) -> None:
         """Draw the session's latest state in full (after a pause, a seek)."""
         self.show(self.session.state)
 
-    def all_bindings(self) -> list[Binding]:
-        """This app's keys and those a subclass (replay) adds: Textual merges them the same way."""
-        out: list[Binding] = []
-        for cls in reversed(type(self).__mro__):
-            if isinstance(cls, type) and issubclass(cls, GputopApp):
-                out += [b for b in cls.__dict__.get("BINDINGS", []) if isinstance(b, Binding)]
-        return out
-
-    def _refresh_bindings_if_changed(self) -> None:
-        """The footer is redrawn only when a key becomes usable or unusable."""
-        state = tuple(self.unavailable_reason(b.action) for b in self.all_bindings())
-        if state != getattr(self, "_binding_state", None):
-            self._binding_state = state
-            self.refresh_bindings()
-            self._show_keys()
-
-    def key_items(self, only: frozenset[str] | None = None) -> list[KeyItem]:
-        """The key bar's entries as mapped now (config.toml may change keys), each with why it
-        cannot work now; keys hidden now (``check_action`` False) left out; ``only``: these
-        binding ids (the detail screen's)."""
-        by_id = {b.id: b for b in self.all_bindings()}
-        items = []
-        for ids, label in self.FOOTER:
-            if only is not None and not only & set(ids):
-                continue
-            bindings = [by_id[i] for i in ids if i in by_id]
-            if not bindings or self.check_action(bindings[0].action, ()) is False:
-                continue
-            if ids == ("interrupt",) and (self.job is None or self.job.poll() is not None):
-                continue  # ctrl+c quits, as q does: nothing to say
-            keys = "/".join(key_name(self.keys_of(b)) for b in bindings)
-            reason = self.unavailable_reason(bindings[0].action)
-            items.append(KeyItem(keys, label, reason, help=ids == ("help",)))
-        return items
-
-    def _show_keys(self) -> None:
-        with contextlib.suppress(Exception):  # not composed yet, or torn down
-            self.query_one(KeyBar).show(self.key_items())
-
     async def run_action(self, action: Any, default_namespace: Any = None, namespaces: Any = None):
         """A key whose action cannot work now says why on the status line (Textual would do
         nothing, and the key would look broken)."""
-        if isinstance(action, str) and default_namespace in (None, self):
-            name = action.partition("(")[0]
-            reason = self.unavailable_reason(name) if hasattr(self, f"action_{name}") else None
-            if reason:
-                self.say_briefly(f"{self._label_of(name)}: {reason}")
-                return True
+        mine = isinstance(action, str) and default_namespace in (None, self)
+        if mine and (refusal := self.key_legend.refusal(action)):
+            self.status.say_briefly(refusal)
+            return True
         return await super().run_action(action, default_namespace, namespaces)
 
-    def keys_of(self, b: Any) -> str:
-        """The keys of binding ``b`` as mapped now (config.toml may change them)."""
-        keymap = getattr(self, "_keymap", {}) or {}
-        return keymap.get(b.id, b.key)
-
-    def _label_of(self, action: str) -> str:
-        """The key and its name for a status line ("d (Dump stacks)")."""
-        for b in self.all_bindings():
-            if b.action == action:
-                return f"{key_name(self.keys_of(b))} ({b.description})"
-        return action
-
-    def say_briefly(self, line: str) -> None:
-        """One line on the status line for ``FLASH_S`` seconds."""
-        self.flash = line
-        self._update_status()
-        if self._flash_timer is not None:
-            self._flash_timer.stop()
-        self._flash_timer = self.set_timer(FLASH_S, self._end_flash)
-
-    def _end_flash(self) -> None:
-        self.flash, self._flash_timer = "", None
-        self._update_status()
-
     def action_why(self) -> None:
-        from gputop.model.setup import setup_of
-        from gputop.ui.dump import DumpScreen
-        from gputop.ui.verdict_text import reasoning_text
-
-        inputs = self.session.state.inputs
-        setup = setup_of(inputs.steps.fingerprint) if inputs and inputs.steps else None
-        self.push_screen(DumpScreen(reasoning_text(self.verdict, setup), None,
-                                    title="Why: every rule"))  # fmt: skip
+        self.push_screen(why_screen(self.session.state))
 
     def refresh_detail(self) -> None:
-        screen = self.screen
-        if isinstance(screen, DetailScreen):
-            d = self.devices[screen.index]
-            screen.show(
-                d,
-                self.shown.gpus.get(d.index),
-                self.shown.gpu_history(d.index, DETAIL_HISTORY_S),
-                colorless=self.current_theme.name == "gputop-mono" or self.config.color == "mono",
-            )
+        if isinstance(self.screen, DetailScreen):
+            mono = self.current_theme.name == MONO_THEME or self.config.color == "mono"
+            self.screen.draw(self.shown, colorless=mono)
 
     # ---- header and status ----
 
     def _update_header(self) -> None:
-        who = f"pid {self.target.pid}: {self.target.command}" if self.target else "no target"
-        host = self.shown.host
-        if host is not None and host.state == "exited":
-            code = host.exit_code
-            who = f"pid {host.pid} EXITED" + (f" (status {code})" if code is not None else "")
-        names = {short_name(d.name) for d in self.devices}
-        board = f"{len(self.devices)}x {', '.join(sorted(names))}" if self.devices else "no GPU"
-        driver = f"  drv {self.capabilities.driver_version}" if self.capabilities else ""
-        walls = self.shown.walls
-        when = time.strftime("%H:%M:%S", time.localtime(max(walls))) if walls else "--:--:--"
-        state = "PAUSED" if self.paused else f"every {self.interval:g}s"
-        self.query_one(HeaderLine).update(header_text(who, board, driver, f"{when} {state}",
-                                                      self.size.width - 2))  # fmt: skip
-        self.query_one(HeaderLine).set_class(self.paused, "-paused")
+        target = f"pid {self.target.pid}: {self.target.command}" if self.target else None
+        driver = self.capabilities.driver_version if self.capabilities else None
+        refresh = "PAUSED" if self.paused else f"every {self.interval:g}s"
+        text = header_line(target, self.shown.host, self.devices, driver, self.shown.walls,
+                           refresh, self.size.width - 2)  # fmt: skip
+        self.panes.header(text, self.paused)
 
     def _update_status(self) -> None:
-        problems = self.session.state.problems  # outputs that stopped (disk full, port taken)
-        self._problems += problems[self._seen_problems :]
-        self._seen_problems = len(problems)
-        lines = [self.flash] if self.flash else []
-        if (ended := self.ended()) is not None:
-            lines.append(f"{ended}: q quits")
-        if self.trouble:
-            lines.append(self.trouble)
-        if self.offer is not None and self.offer.line:
-            if self.offer.missing_said and self.offer.gone() is not None:
-                self.offer.line, self.offer.missing_said = "", False  # nothing to load into
-            else:
-                lines.append(self.offer.line)
-        lines += self._problems
-        status = self.query_one(StatusLine)
-        status.update("\n".join(lines))
-        status.display = bool(lines)
-
-    def ended(self) -> str | None:
-        """How the job (gputop run) or the attached target ended, once it has; else None."""
-        if self.job is not None:
-            status = self.job.exit_status()
-            return f"the job ended (status {status})" if status is not None else None
-        host = self.shown.host
-        if host is not None and host.state == "exited":
-            code = f" with status {host.exit_code}" if host.exit_code is not None else ""
-            return f"pid {host.pid} exited{code}"
-        return None
+        agent = self.agent_loading.status_line() if self.agent_loading is not None else ""
+        ended = how_it_ended(self.job, self.shown.host)
+        self.panes.status(self.status.lines(ended, agent, self.session.state.problems))
 
     # ---- actions ----
 
+    def _running_job(self) -> Job | None:
+        """The job of `gputop run` while it runs: ctrl+c is its (SIGINT), not a second q."""
+        return self.job if self.job is not None and self.job.poll() is None else None
+
     def unavailable_reason(self, action: str) -> str | None:
-        """Why a key cannot work now (it is dimmed in the footer), or None when it can."""
+        """Why a key cannot work now (it is dimmed in the key bar), or None when it can."""
+        state = self.session.state
         if action in ("next_gpu", "prev_gpu") and len(self.devices) < 2:
             return "only one GPU"
         if action == "detail" and not self.devices:
@@ -613,25 +285,18 @@ class GputopApp(App):
             return f"already the slowest refresh ({INTERVAL_MAX:g} s)"
         if action == "faster" and self.interval <= INTERVAL_MIN:
             return f"already the fastest refresh ({INTERVAL_MIN:g} s)"
-        if action == "save_snapshot" and not self.state.gpus:
+        if action == "save_snapshot" and not state.gpus:
             return "no reading yet"
-        if action == "dump_stacks" and self.stacks is None:
-            return "needs a target (--pid or gputop run)"
-        if action == "dump_stacks" and (gone := self._target_gone()):
-            return gone
+        if action == "dump_stacks":
+            return dump_unavailable(self.stacks)
         if action in CAPTURE_ACTIONS:
-            return self._capture_unavailable(action.removeprefix("capture_"))
+            what = action.removeprefix("capture_")
+            return self.capture_keys.unavailable(what, state.agents, state.stacks)
         if action == "cancel_capture" and not self.capture_keys.running:
             return "no capture running"
         if action == "load_agent":
             return self._load_agent_unavailable()
         return None
-
-    def _target_gone(self) -> str | None:
-        """Why the target cannot be acted on any more (it exited; its PID may be another
-        process's now), or None."""
-        identity = getattr(self.stacks, "identity", None)
-        return identity.gone() if identity is not None and not identity.alive() else None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "load_agent" and self._load_agent_unavailable():
@@ -644,136 +309,31 @@ class GputopApp(App):
             self.run_worker(self._full_dump, thread=True, exclusive=True, group="dump")
 
     def _full_dump(self) -> None:
-        """On a worker thread (py-spy takes tens of ms per process); the screen opens after."""
-        from gputop.snapshot import save_stack_dump
-        from gputop.ui.dump import dump_text
-
+        """On a worker thread; the screen opens after."""
         assert self.stacks is not None  # the key works only with a stacks source
-        text = dump_text(self.stacks.dump_all())
-        saved = None
-        try:
-            saved = save_stack_dump(self.config.snapshot_dir, text)
-        except OSError as e:
-            where = e.filename or self.config.snapshot_dir
-            text = f"(could not save to {where}: {e.strerror or e})\n\n" + text
-        self.call_from_thread(self._show_dump, text, saved)
+        text, saved = stack_dump(self.stacks, self.config.snapshot_dir)
 
-    def _show_dump(self, text: str, saved: Path | None) -> None:
-        from gputop.ui.dump import DumpScreen
+        def show() -> None:
+            self.push_screen(DumpScreen(text, saved))
 
-        self.push_screen(DumpScreen(text, saved))
+        self.call_from_thread(show)
 
-    # ---- loading the agent (the work is gputop.inject's, on worker threads) ----
+    # ---- loading the agent (the flow is AgentLoading's) ----
 
     def _load_agent_unavailable(self) -> str | None:
-        if self.offer is None:
+        if self.agent_loading is None:
             return "needs a target (gputop --pid)"
-        if self.offer.busy:
-            return "loading the agent"
-        if (gone := self.offer.gone()) is not None:
-            return gone
-        agents = self.session.state.agents
-        if agents is not None and any(a.state == "connected" for a in agents.agents):
-            return "the agent is loaded"
-        return None
-
-    def _roles(self) -> dict[int, str] | None:
-        """pid -> role from the latest host reading (the sampler's; read, never sampled here)."""
-        host = self.session.state.host
-        return {p.pid: p.role for p in host.processes} if host is not None else None
-
-    def _agent_came(self, changed: str | None) -> bool:
-        """The status line says the agent is missing, and an agent reading says it is there."""
-        if changed not in (None, "agents") or self.offer is None or not self.offer.missing_said:
-            return False
-        return self._load_agent_unavailable() == "the agent is loaded"
-
-    def _say_agent(self, line: str, missing: bool = False) -> None:
-        """From a worker thread: the agent's line on the status line; ``missing``: it says the
-        agent is missing (set before the line shows: an agent reading may come at once)."""
-        assert self.offer is not None
-        self.offer.missing_said = missing
-        self.offer.line = line
-        self.call_from_thread(self._update_status)
-
-    def _first_look(self) -> None:
-        """At start: with --attach, load; else say in one line that the agent is missing and
-        how to load it (nothing when it is there)."""
-        assert self.offer is not None
-        if self.offer.gone() is not None:
-            return  # exited before the screen opened: the host pane says so
-        if self.offer.now:
-            self._plan_then(confirm=False)
-            return
-        plan = self.offer.plan(self._roles())
-        if not plan.todo and plan.refusals:  # the key would fail: say why once, offer nothing
-            self._say_agent(f"pid {self.offer.pid} has no gputop agent, and it cannot be "
-                            f"loaded ({NO_STEPS}): {plan.refusals[0]}")  # fmt: skip
-        elif not plan.nothing_to_do:
-            self._say_agent(f"pid {self.offer.pid} has no gputop agent ({NO_STEPS}): press a "
-                            "to load it", missing=True)  # fmt: skip
-        self.call_from_thread(self._refresh_bindings_if_changed)
+        return self.agent_loading.unavailable()
 
     def action_load_agent(self) -> None:
-        if self._load_agent_unavailable() is None:
-            assert self.offer is not None
-            self.offer.busy = True
-            self._refresh_bindings_if_changed()
-            self.offer.line = "checking what loading the agent needs..."
-            self._update_status()
-            self.run_worker(lambda: self._plan_then(confirm=True), thread=True, group="load_agent")
+        if self.agent_loading is not None:
+            self.agent_loading.press()
 
-    def _plan_then(self, confirm: bool) -> None:
-        """On a worker thread: the plan; then the confirmation (key a) or the load (--attach)."""
-        assert self.offer is not None
-        self.offer.busy = True
-        try:
-            plan = self.offer.plan(self._roles())
-        except Exception as e:  # a plan reads /proc: never take the screen down
-            plan = None
-            self._say_agent(f"cannot load the agent: {e}")
-        if plan is None or not plan.todo:
-            if plan is not None:
-                self._say_agent(plan.summary())
-            self.offer.busy = False
-            self.call_from_thread(self._refresh_bindings_if_changed)
-            return
-        if confirm:
-            self.call_from_thread(self._confirm, plan)
-        else:
-            self._load(plan)
-
-    def _confirm(self, plan: LoadPlan) -> None:
-        from gputop.ui.load_agent import LoadAgentScreen
-
-        def answered(yes: bool | None) -> None:
-            assert self.offer is not None
-            if yes:
-                self.run_worker(lambda: self._load(plan), thread=True, group="load_agent")
-            else:
-                self.offer.busy = False
-                self.offer.line = "the agent was not loaded (a loads it)"
-                self._update_status()
-                self._refresh_bindings_if_changed()
-
-        self.push_screen(LoadAgentScreen(plan.lines()), answered)
-
-    def _load(self, plan: LoadPlan) -> None:
-        """On a worker thread: the load, its steps and its result on the status line."""
-        assert self.offer is not None
-        try:
-            self._say_agent(self.offer.load(plan, progress=self._say_agent))
-        except Exception as e:
-            self._say_agent(f"loading the agent failed: {e}")
-        finally:
-            self.offer.busy = False
-            self.call_from_thread(self._refresh_bindings_if_changed)
+    def _agent_changed(self) -> None:
+        self._update_status()
+        self.key_legend.refresh()
 
     # ---- captures (the work is CaptureKeys'; the app forwards keys and draws views) ----
-
-    def _capture_unavailable(self, what: str) -> str | None:
-        state = self.session.state
-        return self.capture_keys.unavailable(what, state.agents, state.stacks)
 
     def action_capture_flame(self) -> None:
         self._start_capture("flame")
@@ -791,11 +351,10 @@ class GputopApp(App):
         self._start_capture("nsys")
 
     def _start_capture(self, what: str) -> None:
-        if self._capture_unavailable(what):
-            return
-        view = self.capture_keys.start(what)
-        if view is not None:
-            self.show_capture(view)
+        if self.unavailable_reason(f"capture_{what}") is None:
+            view = self.capture_keys.start(what)
+            if view is not None:
+                self.show_capture(view)
 
     def show_capture(self, view: CaptureView) -> None:
         """Take a capture's state and show it; its start and end are session events (recorded).
@@ -806,8 +365,8 @@ class GputopApp(App):
         view, news = taken
         if news:
             self.session.event("capture", event_data(view))
-        self.query_one(CapturesPane).show(list(self.captures.values()))
-        self._refresh_bindings_if_changed()
+        self.panes.captures(self.capture_keys.views.values())
+        self.key_legend.refresh()
 
     def on_capture_update(self, message: CaptureUpdate) -> None:
         self.show_capture(message.view)
@@ -820,8 +379,8 @@ class GputopApp(App):
         quits otherwise, as in htop, btop and nvitop."""
         import signal as signals
 
-        if self.job is not None and self.job.poll() is None:
-            self.job.signal(signals.SIGINT)
+        if (job := self._running_job()) is not None:
+            job.signal(signals.SIGINT)
             self.notify("sent SIGINT to the job; q leaves gputop (the job keeps running)")
         else:
             await self.action_quit()
@@ -836,59 +395,46 @@ class GputopApp(App):
         self.push_screen(HelpScreen())
 
     def _select(self, index: int) -> None:
+        """The GPU at ``index`` (round), on the rows and on the detail screen if it is open."""
         if not self.devices:
             return
         self.selected = index % len(self.devices)
-        for row in self.query(GpuRow):
-            row.select(row.info.index == self.selected)
-        with contextlib.suppress(Exception):
-            self.query_one(f"#gpu-{self.selected}", GpuRow).scroll_visible(animate=False)
+        self.panes.select(self.selected)
+        if isinstance(self.screen, DetailScreen):
+            self.screen.index = self.selected
+            self.refresh_detail()
 
     def action_next_gpu(self) -> None:
         self._select(self.selected + 1)
-        if isinstance(self.screen, DetailScreen):
-            self.screen.index = self.selected
-            self.refresh_detail()
 
     def action_prev_gpu(self) -> None:
         self._select(self.selected - 1)
-        if isinstance(self.screen, DetailScreen):
-            self.screen.index = self.selected
-            self.refresh_detail()
 
     def action_detail(self) -> None:
         if self.devices:
-            self.push_screen(DetailScreen(self.selected))
+            self.push_screen(DetailScreen(self.selected, self.devices))
 
     def action_next_theme(self) -> None:
-        names = self.gputop_themes or [DEFAULT_THEME]
-        current = names.index(self.theme) if self.theme in names else -1
-        self.theme = names[(current + 1) % len(names)]
+        self.theme = next_theme(self.gputop_themes, self.theme)
         self.notify(f"theme: {self.theme}", timeout=2)
 
     def _set_interval(self, seconds: float) -> None:
         self.interval = clamp_interval(seconds)
-        for sampler in self._samplers:
-            if not sampler.fixed:
-                sampler.set_interval(min(self.interval, sampler.max_interval))
+        if self._samplers is not None:
+            self._samplers.follow(self.interval)
         self._update_header()
-        self._refresh_bindings_if_changed()
+        self.key_legend.refresh()
 
     def action_slower(self) -> None:
-        later = [s for s in INTERVAL_STEPS if s > self.interval]
-        self._set_interval(later[0] if later else INTERVAL_MAX)
+        self._set_interval(next_interval(self.interval, slower=True))
 
     def action_faster(self) -> None:
-        sooner = [s for s in INTERVAL_STEPS if s < self.interval]
-        self._set_interval(sooner[-1] if sooner else INTERVAL_MIN)
+        self._set_interval(next_interval(self.interval, slower=False))
 
     def action_save_snapshot(self) -> None:
         from gputop.snapshot import save_readings
 
-        state = self.session.state
-        if not state.gpus:
-            self.notify("nothing to save yet: no reading has arrived", severity="warning")
-            return
+        state = self.session.state  # a reading at least: the key waits for one
         folder = self.config.snapshot_dir
         try:
             gpus = list(state.gpus.values())
@@ -902,23 +448,3 @@ class GputopApp(App):
             )
             return
         self.notify(f"saved {path}", timeout=4)
-
-    # ---- help ----
-
-    def key_rows(self) -> list[tuple[str, str, str, str | None]]:
-        """(keys, what it does, binding id, why it is unavailable now) for every app binding."""
-        rows = []
-        for b in self.all_bindings():
-            assert isinstance(b, Binding) and b.id is not None
-            if b.id == "load_agent" and self.offer is None:
-                continue  # only where an agent can be loaded (gputop --pid)
-            keys = self.keys_of(b)
-            rows.append(
-                (
-                    keys,
-                    self.KEY_HELP.get(b.id, b.description),
-                    b.id,
-                    self.unavailable_reason(b.action),
-                )
-            )
-        return rows

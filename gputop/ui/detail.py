@@ -14,6 +14,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from gputop.model import DeviceInfo, GpuSample
+from gputop.session import SessionState
 from gputop.ui.charts import line_chart
 from gputop.ui.gpu_text import short_name
 from gputop.ui.keybar import KeyItem
@@ -21,6 +22,8 @@ from gputop.ui.widgets import KeyBar
 from gputop.vocab.reasons import REASON_TEXT
 
 GIB = 1024**3
+HISTORY_S = 300.0
+"""Seconds of history the charts show."""
 
 
 def _v(value: float | None, unit: str = "", fmt: str = "{:.0f}") -> str:
@@ -176,9 +179,11 @@ class DetailScreen(Screen):
         Binding("escape,backspace", "app.pop_screen", "Back", id="detail.back"),
     ]
 
-    def __init__(self, index: int) -> None:
+    def __init__(self, index: int, devices: Sequence[DeviceInfo]) -> None:
         super().__init__()
         self.index = index
+        """Which of ``devices`` is shown (j/k move it)."""
+        self.devices = devices
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
@@ -188,9 +193,14 @@ class DetailScreen(Screen):
         yield KeyBar()
 
     def on_mount(self) -> None:
-        items = self.app.key_items(KEYS)  # type: ignore[attr-defined]
+        items = self.app.key_legend.items(KEYS)  # type: ignore[attr-defined]
         self.query_one(KeyBar).show([KeyItem("esc", "Back"), *items])
         self.app.refresh_detail()  # type: ignore[attr-defined]
+
+    def draw(self, state: SessionState, colorless: bool) -> None:
+        """The GPU at ``index`` as ``state`` has it (``colorless``: charts in black and white)."""
+        d = self.devices[self.index]
+        self.show(d, state.gpus.get(d.index), state.gpu_history(d.index, HISTORY_S), colorless)
 
     def show(
         self, d: DeviceInfo, s: GpuSample | None, history: Sequence[GpuSample], colorless: bool

@@ -2,7 +2,8 @@
 from Prometheus in a worker thread (a slow server never freezes the keys); a failed reading is
 said on the status line and the last rows stay. The slow node's row is in the theme's error
 colour, a node with stuck ranks or throttled GPUs in its warning colour (Textual draws them in
-black and white under NO_COLOR)."""
+black and white under NO_COLOR). Its stylesheet, theme and key bar are the monitor's
+(``ui/themed_app.py``, ``ui/keybar.py``): at 80 columns Textual's footer was cut."""
 
 from __future__ import annotations
 
@@ -10,12 +11,16 @@ from collections.abc import Callable, Sequence
 from typing import Literal
 
 from rich.text import Text
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
+from gputop.config import Config
 from gputop.errors import GputopError
 from gputop.fleet.nodes import NodeRow
+from gputop.ui.keybar import KeyItem, key_name
+from gputop.ui.themed_app import ThemedApp
+from gputop.ui.widgets import KeyBar, StatusLine
 
 COLUMNS = ("", "node", "work/step", "vs job", "verdict", "biggest loss", "stuck ranks",
            "throttled GPUs", "slowest rank")  # fmt: skip
@@ -47,24 +52,39 @@ def level(r: NodeRow) -> Literal["error", "warning"] | None:
     return None
 
 
-class FleetApp(App[None]):
-    """The nodes of one job (or every job), read by ``read`` every ``interval`` seconds."""
+class FleetApp(ThemedApp[None]):
+    """The nodes of one job (or every job), read by ``read`` every ``interval`` seconds;
+    ``config``: the colours and theme (the config file's, as the monitor's)."""
 
     TITLE = "gputop fleet"
     BINDINGS = [Binding("q", "quit", "Quit"), Binding("r", "refresh", "Refresh now")]
 
-    def __init__(self, read: Callable[[], Sequence[NodeRow]], *, where: str, interval: float):
-        super().__init__()
+    def __init__(
+        self,
+        read: Callable[[], Sequence[NodeRow]],
+        *,
+        where: str,
+        interval: float,
+        config: Config | None = None,
+    ) -> None:
+        config = config or Config()
+        super().__init__(config)
         self.read = read
         self.where = where
         self.interval = interval
+        self.problems = [*config.problems, *self.theme_problems]
+        """The config's and the theme files' problems, on the status line."""
 
     def compose(self) -> ComposeResult:
         yield Static(f"{self.where}: reading...", id="fleet-status")
         yield DataTable(id="fleet-nodes", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield StatusLine("\n".join(self.problems), id="status")
+        yield KeyBar()
 
     def on_mount(self) -> None:
+        self.query_one(StatusLine).display = bool(self.problems)
+        keys = [b for b in self.BINDINGS if isinstance(b, Binding)]
+        self.query_one(KeyBar).show([KeyItem(key_name(b.key), b.description) for b in keys])
         self.query_one(DataTable).add_columns(*COLUMNS)
         self.action_refresh()
         self.set_interval(self.interval, self.action_refresh)

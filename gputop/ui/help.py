@@ -14,6 +14,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from gputop.ui.keys import HelpRow
+
 PANES = [
     (
         "header",
@@ -92,7 +94,7 @@ class HelpScreen(ModalScreen):
 
     def _keys(self) -> Group:
         wide = self.app.size.width >= WIDE
-        rows = {r[2]: r for r in self.app.key_rows()}  # type: ignore[attr-defined]
+        rows = {r[2]: r for r in self.app.key_legend.rows()}  # type: ignore[attr-defined]
         grouped = {bid for _, ids in GROUPS for bid in ids}
         rest = tuple(bid for bid in rows if bid not in grouped)
         parts: list[Any] = [Text("Keys (escape closes; arrows and page keys scroll)", "bold")]
@@ -114,7 +116,7 @@ class HelpScreen(ModalScreen):
         return t
 
 
-def _group(title: str, rows: list[tuple[str, str, str, str | None]], wide: bool) -> Table:
+def _group(title: str, rows: list[HelpRow], wide: bool) -> Table:
     """One group's keys; a reason all of them share ("needs a target") said once, in the
     title."""
     reasons = {r[3] for r in rows}

@@ -18,8 +18,9 @@ from textual.css.query import NoMatches
 from gputop.config import Config
 from gputop.record.playback import SPEEDS, Playback
 from gputop.record.reader import Recording
-from gputop.ui.app import PANES, GputopApp, Target
+from gputop.ui.app import GputopApp, Target
 from gputop.ui.captures_text import CaptureView
+from gputop.ui.panes import TARGET_PANES
 from gputop.ui.widgets import SimBanner
 
 TICK_S = 0.1
@@ -39,11 +40,11 @@ class ReplayApp(GputopApp):
         Binding("home", "seek_to(0)", "Start", id="seek_start", show=False),
         Binding("end", "seek_end", "End", id="seek_end", show=False),
     ]
-    FOOTER = [
-        *GputopApp.FOOTER[:3],
+    KEY_BAR = [
+        *GputopApp.KEY_BAR[:3],
         (("seek_back", "seek_forward"), "Seek"),
         (("speed_down", "speed_up"), "Speed"),
-        *GputopApp.FOOTER[3:],
+        *GputopApp.KEY_BAR[3:],
     ]
     KEY_HELP = {
         **GputopApp.KEY_HELP,
@@ -74,7 +75,7 @@ class ReplayApp(GputopApp):
             simulated=_label(recording),
             start_sampler=False,
             session=self.playback.session,
-            panes=PANES if pid is not None else frozenset(),
+            panes=TARGET_PANES if pid is not None else frozenset(),
         )
         interval = session.get("interval")
         if isinstance(interval, int | float) and 0.1 <= interval <= 60:
@@ -123,7 +124,7 @@ class ReplayApp(GputopApp):
         self.refresh_view()
         if self.playback.mismatch and not self._mismatch_said:
             self._mismatch_said = True
-            self._problems.append(self.playback.mismatch)
+            self.status.problems.append(self.playback.mismatch)
             self._update_status()
         self._show_position()
 

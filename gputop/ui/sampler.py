@@ -1,5 +1,6 @@
-"""The sampling thread: reads a source every interval and posts what it got. Never touches
-widgets; the app receives messages on its own thread (memray's thread -> message -> reactive).
+"""The sampling threads: each reads a source every interval and posts what it got. Never
+touches widgets; the app receives messages on its own thread (memray's thread -> message ->
+reactive).
 
 Collection goes on while the display is paused, and a wedged driver only produces
 "stalled" messages (the Watchdog deadline), never a frozen screen.
@@ -9,10 +10,15 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
+from textual.message import Message
+
+from gputop.sources.feeds import Feed
 from gputop.sources.watchdog import SourceStalled, Watchdog
+from gputop.ui.messages import Reading, SourceTrouble
 
 
 class Sampler:
@@ -75,3 +81,41 @@ class Sampler:
             wait = max(0.0, self.interval - (time.monotonic() - started))
             self._wake.wait(wait)
             self._wake.clear()
+
+
+class Samplers:
+    """One sampler thread per feed, each at its feed's own rate (``sources/feeds.py``), posting
+    ``Reading`` and ``SourceTrouble`` messages through ``post``."""
+
+    def __init__(self, feeds: Sequence[Feed], post: Callable[[Message], object]) -> None:
+        self._post = post
+        self._samplers = [
+            Sampler(
+                read=f.read,
+                deliver=partial(self._deliver, f.kind),
+                fail=lambda text: post(SourceTrouble(text)),
+                interval=f.period,
+                watchdog=Watchdog(f.what, timeout=f.timeout),
+                name=f"gputop-{f.kind}-sampler",
+                max_interval=f.max_period,
+                fixed=f.fixed,
+            )
+            for f in feeds
+        ]
+
+    def _deliver(self, kind: str, value: object) -> None:
+        self._post(Reading(kind, value))
+
+    def start(self) -> None:
+        for sampler in self._samplers:
+            sampler.start()
+
+    def follow(self, interval: float) -> None:
+        """The screen's refresh interval changed: those that follow it read at the new pace."""
+        for sampler in self._samplers:
+            if not sampler.fixed:
+                sampler.set_interval(min(interval, sampler.max_interval))
+
+    def stop(self) -> None:
+        for sampler in self._samplers:
+            sampler.stop()

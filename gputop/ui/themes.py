@@ -17,15 +17,15 @@ would look broken. Nothing in a theme file can stop gputop.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from dataclasses import fields
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from textual.color import Color, ColorParseError
-from textual.theme import Theme
+from textual.theme import BUILTIN_THEMES, Theme
 
-from gputop.config import one_line, parse_toml, read_toml, shown
+from gputop.config import Config, one_line, parse_toml, read_toml, shown
 from gputop.resources import bundled_themes_dir
 
 GPUTOP_VARIABLES = {
@@ -39,6 +39,10 @@ GPUTOP_VARIABLES = {
 }
 """gputop's theme variables (``$gputop-good`` in CSS) and their fallbacks."""
 DEFAULT_THEME = "gputop-dark"
+MONO_THEME = "gputop-mono"
+"""Black and white: --color mono (or NO_COLOR) chooses it unless a theme was named."""
+FALLBACK_THEME = "textual-dark"
+"""Textual's own, where not even gputop's default theme could be read."""
 THEME_NAME = re.compile(r"[\w.+-][\w .+-]{0,63}")
 VARIABLE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
 """What a Textual CSS variable may be called ($name)."""
@@ -172,3 +176,36 @@ def _load_one(path: Path) -> tuple[Theme | None, str, str | None]:
 
 def all_theme_dirs(user_dir: Path) -> list[Path]:
     return [bundled_themes_dir(), user_dir]
+
+
+@dataclass(frozen=True)
+class ThemeChoice:
+    """What a screen starts with: gputop's themes (to register with Textual beside its own),
+    the one to show, and one line per problem (a file skipped, a theme not found)."""
+
+    themes: tuple[Theme, ...]
+    name: str
+    problems: tuple[str, ...]
+
+
+def choose_theme(config: Config) -> ThemeChoice:
+    """The config's theme from gputop's theme folders or Textual's own themes (mono colours
+    mean the mono theme unless one was named); gputop's default where it is not found."""
+    wanted = config.theme
+    if config.color == "mono" and wanted == DEFAULT_THEME:
+        wanted = MONO_THEME
+    themes, problems, skipped = load_themes(all_theme_dirs(config.themes_dir), chosen=wanted)
+    available = {*BUILTIN_THEMES, *(t.name for t in themes)}
+    if wanted not in available:
+        if wanted not in skipped:  # a skipped file's line already says so
+            problems.append(f"theme {shown(wanted)} not found; using {DEFAULT_THEME}")
+        wanted = DEFAULT_THEME if DEFAULT_THEME in available else FALLBACK_THEME
+    return ThemeChoice(tuple(themes), wanted, tuple(problems))
+
+
+def next_theme(names: Sequence[str], current: str) -> str:
+    """The theme after ``current`` among ``names`` (gputop's own), round; the first of them
+    from any other."""
+    names = names or [DEFAULT_THEME]
+    at = names.index(current) if current in names else -1
+    return names[(at + 1) % len(names)]

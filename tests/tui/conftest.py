@@ -86,7 +86,7 @@ def make_app(tmp_path) -> Iterator[Callable[..., GputopApp]]:
 
 async def ingest_all(app: GputopApp, pilot) -> None:
     for samples in app.recorded.history:  # type: ignore[attr-defined]
-        app.ingest(samples)
+        app.take("gpu", samples)
     await pilot.pause()
 
 

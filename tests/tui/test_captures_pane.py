@@ -30,7 +30,7 @@ async def wait_for(pilot, app, done, seconds: float = 30.0):
         await pilot.pause(0.1)
         if done():
             return
-    raise AssertionError(f"still {list(app.captures.values())}")
+    raise AssertionError(f"still {list(app.capture_keys.views.values())}")
 
 
 async def test_f_records_a_flame_graph_and_the_pane_follows_it(make_app, python_target, tmp_path):
@@ -43,10 +43,8 @@ async def test_f_records_a_flame_graph_and_the_pane_follows_it(make_app, python_
         pane = app.query_one(CapturesPane)
         assert pane.display and "flame graph of pid" in pane.text()
         assert app.check_action("capture_flame", ()) is None  # one at a time: dimmed
-        await wait_for(
-            pilot, app, lambda: all(v.status != "running" for v in app.captures.values())
-        )
-        (view,) = app.captures.values()
+        await wait_for(pilot, app, lambda: not app.capture_keys.running)
+        (view,) = app.capture_keys.views.values()
         assert view.status == "ok", view
         assert f"flame graph of pid {python_target.pid}  ok" in pane.text()
         assert view.folder in pane.text()
@@ -63,10 +61,8 @@ async def test_x_cancels_a_running_capture(make_app, python_target, tmp_path):
         await pilot.press("f")
         await pilot.pause(1.5)
         await pilot.press("x")
-        await wait_for(
-            pilot, app, lambda: all(v.status != "running" for v in app.captures.values())
-        )
-        (view,) = app.captures.values()
+        await wait_for(pilot, app, lambda: not app.capture_keys.running)
+        (view,) = app.capture_keys.views.values()
         assert view.status == "cancelled", view
 
 
@@ -77,10 +73,8 @@ async def test_a_capture_that_cannot_work_says_why(make_app, tmp_path):
         app.capture_keys.capture_dir = str(tmp_path / "caps")
         async with app.run_test(size=(160, 48)) as pilot:
             await pilot.press("c")
-            await wait_for(
-                pilot, app, lambda: all(v.status != "running" for v in app.captures.values())
-            )
-            (view,) = app.captures.values()
+            await wait_for(pilot, app, lambda: not app.capture_keys.running)
+            (view,) = app.capture_keys.views.values()
             assert view.status == "failed"
             assert "is not a Python process" in app.query_one(CapturesPane).text()
     finally:
@@ -131,6 +125,6 @@ async def test_py_spy_keys_are_dimmed_when_ptrace_is_denied(make_app):
     sample = StacksSample(4242, 1.0, 0.0, (ProcessStacks(4242, "main", (), denied, 0.01),))
     app = make_app(stacks=FixedStacks([sample]), target=Target(4242, "python train.py"))
     async with app.run_test():
-        app.ingest_stacks(sample)
+        app.take("stacks", sample)
         assert app.check_action("capture_flame", ()) is None
         assert app.unavailable_reason("capture_dump") == denied

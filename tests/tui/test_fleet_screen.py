@@ -1,15 +1,17 @@
 """`gputop fleet`'s screen under Pilot: the nodes in the order read (the slow node first), the
 status line naming the slow node, a failed reading said with the last rows kept, the slow row
-in the error colour; and a snapshot of the screen."""
+in the error colour; the monitor's theme set-up and key bar; and a snapshot of the screen."""
 
 from __future__ import annotations
 
 import pytest
 from textual.widgets import DataTable, Static
 
+from gputop.config import Config
 from gputop.fleet.client import FleetError
 from gputop.fleet.nodes import NodeRow
 from gputop.ui.fleet_app import FleetApp
+from gputop.ui.widgets import KeyBar, StatusLine
 
 SIZES = {"compact": (80, 24), "wide": (160, 48)}
 
@@ -58,6 +60,24 @@ async def test_the_slow_node_is_the_first_row_and_a_failure_keeps_the_rows():
         await pilot.pause()
         assert "cannot reach Prometheus" in str(status.render())
         assert table.row_count == 2
+
+
+@pytest.mark.asyncio
+async def test_the_config_chooses_the_theme_and_its_problems_are_said(tmp_path):
+    """As on the monitor: mono colours mean the mono theme; a theme that is not found falls
+    back to gputop's default and the status line says so; the key bar lists the keys."""
+    mono = FleetApp(lambda: [], where="p", interval=3600, config=Config(color="mono"))
+    async with mono.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert mono.theme == "gputop-mono" and not mono.query_one(StatusLine).display
+        assert mono.query_one(KeyBar).text().strip() == "q Quit  r Refresh now"
+    config = Config(theme="nope", themes_dir=tmp_path)
+    lost = FleetApp(lambda: [], where="p", interval=3600, config=config)
+    async with lost.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert lost.theme == "gputop-dark"
+        status = lost.query_one(StatusLine)
+        assert status.display and "theme 'nope' not found" in str(status.render())
 
 
 @pytest.mark.parametrize("size", SIZES)

@@ -23,7 +23,7 @@ async def test_host_pane_shows_cpu_workers_cgroup_and_pressure(make_app):
     app = make_app(host=FixedHost(host_sample()), target=Target(4242, "python train.py"))
     async with app.run_test(size=(160, 48)) as pilot:
         await ingest_all(app, pilot)
-        app.ingest_host(host_sample())
+        app.take("host", host_sample())
         await pilot.pause()
         text = pane(app)
         assert "CPU 4.0 of 4.0 (cgroup quota)  threads running 5  run-queue wait 0.6" in text
@@ -38,7 +38,7 @@ async def test_host_pane_shows_cpu_workers_cgroup_and_pressure(make_app):
 async def test_exited_target_is_said_and_gpus_go_on(make_app):
     app = make_app(host=FixedHost(host_sample()), target=Target(4242, "python train.py"))
     async with app.run_test() as pilot:
-        app.ingest_host(host_sample("exited"))
+        app.take("host", host_sample("exited"))
         await ingest_all(app, pilot)
         assert "pid 4242 exited with status 137; the GPU rows go on" in pane(app)
         assert "pid 4242 EXITED (status 137)" in str(app.query_one(HeaderLine).render())
@@ -49,9 +49,9 @@ async def test_exited_target_is_said_and_gpus_go_on(make_app):
 async def test_pause_freezes_the_host_pane_too(make_app):
     app = make_app(host=FixedHost(host_sample()))
     async with app.run_test() as pilot:
-        app.ingest_host(host_sample())
+        app.take("host", host_sample())
         await pilot.press("space")
-        app.ingest_host(host_sample("exited"))
+        app.take("host", host_sample("exited"))
         await pilot.pause()
         assert "exited" not in pane(app)
         await pilot.press("space")
@@ -73,7 +73,7 @@ async def test_a_real_process_feeds_the_pane_through_the_sampler_thread():
             async with app.run_test() as pilot:
                 for _ in range(60):
                     await pilot.pause(0.05)
-                    if app.state.host is not None and "main" in pane(app):
+                    if app.session.state.host is not None and "main" in pane(app):
                         break
                 assert "main" in pane(app) and "CPU" in pane(app)
             src.close()
@@ -92,7 +92,7 @@ def test_host_pane_snapshot(snap_compare, make_app, size):
 
     async def feed(pilot):
         await ingest_all(app, pilot)
-        app.ingest_host(host_sample())
+        app.take("host", host_sample())
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZES[size], run_before=feed)

@@ -83,7 +83,7 @@ async def test_a_asks_then_loads_and_says_so(make_app):
         await pilot.press("y")
         await until(pilot, lambda: f"agent loaded into pid {PID}" in status(app))
         assert calls.loads == 1 and not isinstance(app.screen, LoadAgentScreen)
-        app.ingest_agents(replace(agents_sample(), target=PID))  # the agent is connected now
+        app.take("agents", replace(agents_sample(), target=PID))  # the agent is connected now
         await pilot.pause()
         assert app.check_action("load_agent", ()) is False  # the key is gone
         assert app.unavailable_reason("load_agent") == "the agent is loaded"
@@ -126,13 +126,13 @@ async def test_no_key_and_no_line_when_the_agent_is_there_or_nothing_can_be_load
     async with plain.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         assert plain.check_action("load_agent", ()) is False
-        assert all(row[2] != "load_agent" for row in plain.key_rows())
+        assert all(row[2] != "load_agent" for row in plain.key_legend.rows())
 
 
 async def test_the_missing_line_goes_when_an_agent_connects_another_way(make_app):
     app, calls = offered(make_app, FakePlan())
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: "press a to load it" in status(app))
-        app.ingest_agents(replace(agents_sample(), target=PID))  # the script imported it
+        app.take("agents", replace(agents_sample(), target=PID))  # the script imported it
         await pilot.pause()
         assert "press a" not in status(app) and calls.loads == 0

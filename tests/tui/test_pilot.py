@@ -69,7 +69,7 @@ async def test_lost_gpu_row_says_so(make_app):
         samples = src.sample()
     app = GputopApp(src, start_sampler=False)
     async with app.run_test(size=(80, 24)) as pilot:
-        app.ingest(samples)
+        app.take("gpu", samples)
         await pilot.pause()
         assert "LOST: GPU is lost (fell off the bus)" in row_text(app, 1)
         assert "SM " in row_text(app, 0)
@@ -95,16 +95,16 @@ async def test_pause_freezes_the_display_but_keeps_collecting(make_app):
     rec = record("h100", "starved", ticks=20, step=0.37)
     app = make_app(rec)
     async with app.run_test() as pilot:
-        app.ingest(rec.history[0])
+        app.take("gpu", rec.history[0])
         await pilot.pause()
         before = row_text(app, 0)
         await pilot.press("space")
         assert "PAUSED" in header(app)
         for samples in rec.history[1:]:
-            app.ingest(samples)
+            app.take("gpu", samples)
         await pilot.pause()
         assert row_text(app, 0) == before
-        assert len(app.timeline) == 20  # nothing was lost while paused
+        assert len(app.session.timeline) == 20  # nothing was lost while paused
         await pilot.press("p")
         await pilot.pause()
         assert "PAUSED" not in header(app)
@@ -123,7 +123,7 @@ async def test_help_lists_every_key_with_its_id_and_closes(make_app):
             text = _plain(keys)
             for b in app.BINDINGS:
                 if b.id == "load_agent":  # only where an agent can be loaded (gputop --pid)
-                    assert app.offer is None and "load_agent" not in text
+                    assert app.agent_loading is None and "load_agent" not in text
                     continue
                 assert b.id in text
             assert "not now: only one GPU" in text  # next/prev GPU are dimmed, and why
@@ -304,8 +304,8 @@ async def test_live_sampler_thread_feeds_the_rows():
         async with app.run_test() as pilot:
             for _ in range(40):
                 await pilot.pause(0.05)
-                if len(app.timeline) >= 2:
+                if len(app.session.timeline) >= 2:
                     break
-            assert len(app.timeline) >= 2
+            assert len(app.session.timeline) >= 2
             assert "SM 1590/1590MHz" in row_text(app, 0)
         src.close()

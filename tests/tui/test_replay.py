@@ -58,7 +58,7 @@ def recording(tmp_path):
 
 
 def shown(app: ReplayApp) -> str | None:
-    p = app.verdict.principal if app.verdict else None
+    p = app.session.state.verdict.principal if app.session.state.verdict else None
     return p.bound if p else None
 
 
@@ -95,7 +95,7 @@ async def test_pause_seek_and_speed_keys(recording):
         assert app.at == at and not app.playing
         await pilot.press("right", "right")
         assert app.at == pytest.approx(at + 20, abs=0.2)
-        assert app.verdict is not None and app.latest
+        assert app.session.state.verdict is not None and app.session.state.gpus
         await pilot.press("left")
         assert app.at == pytest.approx(at + 10, abs=0.2)
         await pilot.press("end")
@@ -123,7 +123,7 @@ async def test_a_recorded_capture_appears_in_the_captures_pane(recording):
         await pilot.press("space")
         app.seek(40)
         await pilot.pause()
-        assert [(v.kind, v.status, v.folder) for v in app.captures.values()] == [
+        assert [(v.kind, v.status, v.folder) for v in app.capture_keys.views.values()] == [
             ("pyspy-flame", "ok", "/captures/flame")
         ]
 

@@ -107,7 +107,7 @@ async def test_after_the_job_ended_the_phase_stops_counting_and_q_is_offered(mak
     )
     async with app.run_test(size=(80, 24)) as pilot:
         await ingest_all(app, pilot)
-        app.ingest_agents(sample)
+        app.take("agents", sample)
         await pilot.pause()
         steps = app.query_one(StepPane).text()
         assert "the job ended (status 3); its last phase was data_wait" in steps

@@ -20,7 +20,7 @@ async def test_pane_shows_phase_evidence_and_shares(make_app):
     async with app.run_test(size=(160, 48)) as pilot:
         await ingest_all(app, pilot)
         for s in window:
-            app.ingest_stacks(s)
+            app.take("stacks", s)
         await pilot.pause()
         text = app.query_one(StacksPane).text()
         assert "4242 MainThread" in text and "data wait" in text
@@ -33,7 +33,7 @@ async def test_permission_denied_is_shown_as_an_instruction(make_app):
     app = make_app(stacks=FixedStacks(stacks_window(error=DENIED)))
     async with app.run_test(size=(160, 48)) as pilot:
         for s in stacks_window(error=DENIED):
-            app.ingest_stacks(s)
+            app.take("stacks", s)
         await pilot.pause()
         assert "not allowed to read pid 5001" in app.query_one(StacksPane).text()
 
@@ -74,5 +74,5 @@ def test_stacks_pane_snapshot(snap_compare, make_app, size):
         target=Target(4242, "python train.py"),
     )  # fmt: skip
 
-    feed = fed(app, *(lambda s=s: app.ingest_stacks(s) for s in window))
+    feed = fed(app, *(lambda s=s: app.take("stacks", s) for s in window))
     assert snap_compare(app, terminal_size=SIZES[size], run_before=feed)

@@ -16,7 +16,7 @@ async def test_step_pane_splits_the_step_in_pipeline_order(make_app):
     app = make_app(record("h100", "starved", ticks=5), agents=FixedAgents(sample))
     async with app.run_test(size=(160, 48)) as pilot:
         await ingest_all(app, pilot)
-        app.ingest_agents(sample)
+        app.take("agents", sample)
         await pilot.pause()
         text = app.query_one(StepPane).text()
         assert "#39  step 102 ms" in text
@@ -33,7 +33,7 @@ async def test_ranks_pane_names_the_slow_rank(make_app):
     app = make_app(record("h100x4", "compute", ticks=5), agents=FixedAgents(sample))
     async with app.run_test(size=(160, 48)) as pilot:
         await ingest_all(app, pilot)
-        app.ingest_agents(sample)
+        app.take("agents", sample)
         await pilot.pause()
         ranks = app.query_one(RanksPane)
         assert ranks.display
@@ -51,7 +51,7 @@ async def test_no_agent_leaves_the_panes_hidden(make_app):
     empty = AgentsSample(target=1, t=0.0, wall=0.0, agents=())
     app = make_app(agents=FixedAgents(empty))
     async with app.run_test() as pilot:
-        app.ingest_agents(empty)
+        app.take("agents", empty)
         await pilot.pause()
         assert not app.query_one(StepPane).display and not app.query_one(RanksPane).display
 
@@ -67,7 +67,7 @@ def test_step_and_ranks_snapshot(snap_compare, make_app, size):
 
     async def feed(pilot):
         await ingest_all(app, pilot)
-        app.ingest_agents(sample)
+        app.take("agents", sample)
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZES[size], run_before=feed)
@@ -78,7 +78,7 @@ async def test_the_straggler_cause_shows_at_80x24_without_the_why_screen(make_ap
     app = make_app(record("h100x2", "compute", ticks=20, step=0.9), agents=FixedAgents(sample))
     async with app.run_test(size=(80, 24)) as pilot:
         await ingest_all(app, pilot)
-        app.ingest_agents(sample)
+        app.take("agents", sample)
         await pilot.pause()
         text = app.query_one(VerdictPane).text()
     assert "STRAGGLER" in text, text
@@ -96,7 +96,7 @@ def test_straggler_cause_snapshot(snap_compare, make_app):
 
     async def feed(pilot):
         await ingest_all(app, pilot)
-        app.ingest_agents(sample)
+        app.take("agents", sample)
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=feed)

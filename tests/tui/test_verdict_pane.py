@@ -36,7 +36,7 @@ async def test_data_input_verdict_names_the_loader_setting(make_app):
     )
     async with app.run_test(size=(160, 48)) as pilot:
         await ingest_all(app, pilot)
-        app.ingest_agents(agents_sample(data_ms=80))
+        app.take("agents", agents_sample(data_ms=80))
         await pilot.pause()
         text = pane(app)
         assert "DATA-INPUT" in text
@@ -49,7 +49,7 @@ async def test_host_verdict_with_a_secondary_finding(make_app):
     app = make_app(record("h100", "starved", ticks=10), host=FixedHost(host_sample()))
     async with app.run_test(size=(160, 48)) as pilot:
         await ingest_all(app, pilot)
-        app.ingest_host(host_sample())
+        app.take("host", host_sample())
         await pilot.pause()
         text = pane(app)
         assert "HOST-MEMORY-PRESSURE" in text and "working set 29.0 GiB of 32.0 GiB" in text
@@ -65,7 +65,7 @@ async def test_compact_terminal_keeps_the_verdict_short_and_whole(make_app):
         assert len(text.splitlines()) <= 3
         assert all(len(line) <= 79 for line in text.splitlines())
         words = " ".join(text.split())
-        assert "THROTTLED-POWER" in words and app.verdict.principal.summary in words
+        assert "THROTTLED-POWER" in words and app.session.state.verdict.principal.summary in words
         assert app.query_one("#gpu-7").region.bottom <= 23  # eight GPUs still fit
 
 

@@ -1,0 +1,118 @@
+"""The monitor's layout and its drawing, one idea because the two must agree: the panes it has
+(the target's only where their source is: its process tree, its agents, its stacks), and a
+session's state drawn into them, each pane when the reading it shows changed."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator, Sequence
+
+from textual.app import App
+from textual.containers import VerticalScroll
+from textual.widget import Widget
+
+from gputop.model import DeviceInfo
+from gputop.session import SessionState
+from gputop.ui.captures_text import CaptureView
+from gputop.ui.widgets import (
+    CapturesPane,
+    GpuRow,
+    HeaderLine,
+    HostPane,
+    KeyBar,
+    RanksPane,
+    SimBanner,
+    StacksPane,
+    StatusLine,
+    StepPane,
+    VerdictPane,
+)
+
+TARGET_PANES = frozenset({"host", "agents", "stacks"})
+"""Panes shown only with their source (a target's tree, its agents, its stacks)."""
+
+
+class MonitorPanes:
+    """The panes of ``app``'s main screen: ``shown``, which of ``TARGET_PANES`` it has;
+    ``simulated``, the board's label when it is not a real GPU (the banner says so);
+    ``spark_width``, the columns of a GPU row's histories."""
+
+    def __init__(
+        self,
+        app: App,
+        devices: Sequence[DeviceInfo],
+        shown: frozenset[str],
+        simulated: str | None,
+        spark_width: int,
+    ) -> None:
+        self.app = app
+        self.devices = tuple(devices)
+        self.shown = shown
+        self.simulated = simulated
+        self.spark_width = spark_width
+
+    def widgets(self) -> Iterator[Widget]:
+        """The screen, top to bottom (the app's ``compose``)."""
+        yield HeaderLine(id="header")
+        if self.simulated:
+            yield SimBanner(f"SIMULATED {self.simulated} (not a real GPU)", id="sim-banner")
+        yield VerdictPane()
+        if "host" in self.shown:
+            yield HostPane(len(self.devices))
+        if "agents" in self.shown:
+            yield StepPane()
+            yield RanksPane()
+        if "stacks" in self.shown:
+            yield StacksPane()
+        yield CapturesPane()
+        rows = [GpuRow(d, spark_width=self.spark_width) for d in self.devices]
+        yield VerticalScroll(*rows, id="gpus")
+        yield StatusLine(id="status")
+        yield KeyBar()
+
+    def draw(
+        self, state: SessionState, changed: str | None, interval: float, ended: str | None
+    ) -> None:
+        """The panes of the reading that ``changed`` (all when None), and the ranks and the
+        verdict, which any reading may move. ``interval``: the refresh interval (a row's
+        histories span its sparklines); ``ended``: how the job or the target ended (the step
+        pane stops counting the open phase)."""
+        app = self.app
+        if changed in (None, "gpu"):
+            for row in app.query(GpuRow):
+                seconds = (row.spark_width + 1) * interval
+                i = row.info.index
+                row.show(state.gpus.get(i), state.gpu_history(i, seconds))
+        if changed in (None, "host") and state.host is not None and "host" in self.shown:
+            app.query_one(HostPane).show(state.host)
+        agents = state.agents if "agents" in self.shown else None
+        if changed in (None, "agents", "host") and agents is not None:
+            gpu = self.devices[0].name if self.devices else None
+            app.query_one(StepPane).show(agents, gpu, ended)
+        if changed in (None, "stacks") and state.stacks is not None and "stacks" in self.shown:
+            app.query_one(StacksPane).show(state.stacks_window())
+        if agents is not None:  # each rank's budget too
+            budget = state.verdict.budget if state.verdict is not None else None
+            app.query_one(RanksPane).show(agents, budget)
+        app.query_one(VerdictPane).show(state.verdict, state.verdict_now)
+
+    def select(self, index: int) -> None:
+        """GPU ``index``'s row marked, and scrolled into view."""
+        for row in self.app.query(GpuRow):
+            row.select(row.info.index == index)
+        with contextlib.suppress(Exception):
+            self.app.query_one(f"#gpu-{index}", GpuRow).scroll_visible(animate=False)
+
+    def captures(self, views: Iterable[CaptureView]) -> None:
+        self.app.query_one(CapturesPane).show(list(views))
+
+    def header(self, text: str, paused: bool) -> None:
+        header = self.app.query_one(HeaderLine)
+        header.update(text)
+        header.set_class(paused, "-paused")
+
+    def status(self, lines: Sequence[str]) -> None:
+        """The status line, hidden when it has nothing to say."""
+        status = self.app.query_one(StatusLine)
+        status.update("\n".join(lines))
+        status.display = bool(lines)
