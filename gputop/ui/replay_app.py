@@ -35,8 +35,8 @@ class ReplayApp(GputopApp):
         Binding("right", "seek(10)", "+10s", id="seek_forward", priority=True),
         Binding("shift+left", "seek(-60)", "-1min", id="seek_back_long", show=False),
         Binding("shift+right", "seek(60)", "+1min", id="seek_forward_long", show=False),
-        Binding("left_square_bracket", "speed(-1)", "Slower", id="speed_down"),
-        Binding("right_square_bracket", "speed(1)", "Faster", id="speed_up"),
+        Binding("left_square_bracket", "speed_down", "Slower", id="speed_down"),
+        Binding("right_square_bracket", "speed_up", "Faster", id="speed_up"),
         Binding("home", "seek_to(0)", "Start", id="seek_start", show=False),
         Binding("end", "seek_end", "End", id="seek_end", show=False),
     ]
@@ -162,8 +162,12 @@ class ReplayApp(GputopApp):
     def action_seek_end(self) -> None:
         self.seek(self.playback.total)
 
-    def action_speed(self, step: int) -> None:
-        self.playback.change_speed(int(step))
+    def action_speed_down(self) -> None:
+        self.playback.change_speed(-1)
+        self._show_position()
+
+    def action_speed_up(self) -> None:
+        self.playback.change_speed(1)
         self._show_position()
 
     def unavailable_reason(self, action: str) -> str | None:

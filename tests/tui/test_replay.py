@@ -14,6 +14,7 @@ import pytest
 from conftest import WALL0, agents_sample, host_sample, record, stacks_window
 
 from gputop.record import fileformat
+from gputop.record.playback import SPEEDS
 from gputop.record.reader import open_recording
 from gputop.record.replay import check
 from gputop.record.writer import Recorder
@@ -106,6 +107,12 @@ async def test_pause_seek_and_speed_keys(recording):
         assert app.speed == 4.0
         await pilot.press("left_square_bracket")
         assert app.speed == 2.0
+        await pilot.press(*["left_square_bracket"] * 4)  # 1, 0.5, 0.25, and no slower
+        assert app.speed == SPEEDS[0]
+        assert app.unavailable_reason("speed_down") == f"already the slowest ({SPEEDS[0]:g}x)"
+        assert app.check_action("speed_down", ()) is None  # dimmed in the key bar
+        await pilot.press(*["right_square_bracket"] * 3)
+        assert app.speed == 2.0 and app.check_action("speed_down", ()) is True
         await pilot.press("space")
         assert app.playing
         await pilot.pause(0.5)
