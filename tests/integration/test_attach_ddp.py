@@ -30,6 +30,11 @@ pytestmark = pytest.mark.skipif(
 
 DDP = Path(__file__).resolve().parents[2] / "examples" / "ddp_plain.py"
 SLOW_MS = 25.0
+LOAD_WAIT_S = 20.0
+"""How long the load waits for the agents' sockets: the ranks, training in Python, answer as
+soon as the debugger has queued the call; mp.spawn's launcher sits in ``join`` (a C call) and
+is waited for all this time, then reported as waiting (it was 60 s: a minute of every CI run
+spent on a launcher that never returns)."""
 
 
 def launch(how: str, agent_dir: Path) -> subprocess.Popen:
@@ -75,7 +80,7 @@ def test_a_ddp_job_started_without_gputop_shows_every_phase_per_rank_once_attach
         plan = plan_load(job.pid, roles)
         ranks = sorted(pid for pid, role in roles.items() if role == "rank")
         assert sorted(p.pid for p in plan.todo) == sorted([job.pid, *ranks]), plan.lines()
-        report = load_agent(plan, wait_s=60)
+        report = load_agent(plan, wait_s=LOAD_WAIT_S)
         # the launcher may sit in a C call (mp.spawn's join, torchrun's poll): it gets its
         # agent when that returns; the ranks train in Python and get theirs at once
         assert set(ranks) <= set(report.loaded) and not report.problems, report.line()
