@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import json
 import os
 import socket
 import time
@@ -243,3 +244,23 @@ def bench_verdicts(name: str = "bench_verdicts") -> Any:
     sys.modules[spec.name] = module  # dataclasses look their module up by name
     spec.loader.exec_module(module)
     return module
+
+
+MARGINS = os.environ.get("GPUTOP_MARGINS")
+"""A file to append each live verdict test's timeline to (``note_timeline``), for measuring
+its margin under load; unset in a plain run."""
+
+
+def note_timeline(timeline: list[dict[str, Any]], watched_s: float) -> None:
+    """Append the test's verdict timeline (diagnose's ``timeline``: each change with ``t_s``
+    and ``bound``) and how long it watched to ``GPUTOP_MARGINS``: the margin is the time the
+    final verdict held before the watch ended (``tests/bench/margins.py`` sums them up)."""
+    if not MARGINS:
+        return
+    entry = {
+        "test": os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" ", 1)[0],
+        "watched_s": watched_s,
+        "timeline": [{"t_s": e.get("t_s"), "bound": e.get("bound")} for e in timeline],
+    }
+    with open(MARGINS, "a", encoding="utf-8") as f:
+        f.write(json.dumps(entry) + "\n")

@@ -21,7 +21,13 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from tests_support import cpu_quota_cgroup, kill_tree, memory_cgroup, trainer_with_workers
+from tests_support import (
+    cpu_quota_cgroup,
+    kill_tree,
+    memory_cgroup,
+    note_timeline,
+    trainer_with_workers,
+)
 
 from gputop import schemas
 
@@ -41,6 +47,7 @@ def diagnose(*args: str, duration: float = 20, timeout: float = 240) -> dict:
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     jsonschema.validate(doc, SCHEMA)
+    note_timeline(doc["timeline"], duration)
     return doc
 
 

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tests_support import REPO, as_nobody, bench_verdicts
+from tests_support import REPO, as_nobody, bench_verdicts, note_timeline
 
 from gputop import __version__
 from gputop.inject.debugger import find_debugger
@@ -95,7 +95,8 @@ def separate(installs, monkeypatch):
     return installs
 
 
-def check(result) -> None:
+def check(result, watched_s: float = WATCH_S) -> None:
+    note_timeline([{"t_s": t, "bound": b} for t, b in result.timeline], watched_s)
     seen = " ".join(f"{t:.0f}s:{b}" for t, b in result.timeline) or result.problem
     seen += f" | problems: {result.problems}"
     assert result.final in result.scenario.expected, seen

@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from tests_support import bench_verdicts
+from tests_support import bench_verdicts, note_timeline
 
 from gputop.inject.debugger import find_debugger
 from gputop.sources.stacks import find_py_spy
@@ -46,7 +46,8 @@ can_attach = pytest.mark.skipif(
 )
 
 
-def check(result) -> None:
+def check(result, watched_s: float = WATCH_S) -> None:
+    note_timeline([{"t_s": t, "bound": b} for t, b in result.timeline], watched_s)
     seen = " ".join(f"{t:.0f}s:{b}" for t, b in result.timeline) or result.problem
     assert result.final in result.scenario.expected, seen
     assert not result.never_seen, seen
@@ -56,13 +57,13 @@ def check(result) -> None:
 
 def test_corpus_file_lock_hang_names_the_holder():
     """Started by gputop: the hang, and the process outside the job that holds the lock."""
-    check(bench.run_mode(bench.by_name("hang_file_lock"), HANG_WATCH_S))
+    check(bench.run_mode(bench.by_name("hang_file_lock"), HANG_WATCH_S), HANG_WATCH_S)
 
 
 def test_corpus_pipe_hang_names_the_dead_writer():
     """Started by gputop: the hang, read from the kernel (a pipe read) and the pipe's write
     ends (only the reader's own is left: its writer died)."""
-    check(bench.run_mode(bench.by_name("hang_pipe_dead_writer"), HANG_WATCH_S))
+    check(bench.run_mode(bench.by_name("hang_pipe_dead_writer"), HANG_WATCH_S), HANG_WATCH_S)
 
 
 @pytest.mark.parametrize("name", ["healthy_mlp", "slow_steps"])
@@ -72,4 +73,4 @@ def test_corpus_run_mode(name):
 
 @can_attach
 def test_corpus_hang_attached():
-    check(bench.attached_mode(bench.by_name("hang_dead_producer"), HANG_WATCH_S))
+    check(bench.attached_mode(bench.by_name("hang_dead_producer"), HANG_WATCH_S), HANG_WATCH_S)
