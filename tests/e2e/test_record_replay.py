@@ -1,4 +1,4 @@
-"""Record 60 s of `gputop demo` (with the real example trainer) in a real terminal, then replay
+"""Record 30 s of `gputop demo` (with the real example trainer) in a real terminal, then replay
 it: the verdicts seen live are the recorded ones, every recorded verdict recomputes equal from
 the recorded readings, and the replay screen ends on the recorded verdict."""
 
@@ -15,7 +15,9 @@ from gputop.record.playback import Playback
 from gputop.record.reader import open_recording
 from gputop.record.replay import check
 
-RECORD_S = 60.0
+RECORD_S = 30.0
+"""Long enough for the demo's verdict to be shown and recorded, and evaluated often (at most
+once a second); it was 60 s, a half minute of every CI run spent on a settled screen."""
 VERDICT = re.compile(r"^\s*verdict\s+([A-Z][A-Z/-]+[A-Z])\b", re.MULTILINE)
 
 
