@@ -49,7 +49,8 @@ _.action_answer
 _.action_seek
 _.action_seek_end
 _.action_seek_to
-_.action_speed
+_.action_speed_down
+_.action_speed_up
 
 # ---- the standard library and other libraries read these ----
 exc_type  # __exit__(self, exc_type, exc, tb): the context-manager protocol's parameters
