@@ -71,21 +71,56 @@ def capture(*args: str, root: Path, expect: int = 0) -> tuple[dict, Path]:
     return doc, folder
 
 
-def test_a_flame_graph_covers_the_main_process_and_its_workers(trainer, tmp_path):
-    doc, folder = capture("pyspy-flame", "--pid", str(trainer.pid), "--seconds", "3",
-                          root=tmp_path)  # fmt: skip
-    assert doc["status"] == "ok", doc["reason"]
-    workers = [p.pid for p in psutil.Process(trainer.pid).children()]
-    speedscope = json.loads((folder / "pyspy.speedscope.json").read_text())
-    profiled = {p["name"].split()[1] for p in speedscope["profiles"]}
-    assert {str(trainer.pid), *map(str, workers)} <= profiled
-    assert any(s for p in speedscope["profiles"] for s in p["samples"])
-    svg = (folder / "flame.svg").read_text()
-    xml.dom.minidom.parseString(svg)
-    assert f"Process {trainer.pid} Thread" in svg
-    assert {f["path"] for f in doc["files"]} == {"pyspy.speedscope.json", "flame.svg"}
-    assert {t["pid"] for t in doc["targets"]} >= {trainer.pid, *workers}
-    assert doc["tool"]["argv"][1] == "record" and "--nonblocking" in doc["tool"]["argv"]
+class TestCapturesOfOneRunningTrainer:
+    """The captures that only read their target share one trainer: its start (torch's import,
+    two DataLoader workers: 12-14 s each under a loaded CI) is paid once, not four times. It
+    trains until the class is done (its epoch is longer than the run, so its workers stay the
+    same processes) and is stopped before the module's other tests start theirs."""
+
+    @pytest.fixture(scope="class")
+    def running(self):
+        job = trainer_with_workers("--seconds", "600")
+        yield job
+        kill_tree(job)
+
+    def test_a_flame_graph_covers_the_main_process_and_its_workers(self, running, tmp_path):
+        doc, folder = capture("pyspy-flame", "--pid", str(running.pid), "--seconds", "3",
+                              root=tmp_path)  # fmt: skip
+        assert doc["status"] == "ok", doc["reason"]
+        workers = [p.pid for p in psutil.Process(running.pid).children()]
+        speedscope = json.loads((folder / "pyspy.speedscope.json").read_text())
+        profiled = {p["name"].split()[1] for p in speedscope["profiles"]}
+        assert {str(running.pid), *map(str, workers)} <= profiled
+        assert any(s for p in speedscope["profiles"] for s in p["samples"])
+        svg = (folder / "flame.svg").read_text()
+        xml.dom.minidom.parseString(svg)
+        assert f"Process {running.pid} Thread" in svg
+        assert {f["path"] for f in doc["files"]} == {"pyspy.speedscope.json", "flame.svg"}
+        assert {t["pid"] for t in doc["targets"]} >= {running.pid, *workers}
+        assert doc["tool"]["argv"][1] == "record" and "--nonblocking" in doc["tool"]["argv"]
+
+    def test_a_dump_has_every_process_as_text_and_json(self, running, tmp_path):
+        doc, folder = capture("pyspy-dump", "--pid", str(running.pid), root=tmp_path)
+        assert doc["status"] == "ok", doc["targets"]
+        text = (folder / "stacks.txt").read_text()
+        assert f"== pid {running.pid} (main)" in text
+        assert text.count("(worker)") == 2
+        stacks = json.loads((folder / "stacks.json").read_text())
+        assert {s["role"] for s in stacks} >= {"main", "worker"}
+        assert all(s["threads"] for s in stacks)
+
+    def test_the_byte_cap_stops_a_dump_and_marks_it(self, running, tmp_path):
+        doc, _ = capture(
+            "pyspy-dump", "--pid", str(running.pid), "--max-mb", "0.0002", root=tmp_path
+        )
+        assert doc["status"] == "partial"
+        assert "cap" in doc["reason"]
+        assert any(t["status"] == "skipped" for t in doc["targets"])
+
+    def test_a_torch_trace_without_an_agent_says_how_to_get_one(self, running, tmp_path):
+        doc, _ = capture("torch-trace", "--pid", str(running.pid), root=tmp_path, expect=1)
+        assert doc["status"] == "failed"
+        assert "no gputop agent in pid" in doc["reason"] and "gputop run" in doc["reason"]
 
 
 @pytest.mark.parametrize("trainer", [4], indirect=True)
@@ -95,24 +130,6 @@ def test_a_target_that_exits_mid_window_leaves_a_partial_capture(trainer, tmp_pa
     assert doc["status"] == "partial", doc
     assert "exited during the capture" in doc["reason"]
     assert (folder / "pyspy.speedscope.json").stat().st_size > 0
-
-
-def test_a_dump_has_every_process_as_text_and_json(trainer, tmp_path):
-    doc, folder = capture("pyspy-dump", "--pid", str(trainer.pid), root=tmp_path)
-    assert doc["status"] == "ok", doc["targets"]
-    text = (folder / "stacks.txt").read_text()
-    assert f"== pid {trainer.pid} (main)" in text
-    assert text.count("(worker)") == 2
-    stacks = json.loads((folder / "stacks.json").read_text())
-    assert {s["role"] for s in stacks} >= {"main", "worker"}
-    assert all(s["threads"] for s in stacks)
-
-
-def test_the_byte_cap_stops_a_dump_and_marks_it(trainer, tmp_path):
-    doc, _ = capture("pyspy-dump", "--pid", str(trainer.pid), "--max-mb", "0.0002", root=tmp_path)
-    assert doc["status"] == "partial"
-    assert "cap" in doc["reason"]
-    assert any(t["status"] == "skipped" for t in doc["targets"])
 
 
 def test_no_such_process_is_said_and_leaves_no_folder(tmp_path):
@@ -196,12 +213,6 @@ def test_a_torch_trace_of_three_steps_has_three_markers_and_training_goes_on(
     assert end - first == 2 and target["torch"] and target["python"]
     assert later > last  # still training
     assert after < 1.5 * before + 1.0, (before, after)  # at its previous speed
-
-
-def test_a_torch_trace_without_an_agent_says_how_to_get_one(trainer, tmp_path):
-    doc, _ = capture("torch-trace", "--pid", str(trainer.pid), root=tmp_path, expect=1)
-    assert doc["status"] == "failed"
-    assert "no gputop agent in pid" in doc["reason"] and "gputop run" in doc["reason"]
 
 
 def test_a_memory_snapshot_of_a_cpu_only_trainer_fails_in_words_and_training_goes_on(
