@@ -10,12 +10,17 @@ import sys
 import time
 from pathlib import Path
 
+from tests_support import note_timeline
+
 from gputop.agent.paths import socket_path
 from gputop.sources.agent_link import AgentLink
 from gputop.sources.stack_budget import StackBudget
 from gputop.sources.stacks import PySpy, StackSource
 
 REPO = Path(__file__).resolve().parents[2]
+WATCH_S = 30
+"""How long diagnose watches the job that hangs holding the GIL: hung from 16 s under a busy
+core (tests/bench/margins.py), 14 s of margin."""
 
 JOB = r"""
 import ctypes, os, queue, sys, threading, time
@@ -119,7 +124,7 @@ def test_a_hang_holding_the_gil_is_named_from_py_spy(tmp_path):
     try:
         out = subprocess.run(
             [sys.executable, "-m", "gputop", "diagnose", "--json", "--pid", str(p.pid),
-             "--duration", "40"],
+             "--duration", str(WATCH_S)],
             capture_output=True, text=True, timeout=200,
             env={**os.environ, "GPUTOP_DIR": str(tmp_path / "run")},
         )  # fmt: skip
@@ -127,6 +132,7 @@ def test_a_hang_holding_the_gil_is_named_from_py_spy(tmp_path):
         stop(p)
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
+    note_timeline(doc["timeline"], WATCH_S)
     principal = doc["verdict"]["principal"]
     assert principal and principal["bound"] == "hung", doc["timeline"]
     assert "gil_job.py:" in principal["summary"] and "stuck" in principal["summary"], principal

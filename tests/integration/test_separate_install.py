@@ -47,9 +47,11 @@ pytestmark = [
 ]
 
 CORPUS = REPO / "tests" / "corpus"
-WATCH_S = 20.0
-"""As tests/scenarios/test_corpus_subset.py: each of these is right within 1-9 s when quiet
-(bench_verdicts, stop 35), so 20 s leaves room for a busy machine."""
+WATCH_S = 16.0
+"""Each scenario's watch. Under a busy core (tests/bench/margins.py over a CI run) the final
+verdict held from 6 s at the latest started by diagnose (torchrun_straggler; the others from
+3 s) and from the first reading once attached: 10 s of margin or more (quiet, each is right
+within 1-9 s: bench_verdicts, stop 35)."""
 SCENARIOS = ("eval_every_n", "gc_pressure", "torchrun_straggler", "remote_reads")
 
 

@@ -7,6 +7,8 @@ import subprocess
 import sys
 import time
 
+from tests_support import kill_tree
+
 from gputop.model.host import WORKER
 from gputop.model.stacks import Frame, ThreadStack
 from gputop.sources.stack_budget import QUIET_SLOWER, WORKER_TURN, StackBudget
@@ -61,8 +63,7 @@ def worker_reads(rank_phase: str, seconds: int = 240) -> tuple[int, int]:
             source.sample()
         return sum(1 for pid in spy.read if pid in workers), len(workers)
     finally:
-        p.kill()
-        p.wait()
+        kill_tree(p)  # its four forked workers too: they would sleep on for ten minutes
 
 
 def test_workers_are_read_in_turn_while_their_rank_waits_for_data():
