@@ -36,24 +36,29 @@ class Import:
     line: int
     lazy: bool
     """Inside a function: loaded only when that function runs."""
+    names: tuple[str, ...] = ()
+    """What ``from module import ...`` takes (a submodule among them is imported too)."""
 
 
-def imports(path: Path) -> list[Import]:
-    """Every import of a file, absolute (relative ones resolved against its package)."""
+def imports(path: Path, typed: bool = False) -> list[Import]:
+    """Every import of a file, absolute (relative ones resolved against its package); with
+    ``typed``, those under ``if TYPE_CHECKING:`` too."""
     package = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts[:-1])
-    return imports_in(path.read_text(), package, str(path))
+    return imports_in(path.read_text(), package, str(path), typed)
 
 
-def imports_in(source: str, package: str, filename: str = "<source>") -> list[Import]:
+def imports_in(
+    source: str, package: str, filename: str = "<source>", typed: bool = False
+) -> list[Import]:
     """Every import that can run in ``source``, a module of ``package``. Those under ``if
     TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``) never do: only a type checker reads them,
-    so they import nothing (an ``else:`` beside them does run)."""
+    so they import nothing (an ``else:`` beside them does run); ``typed`` counts them too."""
     tree = ast.parse(source, filename)
     out: list[Import] = []
 
     def visit(nodes: Iterable[ast.AST], lazy: bool) -> None:
         for child in nodes:
-            if isinstance(child, ast.If) and for_type_checkers(child.test):
+            if isinstance(child, ast.If) and for_type_checkers(child.test) and not typed:
                 visit(child.orelse, lazy)
                 continue
             inner = lazy or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
@@ -64,7 +69,7 @@ def imports_in(source: str, package: str, filename: str = "<source>") -> list[Im
                 if child.level:
                     parts = package.split(".")[: len(package.split(".")) - child.level + 1]
                     base = ".".join([*parts, base] if base else parts)
-                out.append(Import(base, child.lineno, lazy))
+                out.append(Import(base, child.lineno, lazy, tuple(a.name for a in child.names)))
             visit(ast.iter_child_nodes(child), inner)
 
     visit(ast.iter_child_nodes(tree), False)
@@ -143,22 +148,13 @@ def module_of(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def every_import(source: str, module: str, is_package: bool, known: set[str]) -> set[str]:
-    """The gputop modules ``source`` (module ``module``) imports, those under ``if
-    TYPE_CHECKING:`` and inside functions included: a circle of types is a circle of ideas.
-    ``from package import name`` counts as the submodule ``name`` where there is one."""
-    package = module if is_package else module.rpartition(".")[0]
+def gputop_imports(found: list[Import], module: str, known: set[str]) -> set[str]:
+    """The gputop modules among ``found`` (``module``'s imports); ``from package import name``
+    counts as the submodule ``name`` where there is one."""
     out: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            out.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*parts, base] if base else parts)
-            for a in node.names:
-                out.add(f"{base}.{a.name}" if f"{base}.{a.name}" in known else base)
+    for imp in found:
+        subs = {f"{imp.module}.{n}" for n in imp.names} & known
+        out |= subs or {imp.module}
     return {m for m in out if m in known and m != module}
 
 
@@ -175,8 +171,10 @@ def test_a_circle_through_type_checking_imports_is_found():
     known = {"gputop.a", "gputop.b"}
     a = "from gputop import b\n"
     b = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from gputop.a import X\n"
-    graph = {"gputop.a": every_import(a, "gputop.a", False, known),
-             "gputop.b": every_import(b, "gputop.b", False, known)}  # fmt: skip
+    graph = {
+        m: gputop_imports(imports_in(src, "gputop", typed=True), m, known)
+        for m, src in (("gputop.a", a), ("gputop.b", b))
+    }
     assert sorted(set(circle_in(graph))) == ["gputop.a", "gputop.b"]
     assert circle_in({"gputop.a": {"gputop.b"}, "gputop.b": set()}) == []
 
@@ -186,9 +184,7 @@ def test_no_module_reaches_itself_through_its_imports():
     budget, once) makes a circle even when only a type checker reads one side of it."""
     paths = {module_of(p): p for p in files(".")}
     known = set(paths)
-    graph = {
-        m: every_import(p.read_text(), m, p.name == "__init__.py", known) for m, p in paths.items()
-    }
+    graph = {m: gputop_imports(imports(p, typed=True), m, known) for m, p in paths.items()}
     circle = circle_in(graph)
     assert not circle, "import circle: " + " -> ".join(circle)
 
