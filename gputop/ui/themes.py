@@ -38,7 +38,8 @@ GPUTOP_VARIABLES = {
     "chart-pcie": "cyan",
 }
 """gputop's theme variables (``$gputop-good`` in CSS) and their fallbacks."""
-DEFAULT_THEME = "gputop-dark"
+DEFAULT_THEME = Config.theme
+"""The config's default theme (``Config.theme``): the one name it has."""
 MONO_THEME = "gputop-mono"
 """Black and white: --color mono (or NO_COLOR) chooses it unless a theme was named."""
 FALLBACK_THEME = "textual-dark"
