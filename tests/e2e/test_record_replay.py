@@ -15,9 +15,9 @@ from gputop.record.playback import Playback
 from gputop.record.reader import open_recording
 from gputop.record.replay import check
 
-RECORD_S = 30.0
+RECORD_S = 20.0
 """Long enough for the demo's verdict to be shown and recorded, and evaluated often (at most
-once a second); it was 60 s, a half minute of every CI run spent on a settled screen."""
+once a second); it was 60 s, then 30 s, of every CI run spent on a settled screen."""
 VERDICT = re.compile(r"^\s*verdict\s+([A-Z][A-Z/-]+[A-Z])\b", re.MULTILINE)
 
 
