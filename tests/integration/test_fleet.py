@@ -4,14 +4,9 @@ job (one DDP group over gloo across the job's three nodes, no gputop code in the
 a node is 30% slower, and the others wait for it in each all-reduce; in the other all are
 equal. A real Prometheus server (the same package as promtool)
 scrapes them every second with deploy/prometheus/gputop-fleet.yml loaded: the slow-node alert
-names that node and `gputop fleet --once --json` lists it first, and nothing fires (not even
-pending, at any poll) for the equal job; every query of the dashboard's nodes row returns
-series.
-
-The rules are loaded as committed but for the slow-node alert's `for: 1m`, held here for
-HOLD_S: the test is of the expression on live exporters, not of Prometheus's clock (the rules'
-promtool tests, test_fleet_rules.py, run the committed hold on recorded series), and a minute
-of every CI run was spent waiting for it.
+names that node and `gputop fleet --once --json` lists it first, within two minutes, and
+nothing fires (not even pending) for the equal job; every query of the dashboard's nodes row
+returns series.
 
 The server's startup is bounded, and the test says clearly when it could not start."""
 
@@ -46,14 +41,8 @@ WORK_MS = {
 """Each node's forward time, by training job: node-3 works 30% longer per step than the other
 nodes of its job; the second job's nodes are equal (nothing may fire for it)."""
 SLOW = (JOB, "node-3")
-HOLD_S = 15
-"""The slow-node alert's `for:` in the test (1m as committed). Under a busy core (`yes` on the
-other core, three runs) the alert went pending 31-39 s after Prometheus was ready and fired at
-47-54 s (66 s inside FIRES_WITHIN_S), and no other fleet alert was pending at any poll; the hold
-keeps a start-up transient from firing."""
 FIRES_WITHIN_S = 120.0
-"""From Prometheus being ready to the alert firing: the nodes' start (torch, the rendezvous),
-two scrapes for a rate, and the hold."""
+"""Prometheus time from the first scrape to the alert (its `for: 1m` included)."""
 START_S = 60.0
 
 pytestmark = [
@@ -82,17 +71,6 @@ def _nodes(ports: dict[tuple[str, str], int], tmp: Path) -> dict[tuple[str, str]
     return procs
 
 
-def _rules(tmp: Path) -> Path:
-    """The committed rules with the slow-node alert held HOLD_S instead of a minute."""
-    text = RULES.read_text()
-    alert = text.index("- alert: GputopSlowNode")
-    hold = text.index("for: 1m", alert)
-    assert hold < text.index("- alert:", alert + 1), "GputopSlowNode has no `for: 1m`"
-    rules = tmp / RULES.name
-    rules.write_text(text[:hold] + f"for: {HOLD_S}s" + text[hold + len("for: 1m") :])
-    return rules
-
-
 def _prometheus(tmp: Path, targets: dict[tuple[str, str], int], port: int) -> subprocess.Popen:
     assert PROMETHEUS is not None
     config = tmp / "prometheus.yml"
@@ -102,7 +80,7 @@ def _prometheus(tmp: Path, targets: dict[tuple[str, str], int], port: int) -> su
     )
     config.write_text(
         "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-        f"rule_files:\n  - {_rules(tmp)}\n"
+        f"rule_files:\n  - {RULES}\n"
         f"scrape_configs:\n  - job_name: gputop\n    static_configs:\n{static}\n"
     )
     cmd = [
@@ -128,10 +106,9 @@ def _wait_up(url: str, server: subprocess.Popen, log: Path) -> None:
     pytest.fail(f"Prometheus did not become ready in {START_S:g} s: {log.read_text()[-2000:]}")
 
 
-def _fleet_alerts(url: str) -> list[dict]:
-    """The fleet rules' alerts, pending or firing."""
+def _firing(url: str) -> list[dict]:
     alerts = _get(f"{url}/api/v1/alerts")["data"]["alerts"]
-    return [a for a in alerts if a["labels"]["alertname"].startswith(("GputopSlow", "GputopNode"))]
+    return [a for a in alerts if a["state"] == "firing"]
 
 
 def test_the_slow_node_is_named_by_the_alert_and_listed_first(tmp_path):
@@ -144,31 +121,28 @@ def test_the_slow_node_is_named_by_the_alert_and_listed_first(tmp_path):
     try:
         _wait_up(url, server, tmp_path / "prometheus.log")
         started = time.monotonic()
-        slow = f"127.0.0.1:{ports[SLOW]}"
         fired: list[dict] = []
-        pending_at = None
-        while time.monotonic() - started < FIRES_WITHIN_S:
+        while time.monotonic() - started < FIRES_WITHIN_S + 60:  # + the nodes' own start
             for name, job in nodes.items():
                 if job.poll() is not None:
                     log = (tmp_path / f"{name[1]}.log").read_text()[-2000:]
                     pytest.fail(f"{name}'s gputop exited with {job.returncode}: {log}")
-            fleet = _fleet_alerts(url)
-            others = [
-                a for a in fleet
-                if (a["labels"]["alertname"], a["labels"]["instance"]) != ("GputopSlowNode", slow)
-            ]  # fmt: skip
-            assert not others, others  # nothing for the equal job, nothing else for this one
-            if fleet and pending_at is None:
-                pending_at = time.monotonic() - started
-            fired = [a for a in fleet if a["state"] == "firing"]
+            fired = [a for a in _firing(url) if a["labels"]["alertname"] == "GputopSlowNode"]
             if fired:
                 break
-            time.sleep(1.0)
-        ratios = _get(f"{url}/api/v1/query?query=gputop:node_work_ratio")["data"]
-        assert fired, f"no GputopSlowNode in {FIRES_WITHIN_S:g} s; node work ratios: {ratios}"
-        print(f"pending {pending_at:.0f} s, firing {time.monotonic() - started:.0f} s after ready")
+            time.sleep(2.0)
+        assert fired, (
+            f"no GputopSlowNode in {FIRES_WITHIN_S + 60:g} s; node work ratios: "
+            + json.dumps(_get(f"{url}/api/v1/query?query=gputop:node_work_ratio")["data"])
+        )
+        assert {a["labels"]["instance"] for a in fired} == {f"127.0.0.1:{ports[SLOW]}"}
         assert fired[0]["labels"]["training_job"] == JOB
         assert fired[0]["annotations"]["summary"].endswith("(ranks 4, 5)"), fired  # node-3's
+        alerts = _get(f"{url}/api/v1/alerts")["data"]["alerts"]  # pending ones too
+        fleet = [
+            a for a in alerts if a["labels"]["alertname"].startswith(("GputopSlow", "GputopNode"))
+        ]
+        assert fleet == fired, fleet  # nothing for the equal job, nothing else for this one
         nodes_up = _get(f"{url}/api/v1/query?query=gputop:job_nodes")["data"]["result"]
         assert {r["metric"]["training_job"]: r["value"][1] for r in nodes_up} == {
             JOB: "3",
