@@ -4,9 +4,19 @@ job (one DDP group over gloo across the job's three nodes, no gputop code in the
 a node is 30% slower, and the others wait for it in each all-reduce; in the other all are
 equal. A real Prometheus server (the same package as promtool)
 scrapes them every second with deploy/prometheus/gputop-fleet.yml loaded: the slow-node alert
-names that node and `gputop fleet --once --json` lists it first, within two minutes, and
-nothing fires (not even pending) for the equal job; every query of the dashboard's nodes row
-returns series.
+names that node and `gputop fleet --once --json` lists it first; nothing else fires at any poll,
+and nothing else is even pending when it fires (the equal job included); every query of the
+dashboard's nodes row returns series.
+
+Prometheus starts once every node's exporter counts steps for both its ranks (``_warm``): it
+scrapes a job in step, not its start, whose first slow steps (imports, the rendezvous, one
+node started late on a busy machine) can make an equal node look slow for a while; the
+committed minute of hold absorbs that, a shorter one would not. With the start left out, the
+slow-node alert is held HOLD_S here instead of its committed minute: the test is of the
+expression on live exporters, not of Prometheus's clock (the rules' promtool tests,
+test_fleet_rules.py, hold it as committed). Under a busy core (`yes` on the other core, five
+runs) it fired 22-23 s after Prometheus was ready, 37 s inside FIRES_WITHIN_S, and the test took
+54-69 s where the committed hold took 102-107 s.
 
 The server's startup is bounded, and the test says clearly when it could not start."""
 
@@ -26,7 +36,7 @@ import jsonschema
 import pytest
 from promfleet import NODES, node_command, start_node
 from promseries import dashboard_queries
-from tests_support import free_port, kill_tree
+from tests_support import free_port, kill_tree, scrape, steps_of
 
 from gputop import schemas
 
@@ -41,8 +51,12 @@ WORK_MS = {
 """Each node's forward time, by training job: node-3 works 30% longer per step than the other
 nodes of its job; the second job's nodes are equal (nothing may fire for it)."""
 SLOW = (JOB, "node-3")
-FIRES_WITHIN_S = 120.0
-"""Prometheus time from the first scrape to the alert (its `for: 1m` included)."""
+HOLD_S = 15
+"""The slow-node alert's `for:` here (1m as committed)."""
+WARM_STEPS = 20
+"""Steps each rank has counted before Prometheus starts scraping."""
+FIRES_WITHIN_S = 60.0
+"""From Prometheus being ready to the alert firing: two scrapes for a rate, and the hold."""
 START_S = 60.0
 
 pytestmark = [
@@ -71,6 +85,32 @@ def _nodes(ports: dict[tuple[str, str], int], tmp: Path) -> dict[tuple[str, str]
     return procs
 
 
+def _warm(ports: dict[tuple[str, str], int], nodes: dict, tmp: Path) -> None:
+    """Until every node's exporter counts WARM_STEPS steps for each of its two ranks."""
+    deadline = time.monotonic() + START_S + 60  # torch and a rendezvous per job, on 2 CPUs
+    while time.monotonic() < deadline:
+        for name, job in nodes.items():
+            if job.poll() is not None:
+                log = (tmp / f"{name[1]}.log").read_text()[-2000:]
+                pytest.fail(f"{name}'s gputop exited with {job.returncode}: {log}")
+        counted = [steps_of(scrape(port)) for port in ports.values()]
+        if all(len(c) == 2 and min(c.values()) >= WARM_STEPS for c in counted):
+            return
+        time.sleep(1.0)
+    pytest.fail(f"the nodes did not all count {WARM_STEPS} steps per rank: {counted}")
+
+
+def _rules(tmp: Path) -> Path:
+    """The committed rules with the slow-node alert held HOLD_S instead of a minute."""
+    text = RULES.read_text()
+    alert = text.index("- alert: GputopSlowNode")
+    hold = text.index("for: 1m", alert)
+    assert hold < text.index("- alert:", alert + 1), "GputopSlowNode has no `for: 1m`"
+    rules = tmp / RULES.name
+    rules.write_text(text[:hold] + f"for: {HOLD_S}s" + text[hold + len("for: 1m") :])
+    return rules
+
+
 def _prometheus(tmp: Path, targets: dict[tuple[str, str], int], port: int) -> subprocess.Popen:
     assert PROMETHEUS is not None
     config = tmp / "prometheus.yml"
@@ -80,7 +120,7 @@ def _prometheus(tmp: Path, targets: dict[tuple[str, str], int], port: int) -> su
     )
     config.write_text(
         "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-        f"rule_files:\n  - {RULES}\n"
+        f"rule_files:\n  - {_rules(tmp)}\n"
         f"scrape_configs:\n  - job_name: gputop\n    static_configs:\n{static}\n"
     )
     cmd = [
@@ -106,9 +146,10 @@ def _wait_up(url: str, server: subprocess.Popen, log: Path) -> None:
     pytest.fail(f"Prometheus did not become ready in {START_S:g} s: {log.read_text()[-2000:]}")
 
 
-def _firing(url: str) -> list[dict]:
+def _fleet_alerts(url: str) -> list[dict]:
+    """The fleet rules' alerts, pending or firing."""
     alerts = _get(f"{url}/api/v1/alerts")["data"]["alerts"]
-    return [a for a in alerts if a["state"] == "firing"]
+    return [a for a in alerts if a["labels"]["alertname"].startswith(("GputopSlow", "GputopNode"))]
 
 
 def test_the_slow_node_is_named_by_the_alert_and_listed_first(tmp_path):
@@ -117,32 +158,36 @@ def test_the_slow_node_is_named_by_the_alert_and_listed_first(tmp_path):
     nodes = _nodes(ports, tmp_path)
     prom_port = free_port()
     url = f"http://127.0.0.1:{prom_port}"
-    server = _prometheus(tmp_path, ports, prom_port)
+    server = None
     try:
+        _warm(ports, nodes, tmp_path)
+        server = _prometheus(tmp_path, ports, prom_port)
         _wait_up(url, server, tmp_path / "prometheus.log")
         started = time.monotonic()
+        slow = f"127.0.0.1:{ports[SLOW]}"
         fired: list[dict] = []
-        while time.monotonic() - started < FIRES_WITHIN_S + 60:  # + the nodes' own start
+        while time.monotonic() - started < FIRES_WITHIN_S:
             for name, job in nodes.items():
                 if job.poll() is not None:
                     log = (tmp_path / f"{name[1]}.log").read_text()[-2000:]
                     pytest.fail(f"{name}'s gputop exited with {job.returncode}: {log}")
-            fired = [a for a in _firing(url) if a["labels"]["alertname"] == "GputopSlowNode"]
+            fleet = _fleet_alerts(url)
+            others = [
+                a for a in fleet
+                if (a["labels"]["alertname"], a["labels"]["instance"]) != ("GputopSlowNode", slow)
+            ]  # fmt: skip
+            # nothing else fires, ever; and once the slow node's fires, nothing else pends
+            assert not [a for a in others if a["state"] == "firing"], others
+            fired = [a for a in fleet if a["state"] == "firing"]
             if fired:
+                assert not others, others  # nothing for the equal job, nothing else for this one
                 break
-            time.sleep(2.0)
-        assert fired, (
-            f"no GputopSlowNode in {FIRES_WITHIN_S + 60:g} s; node work ratios: "
-            + json.dumps(_get(f"{url}/api/v1/query?query=gputop:node_work_ratio")["data"])
-        )
-        assert {a["labels"]["instance"] for a in fired} == {f"127.0.0.1:{ports[SLOW]}"}
+            time.sleep(1.0)
+        ratios = _get(f"{url}/api/v1/query?query=gputop:node_work_ratio")["data"]
+        assert fired, f"no GputopSlowNode in {FIRES_WITHIN_S:g} s; node work ratios: {ratios}"
+        print(f"fired {time.monotonic() - started:.0f} s after Prometheus was ready")
         assert fired[0]["labels"]["training_job"] == JOB
         assert fired[0]["annotations"]["summary"].endswith("(ranks 4, 5)"), fired  # node-3's
-        alerts = _get(f"{url}/api/v1/alerts")["data"]["alerts"]  # pending ones too
-        fleet = [
-            a for a in alerts if a["labels"]["alertname"].startswith(("GputopSlow", "GputopNode"))
-        ]
-        assert fleet == fired, fleet  # nothing for the equal job, nothing else for this one
         nodes_up = _get(f"{url}/api/v1/query?query=gputop:job_nodes")["data"]["result"]
         assert {r["metric"]["training_job"]: r["value"][1] for r in nodes_up} == {
             JOB: "3",
@@ -178,10 +223,11 @@ def test_the_slow_node_is_named_by_the_alert_and_listed_first(tmp_path):
         assert text.returncode == 0 and lines[1].startswith("SLOW"), text.stdout + text.stderr
         assert f"127.0.0.1:{ports[SLOW]}" in lines[1]
     finally:
-        server.terminate()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        if server is not None:
+            server.terminate()
+            try:
+                server.wait(10)
+            except subprocess.TimeoutExpired:
+                server.kill()
         for job in nodes.values():
             kill_tree(job)
