@@ -85,14 +85,19 @@ def _nodes(ports: dict[tuple[str, str], int], tmp: Path) -> dict[tuple[str, str]
     return procs
 
 
+def _running(nodes: dict, tmp: Path) -> None:
+    """Every node's gputop still runs; else the test fails with the end of its log."""
+    for name, job in nodes.items():
+        if job.poll() is not None:
+            log = (tmp / f"{name[1]}.log").read_text()[-2000:]
+            pytest.fail(f"{name}'s gputop exited with {job.returncode}: {log}")
+
+
 def _warm(ports: dict[tuple[str, str], int], nodes: dict, tmp: Path) -> None:
     """Until every node's exporter counts WARM_STEPS steps for each of its two ranks."""
     deadline = time.monotonic() + START_S + 60  # torch and a rendezvous per job, on 2 CPUs
     while time.monotonic() < deadline:
-        for name, job in nodes.items():
-            if job.poll() is not None:
-                log = (tmp / f"{name[1]}.log").read_text()[-2000:]
-                pytest.fail(f"{name}'s gputop exited with {job.returncode}: {log}")
+        _running(nodes, tmp)
         counted = [steps_of(scrape(port)) for port in ports.values()]
         if all(len(c) == 2 and min(c.values()) >= WARM_STEPS for c in counted):
             return
@@ -167,10 +172,7 @@ def test_the_slow_node_is_named_by_the_alert_and_listed_first(tmp_path):
         slow = f"127.0.0.1:{ports[SLOW]}"
         fired: list[dict] = []
         while time.monotonic() - started < FIRES_WITHIN_S:
-            for name, job in nodes.items():
-                if job.poll() is not None:
-                    log = (tmp_path / f"{name[1]}.log").read_text()[-2000:]
-                    pytest.fail(f"{name}'s gputop exited with {job.returncode}: {log}")
+            _running(nodes, tmp_path)
             fleet = _fleet_alerts(url)
             others = [
                 a for a in fleet
