@@ -57,7 +57,9 @@ def diagnose(
     progress: Callable[[Diagnosis, float], None] | None = None,
 ) -> Diagnosis:
     """Read every source on its schedule (``sources.feeds``) into ``session`` until
-    ``duration`` passes or ``stop()`` is true; the verdict timeline is noted as it changes.
+    ``duration`` passes, ``stop()`` is true or the target has exited (the verdict then says
+    why it ended, and no later reading can change that); the verdict timeline is noted as it
+    changes.
     ``progress(diagnosis, seconds so far)`` after each round of readings (``Feedback``)."""
     out = Diagnosis(started=clock())
     if session.evaluate_share is None:
@@ -88,7 +90,7 @@ def diagnose(
                     _note(out, state, kind)
             if progress is not None:
                 progress(out, clock() - out.started)
-            if clock() - out.started >= duration or stop():
+            if clock() - out.started >= duration or stop() or out.target_exit:
                 if session.unevaluated:  # the last readings, whatever the gap
                     _note(out, session.settle(force=True), "")
                 break

@@ -29,8 +29,9 @@ if TYPE_CHECKING:
 NAME = "diagnose"
 HELP = "the verdict without a screen: a timeline and the findings (text or --json)"
 DESCRIPTION = (
-    "Watch the GPUs (and a process, with --pid or -- CMD) for --duration seconds and print the "
-    "verdict timeline and the final findings with evidence and levers."
+    "Watch the GPUs (and a process, with --pid or -- CMD) for --duration seconds, or until the "
+    "process exits, and print the verdict timeline and the final findings with evidence and "
+    "levers."
 )
 
 

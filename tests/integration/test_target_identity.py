@@ -106,9 +106,10 @@ def test_identity_tells_a_finished_process_from_a_running_one():
     assert TargetId.of(os.getpid()).alive()
 
 
-def test_diagnose_says_when_the_target_exited_and_never_calls_it_hung(tmp_path):
-    """Attached with the agent; the job ends cleanly after ~2 s. The hang limit (10 s) passes
-    during the run: the verdict must stay off hung and stalled, and the exit is reported."""
+def test_diagnose_says_when_the_target_exited_and_stops_watching(tmp_path):
+    """Attached with the agent; the job ends cleanly after ~2 s. The watch ends with it (long
+    before its 15 s), the verdict never says hung or stalled, and the exit is reported. (That an
+    exited job stays off hung however long one watches it: tests/unit/test_hang_rule.py.)"""
     script = tmp_path / "short.py"
     script.write_text(
         "import time, gputop.agent as gt\nend = time.monotonic() + 2.5\n"
@@ -117,17 +118,20 @@ def test_diagnose_says_when_the_target_exited_and_never_calls_it_hung(tmp_path):
     env = {**os.environ, "GPUTOP_DIR": str(tmp_path / "run"), "PYTHONPATH": str(REPO)}
     job = subprocess.Popen([sys.executable, str(script)], env=env)
     try:
+        started = time.monotonic()
         out = subprocess.run(
             [sys.executable, "-m", "gputop", "diagnose", "--pid", str(job.pid), "--json",
              "--duration", "15", "--sim-board", "h100"],
             env=env, capture_output=True, text=True, timeout=120,
         )  # fmt: skip
+        took = time.monotonic() - started
     finally:
         job.wait(timeout=30)
     doc = json.loads(out.stdout)
     ended = doc["target_exit"]
     assert ended is not None and ended["pid"] == job.pid, doc
     assert ended["t_s"] < 14
+    assert took < 15, took  # the watch ended at the exit, not at --duration
     after = [e for e in doc["timeline"] if e["t_s"] >= ended["t_s"]]
     assert all(e["bound"] != "hung" for e in doc["timeline"]), doc["timeline"]
     assert not any("no progress" in (e["note"] or "") for e in after), after

@@ -278,6 +278,33 @@ def test_the_headless_loop_reads_each_source_at_the_tuis_rates():
     assert d.verdict is session.state.verdict and d.timeline
 
 
+def test_the_headless_loop_ends_at_the_targets_exit_with_it_evaluated():
+    """Nothing after the exit changes the verdict: watching on would only make a script wait."""
+    from types import MappingProxyType
+
+    from gputop.model.host import HostSample
+
+    clock = [100.0]
+
+    def host(t: float) -> HostSample:
+        state = "exited" if t >= 107.0 else "running"
+        return HostSample(4242, t, 0.0, state, 0 if state == "exited" else None, (),
+                          None, "", None, None, MappingProxyType({}))  # fmt: skip
+
+    def sleep(seconds: float) -> None:
+        clock[0] += max(seconds, 0.01)
+
+    g, h = Counting(clock, lambda t: [gpu(t)]), Counting(clock, host)
+    session = Session(g.devices, clock=lambda: clock[0], cpu=lambda: 0.0)
+    session.min_gap_s = 30.0  # the exit is evaluated whatever the gap
+    d = diagnose(session, feeds(g, h, interval=2.0), duration=30.0,
+                 clock=lambda: clock[0], sleep=sleep)  # fmt: skip
+    assert d.target_exit == {"t_s": 8.0, "pid": 4242, "exit_code": 0}
+    assert h.reads == 5 and clock[0] == 108.0  # at 100, 102, ... 108: the first that saw it
+    assert session.state.host is not None and session.state.host.state == "exited"
+    assert session.state.point is not None and session.state.point.now == 108.0
+
+
 def test_without_the_agents_phases_the_stacks_steer_the_simulated_board():
     """A process attached by PID with no agent: busy while its main thread is in backward."""
     from gputop.model.stacks import Frame, ProcessStacks, ThreadStack
