@@ -197,6 +197,11 @@ def test_a_main_thread_asleep_on_remote_reads_is_plain_data_input():
     assert doc["verdict"]["principal"]["levers"][0].startswith("DataLoader num_workers=0 on a")
 
 
+GLOO_WATCH_S = 17
+"""The two-rank scenarios' watch: under a busy core their final verdict held from 6-8 s in
+four CI runs (tests/bench/margins.py), 9 s of margin at the least."""
+
+
 def two_gloo_ranks(*knobs: str, seconds: int = 22) -> list[str]:
     pytest.importorskip("torch.distributed")
     return ["--", sys.executable, "-m", "torch.distributed.run", "--standalone",
@@ -205,7 +210,7 @@ def two_gloo_ranks(*knobs: str, seconds: int = 22) -> list[str]:
 
 
 def test_a_slow_gloo_rank_is_the_straggler():
-    doc = diagnose(*two_gloo_ranks("--slow-rank", "1", "--slow-ms", "40"))
+    doc = diagnose(*two_gloo_ranks("--slow-rank", "1", "--slow-ms", "40"), duration=GLOO_WATCH_S)
     assert principal(doc) == "straggler", doc["timeline"]
     assert any("rank 1 works" in e["text"] for e in doc["verdict"]["principal"]["evidence"])
 
@@ -216,7 +221,7 @@ def test_a_rank_with_bigger_batches_is_the_straggler():
     # gloo on two shared cores costs every rank more (47% of the step) than the skew makes rank
     # 0 wait (24%), and the budget rightly names that comms
     knobs = ("--skew-rank", "1", "--hidden", "1024", "--batch", "512", "--threads", "1")
-    doc = diagnose(*two_gloo_ranks(*knobs))
+    doc = diagnose(*two_gloo_ranks(*knobs), duration=GLOO_WATCH_S)
     assert principal(doc) == "straggler", doc["timeline"]
     assert any("rank 1 works" in e["text"] for e in doc["verdict"]["principal"]["evidence"])
 
@@ -224,7 +229,7 @@ def test_a_rank_with_bigger_batches_is_the_straggler():
 def test_big_gradients_on_equal_ranks_are_comms_not_a_straggler():
     # 8.4M parameters all_reduced every step of a tiny batch: the sync, not a rank, is slow
     knobs = ("--hidden", "4096", "--dim", "2048", "--batch", "8", "--threads", "1")
-    doc = diagnose(*two_gloo_ranks(*knobs))
+    doc = diagnose(*two_gloo_ranks(*knobs), duration=GLOO_WATCH_S)
     assert principal(doc) == "comms", doc["timeline"]
     p = doc["verdict"]["principal"]
     # py-spy's share of collective samples sits near its 30% bar here: only the agent is asserted
@@ -235,7 +240,7 @@ def test_big_gradients_on_equal_ranks_are_comms_not_a_straggler():
 def test_many_small_gradients_on_equal_ranks_are_comms():
     # 50 small tensors, each its own all_reduce: latency per call, not bandwidth, adds up
     knobs = ("--layers", "24", "--hidden", "128", "--dim", "128", "--batch", "16", "--threads", "1")
-    doc = diagnose(*two_gloo_ranks(*knobs))
+    doc = diagnose(*two_gloo_ranks(*knobs), duration=GLOO_WATCH_S)
     assert principal(doc) == "comms", doc["timeline"]
     assert any(e["text"].startswith("grad sync") for e in doc["verdict"]["principal"]["evidence"])
     assert not any(f["bound"] == "straggler" for f in doc["verdict"]["secondary"])
@@ -365,7 +370,8 @@ def test_workers_copying_the_dataset_to_the_limit_are_host_memory_pressure():
         job = _start_in(cg, "--seconds", "60")
         try:
             cg.limit(int(_settled(cg) / 0.96))
-            doc = diagnose("--pid", str(job.pid), duration=15)
+            # held from the first reading in four CI runs under a busy core: 8 s of margin
+            doc = diagnose("--pid", str(job.pid), duration=8)
         finally:
             kill_tree(job)
     assert principal(doc) == "host-memory-pressure", doc["timeline"]
