@@ -20,16 +20,16 @@ diagnose and /metrics.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from gputop.diagnose.signals.inputs import RuleInputs
 from gputop.diagnose.signals.steps import SPIKE
-from gputop.diagnose.step_sums import phase_slice, sums_of
+from gputop.diagnose.step_sums import phase_slice, sums_of, sums_over
 from gputop.model.budget import AGREE, Budget, RankBudget, Slice, standard_error
 from gputop.model.ranks import typical
 from gputop.model.stack_stats import TORCH_OP, MainPhases
-from gputop.model.steps import AgentState
+from gputop.model.steps import AgentState, StepRecord
 from gputop.vocab import budget as b
 from gputop.vocab import stacks as stack
 
@@ -290,3 +290,29 @@ def budget_of(sig: RuleInputs, stalled: bool = False) -> Budget | None:
     ranks.sort(key=lambda r: (r.rank is None, r.rank if r.rank is not None else r.pid))
     job = typical(ranks, key=lambda r: (r.work, r.rank if r.rank is not None else -1))
     return Budget(_job_slices(job, busy), tuple(ranks), job)
+
+
+def interval_budget(ranks: Sequence[tuple[AgentState, Sequence[StepRecord]]]) -> Budget | None:
+    """The job's budget over one interval of the budget over time (``budget_bins``): each
+    agent's steps that finished in it summed as its window is (side work, GC, unmarked time
+    alike), the straggler split and the typical rank as ``budget_of``; nothing from the stacks
+    or NVML, which sample the window, not the interval. None when no step finished in it."""
+    out: list[RankBudget] = []
+    for a, steps in ranks:
+        sums = sums_over(steps)
+        if sums is None:
+            continue
+        acc = dict(sums.ns)
+        _take_gc(acc, sums.gc)
+        total = sum(acc.values())
+        if not 0 < total < math.inf:
+            continue
+        shares = _normalised(acc)
+        out.append(RankBudget(a.pid, a.rank, "agent", shares, total / 1e9, sums.steps, 0,
+                              {"agent": shares}))  # fmt: skip
+    if not out:
+        return None
+    out = _split_stragglers(out)
+    out.sort(key=lambda r: (r.rank is None, r.rank if r.rank is not None else r.pid))
+    job = typical(out, key=lambda r: (r.work, r.rank if r.rank is not None else -1))
+    return Budget(slices_of(job, {}), tuple(out), job)

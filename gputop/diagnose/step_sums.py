@@ -185,6 +185,15 @@ are a new tuple, and the verdict runs after every reading of any source), its sl
 and the sums it gave."""
 
 
+def sums_over(steps: Sequence[StepRecord]) -> Sums | None:
+    """Any run of steps summed as a window is (an interval's, ``budget_bins``); None for none."""
+    if not steps:
+        return None
+    window = _Sliding()
+    window.slide(steps)
+    return window.sums()
+
+
 def sums_of(a: AgentState, least: int) -> Sums | None:
     """The agent's long window (``signals.long_window``) summed; None under ``least`` steps."""
     hit = _KEPT.get(a.pid)

@@ -1,0 +1,85 @@
+"""The budget over time: steps filed into the interval their reading came in, a periodic cost
+a pattern of columns, each closed interval's budget computed as the window's is."""
+
+from __future__ import annotations
+
+from builders import agent, step
+
+from gputop.diagnose.budget_bins import BudgetBins
+from gputop.model.steps import AgentsSample
+from gputop.vocab import budget as b
+
+MS = 1_000_000
+
+
+def readings(every_save: int, seconds: int, ranks: int = 1, slow_rank: int | None = None):
+    """One reading a second of ranks stepping 10 times a second (80 ms forward, 20 ms data),
+    a 500-ms checkpoint every ``every_save`` seconds; rank ``slow_rank`` computes 40 ms longer
+    and the others wait for it in their gradient sync."""
+    history: dict[int, list] = {r: [] for r in range(ranks)}
+    n = 0
+    for t in range(1, seconds + 1):
+        for _ in range(10):
+            for r in range(ranks):
+                phases = {"data_wait": 20.0, "forward": 80.0}
+                if slow_rank is not None:
+                    phases["forward"] += 40.0 if r == slow_rank else 0.0
+                    phases["grad_sync"] = 0.0 if r == slow_rank else 40.0
+                if t % every_save == 0 and _ == 0:
+                    phases["checkpoint"] = 500.0
+                history[r].append(step(n, n * 100 * MS, phases))
+            n += 1
+        agents = tuple(agent(100 + r, tuple(history[r][-300:]), rank=r) for r in range(ranks))
+        yield AgentsSample(target=100, t=float(t), wall=1e9 + t, agents=agents)
+
+
+def test_a_checkpoint_every_ten_seconds_is_a_column_every_other_interval():
+    bins = BudgetBins(seconds=5.0)
+    for r in readings(every_save=10, seconds=41):
+        bins.add(r)
+    shares = [i.budget.share(b.CHECKPOINT) if i.budget else None for i in bins.closed]
+    assert len(shares) == 8
+    saved = [s is not None and s > 0.05 for s in shares]
+    assert saved in ([False, True] * 4, [True, False] * 4), shares
+    for i in bins.closed:
+        assert i.budget is not None
+        assert abs(sum(s.share for s in i.budget.slices) - 1) < 1e-9
+        assert abs(i.budget.share(b.DATA) / (i.budget.share(b.COMPUTE)) - 0.25) < 1e-6
+
+
+def test_the_ranks_waiting_for_a_straggler_wait_for_it_in_every_interval():
+    bins = BudgetBins(seconds=5.0)
+    for r in readings(every_save=1000, seconds=16, ranks=3, slow_rank=2):
+        bins.add(r)
+    assert len(bins.closed) == 3
+    for i in bins.closed:
+        assert i.budget is not None
+        assert i.budget.typical.rank != 2
+        assert i.budget.share(b.STRAGGLER) > 0.2
+        slow = next(r for r in i.budget.ranks if r.rank == 2)
+        assert slow.shares[b.STRAGGLER] == 0
+
+
+def test_a_gap_leaves_empty_intervals_and_only_as_many_as_are_kept():
+    bins = BudgetBins(seconds=5.0, keep=4)
+    it = readings(every_save=1000, seconds=3)
+    first = next(it)
+    bins.add(first)
+    later = AgentsSample(target=100, t=3600.0, wall=1e9 + 3600, agents=first.agents)
+    bins.add(later)
+    closed = bins.closed
+    assert len(closed) == 4
+    # intervals from the first reading (t=1): the gap's last four, the reading's own open
+    assert [i.start for i in closed] == [3576.0, 3581.0, 3586.0, 3591.0]
+    assert all(i.budget is None for i in closed)
+    assert bins.open_start == 3596.0
+
+
+def test_steps_repeated_by_later_readings_count_once():
+    bins = BudgetBins(seconds=5.0)
+    rs = list(readings(every_save=1000, seconds=11))
+    for r in rs:
+        bins.add(r)
+        bins.add(r)  # the same reading twice: no new steps
+    steps = [i.budget.typical.steps for i in bins.closed if i.budget]
+    assert steps == [50, 50]  # readings at t=1..5, then 6..10 (the first opens the first)
