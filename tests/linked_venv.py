@@ -22,8 +22,11 @@ def requires(names: tuple[str, ...]) -> list[importlib.metadata.Distribution]:
             found[name] = dist = importlib.metadata.distribution(name)
         except importlib.metadata.PackageNotFoundError:
             continue  # a requirement for another platform or Python
-        todo += [re.split(r"[ ;<>=!~\[(]", r, maxsplit=1)[0]
-                 for r in dist.requires or () if "extra ==" not in r]  # fmt: skip
+        todo += [
+            re.split(r"[ ;<>=!~\[(]", r, maxsplit=1)[0]
+            for r in dist.requires or ()
+            if "extra ==" not in r
+        ]
     return list(found.values())
 
 
@@ -31,12 +34,16 @@ def linked_venv(path: Path, *names: str) -> Path:
     """A venv at ``path`` whose site-packages links ``names`` and what they require; gputop is
     not among them (a requirement's ``.pth`` files are not linked either: an editable install's
     would put a checkout on the venv's path). Returns its python."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True,
-                   timeout=300)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(path)], check=True, timeout=300
+    )
     (site,) = (path / "lib").glob("python*/site-packages")
     for dist in requires(names):
-        tops = {f.parts[0] for f in dist.files or ()
-                if f.parts[0] not in ("..", "__pycache__") and not f.name.endswith(".pth")}  # fmt: skip
+        tops = {
+            f.parts[0]
+            for f in dist.files or ()
+            if f.parts[0] not in ("..", "__pycache__") and not f.name.endswith(".pth")
+        }
         for top in tops:
             target = Path(str(dist.locate_file(top)))
             if target.exists() and not (site / top).exists():

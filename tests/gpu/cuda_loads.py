@@ -7,6 +7,7 @@ On the simulated board (``--dry``) each is replaced by the scenario that models 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import time
@@ -22,7 +23,8 @@ dev = torch.device("cuda")
 """
 LOADS = {
     # bf16 8192^3 matmuls back to back: tensor cores, clocks and power at their highest
-    "matmul": COMMON + """
+    "matmul": COMMON
+    + """
 a = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
 b = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
 for _ in range(3): c = a @ b
@@ -32,7 +34,8 @@ while True:
     torch.cuda.synchronize()
 """,
     # an elementwise multiply over 2 GiB: DRAM at its peak, tensor cores idle
-    "bandwidth": COMMON + """
+    "bandwidth": COMMON
+    + """
 x = torch.ones(512 * 1024 * 1024, device=dev, dtype=torch.float32)
 for _ in range(3): x.mul_(1.0000001)
 torch.cuda.synchronize(); print("ready", flush=True)
@@ -41,7 +44,8 @@ while True:
     torch.cuda.synchronize()
 """,
     # one small kernel and a sync each step: utilisation high, few SMs busy
-    "tiny": COMMON + """
+    "tiny": COMMON
+    + """
 x = torch.ones(256, device=dev)
 torch.cuda.synchronize(); print("ready", flush=True)
 while True:
@@ -51,12 +55,18 @@ while True:
 }
 
 
-def start(kind: str, python: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen | None, str]:
+def start(
+    kind: str, python: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen | None, str]:
     """The load running (past its warm-up) and "", or None and one line saying why not."""
     proc = subprocess.Popen(
-        [python, "-c", LOADS[kind]], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=env, start_new_session=True,
-    )  # fmt: skip
+        [python, "-c", LOADS[kind]],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
     assert proc.stdout is not None
     deadline = time.monotonic() + START_TIMEOUT_S
     os.set_blocking(proc.stdout.fileno(), False)
@@ -78,8 +88,6 @@ def stop(proc: subprocess.Popen | None) -> None:
         return
     import signal
 
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     proc.wait()

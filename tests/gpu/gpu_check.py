@@ -68,7 +68,9 @@ class Check:
             self.plan.update(runs=8 * (self.watch + 1.0) / 4, nvml=10.0, captures=10.0)
         self.site: str | None = None
         self.job_python = sys.executable
-        self.docs: dict[str, Any] = {name: self._load(name) for name in FILES if name.endswith(".json")}
+        self.docs: dict[str, Any] = {
+            name: self._load(name) for name in FILES if name.endswith(".json")
+        }
         self.docs["env.json"].setdefault("steps", {})
 
     # ---- output -------------------------------------------------------------------------------
@@ -97,9 +99,13 @@ class Check:
                 continue
             used = time.monotonic() - self.t0
             if used + self.plan[name] > BUDGET_S:
-                steps[name] = {"status": "skipped", "planned_s": self.plan[name], "used_s": 0,
-                               "reason": f"{used:.0f} s used: its {self.plan[name]:.0f} s would "
-                                         f"pass the {BUDGET_S:.0f} s budget"}  # fmt: skip
+                steps[name] = {
+                    "status": "skipped",
+                    "planned_s": self.plan[name],
+                    "used_s": 0,
+                    "reason": f"{used:.0f} s used: its {self.plan[name]:.0f} s would "
+                    f"pass the {BUDGET_S:.0f} s budget",
+                }
                 self.write()
                 continue
             start = time.monotonic()
@@ -108,10 +114,17 @@ class Check:
                 status, reason = "ok", ""
             except Exception as e:  # one step failing leaves the others their time
                 status, reason = "failed", f"{type(e).__name__}: {e}"[:300]
-            steps[name] = {"status": status, "planned_s": self.plan[name],
-                           "used_s": round(time.monotonic() - start, 1), "reason": reason}  # fmt: skip
-            print(f"gpu-check: {name} {status} in {steps[name]['used_s']} s {reason}",
-                  file=sys.stderr, flush=True)  # fmt: skip
+            steps[name] = {
+                "status": status,
+                "planned_s": self.plan[name],
+                "used_s": round(time.monotonic() - start, 1),
+                "reason": reason,
+            }
+            print(
+                f"gpu-check: {name} {status} in {steps[name]['used_s']} s {reason}",
+                file=sys.stderr,
+                flush=True,
+            )
             self.write()
         shutil.rmtree(self.work, ignore_errors=True)
         return 0 if all(s["status"] != "failed" for s in steps.values()) else 1
@@ -149,8 +162,11 @@ class Check:
             self.job_python = str(linked_venv(self.work / "job-venv", "torch"))
             self.docs["env.json"]["install"] = "dry: jobs in a venv of their own (torch linked)"
             return
-        missing = [name for name, mod in (("nvidia-ml-py", "pynvml"), ("psutil", "psutil"))
-                   if not _importable(mod)]  # fmt: skip
+        missing = [
+            name
+            for name, mod in (("nvidia-ml-py", "pynvml"), ("psutil", "psutil"))
+            if not _importable(mod)
+        ]
         if not shutil.which("py-spy"):
             missing.append("py-spy")
         if not missing:
@@ -160,12 +176,26 @@ class Check:
         wheels = REPO / ".whl"
         source = ["--no-index", "--find-links", str(wheels)] if wheels.is_dir() else []
         done = subprocess.run(
-            [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site),
-             *source, *missing], capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--no-deps",
+                "--target",
+                str(site),
+                *source,
+                *missing,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         said = (done.stderr.strip().splitlines() or ["ok"])[-1][:200]
-        self.docs["env.json"]["install"] = f"{' '.join(missing)} from " \
-            f"{'.whl/' if source else 'the registry'}: {said}"  # fmt: skip
+        self.docs["env.json"]["install"] = (
+            f"{' '.join(missing)} from {'.whl/' if source else 'the registry'}: {said}"
+        )
         self.site = str(site)
         sys.path.insert(0, self.site)
 
@@ -185,8 +215,11 @@ class Check:
                 from gputop.sim import SimBoard, install
 
                 scenario = nvml_phases.SCENARIO_OF[phase]
-                board = SimBoard(self.args.board, scenario=scenario,
-                                 warmup_s=0.0 if phase == "idle" else nvml_phases.LOAD_WARMUP_S)  # fmt: skip
+                board = SimBoard(
+                    self.args.board,
+                    scenario=scenario,
+                    warmup_s=0.0 if phase == "idle" else nvml_phases.LOAD_WARMUP_S,
+                )
                 install(board)
             elif phase != "idle":
                 load, problem = cuda_loads.start(phase, self.job_python, self._job_env())
@@ -204,19 +237,24 @@ class Check:
                 N.nvmlShutdown()
             finally:
                 cuda_loads.stop(load)
-            doc["phases"][phase] = {"load": {"ok": not problem, "reason": problem}, **reading,
-                                    "gputop": _snapshot(snap)}  # fmt: skip
+            doc["phases"][phase] = {
+                "load": {"ok": not problem, "reason": problem},
+                **reading,
+                "gputop": _snapshot(snap),
+            }
             self.write()
         board_key, driver, same, notes = twin_of(doc["product"], doc["driver"])
         twin = {"phases": nvml_phases.simulated(board_key, driver)}
         result = compare(doc, twin, same_product=same)
-        doc["comparison"] = {"twin": {"board": board_key, "driver": driver, "same_product": same},
-                             **result, "notes": notes + result["notes"]}  # fmt: skip
+        doc["comparison"] = {
+            "twin": {"board": board_key, "driver": driver, "same_product": same},
+            **result,
+            "notes": notes + result["notes"],
+        }
 
     def step_runs(self) -> None:
         runs: list[dict[str, Any]] = []
-        self.docs["runs.json"] = {"schema": "gpu-check.runs/1", "watch_s": self.watch,
-                                  "runs": runs}  # fmt: skip
+        self.docs["runs.json"] = {"schema": "gpu-check.runs/1", "watch_s": self.watch, "runs": runs}
         todo = [(job, mode) for job in JOBS for mode in ("started", "attached")]
         parallel = 4 if self.dry else 1  # one GPU: the real runs one at a time
 
@@ -228,11 +266,17 @@ class Check:
         with ThreadPoolExecutor(parallel) as pool:
             list(pool.map(one, todo))
 
-    def one_run(self, job: str, mode: str, during: Callable[[int], Any] | None = None) -> dict[str, Any]:
+    def one_run(
+        self, job: str, mode: str, during: Callable[[int], Any] | None = None
+    ) -> dict[str, Any]:
         script, expected = JOBS[job]
         log = self.work / f"{job}-{mode}.log"
-        argv = [self.job_python, str(HERE / "jobs" / script), "--seconds",
-                str(self.watch + JOB_OUTLIVES_S)]  # fmt: skip
+        argv = [
+            self.job_python,
+            str(HERE / "jobs" / script),
+            "--seconds",
+            str(self.watch + JOB_OUTLIVES_S),
+        ]
         begun = time.monotonic()
         watch = ["diagnose", "--json", "--duration", str(self.watch), *self._sim()]
         proc = pid = None
@@ -242,8 +286,14 @@ class Check:
                 pid = _job_pid(proc.pid, script)
         else:
             with open(log, "w") as f:
-                job_proc = subprocess.Popen(argv, stdout=f, stderr=f, cwd=self.work,
-                                            env=self._job_env(), start_new_session=True)  # fmt: skip
+                job_proc = subprocess.Popen(
+                    argv,
+                    stdout=f,
+                    stderr=f,
+                    cwd=self.work,
+                    env=self._job_env(),
+                    start_new_session=True,
+                )
             pid = job_proc.pid
             _wait_for_line(log, "gpu-check-job:", 60.0)
             time.sleep(ATTACH_DELAY_S)
@@ -253,9 +303,16 @@ class Check:
         if mode == "attached":
             _kill(job_proc)
         said = next((ln for ln in _read(log).splitlines() if ln.startswith("gpu-check-job:")), "")
-        run = {"job": job, "mode": mode, "expected": expected, "rc": proc.returncode,
-               "wall_s": round(time.monotonic() - begun, 1), "job_says": said,
-               **judge(stdout, expected), "stderr_tail": stderr.strip()[-300:]}  # fmt: skip
+        run = {
+            "job": job,
+            "mode": mode,
+            "expected": expected,
+            "rc": proc.returncode,
+            "wall_s": round(time.monotonic() - begun, 1),
+            "job_says": said,
+            **judge(stdout, expected),
+            "stderr_tail": stderr.strip()[-300:],
+        }
         if extra is not None:
             run["captures"] = extra
         return run
@@ -276,8 +333,11 @@ class Check:
         saved = self.watch
         self.watch = max(self.watch, 12.0 if self.dry else 15.0)
         try:
-            doc["run"] = {k: v for k, v in self.one_run("healthy", "started", take).items()
-                          if k in ("final", "rc", "wall_s")}  # fmt: skip
+            doc["run"] = {
+                k: v
+                for k, v in self.one_run("healthy", "started", take).items()
+                if k in ("final", "rc", "wall_s")
+            }
         finally:
             self.watch = saved
 
@@ -286,14 +346,18 @@ class Check:
             return {"status": "skipped", "reason": "skipped: nsys is not on PATH"}
         folder = self.work / "captures"
         steps = ["--seconds", "5"] if kind == "nsys" else ["--steps", "3"]
-        done = self._gputop(["capture", kind, "--pid", str(pid), *steps, "--dir", str(folder),
-                             "--json"], timeout=90)  # fmt: skip
+        done = self._gputop(
+            ["capture", kind, "--pid", str(pid), *steps, "--dir", str(folder), "--json"], timeout=90
+        )
         try:
             manifest = json.loads(done.stdout)
         except ValueError:
             return {"status": "failed", "reason": (done.stderr.strip().splitlines() or ["?"])[-1]}
-        out = {"status": manifest["status"], "reason": manifest["reason"],
-               "files": [{"path": f["path"], "bytes": f["bytes"]} for f in manifest["files"]]}  # fmt: skip
+        out = {
+            "status": manifest["status"],
+            "reason": manifest["reason"],
+            "files": [{"path": f["path"], "bytes": f["bytes"]} for f in manifest["files"]],
+        }
         if kind == "torch-trace":
             for f in manifest["files"]:
                 if f["path"].endswith(".json.gz"):
@@ -310,9 +374,12 @@ class Check:
     def _job_env(self) -> dict[str, str]:
         """gputop's environment, and so its jobs': nothing that puts gputop on a job's path
         (CI's PYTHONPATH, a user site), and what gputop's own Python needs apart."""
-        env = {k: v for k, v in os.environ.items()
-               if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE",
-                            "VIRTUAL_ENV")}  # fmt: skip
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k
+            not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE", "VIRTUAL_ENV")
+        }
         env.update(PYTHONNOUSERSITE="1", PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
         if self.site:
             env["GPUTOP_CHECK_SITE"] = self.site
@@ -322,13 +389,24 @@ class Check:
         return [sys.executable, str(HERE / "gputop_here.py"), *args]
 
     def _gputop_popen(self, args: list[str]) -> subprocess.Popen:
-        return subprocess.Popen(self._gputop_argv(args), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, cwd=self.work,
-                                env=self._job_env())  # fmt: skip
+        return subprocess.Popen(
+            self._gputop_argv(args),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=self.work,
+            env=self._job_env(),
+        )
 
     def _gputop(self, args: list[str], timeout: float = 60) -> subprocess.CompletedProcess:
-        return subprocess.run(self._gputop_argv(args), capture_output=True, text=True,
-                              timeout=timeout, cwd=self.work, env=self._job_env())  # fmt: skip
+        return subprocess.run(
+            self._gputop_argv(args),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=self.work,
+            env=self._job_env(),
+        )
 
 
 # ---- pure helpers -------------------------------------------------------------------------------
@@ -385,30 +463,48 @@ def trace_digest(path: Path, top: int = 5) -> dict[str, Any]:
     return {
         "events_per_category": dict(sorted(per_cat.items(), key=lambda kv: -kv[1])[:20]),
         "longest": kind,
-        "top": [{"name": str(e.get("name"))[:120], "dur_us": e["dur"],
-                 "share": round(e["dur"] / total, 4)} for e in longest],  # fmt: skip
+        "top": [
+            {
+                "name": str(e.get("name"))[:120],
+                "dur_us": e["dur"],
+                "share": round(e["dur"] / total, 4),
+            }
+            for e in longest
+        ],
     }
 
 
 def summary(docs: dict[str, Any]) -> str:
     env, nvml, runs, caps = (docs.get(n) or {} for n in FILES[:4])
-    lines = [f"gpu-check on {nvml.get('product', '?')} (driver {nvml.get('driver', '?')})"
-             f"{' DRY: the simulated board' if env.get('dry') else ''}, taken {env.get('taken_at')}"]
+    lines = [
+        f"gpu-check on {nvml.get('product', '?')} (driver {nvml.get('driver', '?')})"
+        f"{' DRY: the simulated board' if env.get('dry') else ''}, taken {env.get('taken_at')}"
+    ]
     for name, s in (env.get("steps") or {}).items():
-        lines.append(f"  step {name}: {s['status']} in {s['used_s']} s (planned "
-                     f"{s['planned_s']:.0f} s) {s['reason']}".rstrip())  # fmt: skip
+        lines.append(
+            f"  step {name}: {s['status']} in {s['used_s']} s (planned "
+            f"{s['planned_s']:.0f} s) {s['reason']}".rstrip()
+        )
     comp = nvml.get("comparison")
     if comp:
         twin = comp["twin"]
-        lines.append(f"nvml: {len(comp['disagreements'])} disagreement(s) with the simulated "
-                     f"{twin['board']} on {twin['driver']}")  # fmt: skip
-        lines += [f"  - {d}" for d in comp["disagreements"]] + [f"  note: {n}" for n in comp["notes"]]
+        lines.append(
+            f"nvml: {len(comp['disagreements'])} disagreement(s) with the simulated "
+            f"{twin['board']} on {twin['driver']}"
+        )
+        lines += [f"  - {d}" for d in comp["disagreements"]] + [
+            f"  note: {n}" for n in comp["notes"]
+        ]
     for r in runs.get("runs") or []:
-        lines.append(f"run {r['job']:<13} {r['mode']:<9} expected {r['expected']:<17} final "
-                     f"{r.get('final')!s:<17} right from {r.get('right_and_stayed_s')}")  # fmt: skip
+        lines.append(
+            f"run {r['job']:<13} {r['mode']:<9} expected {r['expected']:<17} final "
+            f"{r.get('final')!s:<17} right from {r.get('right_and_stayed_s')}"
+        )
     for kind in CAPTURES:
         if kind in caps:
-            lines.append(f"capture {kind}: {caps[kind]['status']} {caps[kind].get('reason', '')}".rstrip())
+            lines.append(
+                f"capture {kind}: {caps[kind]['status']} {caps[kind].get('reason', '')}".rstrip()
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -505,14 +601,19 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         args.out = str(Path(os.environ["OUT"]) / "gpu-check")
     if not args.dry and not has_gpu():
-        print("gpu-check: no NVIDIA GPU here (nvidia-smi -L lists none): run it on a lent "
-              "machine, or --dry for the simulated board", file=sys.stderr)  # fmt: skip
+        print(
+            "gpu-check: no NVIDIA GPU here (nvidia-smi -L lists none): run it on a lent "
+            "machine, or --dry for the simulated board",
+            file=sys.stderr,
+        )
         return 1
     only = tuple(s.strip() for s in args.only.split(",") if s.strip())
     unknown = set(only) - set(STEPS)
     if unknown:
-        print(f"gpu-check: no step {', '.join(sorted(unknown))}: use {','.join(STEPS)}",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"gpu-check: no step {', '.join(sorted(unknown))}: use {','.join(STEPS)}",
+            file=sys.stderr,
+        )
         return 2
     if "install" not in only:
         only = ("install", *only)  # the jobs' Python (and gputop's missing parts) first

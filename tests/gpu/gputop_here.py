@@ -15,6 +15,6 @@ if os.environ.get("GPUTOP_CHECK_SITE"):
     sys.path.insert(1, os.environ["GPUTOP_CHECK_SITE"])
     os.environ["PATH"] = os.environ["GPUTOP_CHECK_SITE"] + "/bin" + os.pathsep + os.environ["PATH"]
 
-from gputop.cli import main  # noqa: E402
+from gputop.cli import main
 
 sys.exit(main())

@@ -90,9 +90,11 @@ def twin_of(product: str, driver_version: str) -> tuple[str, str, bool, list[str
         for b in BOARDS.values():
             if b.architecture and b.key.upper() in product.upper():
                 board = b.key
-        notes.append(f"{product} has no simulated board of its own: held against the simulated "
-                     f"{BOARDS[board].name} (static facts within {DYNAMIC_RATIO:g}x, not "
-                     f"{STATIC_RATIO:g}x)")  # fmt: skip
+        notes.append(
+            f"{product} has no simulated board of its own: held against the simulated "
+            f"{BOARDS[board].name} (static facts within {DYNAMIC_RATIO:g}x, not "
+            f"{STATIC_RATIO:g}x)"
+        )
     try:
         real_branch = int(driver_version.split(".", 1)[0])
     except ValueError:
@@ -127,8 +129,10 @@ def calls(real: dict[str, Any], sim: dict[str, Any]) -> list[str]:
     r_gpm, s_gpm = _gpm_status(r_idle), _gpm_status(s_idle)
     for metric in sorted(set(r_gpm) & set(s_gpm)):
         if r_gpm[metric] != s_gpm[metric]:
-            out.append(f"calls: GPM {metric} is {r_gpm[metric]} on the real board, "
-                       f"{s_gpm[metric]} on the simulated one")  # fmt: skip
+            out.append(
+                f"calls: GPM {metric} is {r_gpm[metric]} on the real board, "
+                f"{s_gpm[metric]} on the simulated one"
+            )
     return out
 
 
@@ -149,8 +153,10 @@ def units(real: dict[str, Any], sim: dict[str, Any], same_product: bool) -> list
         limit = STATIC_RATIO if name in STATIC and same_product else DYNAMIC_RATIO
         ratio = a / b
         if not 1 / limit <= ratio <= limit:
-            out.append(f"units: {name} reads {a:g} on the real board, {b:g} on the simulated "
-                       f"one ({ratio:.3g}x; within {limit:g}x expected)")  # fmt: skip
+            out.append(
+                f"units: {name} reads {a:g} on the real board, {b:g} on the simulated "
+                f"one ({ratio:.3g}x; within {limit:g}x expected)"
+            )
     return out
 
 
@@ -172,8 +178,9 @@ def relations(phases: dict[str, Any]) -> dict[str, dict[str, str]]:
                 rel["tiny_kernels_sm_under_util"] = "unreached"
             else:
                 rel["tiny_kernels_sm_under_util"] = _state(
-                    None not in (util, sm), sm is not None and util is not None
-                    and sm < TINY_KERNELS * util)  # fmt: skip
+                    None not in (util, sm),
+                    sm is not None and util is not None and sm < TINY_KERNELS * util,
+                )
         if phase == "matmul":
             rel["matmul_on_tensor_cores"] = _state(tensor is not None, (tensor or 0) >= TENSOR_LOW)
         if phase == "bandwidth":
@@ -201,8 +208,14 @@ def _power_cap(p: dict[str, Any]) -> str:
         return "unreached"
     ok = True
     for r in capped:
-        clock, top = number(r, "nvmlDeviceGetClockInfo:SM"), number(r, "nvmlDeviceGetMaxClockInfo:SM")
-        power, limit = number(r, "nvmlDeviceGetPowerUsage"), number(r, "nvmlDeviceGetEnforcedPowerLimit")
+        clock, top = (
+            number(r, "nvmlDeviceGetClockInfo:SM"),
+            number(r, "nvmlDeviceGetMaxClockInfo:SM"),
+        )
+        power, limit = (
+            number(r, "nvmlDeviceGetPowerUsage"),
+            number(r, "nvmlDeviceGetEnforcedPowerLimit"),
+        )
         if None in (clock, top, power, limit):
             return "unmeasured"
         ok &= clock < top and power >= POWER_AT_CAP * limit  # type: ignore[operator]
@@ -210,8 +223,14 @@ def _power_cap(p: dict[str, Any]) -> str:
 
 
 def _energy(p: dict[str, Any]) -> str:
-    rows = [(r["t_s"], number(r, "nvmlDeviceGetTotalEnergyConsumption"),
-             number(r, "nvmlDeviceGetPowerUsage")) for r in p["readings"]]  # fmt: skip
+    rows = [
+        (
+            r["t_s"],
+            number(r, "nvmlDeviceGetTotalEnergyConsumption"),
+            number(r, "nvmlDeviceGetPowerUsage"),
+        )
+        for r in p["readings"]
+    ]
     rows = [(t, e, w) for t, e, w in rows if e is not None and w is not None]
     if len(rows) < 2 or rows[-1][0] <= rows[0][0]:
         return "unmeasured"
@@ -223,8 +242,14 @@ def _energy(p: dict[str, Any]) -> str:
 def _within_limits(p: dict[str, Any]) -> str:
     ok, measured = True, False
     for r in p["readings"]:
-        clock, top = number(r, "nvmlDeviceGetClockInfo:SM"), number(r, "nvmlDeviceGetMaxClockInfo:SM")
-        power, limit = number(r, "nvmlDeviceGetPowerUsage"), number(r, "nvmlDeviceGetEnforcedPowerLimit")
+        clock, top = (
+            number(r, "nvmlDeviceGetClockInfo:SM"),
+            number(r, "nvmlDeviceGetMaxClockInfo:SM"),
+        )
+        power, limit = (
+            number(r, "nvmlDeviceGetPowerUsage"),
+            number(r, "nvmlDeviceGetEnforcedPowerLimit"),
+        )
         if None not in (clock, top):
             measured, ok = True, ok and clock <= top  # type: ignore[operator]
         if None not in (power, limit):
@@ -244,14 +269,21 @@ def compare(real: dict[str, Any], sim: dict[str, Any], same_product: bool = True
             if state == "unmeasured":
                 notes.append(f"{phase}: {name} could not be measured on the real board")
             elif state == "breaks" or state != twin:
-                out.append(f"relation: {name} under {phase} {state} on the real board, "
-                           f"{twin} on the simulated one")  # fmt: skip
+                out.append(
+                    f"relation: {name} under {phase} {state} on the real board, "
+                    f"{twin} on the simulated one"
+                )
     for phase, p in real["phases"].items():
         if not (p.get("load") or {}).get("ok", True):
             notes.append(f"{phase}: {p['load']['reason']}")
     return {
         "disagreements": out,
         "notes": notes,
-        "relations": {ph: {n: {"real": st, "simulated": s_rel.get(ph, {}).get(n, "not read")}
-                           for n, st in rels.items()} for ph, rels in r_rel.items()},  # fmt: skip
+        "relations": {
+            ph: {
+                n: {"real": st, "simulated": s_rel.get(ph, {}).get(n, "not read")}
+                for n, st in rels.items()
+            }
+            for ph, rels in r_rel.items()
+        },
     }

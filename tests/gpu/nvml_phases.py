@@ -64,13 +64,20 @@ def simulated(board: str = "h100", driver: str | None = None) -> dict[str, dict[
     phases = {}
     for phase in PHASES:
         clock = FakeClock()
-        sim = SimBoard(board, driver=driver, scenario=SCENARIO_OF[phase], clock=clock,
-                       warmup_s=LOAD_WARMUP_S if phase != "idle" else 0.0)  # fmt: skip
+        sim = SimBoard(
+            board,
+            driver=driver,
+            scenario=SCENARIO_OF[phase],
+            clock=clock,
+            warmup_s=LOAD_WARMUP_S if phase != "idle" else 0.0,
+        )
         with installed(sim):
             N.nvmlInit()
             try:
-                phases[phase] = {"load": {"ok": True, "reason": ""},
-                                 **read_phase(sleep=clock.advance, clock=clock)}  # fmt: skip
+                phases[phase] = {
+                    "load": {"ok": True, "reason": ""},
+                    **read_phase(sleep=clock.advance, clock=clock),
+                }
             finally:
                 N.nvmlShutdown()
     return phases

@@ -29,7 +29,7 @@ def jsonable(value: Any, depth: int = 0) -> Any:
         return value
     if isinstance(value, dict):
         return {str(k): jsonable(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple)) or isinstance(value, ctypes.Array):
+    if isinstance(value, (list, tuple, ctypes.Array)):
         return [jsonable(v, depth + 1) for v in list(value)[:32]]
     if isinstance(value, (ctypes.Structure, ctypes.Union)):
         return {
@@ -98,37 +98,55 @@ DEVICE_CALLS: tuple[tuple[str, Call], ...] = (
     ("nvmlDeviceGetSerial", N.nvmlDeviceGetSerial),
     ("nvmlDeviceGetName", N.nvmlDeviceGetName),
     ("nvmlDeviceGetUUID", N.nvmlDeviceGetUUID),
-    ("nvmlDeviceGetPciInfo_v3", lambda h: {"busId": N.nvmlDeviceGetPciInfo(h).busId,
-                                           "pciDeviceId": N.nvmlDeviceGetPciInfo(h).pciDeviceId}),
+    (
+        "nvmlDeviceGetPciInfo_v3",
+        lambda h: {
+            "busId": N.nvmlDeviceGetPciInfo(h).busId,
+            "pciDeviceId": N.nvmlDeviceGetPciInfo(h).pciDeviceId,
+        },
+    ),
     ("nvmlDeviceGetArchitecture", N.nvmlDeviceGetArchitecture),
     ("nvmlDeviceGetCudaComputeCapability", N.nvmlDeviceGetCudaComputeCapability),
     ("nvmlDeviceGetClockInfo:SM", lambda h: N.nvmlDeviceGetClockInfo(h, N.NVML_CLOCK_SM)),
-    ("nvmlDeviceGetClockInfo:GRAPHICS",
-     lambda h: N.nvmlDeviceGetClockInfo(h, N.NVML_CLOCK_GRAPHICS)),
+    (
+        "nvmlDeviceGetClockInfo:GRAPHICS",
+        lambda h: N.nvmlDeviceGetClockInfo(h, N.NVML_CLOCK_GRAPHICS),
+    ),
     ("nvmlDeviceGetClockInfo:MEM", lambda h: N.nvmlDeviceGetClockInfo(h, N.NVML_CLOCK_MEM)),
     ("nvmlDeviceGetClockInfo:VIDEO", lambda h: N.nvmlDeviceGetClockInfo(h, N.NVML_CLOCK_VIDEO)),
     ("nvmlDeviceGetMaxClockInfo:SM", lambda h: N.nvmlDeviceGetMaxClockInfo(h, N.NVML_CLOCK_SM)),
     ("nvmlDeviceGetMaxClockInfo:MEM", lambda h: N.nvmlDeviceGetMaxClockInfo(h, N.NVML_CLOCK_MEM)),
-    ("nvmlDeviceGetMaxClockInfo:VIDEO",
-     lambda h: N.nvmlDeviceGetMaxClockInfo(h, N.NVML_CLOCK_VIDEO)),
+    (
+        "nvmlDeviceGetMaxClockInfo:VIDEO",
+        lambda h: N.nvmlDeviceGetMaxClockInfo(h, N.NVML_CLOCK_VIDEO),
+    ),
     ("nvmlDeviceGetPowerUsage", N.nvmlDeviceGetPowerUsage),
     ("nvmlDeviceGetEnforcedPowerLimit", N.nvmlDeviceGetEnforcedPowerLimit),
     ("nvmlDeviceGetPowerManagementDefaultLimit", N.nvmlDeviceGetPowerManagementDefaultLimit),
-    ("nvmlDeviceGetPowerManagementLimitConstraints",
-     N.nvmlDeviceGetPowerManagementLimitConstraints),
+    (
+        "nvmlDeviceGetPowerManagementLimitConstraints",
+        N.nvmlDeviceGetPowerManagementLimitConstraints,
+    ),
     ("nvmlDeviceGetPowerManagementLimit", N.nvmlDeviceGetPowerManagementLimit),
     ("nvmlDeviceGetTotalEnergyConsumption", N.nvmlDeviceGetTotalEnergyConsumption),
     ("nvmlDeviceGetTemperature", lambda h: N.nvmlDeviceGetTemperature(h, N.NVML_TEMPERATURE_GPU)),
-    ("nvmlDeviceGetTemperatureV",
-     lambda h: N.nvmlDeviceGetTemperatureV(h, N.NVML_TEMPERATURE_GPU)),
-    ("nvmlDeviceGetTemperatureThreshold:SLOWDOWN", lambda h: N.nvmlDeviceGetTemperatureThreshold(
-        h, N.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN)),
-    ("nvmlDeviceGetTemperatureThreshold:SHUTDOWN", lambda h: N.nvmlDeviceGetTemperatureThreshold(
-        h, N.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN)),
-    ("nvmlDeviceGetTemperatureThreshold:GPU_MAX", lambda h: N.nvmlDeviceGetTemperatureThreshold(
-        h, N.NVML_TEMPERATURE_THRESHOLD_GPU_MAX)),
-    ("nvmlDeviceGetTemperatureThreshold:MEM_MAX", lambda h: N.nvmlDeviceGetTemperatureThreshold(
-        h, N.NVML_TEMPERATURE_THRESHOLD_MEM_MAX)),
+    ("nvmlDeviceGetTemperatureV", lambda h: N.nvmlDeviceGetTemperatureV(h, N.NVML_TEMPERATURE_GPU)),
+    (
+        "nvmlDeviceGetTemperatureThreshold:SLOWDOWN",
+        lambda h: N.nvmlDeviceGetTemperatureThreshold(h, N.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN),
+    ),
+    (
+        "nvmlDeviceGetTemperatureThreshold:SHUTDOWN",
+        lambda h: N.nvmlDeviceGetTemperatureThreshold(h, N.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN),
+    ),
+    (
+        "nvmlDeviceGetTemperatureThreshold:GPU_MAX",
+        lambda h: N.nvmlDeviceGetTemperatureThreshold(h, N.NVML_TEMPERATURE_THRESHOLD_GPU_MAX),
+    ),
+    (
+        "nvmlDeviceGetTemperatureThreshold:MEM_MAX",
+        lambda h: N.nvmlDeviceGetTemperatureThreshold(h, N.NVML_TEMPERATURE_THRESHOLD_MEM_MAX),
+    ),
     ("nvmlDeviceGetCurrentClocksEventReasons", N.nvmlDeviceGetCurrentClocksEventReasons),
     ("nvmlDeviceGetCurrentClocksThrottleReasons", N.nvmlDeviceGetCurrentClocksThrottleReasons),
     ("nvmlDeviceGetPersistenceMode", N.nvmlDeviceGetPersistenceMode),
@@ -141,41 +159,61 @@ DEVICE_CALLS: tuple[tuple[str, Call], ...] = (
     ("nvmlDeviceGetComputeMode", N.nvmlDeviceGetComputeMode),
     ("nvmlDeviceGetFanSpeed", N.nvmlDeviceGetFanSpeed),
     ("nvmlDeviceGetEccMode", N.nvmlDeviceGetEccMode),
-    ("nvmlDeviceGetTotalEccErrors", lambda h: N.nvmlDeviceGetTotalEccErrors(
-        h, N.NVML_MEMORY_ERROR_TYPE_CORRECTED, N.NVML_AGGREGATE_ECC)),
+    (
+        "nvmlDeviceGetTotalEccErrors",
+        lambda h: N.nvmlDeviceGetTotalEccErrors(
+            h, N.NVML_MEMORY_ERROR_TYPE_CORRECTED, N.NVML_AGGREGATE_ECC
+        ),
+    ),
     ("nvmlDeviceGetEncoderUtilization", N.nvmlDeviceGetEncoderUtilization),
     ("nvmlDeviceGetDecoderUtilization", N.nvmlDeviceGetDecoderUtilization),
     ("nvmlDeviceGetUtilizationRates", N.nvmlDeviceGetUtilizationRates),
     ("nvmlDeviceGetMemoryInfo", N.nvmlDeviceGetMemoryInfo),
     ("nvmlDeviceGetMemoryInfo_v2", lambda h: N.nvmlDeviceGetMemoryInfo(h, N.nvmlMemory_v2)),
     ("nvmlDeviceGetBAR1MemoryInfo", N.nvmlDeviceGetBAR1MemoryInfo),
-    ("nvmlDeviceGetPcieThroughput:TX",
-     lambda h: N.nvmlDeviceGetPcieThroughput(h, N.NVML_PCIE_UTIL_TX_BYTES)),
-    ("nvmlDeviceGetPcieThroughput:RX",
-     lambda h: N.nvmlDeviceGetPcieThroughput(h, N.NVML_PCIE_UTIL_RX_BYTES)),
+    (
+        "nvmlDeviceGetPcieThroughput:TX",
+        lambda h: N.nvmlDeviceGetPcieThroughput(h, N.NVML_PCIE_UTIL_TX_BYTES),
+    ),
+    (
+        "nvmlDeviceGetPcieThroughput:RX",
+        lambda h: N.nvmlDeviceGetPcieThroughput(h, N.NVML_PCIE_UTIL_RX_BYTES),
+    ),
     ("nvmlDeviceGetCurrPcieLinkGeneration", N.nvmlDeviceGetCurrPcieLinkGeneration),
     ("nvmlDeviceGetCurrPcieLinkWidth", N.nvmlDeviceGetCurrPcieLinkWidth),
     ("nvmlDeviceGetMaxPcieLinkGeneration", N.nvmlDeviceGetMaxPcieLinkGeneration),
     ("nvmlDeviceGetMaxPcieLinkWidth", N.nvmlDeviceGetMaxPcieLinkWidth),
     ("nvmlDeviceGetFieldValues", _field_values),
-    ("nvmlDeviceGetComputeRunningProcesses_v3",
-     lambda h: _processes(N.nvmlDeviceGetComputeRunningProcesses_v3(h))),
-    ("nvmlDeviceGetComputeRunningProcesses_v2",
-     lambda h: _processes(N.nvmlDeviceGetComputeRunningProcesses_v2(h))),
-    ("nvmlDeviceGetGraphicsRunningProcesses_v3",
-     lambda h: _processes(N.nvmlDeviceGetGraphicsRunningProcesses_v3(h))),
-    ("nvmlDeviceGetGraphicsRunningProcesses_v2",
-     lambda h: _processes(N.nvmlDeviceGetGraphicsRunningProcesses_v2(h))),
+    (
+        "nvmlDeviceGetComputeRunningProcesses_v3",
+        lambda h: _processes(N.nvmlDeviceGetComputeRunningProcesses_v3(h)),
+    ),
+    (
+        "nvmlDeviceGetComputeRunningProcesses_v2",
+        lambda h: _processes(N.nvmlDeviceGetComputeRunningProcesses_v2(h)),
+    ),
+    (
+        "nvmlDeviceGetGraphicsRunningProcesses_v3",
+        lambda h: _processes(N.nvmlDeviceGetGraphicsRunningProcesses_v3(h)),
+    ),
+    (
+        "nvmlDeviceGetGraphicsRunningProcesses_v2",
+        lambda h: _processes(N.nvmlDeviceGetGraphicsRunningProcesses_v2(h)),
+    ),
     ("nvmlDeviceGetProcessUtilization", _process_util),
     ("nvmlDeviceGetMigMode", N.nvmlDeviceGetMigMode),
     ("nvmlDeviceGetMaxMigDeviceCount", N.nvmlDeviceGetMaxMigDeviceCount),
     ("nvmlDeviceIsMigDeviceHandle", N.nvmlDeviceIsMigDeviceHandle),
     ("nvmlDeviceGetGpuInstanceId", N.nvmlDeviceGetGpuInstanceId),
     ("nvmlDeviceGetComputeInstanceId", N.nvmlDeviceGetComputeInstanceId),
-    ("nvmlDeviceGetDeviceHandleFromMigDeviceHandle",
-     lambda h: bool(N.nvmlDeviceGetDeviceHandleFromMigDeviceHandle(h))),
-    ("nvmlDeviceGetMigDeviceHandleByIndex",
-     lambda h: bool(N.nvmlDeviceGetMigDeviceHandleByIndex(h, 0))),
+    (
+        "nvmlDeviceGetDeviceHandleFromMigDeviceHandle",
+        lambda h: bool(N.nvmlDeviceGetDeviceHandleFromMigDeviceHandle(h)),
+    ),
+    (
+        "nvmlDeviceGetMigDeviceHandleByIndex",
+        lambda h: bool(N.nvmlDeviceGetMigDeviceHandleByIndex(h, 0)),
+    ),
     ("nvmlGpmQueryDeviceSupport", lambda h: N.nvmlGpmQueryDeviceSupport(h).isSupportedDevice),
 )
 MIG_CALLS = (
@@ -235,17 +273,15 @@ def device_calls(index: int = 0) -> dict[str, dict[str, Any]]:
 
 
 class GpmReader:
-    """GPM's two-sample protocol: a sample each reading, the metrics between the last two."""
+    """GPM's two-sample protocol: a sample each reading, the metrics between the last two. On a
+    board without GPM every call is still made once, so what it answers is recorded."""
 
     def __init__(self, index: int = 0) -> None:
         self.handle = N.nvmlDeviceGetHandleByIndex(index)
         self.samples: list[Any] = []
         self.problem: str | None = None
         try:
-            if not N.nvmlGpmQueryDeviceSupport(self.handle).isSupportedDevice:
-                self.problem = "not supported on this device"
-            else:
-                self.samples = [N.nvmlGpmSampleAlloc(), N.nvmlGpmSampleAlloc()]
+            self.samples = [N.nvmlGpmSampleAlloc(), N.nvmlGpmSampleAlloc()]
         except Exception as e:
             self.problem = error_name(e)
         self.taken = 0
@@ -259,15 +295,18 @@ class GpmReader:
         try:
             N.nvmlGpmSampleGet(self.handle, cur)
         except Exception as e:
-            return {"error": error_name(e)}
+            return {"error": error_name(e), "metrics_get": self._metrics()}
         self.taken += 1
         if self.taken < 2:
             return {"error": "first sample"}
+        return self._metrics()
+
+    def _metrics(self) -> Any:
         mg = N.c_nvmlGpmMetricsGet_t()
         mg.version = N.NVML_GPM_METRICS_GET_VERSION
         mg.numMetrics = len(GPM_METRICS)
-        mg.sample1 = self.samples[self.taken % 2]
-        mg.sample2 = cur
+        mg.sample1 = self.samples[(self.taken + 1) % 2]
+        mg.sample2 = self.samples[self.taken % 2]
         for k, metric_id in enumerate(GPM_METRICS.values()):
             mg.metrics[k].metricId = metric_id
         try:

@@ -23,13 +23,16 @@ def setup(what: str) -> tuple[argparse.Namespace, torch.device, bool]:
     device = torch.device("cuda" if cuda else "cpu")
     # the check reads this line back: a job must not be able to import the gputop it is
     # diagnosed by (it runs where the user's job would, with no gputop installed)
-    print(f"gpu-check-job: torch {torch.__version__} device {device} "
-          f"gputop importable: {importlib.util.find_spec('gputop') is not None}",
-          file=sys.stderr, flush=True)  # fmt: skip
+    print(
+        f"gpu-check-job: torch {torch.__version__} device {device} "
+        f"gputop importable: {importlib.util.find_spec('gputop') is not None}",
+        file=sys.stderr,
+        flush=True,
+    )
     return args, device, cuda
 
 
-def train(args: argparse.Namespace, step) -> None:  # noqa: ANN001
+def train(args: argparse.Namespace, step) -> None:
     """Call ``step()`` until ``--seconds`` have passed."""
     end = time.monotonic() + args.seconds
     while time.monotonic() < end:
