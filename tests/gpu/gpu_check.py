@@ -28,16 +28,31 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path[:0] = [str(REPO), str(HERE), str(REPO / "tests")]
 
-BUDGET_S = 460.0
-"""The whole check: 8 minutes less a margin for the machine's own start and the copy back."""
-WATCH_S = 45.0
+BUDGET_S = 470.0
+"""The whole check: 8 minutes less a margin for Python's start and the copy back."""
+WATCH_S = 40.0
+"""Each job's watch: the issue asks 45 s, but eight of them with torch's and CUDA's start
+(~8 s cold) before each attach would pass the 8 minutes; every verdict in the simulated runs
+settles within 10 s (tests/bench/bench_verdicts.py)."""
 DRY_WATCH_S = 5.0
 """The jobs' watch in --dry: long enough for a timeline of a few readings (CI time is tight)."""
 JOB_OUTLIVES_S = 25.0
 """A job trains this much past its watch (its imports and CUDA's start come first)."""
 ATTACH_DELAY_S = 3.0
-PLAN = {"env": 5.0, "install": 15.0, "nvml": 45.0, "runs": 8 * (WATCH_S + 1.0), "captures": 18.0}
-"""Planned seconds per step: 451 of the 460."""
+CAPTURE_WATCH_S = 12.0
+"""The shortest watch of the run the captures are taken in: the job's start, then three
+captures of a few steps each."""
+PLAN = {
+    "env": 5.0,
+    "install": 10.0,
+    "nvml": 60.0,
+    "runs": 4 * (WATCH_S + 2.0) + 4 * (WATCH_S + 15.0),
+    "captures": 20.0,
+}
+"""Planned seconds per step: 463 of the 470. The NVML phases: 4 x 5 readings, each load's start
+(~8 s) and warm-up (3 s). A run started by gputop: its watch and gputop's start; an attached
+one: the job's start, the attach delay, the agent's load. The captures are taken during the
+healthy job's run (its own 20 s only with ``--only captures``)."""
 STEPS = tuple(PLAN)
 FILES = ("env.json", "nvml.json", "runs.json", "captures.json", "summary.txt")
 NVIDIA_SMI_FILE = "nvidia-smi.txt"
@@ -65,7 +80,7 @@ class Check:
         self.watch = DRY_WATCH_S if self.dry else WATCH_S
         self.plan = dict(PLAN)
         if self.dry:
-            self.plan.update(runs=8 * (self.watch + 1.0) / 4, nvml=10.0, captures=10.0)
+            self.plan.update(runs=30.0, nvml=10.0, captures=15.0)  # 4 runs at a time
         self.site: str | None = None
         self.job_python = sys.executable
         self.docs: dict[str, Any] = {
@@ -98,6 +113,15 @@ class Check:
             if name not in only:
                 continue
             used = time.monotonic() - self.t0
+            if name == "captures" and "torch-trace" in self.docs["captures.json"]:
+                steps[name] = {
+                    "status": "ok",
+                    "planned_s": 0,
+                    "used_s": 0,
+                    "reason": "taken during the healthy job's run",
+                }
+                self.write()
+                continue
             if used + self.plan[name] > BUDGET_S:
                 steps[name] = {
                     "status": "skipped",
@@ -258,8 +282,11 @@ class Check:
         todo = [(job, mode) for job in JOBS for mode in ("started", "attached")]
         parallel = 4 if self.dry else 1  # one GPU: the real runs one at a time
 
+        self.docs["captures.json"] = {}
+
         def one(job_mode: tuple[str, str]) -> None:
-            runs.append(self.one_run(*job_mode))
+            during = self.take_captures if job_mode == ("healthy", "started") else None
+            runs.append(self.one_run(*job_mode, during=during))
             runs.sort(key=lambda r: todo.index((r["job"], r["mode"])))
             self.write()
 
@@ -267,21 +294,22 @@ class Check:
             list(pool.map(one, todo))
 
     def one_run(
-        self, job: str, mode: str, during: Callable[[int], Any] | None = None
+        self, job: str, mode: str, during: Callable[[int, Path], Any] | None = None
     ) -> dict[str, Any]:
         script, expected = JOBS[job]
+        watch = self.watch if during is None else max(self.watch, CAPTURE_WATCH_S)
         log = self.work / f"{job}-{mode}.log"
         argv = [
             self.job_python,
             str(HERE / "jobs" / script),
             "--seconds",
-            str(self.watch + JOB_OUTLIVES_S),
+            str(watch + JOB_OUTLIVES_S),
         ]
         begun = time.monotonic()
-        watch = ["diagnose", "--json", "--duration", str(self.watch), *self._sim()]
+        diagnose = ["diagnose", "--json", "--duration", str(watch), *self._sim()]
         proc = pid = None
         if mode == "started":
-            proc = self._gputop_popen([*watch, "--log", str(log), "--", *argv])
+            proc = self._gputop_popen([*diagnose, "--log", str(log), "--", *argv])
             with contextlib.suppress(TimeoutError):
                 pid = _job_pid(proc.pid, script)
         else:
@@ -297,9 +325,9 @@ class Check:
             pid = job_proc.pid
             _wait_for_line(log, "gpu-check-job:", 60.0)
             time.sleep(ATTACH_DELAY_S)
-            proc = self._gputop_popen([*watch, "--pid", str(pid), "--attach"])
-        extra = during(pid) if during and pid else None
-        stdout, stderr = proc.communicate(timeout=self.watch + 180)
+            proc = self._gputop_popen([*diagnose, "--pid", str(pid), "--attach"])
+        extra = during(pid, log) if during and pid else None
+        stdout, stderr = proc.communicate(timeout=watch + 180)
         if mode == "attached":
             _kill(job_proc)
         said = next((ln for ln in _read(log).splitlines() if ln.startswith("gpu-check-job:")), "")
@@ -318,28 +346,20 @@ class Check:
         return run
 
     def step_captures(self) -> None:
-        """The agent's captures during the healthy job (started by gputop: the agent is in it),
-        and nsys when it is on PATH."""
-        doc: dict[str, Any] = {"schema": "gpu-check.captures/1"}
+        """Only when the runs did not take them (``--only captures``): a healthy job of its
+        own, started by gputop so the agent is in it."""
+        self.one_run("healthy", "started", self.take_captures)
+
+    def take_captures(self, pid: int, log: Path) -> dict[str, str]:
+        """The agent's captures of the job (and nsys when it is on PATH), once it trains."""
+        doc: dict[str, Any] = {"schema": "gpu-check.captures/1", "pid": pid}
         self.docs["captures.json"] = doc
-
-        def take(pid: int) -> dict[str, Any]:
-            time.sleep(ATTACH_DELAY_S)
-            for kind in CAPTURES:
-                doc[kind] = self.capture(kind, pid)
-                self.write()
-            return {k: doc[k]["status"] for k in CAPTURES}
-
-        saved = self.watch
-        self.watch = max(self.watch, 12.0 if self.dry else 15.0)
-        try:
-            doc["run"] = {
-                k: v
-                for k, v in self.one_run("healthy", "started", take).items()
-                if k in ("final", "rc", "wall_s")
-            }
-        finally:
-            self.watch = saved
+        _wait_for_line(log, "gpu-check-job:", 60.0)
+        time.sleep(ATTACH_DELAY_S)
+        for kind in CAPTURES:
+            doc[kind] = self.capture(kind, pid)
+            self.write()
+        return {k: doc[k]["status"] for k in CAPTURES}
 
     def capture(self, kind: str, pid: int) -> dict[str, Any]:
         if kind == "nsys" and not shutil.which("nsys"):

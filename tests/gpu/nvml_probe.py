@@ -90,14 +90,20 @@ def _process_util(h: Any) -> list[dict[str, Any]]:
     ][:16]
 
 
+def _w(name: str) -> Call:
+    """pynvml's wrapper ``name``, looked up when called: an older nvidia-ml-py without it gives
+    that call an error, not the probe an ImportError."""
+    return lambda h: getattr(N, name)(h)
+
+
 # (label, call on a device handle). Labels are the C symbol the call reaches, with the argument
 # after a colon where one symbol is read several ways.
 DEVICE_CALLS: tuple[tuple[str, Call], ...] = (
-    ("nvmlDeviceGetIndex", N.nvmlDeviceGetIndex),
-    ("nvmlDeviceGetMinorNumber", N.nvmlDeviceGetMinorNumber),
-    ("nvmlDeviceGetSerial", N.nvmlDeviceGetSerial),
-    ("nvmlDeviceGetName", N.nvmlDeviceGetName),
-    ("nvmlDeviceGetUUID", N.nvmlDeviceGetUUID),
+    ("nvmlDeviceGetIndex", _w("nvmlDeviceGetIndex")),
+    ("nvmlDeviceGetMinorNumber", _w("nvmlDeviceGetMinorNumber")),
+    ("nvmlDeviceGetSerial", _w("nvmlDeviceGetSerial")),
+    ("nvmlDeviceGetName", _w("nvmlDeviceGetName")),
+    ("nvmlDeviceGetUUID", _w("nvmlDeviceGetUUID")),
     (
         "nvmlDeviceGetPciInfo_v3",
         lambda h: {
@@ -105,8 +111,8 @@ DEVICE_CALLS: tuple[tuple[str, Call], ...] = (
             "pciDeviceId": N.nvmlDeviceGetPciInfo(h).pciDeviceId,
         },
     ),
-    ("nvmlDeviceGetArchitecture", N.nvmlDeviceGetArchitecture),
-    ("nvmlDeviceGetCudaComputeCapability", N.nvmlDeviceGetCudaComputeCapability),
+    ("nvmlDeviceGetArchitecture", _w("nvmlDeviceGetArchitecture")),
+    ("nvmlDeviceGetCudaComputeCapability", _w("nvmlDeviceGetCudaComputeCapability")),
     ("nvmlDeviceGetClockInfo:SM", lambda h: N.nvmlDeviceGetClockInfo(h, N.NVML_CLOCK_SM)),
     (
         "nvmlDeviceGetClockInfo:GRAPHICS",
@@ -120,15 +126,15 @@ DEVICE_CALLS: tuple[tuple[str, Call], ...] = (
         "nvmlDeviceGetMaxClockInfo:VIDEO",
         lambda h: N.nvmlDeviceGetMaxClockInfo(h, N.NVML_CLOCK_VIDEO),
     ),
-    ("nvmlDeviceGetPowerUsage", N.nvmlDeviceGetPowerUsage),
-    ("nvmlDeviceGetEnforcedPowerLimit", N.nvmlDeviceGetEnforcedPowerLimit),
-    ("nvmlDeviceGetPowerManagementDefaultLimit", N.nvmlDeviceGetPowerManagementDefaultLimit),
+    ("nvmlDeviceGetPowerUsage", _w("nvmlDeviceGetPowerUsage")),
+    ("nvmlDeviceGetEnforcedPowerLimit", _w("nvmlDeviceGetEnforcedPowerLimit")),
+    ("nvmlDeviceGetPowerManagementDefaultLimit", _w("nvmlDeviceGetPowerManagementDefaultLimit")),
     (
         "nvmlDeviceGetPowerManagementLimitConstraints",
-        N.nvmlDeviceGetPowerManagementLimitConstraints,
+        _w("nvmlDeviceGetPowerManagementLimitConstraints"),
     ),
-    ("nvmlDeviceGetPowerManagementLimit", N.nvmlDeviceGetPowerManagementLimit),
-    ("nvmlDeviceGetTotalEnergyConsumption", N.nvmlDeviceGetTotalEnergyConsumption),
+    ("nvmlDeviceGetPowerManagementLimit", _w("nvmlDeviceGetPowerManagementLimit")),
+    ("nvmlDeviceGetTotalEnergyConsumption", _w("nvmlDeviceGetTotalEnergyConsumption")),
     ("nvmlDeviceGetTemperature", lambda h: N.nvmlDeviceGetTemperature(h, N.NVML_TEMPERATURE_GPU)),
     ("nvmlDeviceGetTemperatureV", lambda h: N.nvmlDeviceGetTemperatureV(h, N.NVML_TEMPERATURE_GPU)),
     (
@@ -147,30 +153,30 @@ DEVICE_CALLS: tuple[tuple[str, Call], ...] = (
         "nvmlDeviceGetTemperatureThreshold:MEM_MAX",
         lambda h: N.nvmlDeviceGetTemperatureThreshold(h, N.NVML_TEMPERATURE_THRESHOLD_MEM_MAX),
     ),
-    ("nvmlDeviceGetCurrentClocksEventReasons", N.nvmlDeviceGetCurrentClocksEventReasons),
-    ("nvmlDeviceGetCurrentClocksThrottleReasons", N.nvmlDeviceGetCurrentClocksThrottleReasons),
-    ("nvmlDeviceGetPersistenceMode", N.nvmlDeviceGetPersistenceMode),
-    ("nvmlDeviceGetDisplayActive", N.nvmlDeviceGetDisplayActive),
-    ("nvmlDeviceGetDisplayMode", N.nvmlDeviceGetDisplayMode),
+    ("nvmlDeviceGetCurrentClocksEventReasons", _w("nvmlDeviceGetCurrentClocksEventReasons")),
+    ("nvmlDeviceGetCurrentClocksThrottleReasons", _w("nvmlDeviceGetCurrentClocksThrottleReasons")),
+    ("nvmlDeviceGetPersistenceMode", _w("nvmlDeviceGetPersistenceMode")),
+    ("nvmlDeviceGetDisplayActive", _w("nvmlDeviceGetDisplayActive")),
+    ("nvmlDeviceGetDisplayMode", _w("nvmlDeviceGetDisplayMode")),
     # pynvml 13's wrapper calls _v2, which the board does not export: read both
-    ("nvmlDeviceGetDriverModel:wrapper", N.nvmlDeviceGetDriverModel),
+    ("nvmlDeviceGetDriverModel:wrapper", _w("nvmlDeviceGetDriverModel")),
     ("nvmlDeviceGetDriverModel", _driver_model_v1),
-    ("nvmlDeviceGetPerformanceState", N.nvmlDeviceGetPerformanceState),
-    ("nvmlDeviceGetComputeMode", N.nvmlDeviceGetComputeMode),
-    ("nvmlDeviceGetFanSpeed", N.nvmlDeviceGetFanSpeed),
-    ("nvmlDeviceGetEccMode", N.nvmlDeviceGetEccMode),
+    ("nvmlDeviceGetPerformanceState", _w("nvmlDeviceGetPerformanceState")),
+    ("nvmlDeviceGetComputeMode", _w("nvmlDeviceGetComputeMode")),
+    ("nvmlDeviceGetFanSpeed", _w("nvmlDeviceGetFanSpeed")),
+    ("nvmlDeviceGetEccMode", _w("nvmlDeviceGetEccMode")),
     (
         "nvmlDeviceGetTotalEccErrors",
         lambda h: N.nvmlDeviceGetTotalEccErrors(
             h, N.NVML_MEMORY_ERROR_TYPE_CORRECTED, N.NVML_AGGREGATE_ECC
         ),
     ),
-    ("nvmlDeviceGetEncoderUtilization", N.nvmlDeviceGetEncoderUtilization),
-    ("nvmlDeviceGetDecoderUtilization", N.nvmlDeviceGetDecoderUtilization),
-    ("nvmlDeviceGetUtilizationRates", N.nvmlDeviceGetUtilizationRates),
-    ("nvmlDeviceGetMemoryInfo", N.nvmlDeviceGetMemoryInfo),
+    ("nvmlDeviceGetEncoderUtilization", _w("nvmlDeviceGetEncoderUtilization")),
+    ("nvmlDeviceGetDecoderUtilization", _w("nvmlDeviceGetDecoderUtilization")),
+    ("nvmlDeviceGetUtilizationRates", _w("nvmlDeviceGetUtilizationRates")),
+    ("nvmlDeviceGetMemoryInfo", _w("nvmlDeviceGetMemoryInfo")),
     ("nvmlDeviceGetMemoryInfo_v2", lambda h: N.nvmlDeviceGetMemoryInfo(h, N.nvmlMemory_v2)),
-    ("nvmlDeviceGetBAR1MemoryInfo", N.nvmlDeviceGetBAR1MemoryInfo),
+    ("nvmlDeviceGetBAR1MemoryInfo", _w("nvmlDeviceGetBAR1MemoryInfo")),
     (
         "nvmlDeviceGetPcieThroughput:TX",
         lambda h: N.nvmlDeviceGetPcieThroughput(h, N.NVML_PCIE_UTIL_TX_BYTES),
@@ -179,10 +185,10 @@ DEVICE_CALLS: tuple[tuple[str, Call], ...] = (
         "nvmlDeviceGetPcieThroughput:RX",
         lambda h: N.nvmlDeviceGetPcieThroughput(h, N.NVML_PCIE_UTIL_RX_BYTES),
     ),
-    ("nvmlDeviceGetCurrPcieLinkGeneration", N.nvmlDeviceGetCurrPcieLinkGeneration),
-    ("nvmlDeviceGetCurrPcieLinkWidth", N.nvmlDeviceGetCurrPcieLinkWidth),
-    ("nvmlDeviceGetMaxPcieLinkGeneration", N.nvmlDeviceGetMaxPcieLinkGeneration),
-    ("nvmlDeviceGetMaxPcieLinkWidth", N.nvmlDeviceGetMaxPcieLinkWidth),
+    ("nvmlDeviceGetCurrPcieLinkGeneration", _w("nvmlDeviceGetCurrPcieLinkGeneration")),
+    ("nvmlDeviceGetCurrPcieLinkWidth", _w("nvmlDeviceGetCurrPcieLinkWidth")),
+    ("nvmlDeviceGetMaxPcieLinkGeneration", _w("nvmlDeviceGetMaxPcieLinkGeneration")),
+    ("nvmlDeviceGetMaxPcieLinkWidth", _w("nvmlDeviceGetMaxPcieLinkWidth")),
     ("nvmlDeviceGetFieldValues", _field_values),
     (
         "nvmlDeviceGetComputeRunningProcesses_v3",
@@ -201,11 +207,11 @@ DEVICE_CALLS: tuple[tuple[str, Call], ...] = (
         lambda h: _processes(N.nvmlDeviceGetGraphicsRunningProcesses_v2(h)),
     ),
     ("nvmlDeviceGetProcessUtilization", _process_util),
-    ("nvmlDeviceGetMigMode", N.nvmlDeviceGetMigMode),
-    ("nvmlDeviceGetMaxMigDeviceCount", N.nvmlDeviceGetMaxMigDeviceCount),
-    ("nvmlDeviceIsMigDeviceHandle", N.nvmlDeviceIsMigDeviceHandle),
-    ("nvmlDeviceGetGpuInstanceId", N.nvmlDeviceGetGpuInstanceId),
-    ("nvmlDeviceGetComputeInstanceId", N.nvmlDeviceGetComputeInstanceId),
+    ("nvmlDeviceGetMigMode", _w("nvmlDeviceGetMigMode")),
+    ("nvmlDeviceGetMaxMigDeviceCount", _w("nvmlDeviceGetMaxMigDeviceCount")),
+    ("nvmlDeviceIsMigDeviceHandle", _w("nvmlDeviceIsMigDeviceHandle")),
+    ("nvmlDeviceGetGpuInstanceId", _w("nvmlDeviceGetGpuInstanceId")),
+    ("nvmlDeviceGetComputeInstanceId", _w("nvmlDeviceGetComputeInstanceId")),
     (
         "nvmlDeviceGetDeviceHandleFromMigDeviceHandle",
         lambda h: bool(N.nvmlDeviceGetDeviceHandleFromMigDeviceHandle(h)),
