@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import subprocess
 import time
 
@@ -63,22 +64,21 @@ def start(
         [python, "-c", LOADS[kind]],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        text=True,
         env=env,
         start_new_session=True,
     )
-    assert proc.stdout is not None
+    assert proc.stdout is not None and proc.stderr is not None
     deadline = time.monotonic() + START_TIMEOUT_S
-    os.set_blocking(proc.stdout.fileno(), False)
-    seen = ""
+    seen = b""
     while time.monotonic() < deadline:
-        seen += proc.stdout.read() or ""
-        if READY in seen:
+        ready, _, _ = select.select([proc.stdout], [], [], 0.2)
+        chunk = os.read(proc.stdout.fileno(), 4096) if ready else b""
+        seen += chunk
+        if READY.encode() in seen:
             return proc, ""
-        if proc.poll() is not None:
-            err = (proc.stderr.read() if proc.stderr else "").strip().splitlines()
+        if proc.poll() is not None and not chunk:  # ended, and all it printed is read
+            err = proc.stderr.read().decode(errors="replace").strip().splitlines()
             return None, f"the {kind} load ended before it was ready: {(err or ['?'])[-1][:200]}"
-        time.sleep(0.1)
     stop(proc)
     return None, f"the {kind} load was not ready within {START_TIMEOUT_S:.0f} s"
 

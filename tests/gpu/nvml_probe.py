@@ -251,7 +251,7 @@ def system_calls() -> dict[str, dict[str, Any]]:
         "nvmlDeviceGetCount_v2": attempt(N.nvmlDeviceGetCount),
         "nvmlInit_v2": attempt(lambda: _raw("nvmlInit_v2")),
     }
-    attempt(N.nvmlShutdown)  # the nvmlInit_v2 above took a reference of its own
+    attempt(lambda: _raw("nvmlShutdown"))  # the nvmlInit_v2 above took a reference of its own
     return calls
 
 

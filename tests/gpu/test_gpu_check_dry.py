@@ -78,6 +78,21 @@ def test_the_dry_check_takes_three_captures_each_ok_or_with_its_reason(dry):
         assert caps[kind]["status"] == "ok" or caps[kind]["reason"], caps[kind]
 
 
+def test_only_reruns_a_part_and_keeps_the_other_files(dry):
+    before = {n: (dry / n).read_text() for n in ("nvml.json", "runs.json", "captures.json")}
+    done = subprocess.run(
+        ["bash", str(HERE / "check.sh"), "--dry", "--only", "env", "--out", str(dry)],
+        env={**os.environ, "GPU_CHECK_PYTHON": sys.executable},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert {n: (dry / n).read_text() for n in before} == before
+    steps = json.loads((dry / "env.json").read_text())["steps"]
+    assert list(steps) == ["env", "install", "nvml", "runs", "captures"]  # the earlier ones kept
+
+
 def test_without_a_gpu_and_without_dry_it_says_so_in_one_line(tmp_path):
     env = {**os.environ, "PATH": "/usr/bin:/bin", "GPU_CHECK_PYTHON": sys.executable}
     done = subprocess.run(
@@ -89,3 +104,35 @@ def test_without_a_gpu_and_without_dry_it_says_so_in_one_line(tmp_path):
     )
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and "no NVIDIA GPU here" in done.stderr, done.stderr
+
+
+def test_on_a_gpu_a_load_that_cannot_start_leaves_its_phase_with_why_and_the_others_go_on(
+    tmp_path, monkeypatch
+):
+    """The real (not --dry) NVML step, over a simulated board below pynvml, on a machine whose
+    torch has no CUDA: each load fails to start, says why in one line, and the idle phase is
+    still read and compared."""
+    import argparse
+
+    import gpu_check
+    import nvml_phases
+
+    from gputop.sim import SimBoard, installed
+
+    monkeypatch.setattr(nvml_phases, "INTERVAL_S", 0.2)
+
+    check = gpu_check.Check(argparse.Namespace(dry=False, out=str(tmp_path), board="h100"))
+    with installed(SimBoard("h100")):
+        check.step_nvml()
+    check.write()
+    nvml = json.loads((tmp_path / "nvml.json").read_text())
+    assert nvml["simulated"] is False and len(nvml["phases"]["idle"]["readings"]) == 5
+    for phase in ("matmul", "bandwidth", "tiny"):
+        load = nvml["phases"][phase]["load"]
+        assert not load["ok"] and load["reason"] == (
+            f"the {phase} load ended before it was ready: AssertionError: no CUDA device"
+        )
+        assert nvml["phases"][phase]["readings"] == []
+    comparison = nvml["comparison"]
+    assert comparison["disagreements"] == []
+    assert f"tiny: {nvml['phases']['tiny']['load']['reason']}" in comparison["notes"]
