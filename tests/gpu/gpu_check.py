@@ -195,33 +195,26 @@ class Check:
         ]
         if not shutil.which("py-spy"):
             missing.append("py-spy")
-        if not missing:
-            self.docs["env.json"]["install"] = "nothing missing"
-            return
         site = self.work / "site"
+        said = []
         wheels = REPO / ".whl"
         source = ["--no-index", "--find-links", str(wheels)] if wheels.is_dir() else []
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--no-deps",
-                "--target",
-                str(site),
-                *source,
-                *missing,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        said = (done.stderr.strip().splitlines() or ["ok"])[-1][:200]
-        self.docs["env.json"]["install"] = (
-            f"{' '.join(missing)} from {'.whl/' if source else 'the registry'}: {said}"
-        )
+        for name in missing:  # one by one: one not found leaves the others theirs
+            done = subprocess.run(
+                [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--upgrade",
+                 "--target", str(site), *source, name],
+                capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+            last = (done.stderr.strip().splitlines() or ["ok"])[-1][:200]
+            said.append(f"{name} from {'.whl/' if source else 'the registry'}: {last}")
+        gdb, cuda_gdb = shutil.which("gdb"), shutil.which("cuda-gdb")
+        if not gdb and cuda_gdb:
+            # the lent machines have no gdb, and --attach on Python 3.12 loads the agent
+            # through one: cuda-gdb is a gdb (it attaches to running programs there)
+            (site / "bin").mkdir(parents=True, exist_ok=True)
+            (site / "bin" / "gdb").symlink_to(cuda_gdb)
+            said.append(f"no gdb: {cuda_gdb} linked as gdb for --attach")
+        self.docs["env.json"]["install"] = "; ".join(said) or "nothing missing"
         self.site = str(site)
         sys.path.insert(0, self.site)
 
