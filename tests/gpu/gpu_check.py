@@ -82,6 +82,8 @@ class Check:
         if self.dry:
             self.plan.update(runs=30.0, nvml=10.0, captures=15.0)  # 4 runs at a time
         self.site: str | None = None
+        self.captured = False
+        """Whether this run's captures were taken (during the healthy job's run)."""
         self.job_python = sys.executable
         self.docs: dict[str, Any] = {
             name: self._load(name) for name in FILES if name.endswith(".json")
@@ -113,7 +115,7 @@ class Check:
             if name not in only:
                 continue
             used = time.monotonic() - self.t0
-            if name == "captures" and "torch-trace" in self.docs["captures.json"]:
+            if name == "captures" and self.captured:
                 steps[name] = {
                     "status": "ok",
                     "planned_s": 0,
@@ -156,8 +158,6 @@ class Check:
         return 0 if all(s["status"] != "failed" for s in steps.values()) else 1
 
     def step_env(self) -> None:
-        import pynvml
-
         import gputop
 
         env: dict[str, Any] = {
@@ -171,7 +171,6 @@ class Check:
             "nsys": shutil.which("nsys"),
             "taken_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
-        del pynvml
         smi = shutil.which("nvidia-smi")
         if smi and not self.dry:
             text = subprocess.run([smi, "-q"], capture_output=True, text=True, timeout=30).stdout
@@ -282,16 +281,19 @@ class Check:
         def one(job_mode: tuple[str, str]) -> None:
             during = self.take_captures if job_mode == ("healthy", "started") else None
             used = time.monotonic() - self.t0
+            run: dict[str, Any]
             if used + self.per_run_s() > BUDGET_S:
-                runs.append(
-                    {
-                        "job": job_mode[0],
-                        "mode": job_mode[1],
-                        "skipped": f"{used:.0f} s used: it would pass the {BUDGET_S:.0f} s",
-                    }
-                )
+                run = {
+                    "job": job_mode[0],
+                    "mode": job_mode[1],
+                    "skipped": f"{used:.0f} s used: it would pass the {BUDGET_S:.0f} s",
+                }
             else:
-                runs.append(self.one_run(*job_mode, during=during))
+                try:
+                    run = self.one_run(*job_mode, during=during)
+                except Exception as e:  # one run failing leaves the others theirs
+                    run = {"job": job_mode[0], "mode": job_mode[1], "error": repr(e)[:300]}
+            runs.append(run)
             runs.sort(key=lambda r: todo.index((r["job"], r["mode"])))
             self.write()
 
@@ -312,7 +314,8 @@ class Check:
         ]
         begun = time.monotonic()
         diagnose = ["diagnose", "--json", "--duration", str(watch), *self._sim()]
-        proc = pid = None
+        pid = None
+        job_proc: subprocess.Popen | None = None
         if mode == "started":
             proc = self._gputop_popen([*diagnose, "--log", str(log), "--", *argv])
             with contextlib.suppress(TimeoutError):
@@ -331,10 +334,13 @@ class Check:
             _wait_for_line(log, "gpu-check-job:", 60.0)
             time.sleep(ATTACH_DELAY_S)
             proc = self._gputop_popen([*diagnose, "--pid", str(pid), "--attach"])
-        extra = during(pid, log) if during and pid else None
-        stdout, stderr = proc.communicate(timeout=watch + 180)
-        if mode == "attached":
-            _kill(job_proc)
+        try:
+            extra = during(pid, log) if during and pid else None
+            stdout, stderr = proc.communicate(timeout=watch + 180)
+        finally:
+            _kill(proc)  # gone already, unless it overran (then its job goes with it)
+            if job_proc is not None:
+                _kill(job_proc)
         said = next((ln for ln in _read(log).splitlines() if ln.startswith("gpu-check-job:")), "")
         run = {
             "job": job,
@@ -368,6 +374,7 @@ class Check:
         for kind in CAPTURES:
             doc[kind] = self.capture(kind, pid)
             self.write()
+        self.captured = True
         return {k: doc[k]["status"] for k in CAPTURES}
 
     def capture(self, kind: str, pid: int) -> dict[str, Any]:
@@ -425,6 +432,7 @@ class Check:
             text=True,
             cwd=self.work,
             env=self._job_env(),
+            start_new_session=True,
         )
 
     def _gputop(self, args: list[str], timeout: float = 60) -> subprocess.CompletedProcess:
@@ -525,8 +533,9 @@ def summary(docs: dict[str, Any]) -> str:
             f"  note: {n}" for n in comp["notes"]
         ]
     for r in runs.get("runs") or []:
-        if "skipped" in r:
-            lines.append(f"run {r['job']:<13} {r['mode']:<9} skipped: {r['skipped']}")
+        if "skipped" in r or "error" in r:
+            said = f"skipped: {r['skipped']}" if "skipped" in r else f"failed: {r['error']}"
+            lines.append(f"run {r['job']:<13} {r['mode']:<9} {said}")
             continue
         lines.append(
             f"run {r['job']:<13} {r['mode']:<9} expected {r['expected']:<17} final "

@@ -88,7 +88,7 @@ def twin_of(product: str, driver_version: str) -> tuple[str, str, bool, list[str
     else:
         board, same_product = "h100", False
         for b in BOARDS.values():
-            if b.architecture and b.key.upper() in product.upper():
+            if b.key.upper() in product.upper():  # an H100 PCIe: the (SXM) h100
                 board = b.key
         notes.append(
             f"{product} has no simulated board of its own: held against the simulated "
