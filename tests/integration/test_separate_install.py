@@ -21,7 +21,6 @@ import importlib.metadata
 import importlib.util
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -30,6 +29,7 @@ import time
 from pathlib import Path
 
 import pytest
+from linked_venv import linked_venv
 from tests_support import REPO, as_nobody, bench_verdicts, note_timeline
 
 from gputop import __version__
@@ -78,39 +78,6 @@ def _venv(path: Path, *packages: str) -> Path:
     return python
 
 
-def _requires(names: tuple[str, ...]) -> list[importlib.metadata.Distribution]:
-    """The installed distributions ``names`` and everything they require, extras aside."""
-    found: dict[str, importlib.metadata.Distribution] = {}
-    todo = list(names)
-    while todo:
-        name = re.sub(r"[-_.]+", "-", todo.pop()).lower()
-        if name in found:
-            continue
-        try:
-            found[name] = dist = importlib.metadata.distribution(name)
-        except importlib.metadata.PackageNotFoundError:
-            continue  # a requirement for another platform or Python
-        todo += [re.split(r"[ ;<>=!~\[(]", r, maxsplit=1)[0]
-                 for r in dist.requires or () if "extra ==" not in r]  # fmt: skip
-    return list(found.values())
-
-
-def _linked_venv(path: Path, *names: str) -> Path:
-    """A venv of its own whose site-packages links this environment's ``names`` and what they
-    require (the job's torch, with no second install of 800 MB taking half a minute of CI);
-    gputop is not among them."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True,
-                   timeout=300)  # fmt: skip
-    (site,) = (path / "lib").glob("python*/site-packages")
-    for dist in _requires(names):
-        tops = {f.parts[0] for f in dist.files or () if f.parts[0] not in ("..", "__pycache__")}
-        for top in tops:
-            target = Path(str(dist.locate_file(top)))
-            if target.exists() and not (site / top).exists():
-                (site / top).symlink_to(target)
-    return path / "bin" / "python"
-
-
 @pytest.fixture(scope="module")
 def installs(tmp_path_factory) -> tuple[Path, Path]:
     """(gputop's command from its wheel in its own venv, the job venv's python: torch linked
@@ -124,7 +91,7 @@ def installs(tmp_path_factory) -> tuple[Path, Path]:
     )  # fmt: skip
     (wheel,) = dist.glob("gputop_why-*.whl")
     _venv(root / "gputop-venv", str(wheel))
-    job = _linked_venv(root / "job-venv", "torch")
+    job = linked_venv(root / "job-venv", "torch")
     cannot = subprocess.run([str(job), "-c", "import gputop"], cwd=root, capture_output=True)
     assert cannot.returncode != 0, "the job's venv must not have gputop"
     return root / "gputop-venv" / "bin" / "gputop", job
