@@ -219,3 +219,75 @@ def gpu_lines(
         two.add("  ")
     two.add(words, level)
     return one.text, two.text
+
+
+# ---- history, when the screen has rows for it (``ui/room.py``) ---------------------------------
+
+HISTORY_LABEL = 10
+"""Columns before a history line's graph: "   SMact  "."""
+HISTORY_NOW = 13
+"""Columns after it: the latest value against its limit, " 1980/1980MHz"."""
+REASON_MARKS = {
+    "sw_power_cap": "P",
+    "hw_power_brake": "B",
+    "sw_thermal": "T",
+    "hw_thermal": "H",
+    "hw_slowdown": "S",
+    "sync_boost": "Y",
+}
+"""A throttle reason's letter on the reasons line (the first that held in a reading); the
+letters and the bad colour both say it, for NO_COLOR and mono."""
+NOT_HELD = "·"
+
+
+def history_lines(
+    d: DeviceInfo, history: Sequence[GpuSample], style: StyleFor, width: int, lines: int
+) -> list[Text]:
+    """Up to ``lines`` lines of one GPU's history across ``width`` columns, on fixed scales:
+    SM activity (utilisation without GPM), SM clock against its max, power against the
+    enforced limit, and where throttle reasons held (second when they hold now: the line that
+    explains a slow clock goes next to the activity). Only the last readings that fit are
+    read."""
+    w = width - HISTORY_LABEL - HISTORY_NOW
+    if lines <= 0 or w < 8:
+        return []
+    recent = list(history[-w:])
+    s = recent[-1] if recent else None
+    active = d.gpm_supported and any(h.sm_active_pct is not None for h in recent)
+    metric = "sm_active_pct" if active else "util_gpu_pct"
+    rows = [
+        _history(style, "SMact" if active else "util", [getattr(h, metric) for h in recent],
+                 100.0, w, f"{_n(getattr(s, metric, None))}%"),
+        _history(style, "SM clk", [h.sm_clock_mhz for h in recent], d.max_sm_clock_mhz or 0.0,
+                 w, f"{_n(s.sm_clock_mhz if s else None)}/{_n(d.max_sm_clock_mhz)}MHz"),
+        _history(style, "power", [h.power_w for h in recent],
+                 (s.power_limit_w if s else None) or d.default_power_limit_w or 0.0, w,
+                 f"{_n(s.power_w if s else None)}/{_n(s.power_limit_w if s else None)}W"),
+    ]  # fmt: skip
+    held = [next((REASON_MARKS.get(r, "?") for r in h.reasons if r in THROTTLING), NOT_HELD)
+            for h in recent]  # fmt: skip
+    line = Line(style).label(f"   {'held':<{HISTORY_LABEL - 3}}").add(" " * (w - len(held)))
+    _marks(line, "".join(held))
+    throttled = held[-1] != NOT_HELD if held else False
+    line.label(f" {'now' if throttled else 'none now':>{HISTORY_NOW - 1}}")
+    rows.insert(1 if throttled else 3, line.text)
+    return rows[:lines]
+
+
+def _history(
+    style: StyleFor, label: str, values: list[float | None], hi: float, w: int, now: str
+) -> Text:
+    """One history line: the label, a sparkline on 0..hi (empty when there is no scale), the
+    latest value."""
+    line = Line(style).label(f"   {label:<{HISTORY_LABEL - 3}}")
+    line.add(spark(values, 0, hi, w) if hi > 0 else " " * w, "spark")
+    return line.label(f" {now:>{HISTORY_NOW - 1}}").text
+
+
+def _marks(line: Line, held: str) -> None:
+    """The reasons line's marks, one span per run (dim dots, bad letters)."""
+    start = 0
+    for i in range(1, len(held) + 1):
+        if i == len(held) or (held[i] == NOT_HELD) != (held[start] == NOT_HELD):
+            line.add(held[start:i], "dim" if held[start] == NOT_HELD else "bad")
+            start = i
