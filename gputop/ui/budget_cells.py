@@ -156,23 +156,24 @@ def time_axis(plot_w: int, seconds: float, columns: int) -> list[Cell]:
 
 
 def legend(shown: Sequence[Interval], width: int, principal: str | None) -> list[Cell]:
-    """Names the marks of the slices the columns hold (the principal's always)."""
-    present = {principal} if principal else set()
+    """Names the marks of the slices the columns hold: the principal's first, then the others
+    in ``SLICES`` order while they fit."""
+    present = set()
     for i in shown:
         if i.budget is not None:
             present |= {s.name for s in i.budget.slices if s.share > 0}
     seconds = shown[-1].seconds if shown else 0.0
     head = f"budget per {seconds:g} s " if seconds else "budget over time: no interval closed yet "
     cells: list[Cell] = [(ch, "label") for ch in head]
-    for name in b.SLICES:
-        if name not in present:
-            continue
+    items = [principal] if principal else []
+    items += [n for n in b.SLICES if n in present and n != principal]
+    for name in items:
         char, level = mark(name, principal)
         item = [(" ", "dim"), (char, level)] + [(ch, "label") for ch in f" {name}"]
         if len(cells) + len(item) > width:
             break
         cells += item
-    if any(i.budget is None for i in shown) and len(cells) + 13 <= width:
+    if any(i.budget is None for i in shown) and len(cells) + 11 <= width:
         cells += [(" ", "dim"), (NO_BUDGET, "dim")] + [(ch, "label") for ch in " no steps"]
     return cells
 
