@@ -15,25 +15,39 @@ from gputop.ui.app import Target
 from gputop.ui.widgets import BudgetChart, GpuRow, RanksPane
 
 SIZES = {"120x40": (120, 40), "200x50": (200, 50)}
+JOB = "torchrun --nproc-per-node 2 train.py"
+
+
+def scene():
+    """Two H100s' readings, and five minutes of a two-rank job's whose rank 1 is slow and
+    which saves a checkpoint every 30 s (docs/make_screenshot.py draws the same)."""
+    gpus = record("h100x2", "compute", ticks=45, step=0.9)
+    return gpus, list(job_readings(every_save=30, seconds=300, ranks=2, slow_rank=1, t0=1000.0))
+
+
+async def feed_job(app, pilot, readings) -> None:
+    """Every GPU reading, then the job's: the session files them all, the screen draws the
+    last; the rows are shared out once the panes were measured (a frame later)."""
+    await ingest_all(app, pilot)
+    for r in readings[:-1]:
+        app.session.take("agents", r, evaluate=False)
+    app.take("agents", readings[-1])
+    await pilot.pause()
+    await pilot.pause()
 
 
 def attached(make_app, config=None):
-    """The app attached to the job, and a run_before that feeds it five minutes of readings."""
-    readings = list(job_readings(every_save=30, seconds=300, ranks=2, slow_rank=1, t0=1000.0))
+    """The app attached to the job, and a run_before that feeds it the scene's readings."""
+    gpus, readings = scene()
     app = make_app(
-        record("h100x2", "compute", ticks=45, step=0.9),
+        gpus,
         config=config,
         agents=FixedAgents(readings[-1]),
-        target=Target(7000, "torchrun --nproc-per-node 2 train.py"),
+        target=Target(7000, JOB),
     )
 
     async def feed(pilot) -> None:
-        await ingest_all(app, pilot)
-        for r in readings[:-1]:  # the session files them all; the screen draws the last
-            app.session.take("agents", r, evaluate=False)
-        app.take("agents", readings[-1])
-        await pilot.pause()
-        await pilot.pause()  # the rows are shared out after the panes were measured
+        await feed_job(app, pilot, readings)
 
     return app, feed
 
