@@ -271,6 +271,58 @@ def history_lines(
     throttled = held[-1] != NOT_HELD if held else False
     line.label(f" {'now' if throttled else 'none now':>{HISTORY_NOW - 1}}")
     rows.insert(1 if throttled else 3, line.text)
+    if lines > len(rows):  # no chart wants the rows: what else the row's two lines say
+        rows += _more(d, recent, style, w, lines - len(rows))
+    if lines > len(rows):  # and still more: the activity graph grows taller
+        values = [getattr(h, metric) for h in recent]
+        tall = tall_spark(values, 0.0, 100.0, w, 1 + lines - len(rows))
+        top = Line(style).label(f"   {'SMact' if active else 'util':<{HISTORY_LABEL - 4}}┤")
+        top.add(tall[0], "spark").label(f" {_n(getattr(s, metric, None)) + '%':>{HISTORY_NOW - 1}}")
+        below = [Line(style).label(f"{'┤':>{HISTORY_LABEL}}").add(t, "spark").text
+                 for t in tall[1:]]  # fmt: skip
+        rows = [top.text, *below, *rows[1:]]
+    return rows[:lines]
+
+
+def tall_spark(
+    values: Sequence[float | None], lo: float, hi: float, w: int, rows: int
+) -> list[str]:
+    """The last ``w`` values as a graph ``rows`` lines tall (top first), in eighths of a line
+    on the fixed scale lo..hi: a screen with rows to spare draws one GPU's activity large."""
+    span = (hi - lo) or 1.0
+    recent = list(values)[-w:]
+    levels = [None if v is None else min(rows * 8, max(0, round((v - lo) / span * rows * 8)))
+              for v in recent]  # fmt: skip
+    out = []
+    for row in range(rows - 1, -1, -1):
+        line = []
+        for level in levels:
+            fill = 0 if level is None else min(8, max(0, level - row * 8))
+            line.append(BLOCKS[fill - 1] if fill else " ")
+        out.append(" " * (w - len(line)) + "".join(line))
+    return out
+
+
+def _more(
+    d: DeviceInfo, recent: list[GpuSample], style: StyleFor, w: int, lines: int
+) -> list[Text]:
+    """Memory against total, temperature against the slowdown threshold, and DRAM bandwidth
+    (the memory controller's busy time without GPM): for a screen with rows and no chart."""
+    s = recent[-1] if recent else None
+    total = d.mem_total_bytes or 0
+    used = [h.mem_used_bytes for h in recent]
+    hot = d.temp_slowdown_c or d.temp_gpu_max_c or 0
+    dram = d.gpm_supported and any(h.dram_bw_pct is not None for h in recent)
+    busy = "dram_bw_pct" if dram else "util_mem_pct"
+    now = s.mem_used_bytes / GIB if s and s.mem_used_bytes is not None else None
+    rows = [
+        _history(style, "memory", [u / GIB if u is not None else None for u in used],
+                 total / GIB, w, f"{_n(now, '{:.1f}')}/{_n(total / GIB if total else None)}G"),
+        _history(style, "temp", [h.temp_c for h in recent], float(hot), w,
+                 f"{_n(s.temp_c if s else None)}/{_n(d.temp_slowdown_c)}C"),
+        _history(style, "dram" if dram else "mem-bus", [getattr(h, busy) for h in recent],
+                 100.0, w, f"{_n(getattr(s, busy, None))}%"),
+    ]  # fmt: skip
     return rows[:lines]
 
 

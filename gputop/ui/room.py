@@ -1,5 +1,6 @@
 """How the main screen shares the rows its panes leave: the budget-over-time chart first, then
-each GPU's history, then the chart again. At ``SMALL_ROWS`` or fewer nothing is added (an
+each GPU's history, then the chart again (without a chart, the GPUs' histories take more
+lines). At ``SMALL_ROWS`` or fewer nothing is added (an
 80x24 screen stays as it was: every row there is already spoken for). Pure."""
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ CHART_FIRST = 6
 CHART_MIN = 4
 """Fewer rows than this draw no chart (a legend, two rows of shares and the axis)."""
 HISTORY_MAX = 4
-"""History lines per GPU: SM activity, SM clock, power, throttle reasons."""
+"""History lines per GPU beside a chart: SM activity, SM clock, power, throttle reasons
+(without one, as many as the rows give: ``gpu_text.history_lines``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +36,8 @@ def share(rows: int, free: int, gpus: int, chart: bool) -> Room:
         first = 0
     left = free - first
     each, extra = divmod(left, gpus) if gpus else (0, 0)
-    history = tuple(min(HISTORY_MAX, each + (i < extra)) for i in range(gpus))
+    # without a chart the GPUs take every row: memory, temperature, DRAM, then a taller graph
+    most = HISTORY_MAX if first else left
+    history = tuple(min(most, each + (i < extra)) for i in range(gpus))
     rest = left - sum(history)
     return Room(first + rest if first else 0, history)

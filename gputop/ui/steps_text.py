@@ -210,11 +210,11 @@ def rank_lines(
             tail.add(f"  {a.state}", "dim")
         heads.append(line)
         tails.append(tail)
-    if bars:
-        used = max(len(h.text.plain) for h, t in zip(heads, tails, strict=True) if t is not None)
-        rest = max(len(t.text.plain) for t in tails if t is not None)
-        w = width - used - rest - 3
-        bars = w >= BAR_MIN
+    stepping = [(h, t) for h, t in zip(heads, tails, strict=True) if t is not None]
+    used = max((len(h.text.plain) for h, _ in stepping), default=0)
+    rest = max((len(t.text.plain) for _, t in stepping), default=0)
+    w = width - used - rest - 3
+    bars = bars and bool(stepping) and w >= BAR_MIN
     rows = []
     for a, head, end in zip(agents, heads, tails, strict=True):
         if end is None:

@@ -134,3 +134,36 @@ def test_full_screen_mono_snapshot(snap_compare, make_app, tmp_path):
     config = Config(theme="gputop-mono", snapshot_dir=tmp_path, themes_dir=tmp_path / "none")
     app, feed = attached(make_app, config)
     assert snap_compare(app, terminal_size=(120, 40), run_before=feed)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_job_without_an_agent_gives_its_gpu_the_rows(make_app, size):
+    """Attached to a plain job (its tree and stacks, no agent yet): no chart to draw, so the
+    GPU's history takes the rows: memory, temperature, DRAM, then a taller activity graph."""
+    from conftest import FixedHost, FixedStacks, host_sample, stacks_window
+
+    from gputop.model.steps import AgentsSample
+
+    window = stacks_window()
+    none = AgentsSample(target=4242, t=0.0, wall=0.0, agents=())
+    app = make_app(
+        record("h100", "starved", ticks=45, step=0.9),
+        host=FixedHost(host_sample()),
+        stacks=FixedStacks(window),
+        agents=FixedAgents(none),
+        target=Target(4242, "python train.py"),
+    )
+    async with app.run_test(size=SIZES[size]) as pilot:
+        await ingest_all(app, pilot)
+        app.take("host", host_sample())
+        app.take("agents", none)
+        for sample in window:
+            app.take("stacks", sample)
+        await pilot.pause()
+        await pilot.pause()
+        rows = screen_rows(app)
+        assert longest_blank(rows) <= 2, "\n".join(rows)
+        assert not app.query_one(BudgetChart).display
+        row = app.query_one(GpuRow)
+        assert row.history_rows > 7
+        assert all(name in row.text() for name in ("SM clk", "held", "memory", "temp", "dram"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from builders import device, gpu_sample
 from rich.style import Style
 
-from gputop.ui.gpu_text import BLOCKS, HISTORY_LABEL, HISTORY_NOW, history_lines
+from gputop.ui.gpu_text import BLOCKS, HISTORY_LABEL, HISTORY_NOW, history_lines, tall_spark
 
 
 def style(level: str) -> Style:
@@ -53,3 +53,23 @@ def test_no_room_no_lines():
     history = [gpu_sample(0, 1.0)]
     assert history_lines(device(0), history, style, 80, 0) == []
     assert history_lines(device(0), history, style, 20, 4) == []
+
+
+def test_with_rows_to_spare_memory_temperature_dram_then_a_taller_graph():
+    history = [gpu_sample(0, float(t), util_gpu_pct=50, sm_active_pct=50.0) for t in range(30)]
+    lines = plain(history_lines(device(0), history, style, 80, 7))
+    assert [line.split()[0] for line in lines[4:]] == ["memory", "temp", "dram"]
+    tall = plain(history_lines(device(0), history, style, 80, 11))
+    assert len(tall) == 11
+    assert tall[0].split()[:2] == ["SMact", "┤"] and tall[0].endswith("50%")
+    w = 80 - HISTORY_LABEL - HISTORY_NOW
+    graph = [
+        line[HISTORY_LABEL : HISTORY_LABEL + w] for line in tall[:5]
+    ]  # 5 rows: 50% fills the lower half
+    assert [g.strip()[:1] for g in graph] == ["", "", "▄", "█", "█"], tall
+    assert all(line.rstrip() for line in tall)  # every row says something (its axis at least)
+
+
+def test_a_tall_graph_is_the_values_in_eighths_of_a_row():
+    assert tall_spark([0.0, 50.0, 100.0, None], 0, 100, 4, 2) == ["  █ ", " ██ "]
+    assert tall_spark([25.0], 0, 100, 3, 1) == ["  ▂"]

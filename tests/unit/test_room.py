@@ -23,9 +23,9 @@ def test_the_first_gpus_get_a_line_more_when_rows_do_not_divide():
     assert share(40, 8, 3, chart=True) == Room(6, (1, 1, 0))
 
 
-def test_without_a_chart_the_gpus_take_what_they_can_use():
-    room = share(50, 30, 2, chart=False)
-    assert room == Room(0, (HISTORY_MAX, HISTORY_MAX))
+def test_without_a_chart_the_gpus_take_every_row():
+    assert share(50, 31, 2, chart=False) == Room(0, (16, 15))
+    assert share(50, 3, 1, chart=False) == Room(0, (3,))
 
 
 def test_too_few_rows_for_a_chart_go_to_the_gpus():
@@ -36,5 +36,6 @@ def test_too_few_rows_for_a_chart_go_to_the_gpus():
 @pytest.mark.parametrize("gpus", [0, 1, 2, 8])
 def test_never_more_than_the_free_rows(free, gpus):
     room = share(60, free, gpus, chart=True)
-    assert room.chart + sum(room.history) <= free
-    assert all(0 <= h <= HISTORY_MAX for h in room.history)
+    assert room.chart + sum(room.history) == (free if gpus or room.chart else 0)
+    if room.chart:
+        assert all(0 <= h <= HISTORY_MAX for h in room.history)
