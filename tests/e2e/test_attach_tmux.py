@@ -54,6 +54,7 @@ def _load_and_read_steps(tmux, tmp_path, job, agents) -> None:
         f"--sim-board t4 --config {config}"
     )
     tmux.wait_for("press a to load it", timeout=60)
+    tmux.wait_filled(40)  # no agent yet: the GPU's history takes the rows
     tmux.keys("a")
     screen = tmux.wait_for("Load gputop's agent into the running job?", timeout=60)
     assert "pending call" in screen and "needs:" in screen
