@@ -5,9 +5,14 @@
 - docs/screen-attached.svg: the example trainer with no gputop code (examples/mlp_plain.py)
   started plainly with a slow transform in its loop, then attached by PID as `gputop --pid`
   does: its process tree, its stacks, the verdict and the budget line, beside a simulated H100;
-- docs/screen-why.svg: the same job's "why" screen (key v), every rule with its numbers.
+- docs/screen-why.svg: the same job's "why" screen (key v), every rule with its numbers;
+- docs/screen-full.svg: the full screen at 120x40 beside a two-rank job whose rank 1 is slow
+  and which saves a checkpoint every 30 s (the budget over time, each rank's bar, each GPU's
+  history), from the readings of the snapshot test (tests/tui/test_room.py's ``scene``).
 
-    python docs/make_screenshot.py [--seconds S]
+    python docs/make_screenshot.py [PICTURE ...] [--seconds S]
+
+PICTURE: monitor, attached (with why), screen; all of them by default.
 
 The attached job runs for real, so those two differ a little from run to run.
 """
@@ -27,7 +32,10 @@ from gputop.sources.nvml import NvmlSource
 from gputop.ui.app import GputopApp
 
 DOCS = Path(__file__).resolve().parent
-MONITOR, ATTACHED, WHY = (DOCS / f"screen-{n}.svg" for n in ("monitor", "attached", "why"))
+MONITOR, ATTACHED, WHY, FULL = (
+    DOCS / f"screen-{n}.svg" for n in ("monitor", "attached", "why", "full")
+)
+TESTS = DOCS.parent / "tests"
 TRAINER_KNOBS = ["--workers", "0", "--slow-transform-ms", "40"]
 """A CPU transform in the training loop: the budget's biggest slice is the batch wait."""
 
@@ -102,14 +110,41 @@ async def attached(seconds: float) -> None:
     print(f"wrote {ATTACHED} and {WHY}")
 
 
+async def screen() -> None:
+    """The full screen at 120x40 beside a two-rank job: the snapshot test's scene and feed."""
+    sys.path[:0] = [str(TESTS / "tui"), str(TESTS)]
+    from conftest import FixedAgents  # type: ignore[import-not-found]
+    from test_room import JOB, feed_job, scene  # type: ignore[import-not-found]
+
+    from gputop.ui.app import Target
+
+    gpus, readings = scene()
+    app = GputopApp(gpus, config=config(), simulated=gpus.label, start_sampler=False,
+                    agents=FixedAgents(readings[-1]), target=Target(7000, JOB))  # fmt: skip
+    app.recorded = gpus  # type: ignore[attr-defined]
+    async with app.run_test(size=(120, 40)) as pilot:
+        await feed_job(app, pilot, readings)
+        FULL.write_text(app.export_screenshot(title="gputop --pid"))
+    print(f"wrote {FULL}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("pictures", nargs="*", help=f"of {', '.join(PICTURES)} (default: all)")
     ap.add_argument("--seconds", type=float, default=30.0, help="how long the job is watched")
     args = ap.parse_args()
+    unknown = [p for p in args.pictures if p not in PICTURES]
+    if unknown:
+        ap.error(f"no picture named {', '.join(unknown)}: choose from {', '.join(PICTURES)}")
     os.environ["TZ"] = "UTC"
     time.tzset()
-    asyncio.run(monitor())
-    asyncio.run(attached(args.seconds))
+    for name in args.pictures or PICTURES:
+        make = PICTURES[name]
+        asyncio.run(make(args.seconds) if name == "attached" else make())
+
+
+PICTURES = {"monitor": monitor, "attached": attached, "screen": screen}
+"""Each picture's function, by the name on the command line."""
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from gputop.diagnose import State, Verdict
+from gputop.diagnose.budget_bins import BudgetBins, Interval
 from gputop.diagnose.point import STACKS_WINDOW_S, EvalPoint, evaluate_at
 from gputop.diagnose.signals.inputs import RuleInputs
 from gputop.model import DeviceInfo, GpuSample, Timeline
@@ -94,6 +95,9 @@ class SessionState:
     problems: tuple[str, ...]
     """Outputs that stopped on the way (a full disk, a port taken), one line each."""
     timeline: Timeline = field(repr=False, compare=False)
+    intervals: tuple[Interval, ...] = field(default=(), repr=False, compare=False)
+    """The budget over time: the closed intervals, oldest first (``diagnose/budget_bins.py``);
+    the same tuple until another interval closes, so a pane can tell by identity."""
 
     @property
     def verdict_now(self) -> float:
@@ -174,6 +178,8 @@ class Session:
         self._evaluations = 0
         self._problems: list[str] = []
         self._state: SessionState | None = None
+        self._bins = BudgetBins()
+        self._intervals: tuple[Interval, ...] = ()
         self._agents_steered = -FOLLOW_S
         """When the agents' phases last steered the follower."""
         self.awaits_host = False
@@ -221,6 +227,10 @@ class Session:
     def agents(self, sample: AgentsSample) -> SessionState:
         self.timeline.append(sample.key, sample)
         self._agents = sample
+        opened = self._bins.open_start
+        self._bins.add(sample)
+        if self._bins.open_start != opened:  # an interval closed (or the first began)
+            self._intervals = self._bins.closed
         # a socket refused as not the target's agent: each reading carries its lines once
         self._problems += [p for p in sample.problems if p not in self._problems]
         if self.sinks:
@@ -354,6 +364,7 @@ class Session:
                 evaluations=self._evaluations,
                 problems=tuple(self._problems),
                 timeline=self.timeline,
+                intervals=self._intervals,
             )
         return self._state
 

@@ -7,7 +7,7 @@ from types import MappingProxyType as M
 from typing import Any
 
 from gputop.model.gpu import DeviceInfo, GpuSample
-from gputop.model.steps import AgentState, StepRecord
+from gputop.model.steps import AgentsSample, AgentState, StepRecord
 
 MS = 1_000_000
 
@@ -55,3 +55,30 @@ def agent(pid: int, steps: tuple[StepRecord, ...], rank: int | None = None,
         "dropped": 0,
     }  # fmt: skip
     return AgentState(pid=pid, rank=rank, steps=steps, **{**fields, **kw})
+
+
+def job_readings(every_save: int, seconds: int, ranks: int = 1, slow_rank: int | None = None,
+                 t0: float = 0.0, kept: int = 300):  # fmt: skip
+    """One agents' reading a second (at ``t0`` + 1, + 2, ...) of ranks stepping 10 times a
+    second (80 ms forward, 20 ms data), a 500-ms checkpoint every ``every_save`` seconds; rank
+    ``slow_rank`` computes 40 ms longer and the others wait for it in their gradient sync.
+    Each reading repeats the last ``kept`` steps, as an agent's does."""
+    history: dict[int, list] = {r: [] for r in range(ranks)}
+    n = 0
+    for t in range(1, seconds + 1):
+        for i in range(10):
+            for r in range(ranks):
+                phases = {"data_wait": 20.0, "forward": 80.0}
+                if slow_rank is not None:
+                    phases["forward"] += 40.0 if r == slow_rank else 0.0
+                    phases["grad_sync"] = 0.0 if r == slow_rank else 40.0
+                if t % every_save == 0 and i == 0:
+                    phases["checkpoint"] = 500.0
+                history[r].append(step(n, n * 100 * MS, phases))
+            n += 1
+        world = ranks if ranks > 1 else None
+        agents = tuple(
+            agent(100 + r, tuple(history[r][-kept:]), rank=r, world_size=world)
+            for r in range(ranks)
+        )
+        yield AgentsSample(target=100, t=t0 + t, wall=1e9 + t0 + t, agents=agents)

@@ -148,6 +148,7 @@ class GputopApp(ThemedApp[None]):
 
     def on_resize(self) -> None:
         self._update_header()
+        self.panes.fit_soon()  # the rows the panes leave changed
 
     def on_mount(self) -> None:
         self._select(0)

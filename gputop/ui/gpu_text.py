@@ -219,3 +219,127 @@ def gpu_lines(
         two.add("  ")
     two.add(words, level)
     return one.text, two.text
+
+
+# ---- history, when the screen has rows for it (``ui/room.py``) ---------------------------------
+
+HISTORY_LABEL = 10
+"""Columns before a history line's graph: "   SMact  "."""
+HISTORY_NOW = 13
+"""Columns after it: the latest value against its limit, " 1980/1980MHz"."""
+REASON_MARKS = {
+    "sw_power_cap": "P",
+    "hw_power_brake": "B",
+    "sw_thermal": "T",
+    "hw_thermal": "H",
+    "hw_slowdown": "S",
+    "sync_boost": "Y",
+}
+"""A throttle reason's letter on the reasons line (the first that held in a reading); the
+letters and the bad colour both say it, for NO_COLOR and mono."""
+NOT_HELD = "·"
+
+
+def history_lines(
+    d: DeviceInfo, history: Sequence[GpuSample], style: StyleFor, width: int, lines: int
+) -> list[Text]:
+    """Up to ``lines`` lines of one GPU's history across ``width`` columns, on fixed scales:
+    SM activity (utilisation without GPM), SM clock against its max, power against the
+    enforced limit, and where throttle reasons held (second when they hold now: the line that
+    explains a slow clock goes next to the activity). Only the last readings that fit are
+    read."""
+    w = width - HISTORY_LABEL - HISTORY_NOW
+    if lines <= 0 or w < 8:
+        return []
+    recent = list(history[-w:])
+    s = recent[-1] if recent else None
+    active = d.gpm_supported and any(h.sm_active_pct is not None for h in recent)
+    metric = "sm_active_pct" if active else "util_gpu_pct"
+    rows = [
+        _history(style, "SMact" if active else "util", [getattr(h, metric) for h in recent],
+                 100.0, w, f"{_n(getattr(s, metric, None))}%"),
+        _history(style, "SM clk", [h.sm_clock_mhz for h in recent], d.max_sm_clock_mhz or 0.0,
+                 w, f"{_n(s.sm_clock_mhz if s else None)}/{_n(d.max_sm_clock_mhz)}MHz"),
+        _history(style, "power", [h.power_w for h in recent],
+                 (s.power_limit_w if s else None) or d.default_power_limit_w or 0.0, w,
+                 f"{_n(s.power_w if s else None)}/{_n(s.power_limit_w if s else None)}W"),
+    ]  # fmt: skip
+    held = [next((REASON_MARKS.get(r, "?") for r in h.reasons if r in THROTTLING), NOT_HELD)
+            for h in recent]  # fmt: skip
+    line = Line(style).label(f"   {'held':<{HISTORY_LABEL - 3}}").add(" " * (w - len(held)))
+    _marks(line, "".join(held))
+    throttled = held[-1] != NOT_HELD if held else False
+    line.label(f" {'now' if throttled else 'none now':>{HISTORY_NOW - 1}}")
+    rows.insert(1 if throttled else 3, line.text)
+    if lines > len(rows):  # no chart wants the rows: what else the row's two lines say
+        rows += _more(d, recent, style, w, lines - len(rows))
+    if lines > len(rows):  # and still more: the activity graph grows taller
+        values = [getattr(h, metric) for h in recent]
+        tall = tall_spark(values, 0.0, 100.0, w, 1 + lines - len(rows))
+        top = Line(style).label(f"   {'SMact' if active else 'util':<{HISTORY_LABEL - 4}}┤")
+        top.add(tall[0], "spark").label(f" {_n(getattr(s, metric, None)) + '%':>{HISTORY_NOW - 1}}")
+        below = [Line(style).label(f"{'┤':>{HISTORY_LABEL}}").add(t, "spark").text
+                 for t in tall[1:]]  # fmt: skip
+        rows = [top.text, *below, *rows[1:]]
+    return rows[:lines]
+
+
+def tall_spark(
+    values: Sequence[float | None], lo: float, hi: float, w: int, rows: int
+) -> list[str]:
+    """The last ``w`` values as a graph ``rows`` lines tall (top first), in eighths of a line
+    on the fixed scale lo..hi: a screen with rows to spare draws one GPU's activity large."""
+    span = (hi - lo) or 1.0
+    recent = list(values)[-w:]
+    levels = [None if v is None else min(rows * 8, max(0, round((v - lo) / span * rows * 8)))
+              for v in recent]  # fmt: skip
+    out = []
+    for row in range(rows - 1, -1, -1):
+        line = []
+        for level in levels:
+            fill = 0 if level is None else min(8, max(0, level - row * 8))
+            line.append(BLOCKS[fill - 1] if fill else " ")
+        out.append(" " * (w - len(line)) + "".join(line))
+    return out
+
+
+def _more(
+    d: DeviceInfo, recent: list[GpuSample], style: StyleFor, w: int, lines: int
+) -> list[Text]:
+    """Memory against total, temperature against the slowdown threshold, and DRAM bandwidth
+    (the memory controller's busy time without GPM): for a screen with rows and no chart."""
+    s = recent[-1] if recent else None
+    total = d.mem_total_bytes or 0
+    used = [h.mem_used_bytes for h in recent]
+    hot = d.temp_slowdown_c or d.temp_gpu_max_c or 0
+    dram = d.gpm_supported and any(h.dram_bw_pct is not None for h in recent)
+    busy = "dram_bw_pct" if dram else "util_mem_pct"
+    now = s.mem_used_bytes / GIB if s and s.mem_used_bytes is not None else None
+    rows = [
+        _history(style, "memory", [u / GIB if u is not None else None for u in used],
+                 total / GIB, w, f"{_n(now, '{:.1f}')}/{_n(total / GIB if total else None)}G"),
+        _history(style, "temp", [h.temp_c for h in recent], float(hot), w,
+                 f"{_n(s.temp_c if s else None)}/{_n(d.temp_slowdown_c)}C"),
+        _history(style, "dram" if dram else "mem-bus", [getattr(h, busy) for h in recent],
+                 100.0, w, f"{_n(getattr(s, busy, None))}%"),
+    ]  # fmt: skip
+    return rows[:lines]
+
+
+def _history(
+    style: StyleFor, label: str, values: list[float | None], hi: float, w: int, now: str
+) -> Text:
+    """One history line: the label, a sparkline on 0..hi (empty when there is no scale), the
+    latest value."""
+    line = Line(style).label(f"   {label:<{HISTORY_LABEL - 3}}")
+    line.add(spark(values, 0, hi, w) if hi > 0 else " " * w, "spark")
+    return line.label(f" {now:>{HISTORY_NOW - 1}}").text
+
+
+def _marks(line: Line, held: str) -> None:
+    """The reasons line's marks, one span per run (dim dots, bad letters)."""
+    start = 0
+    for i in range(1, len(held) + 1):
+        if i == len(held) or (held[i] == NOT_HELD) != (held[start] == NOT_HELD):
+            line.add(held[start:i], "dim" if held[start] == NOT_HELD else "bad")
+            start = i

@@ -13,8 +13,11 @@ from textual.widget import Widget
 
 from gputop.model import DeviceInfo
 from gputop.session import SessionState
+from gputop.ui.budget_cells import principal_slice
 from gputop.ui.captures_text import CaptureView
+from gputop.ui.room import Room, share
 from gputop.ui.widgets import (
+    BudgetChart,
     CapturesPane,
     GpuRow,
     HeaderLine,
@@ -28,6 +31,8 @@ from gputop.ui.widgets import (
     VerdictPane,
 )
 
+GPU_ROW_LINES = 2
+"""A GPU row's own lines (``GpuRow``'s height in the stylesheet); history goes below them."""
 TARGET_PANES = frozenset({"host", "agents", "stacks"})
 """Panes shown only with their source (a target's tree, its agents, its stacks)."""
 
@@ -50,6 +55,10 @@ class MonitorPanes:
         self.shown = shown
         self.simulated = simulated
         self.spark_width = spark_width
+        self.room: Room | None = None
+        """The rows last shared out (``ui/room.py``)."""
+        self._fitting = False
+        self._drawn: tuple[SessionState, float, str | None] | None = None
 
     def widgets(self) -> Iterator[Widget]:
         """The screen, top to bottom (the app's ``compose``)."""
@@ -64,6 +73,8 @@ class MonitorPanes:
             yield RanksPane()
         if "stacks" in self.shown:
             yield StacksPane()
+        if "agents" in self.shown:
+            yield BudgetChart()
         yield CapturesPane()
         rows = [GpuRow(d, spark_width=self.spark_width) for d in self.devices]
         yield VerticalScroll(*rows, id="gpus")
@@ -78,9 +89,10 @@ class MonitorPanes:
         histories span its sparklines); ``ended``: how the job or the target ended (the step
         pane stops counting the open phase)."""
         app = self.app
+        self._drawn = (state, interval, ended)
         if changed in (None, "gpu"):
             for row in app.query(GpuRow):
-                seconds = (row.spark_width + 1) * interval
+                seconds = (row.history_width + 1) * interval
                 i = row.info.index
                 row.show(state.gpus.get(i), state.gpu_history(i, seconds))
         if changed in (None, "host") and state.host is not None and "host" in self.shown:
@@ -91,10 +103,61 @@ class MonitorPanes:
             app.query_one(StepPane).show(agents, gpu, ended)
         if changed in (None, "stacks") and state.stacks is not None and "stacks" in self.shown:
             app.query_one(StacksPane).show(state.stacks_window())
+        principal = principal_slice(state.verdict)
         if agents is not None:  # each rank's budget too
             budget = state.verdict.budget if state.verdict is not None else None
-            app.query_one(RanksPane).show(agents, budget)
+            app.query_one(RanksPane).show(agents, budget, principal)
+            app.query_one(BudgetChart).show(state.intervals, principal)
         app.query_one(VerdictPane).show(state.verdict, state.verdict_now)
+        self.fit_soon()
+
+    def fit_soon(self) -> None:
+        """Shares the free rows out once the panes just drawn have been measured (after the
+        next refresh); one pending at a time."""
+        if not self._fitting:
+            self._fitting = True
+            self.app.call_after_refresh(self.fit)
+
+    def fit(self) -> None:
+        """The rows the panes leave, shared between the chart and the GPUs' histories
+        (``ui/room.py``); the GPU rows redrawn when theirs changed (a longer history)."""
+        self._fitting = False
+        app = self.app
+        try:
+            scroll = app.query_one("#gpus")
+        except Exception:  # not composed yet, or being torn down
+            return
+        screen = scroll.screen
+        chart = next(iter(app.query(BudgetChart)), None)
+        rows = list(app.query(GpuRow))
+        taken = sum(
+            w.outer_size.height
+            for w in screen.children
+            if w.display and w is not scroll and w is not chart
+        )
+        height = screen.size.height
+        free = height - taken - GPU_ROW_LINES * len(rows)
+        has_chart = chart is not None and bool(chart.intervals or self._steps())
+        room = share(height, free, len(rows), has_chart)
+        if room == self.room:
+            return
+        self.room = room
+        with app.batch_update():
+            if chart is not None:
+                chart.set_rows(room.chart)
+            longer = False
+            for row, lines in zip(rows, room.history, strict=True):
+                longer |= lines > row.history_rows
+                row.set_history(lines)
+            if longer and self._drawn is not None:  # a history as wide as the row
+                state, interval, ended = self._drawn
+                self.draw(state, "gpu", interval, ended)
+
+    def _steps(self) -> bool:
+        """The job's agents report steps: a chart will have intervals to show."""
+        drawn = self._drawn[0] if self._drawn is not None else None
+        agents = drawn.agents if drawn is not None else None
+        return agents is not None and any(a.steps for a in agents.agents)
 
     def select(self, index: int) -> None:
         """GPU ``index``'s row marked, and scrolled into view."""

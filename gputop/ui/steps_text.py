@@ -17,6 +17,7 @@ from gputop.model.ranks import rank_work
 from gputop.model.step_stats import gc_share, median_ms, mfu_of, phase_shares, tail_ms, usable
 from gputop.model.steps import AgentState, StepRecord
 from gputop.model.window import percentile
+from gputop.ui.budget_cells import runs, stack
 from gputop.ui.fit import ellipsize
 from gputop.ui.gpu_text import Line, StyleFor, spark
 from gputop.vocab import budget as slices
@@ -156,37 +157,72 @@ def phase_level(name: str, share: float) -> str:
     return "value"
 
 
+BAR_FROM = 110
+"""Columns (the pane's: a 120-column terminal's less its margin) from which each rank's line
+carries a stacked bar of its own budget."""
+BAR_MIN = 12
+"""A bar narrower than this says too little: none is drawn."""
+
+
 def rank_lines(
-    agents: Sequence[AgentState], style: StyleFor, width: int, budget: Budget | None = None
+    agents: Sequence[AgentState],
+    style: StyleFor,
+    width: int,
+    budget: Budget | None = None,
+    principal: str | None = None,
 ) -> list[Text]:
     """One line per rank: step, work (step minus sync wait) and sync wait, medians; the
     straggler (``model.ranks``: the one the verdict names) marked; with the verdict's budget,
-    the rank's largest loss (the budget's per-rank shares)."""
+    the rank's largest loss (the budget's per-rank shares), and from ``BAR_FROM`` columns a
+    stacked bar of its slices (``ui/budget_cells.py``'s marks, ``principal``'s in capitals):
+    the ranks that wait for a straggler show its letter at a glance."""
     ranks = rank_work(agents)
     own = {r.pid: r for r in budget.ranks} if budget is not None else {}
     straggler = ranks.straggler
-    rows = []
+    bars = width >= BAR_FROM and bool(own)
+    heads: list[Line] = []
+    tails: list[Line | None] = []
     for a in agents:
         line = Line(style).label(f" rank {a.rank if a.rank is not None else '?':>3} ")
         line.label(f"pid {a.pid:<7} ")
         r = ranks.row(a.pid)
         if r is None:
             line.add("no steps yet", "dim")
-            rows.append(line.text)
+            heads.append(line)
+            tails.append(None)
             continue
         slowest = straggler is not None and straggler.row.pid == a.pid
-        wide = width >= 100  # narrower: shorter labels, so "slowest" still fits
+        wide = width >= 100 and not bars  # shorter labels, so "slowest" still fits
         line.label("step ").add(f"{r.step_ms:6.1f} ms")
         line.label("  work ").add(f"{r.work_ms:6.1f} ms", "bad" if slowest else "value")
-        line.label("  sync wait " if wide else "  sync ").add(f"{r.sync_ms:6.1f} ms")
+        line.label("  sync wait " if wide or bars else "  sync ").add(f"{r.sync_ms:6.1f} ms")
+        tail = Line(style)
         if slowest:
-            line.add("  slowest: the others wait for it" if wide else "  slowest", "bad")
+            tail.add("  slowest: the others wait for it" if wide else "  slowest", "bad")
         mine = own.get(a.pid)
         if mine is not None:
             name, share = max(((n, mine.shares[n]) for n in slices.LOSSES), key=lambda x: x[1])
             level = "bad" if share >= FLOOR else "value"
-            line.label("  most lost: ").add(f"{name} {round(100 * share)}%", level)
+            tail.label("  most lost: " if not bars else "  ").add(
+                f"{name} {round(100 * share)}%", level
+            )
         if a.state != "connected":
-            line.add(f"  {a.state}", "dim")
-        rows.append(ellipsize(line.text, width))
+            tail.add(f"  {a.state}", "dim")
+        heads.append(line)
+        tails.append(tail)
+    stepping = [(h, t) for h, t in zip(heads, tails, strict=True) if t is not None]
+    used = max((len(h.text.plain) for h, _ in stepping), default=0)
+    rest = max((len(t.text.plain) for _, t in stepping), default=0)
+    w = width - used - rest - 3
+    bars = bars and bool(stepping) and w >= BAR_MIN
+    rows = []
+    for a, head, end in zip(agents, heads, tails, strict=True):
+        if end is None:
+            rows.append(head.text)
+            continue
+        mine = own.get(a.pid)
+        if bars and mine is not None:
+            head.add(" " * (used - len(head.text.plain) + 2))
+            head.text.append_text(runs(stack(mine.shares, w, principal), style))
+        rows.append(ellipsize(head.text + end.text, width))
     return rows

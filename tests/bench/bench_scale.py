@@ -17,6 +17,11 @@ watch a simulated 8-GPU board (its sampling is part of the cost), the others one
 
     python tests/bench/bench_scale.py [--sizes 1,8x0,8x8,16x8] [--threads 4]
         [--modes headless,screen] [--agent both|yes|no] [--seconds 20] [--baseline HEAD~1]
+        [--repeat N] [--screen 160x48]
+
+``--repeat N``: N pairs, this checkout and the baseline in turn (a machine that gets busier
+during the run weighs on both alike), each pair printed, then each code's median and the
+ratio of the medians (this / baseline).
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import median
 
 REPO = Path(__file__).resolve().parents[2]
 COLS, ROWS = 160, 48
@@ -196,16 +202,22 @@ def _drain(fd: int, done: threading.Event) -> None:
 
 
 def watch(
-    cmd: list[str], env: dict[str, str], screen: bool, warmup: float, seconds: float, cwd: Path
+    cmd: list[str],
+    env: dict[str, str],
+    screen: tuple[int, int] | None,
+    warmup: float,
+    seconds: float,
+    cwd: Path,
 ):
     """Runs the monitor in ``cwd`` (not the checkout: `python -m` would import the package
     found there before PYTHONPATH's); returns (own %, children %, RSS MiB) over the last
-    ``seconds``."""
+    ``seconds``; ``screen``: the pty's (columns, rows) for the screen, None headless."""
     done = threading.Event()
     master = None
     if screen:
         master, slave = os.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
+        cols, rows = screen
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
         env = {k: v for k, v in env.items() if k not in ("COLORTERM", "NO_COLOR", "TMUX")}
         env["TERM"] = "xterm-256color"
         proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd,
@@ -249,6 +261,48 @@ def checkout(rev: str, folder: Path) -> Path:
     return where
 
 
+def pairs(
+    size: Size,
+    agent: bool,
+    mode: str,
+    codes: list[tuple[str, str]],
+    args: argparse.Namespace,
+    pty: tuple[int, int],
+    folder: Path,
+) -> None:
+    """``args.repeat`` runs of each code in turn, each printed; with more than one, each
+    code's median and the ratio of the medians (this / baseline)."""
+    runs: dict[str, list[float]] = {name: [] for name, _ in codes}
+    for _ in range(args.repeat):
+        totals = []
+        for name, path in codes:
+            env = dict(os.environ, PYTHONPATH=path, GPUTOP_DIR=str(folder / "run"))
+            tree = start_tree(size, args.threads, agent, path, folder, not args.no_torch)
+            try:
+                own, kids, rss = watch(
+                    monitor_cmd(size, tree.pid, mode == "screen"), env,
+                    pty if mode == "screen" else None, args.warmup, args.seconds, folder,
+                )  # fmt: skip
+            finally:
+                stop(tree)
+            totals.append(own + kids)
+            runs[name].append(own + kids)
+            ratio = f"{totals[0] / totals[-1]:.2f}" if len(totals) > 1 else ""
+            print(
+                f"{size!s:>6} {size.processes:>5} {'yes' if agent else 'no':>5} "
+                f"{mode:>8} {name[:8]:>8} {own:>6.2f} {kids:>6.2f} "
+                f"{own + kids:>7.2f} {rss:>8.0f} {ratio:>6}",
+                flush=True,
+            )
+    if args.repeat > 1:
+        medians = {name: median(v) for name, v in runs.items()}
+        said = "  ".join(f"{name[:8]} {m:.2f}" for name, m in medians.items())
+        values = list(medians.values())
+        ratio = f"  ratio {values[0] / values[-1]:.2f}" if len(values) > 1 else ""
+        print(f"{size!s:>6} {'yes' if agent else 'no':>5} {mode:>8} medians of "
+              f"{args.repeat}: {said}{ratio}", flush=True)  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="1,8x0,8x8,16x8")
@@ -258,10 +312,20 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--warmup", type=float, default=8.0)
     ap.add_argument("--baseline", default="HEAD~1", help="a git revision; 'none' to skip")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="pairs of this checkout and the baseline in turn; medians and their "
+                         "ratio after them")  # fmt: skip
+    ap.add_argument("--screen", default=f"{COLS}x{ROWS}", help="the screen's pty, COLSxROWS")
     ap.add_argument("--no-torch", action="store_true",
                     help="ranks do not import torch (py-spy reads a plain process in ~2 ms, a "
                          "torch one in ~15: the default is what a real job costs)")  # fmt: skip
     args = ap.parse_args()
+    if args.repeat < 1:
+        ap.error("--repeat: at least 1")
+    cols, _, rows = args.screen.partition("x")
+    if not (cols.isdigit() and rows.isdigit()):
+        ap.error(f"--screen: COLSxROWS, e.g. 120x40, not {args.screen!r}")
+    pty = (int(cols), int(rows))
     sizes = [Size.parse(s) for s in args.sizes.split(",")]
     modes = args.modes.split(",")
     agents = {"both": (False, True), "yes": (True,), "no": (False,)}[args.agent]
@@ -279,27 +343,7 @@ def main() -> None:
             for size in sizes:
                 for agent in agents:
                     for mode in modes:
-                        totals = []
-                        for name, path in codes:
-                            env = dict(os.environ, PYTHONPATH=path,
-                                       GPUTOP_DIR=str(folder / "run"))  # fmt: skip
-                            tree = start_tree(size, args.threads, agent, path, folder,
-                                              not args.no_torch)  # fmt: skip
-                            try:
-                                own, kids, rss = watch(
-                                    monitor_cmd(size, tree.pid, mode == "screen"), env,
-                                    mode == "screen", args.warmup, args.seconds, folder,
-                                )  # fmt: skip
-                            finally:
-                                stop(tree)
-                            totals.append(own + kids)
-                            ratio = f"{totals[0] / totals[-1]:.2f}" if len(totals) > 1 else ""
-                            print(
-                                f"{size!s:>6} {size.processes:>5} {'yes' if agent else 'no':>5} "
-                                f"{mode:>8} {name[:8]:>8} {own:>6.2f} {kids:>6.2f} "
-                                f"{own + kids:>7.2f} {rss:>8.0f} {ratio:>6}",
-                                flush=True,
-                            )
+                        pairs(size, agent, mode, codes, args, pty, folder)
         finally:
             if len(codes) > 1:
                 subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force",

@@ -21,7 +21,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 @pytest.fixture
 def tmux(tmp_path):
-    yield from shell(tmp_path, 130, 40)
+    yield from shell(tmp_path, 120, 40)
 
 
 def test_key_a_loads_the_agent_and_the_step_pane_fills(tmux, tmp_path):
@@ -54,6 +54,7 @@ def _load_and_read_steps(tmux, tmp_path, job, agents) -> None:
         f"--sim-board t4 --config {config}"
     )
     tmux.wait_for("press a to load it", timeout=60)
+    tmux.wait_filled(40)  # no agent yet: the GPU's history takes the rows
     tmux.keys("a")
     screen = tmux.wait_for("Load gputop's agent into the running job?", timeout=60)
     assert "pending call" in screen and "needs:" in screen
@@ -62,6 +63,11 @@ def _load_and_read_steps(tmux, tmp_path, job, agents) -> None:
     screen = tmux.wait_for("opt ", timeout=30)  # the step pane's phases
     assert "waiting for the first steps" not in screen
     assert job.poll() is None
+    # the rows the panes leave go to the budget over time and the GPU's history, at any size
+    screen = tmux.wait_filled(40)
+    assert "budget " in screen and "SM clk" in screen
+    tmux.resize(200, 50)
+    tmux.wait_filled(50)
     tmux.keys("q")
     tmux.wait_for("READY$")
     assert job.poll() is None, "the job must keep running after gputop leaves"

@@ -81,8 +81,33 @@ class Tmux:
             time.sleep(0.1)
         raise AssertionError(f"{text!r} never went away; screen was:\n{self.screen()}")
 
+    def resize(self, width: int, height: int) -> None:
+        self._tmux("resize-window", "-t", "t", "-x", str(width), "-y", str(height))
+
+    def wait_filled(self, height: int, timeout: float = 60.0) -> str:
+        """The screen once it is ``height`` rows with no more than 2 empty rows in a row (the
+        rows are shared out a frame after the panes are drawn: polled, never assumed)."""
+        deadline = time.monotonic() + timeout
+        screen = ""
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            rows = screen.split("\n")[:height]
+            if len(rows) == height and "SIMULATED" in screen and longest_blank(rows) <= 2:
+                return screen
+            time.sleep(0.2)
+        raise AssertionError(f"a block of empty rows stayed; screen was:\n{screen}")
+
     def kill(self) -> None:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
+
+
+def longest_blank(rows: list[str]) -> int:
+    """The most consecutive empty rows."""
+    run = most = 0
+    for row in rows:
+        run = run + 1 if not row.strip() else 0
+        most = max(most, run)
+    return most
 
 
 def shell(tmp: Path, width: int = 100, height: int = 30) -> Iterator[Tmux]:
@@ -106,6 +131,26 @@ def demo_command(tmp: Path, pidfile: Path | None = None) -> str:
     if pidfile:
         return f"sh -c 'echo $$ > {pidfile}; exec {cmd}'"
     return cmd
+
+
+def test_demo_fills_a_tall_terminal_and_follows_its_size(tmp_path):
+    """Eight GPUs at 120x40 take the free rows with their history; at 200x50 too, and back."""
+    config = tmp_path / "config.toml"
+    config.write_text("# defaults only\n")
+    t = Tmux(tmp_path, 120, 40)
+    try:
+        t.wait_for("READY$")
+        t.type(f"{sys.executable} -m gputop demo --interval 0.5 --config {config}")
+        screen = t.wait_filled(40)
+        assert "held" in screen and "SMact" in screen  # the GPUs' history lines
+        t.resize(200, 50)
+        t.wait_filled(50)
+        t.resize(120, 40)
+        t.wait_filled(40)
+        t.keys("q")
+        t.wait_for("READY$")
+    finally:
+        t.kill()
 
 
 def assert_shell_is_sane(tmux: Tmux) -> None:

@@ -270,3 +270,20 @@ class FixedStacks:
     def dump_all(self):
         last = self.window[-1]
         return [(p.pid, p.role, list(p.threads), p.error) for p in last.processes]
+
+
+def screen_rows(app) -> list[str]:
+    """The main screen as plain text, a row per line (what the compositor would paint)."""
+    return [
+        "".join(seg.text for seg in strip).rstrip()
+        for strip in app.screen._compositor.render_strips()
+    ]
+
+
+def longest_blank(rows: list[str]) -> int:
+    """The most consecutive empty rows."""
+    run = most = 0
+    for row in rows:
+        run = run + 1 if not row.strip() else 0
+        most = max(most, run)
+    return most

@@ -3,34 +3,11 @@ a pattern of columns, each closed interval's budget computed as the window's is.
 
 from __future__ import annotations
 
-from builders import agent, step
+from builders import job_readings as readings
 
 from gputop.diagnose.budget_bins import BudgetBins
 from gputop.model.steps import AgentsSample
 from gputop.vocab import budget as b
-
-MS = 1_000_000
-
-
-def readings(every_save: int, seconds: int, ranks: int = 1, slow_rank: int | None = None):
-    """One reading a second of ranks stepping 10 times a second (80 ms forward, 20 ms data),
-    a 500-ms checkpoint every ``every_save`` seconds; rank ``slow_rank`` computes 40 ms longer
-    and the others wait for it in their gradient sync."""
-    history: dict[int, list] = {r: [] for r in range(ranks)}
-    n = 0
-    for t in range(1, seconds + 1):
-        for _ in range(10):
-            for r in range(ranks):
-                phases = {"data_wait": 20.0, "forward": 80.0}
-                if slow_rank is not None:
-                    phases["forward"] += 40.0 if r == slow_rank else 0.0
-                    phases["grad_sync"] = 0.0 if r == slow_rank else 40.0
-                if t % every_save == 0 and _ == 0:
-                    phases["checkpoint"] = 500.0
-                history[r].append(step(n, n * 100 * MS, phases))
-            n += 1
-        agents = tuple(agent(100 + r, tuple(history[r][-300:]), rank=r) for r in range(ranks))
-        yield AgentsSample(target=100, t=float(t), wall=1e9 + t, agents=agents)
 
 
 def test_a_checkpoint_every_ten_seconds_is_a_column_every_other_interval():
