@@ -11,6 +11,7 @@ times), so the TUI, the recorder and a replay file the same readings into the sa
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gputop.diagnose.budget import interval_budget
@@ -43,12 +44,19 @@ class BudgetBins:
     """Intervals of ``seconds`` from the first reading on; ``add`` each agents' reading in the
     order they came; ``closed`` the last ``keep`` closed intervals, oldest first."""
 
-    def __init__(self, seconds: float = INTERVAL_S, keep: int = KEEP) -> None:
+    def __init__(
+        self,
+        seconds: float = INTERVAL_S,
+        keep: int = KEEP,
+        cursors: Mapping[int, StepCursor] | None = None,
+    ) -> None:
+        """``cursors``: each agent's last step already counted elsewhere (a recording's carry),
+        so a reader that starts mid-session does not file a reading's backlog as new steps."""
         if not seconds > 0:
             raise ValueError(f"an interval must last longer than 0 s, not {seconds}")
         self.seconds = seconds
         self._closed: deque[Interval] = deque(maxlen=keep)
-        self._cursors: dict[int, StepCursor | None] = {}
+        self._cursors: dict[int, StepCursor | None] = dict(cursors or {})
         self._open: dict[int, tuple[AgentState, list[StepRecord]]] = {}
         self._start: float | None = None
 

@@ -18,7 +18,15 @@ from gputop.model.ranks import MAIN_RANK, MIN_STEPS, RankRow, compare_ranks
 from gputop.model.step_stats import mfu_of
 from gputop.model.steps import StepRecord
 from gputop.record.reader import Recording
-from gputop.record.summary import JOB, budget_shares, chart_points, merge, quantile_of
+from gputop.record.summary import (
+    JOB,
+    POINT_S,
+    bucket_value,
+    budget_shares,
+    chart_points,
+    merge,
+    quantile_of,
+)
 from gputop.render.budget import stacked
 from gputop.snapshot import jsonable
 
@@ -85,7 +93,57 @@ def build_report(recording: Recording) -> dict[str, Any]:
             {"t_s": round(max(0.0, t - t0), 1), "step_s": step, "gpu_pct": act, "verdict": v}
             for t, step, act, v in chart_points(s["points"])
         ],
+        "budget_series": _budget_series(s["budget_points"], t0),
+        "gpu_series": _gpu_series(s["gpu_points"], t0, recording),
+        "step_hist": [
+            {
+                "rank": r["rank"],
+                "step_s": [round(bucket_value(int(b)), 6) for b in hist],
+                "count": [n for n in hist.values()],
+            }
+            for r, (_, raw) in zip(rows, ranks, strict=True)
+            if (hist := dict(sorted(raw["hist"].items(), key=lambda kv: int(kv[0]))))
+        ],
     }
+
+
+def _budget_series(points: dict[str, dict[str, Any]], t0: float) -> list[dict[str, Any]]:
+    """The budget over time: per 10-s interval, the job's shares (its typical rank's) and each
+    rank's, from the steps that ended in it (intervals with no step are absent)."""
+    out = []
+    for key in sorted(points, key=int):
+        p = points[key]
+        ranks = {rank: {"seconds": r[0], "steps": r[1], "shares": r[2]}
+                 for rank, r in sorted(p["ranks"].items(), key=_num)}  # fmt: skip
+        out.append({"t_s": round(max(0.0, int(key) * POINT_S - t0), 1),
+                    "job": ranks[p["typical"]]["shares"], "typical": p["typical"],
+                    "ranks": ranks})  # fmt: skip
+    return out
+
+
+def _gpu_series(
+    points: dict[str, dict[str, list[Any]]], t0: float, recording: Recording
+) -> list[dict[str, Any]]:
+    """Each GPU per 10 s: means of activity (SM active, else util), SM clock and power, the
+    highest power limit, and the seconds each clock-event reason held."""
+    max_clock = {d.index: d.max_sm_clock_mhz for d in recording.devices}
+    per_gpu: dict[str, list[dict[str, Any]]] = {}
+    for key in sorted(points, key=int):
+        t = round(max(0.0, int(key) * POINT_S - t0), 1)
+        for gpu, p in points[key].items():
+            _n, act, n_act, clock, n_clock, power, n_power, limit, held = p
+            per_gpu.setdefault(gpu, []).append({
+                "t_s": t,
+                "active_pct": round(act / n_act, 1) if n_act else None,
+                "sm_clock_mhz": round(clock / n_clock) if n_clock else None,
+                "power_w": round(power / n_power, 1) if n_power else None,
+                "power_limit_w": limit or None,
+                "held": {k: round(v, 1) for k, v in held.items()},
+            })  # fmt: skip
+    return [
+        {"gpu": int(gpu), "max_sm_clock_mhz": max_clock.get(int(gpu)), "points": pts}
+        for gpu, pts in sorted(per_gpu.items(), key=_num)
+    ]
 
 
 CAPTURE_FIELDS = ("kind", "pid", "status", "folder", "reason")
