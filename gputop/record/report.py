@@ -304,7 +304,7 @@ def render_report(doc: dict[str, Any], charts: bool = True, width: int = 100) ->
     what = command or (f"pid {r['pid']}" if r["pid"] else "the GPUs")
     lines.append(
         f"  {r['mode'] or 'session'} of {what} on {r['hostname'] or '?'}, started "
-        f"{r['started'] or '?'}, {_dur(r['duration_s'])}"
+        f"{r['started'] or '?'}, {duration_text(r['duration_s'])}"
     )
     if r["gpus"]:
         sim = f" (SIMULATED: {r['simulated']})" if r["simulated"] else ""
@@ -313,7 +313,7 @@ def render_report(doc: dict[str, Any], charts: bool = True, width: int = 100) ->
         lines.append(f"  note: the file {r['damage']}")
     lines += ["", "Time per verdict"]
     for v in doc["verdicts"]:
-        lines.append(f"  {v['bound']:<22} {_dur(v['seconds']):>10}  {v['share']:6.1%}")
+        lines.append(f"  {v['bound']:<22} {duration_text(v['seconds']):>10}  {v['share']:6.1%}")
     if not doc["verdicts"]:
         lines.append("  no verdict was recorded")
     budget = doc.get("budget") or {}
@@ -348,7 +348,7 @@ def render_report(doc: dict[str, Any], charts: bool = True, width: int = 100) ->
     return "\n".join(lines) + "\n"
 
 
-def _dur(seconds: float) -> str:
+def duration_text(seconds: float) -> str:
     if seconds < 120:
         return f"{seconds:.0f} s"
     if seconds < 7200:
@@ -419,7 +419,7 @@ def _gpus_text(doc: dict[str, Any]) -> list[str]:
     if not doc["throttle"]:
         out.append("  none recorded")
     for t in doc["throttle"]:
-        out.append(f"  {t['reason']:<28} {_dur(t['seconds']):>10}  {t['share']:6.1%}  "
+        out.append(f"  {t['reason']:<28} {duration_text(t['seconds']):>10}  {t['share']:6.1%}  "
                    f"{t['gpus']} GPU(s)")  # fmt: skip
     return out
 
@@ -429,7 +429,7 @@ def _findings_text(findings: list[dict[str, Any]]) -> list[str]:
         return []
     out = ["", "Findings (each bound that led, with its latest evidence and levers)"]
     for f in findings:
-        out.append(f"  {f['bound']} ({f['confidence']:.0%}, led {_dur(f['seconds'])}): "
+        out.append(f"  {f['bound']} ({f['confidence']:.0%}, led {duration_text(f['seconds'])}): "
                    f"{f['summary']}")  # fmt: skip
         if f["cause"]:
             out.append(f"    why: {f['cause']}")
