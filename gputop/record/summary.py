@@ -133,8 +133,12 @@ class Accumulator:
         self.principal: str | None = principal if isinstance(principal, str) else None
         self.exited: bool = carry.get("exited") is True
         self._fingerprints: dict[int, Any] = {}
-        cursors = _cursors(carry.get("last_step"))
-        self.bins = BudgetBins(POINT_S, keep=BINS_KEPT, cursors=cursors)
+        bins = carry.get("bins")  # [open interval's start, {pid: cursor}: then, {...}: now]
+        ok = isinstance(bins, list) and len(bins) == 3 and _real(bins[0])
+        self.bins = BudgetBins(POINT_S, keep=BINS_KEPT,
+                               cursors=_cursors(bins[1] if ok else carry.get("last_step")),
+                               start=float(bins[0]) if ok else None,
+                               counted=_cursors(bins[2]) if ok else None)  # fmt: skip
         """The job's budget per 10 s (the report's budget over time), from the steps the
         agents' readings bring: an interval's budget is computed once, when it closes."""
         self._binned: float | None = None
@@ -293,7 +297,12 @@ class Accumulator:
             "verdict_at": self.verdict_at,
             "principal": self.principal,
             "exited": self.exited,
-        }
+            "bins": None if self.bins.open_start is None else [
+                self.bins.open_start,
+                {str(pid): list(c) for pid, c in self.bins.open_cursors.items()},
+                {str(pid): list(c) for pid, c in self.bins.counted.items()},
+            ],
+        }  # fmt: skip
 
     def take(self) -> dict[str, Any]:
         """The summary since the last ``take`` (and what the next one continues from)."""
