@@ -92,12 +92,12 @@ def test_bins_going_on_from_where_others_stopped_file_the_same_steps_in_the_same
     got = list(readings(every_save=3, seconds=23, ranks=2))
     for r in got:
         whole.add(r)
-    for r in got[:12]:  # stops 2 s into the interval that began at 11 s
-        first.add(r)
+    for r in got[:15]:  # stops at the last reading of the interval that began at 11 s: the next
+        first.add(r)  # reading closes it, with the steps read before
     start = first.open_start
     assert start == 11.0
     rest = BudgetBins(seconds=5.0, cursors=first.open_cursors, start=start, counted=first.counted)
-    for r in got[12:]:
+    for r in got[15:]:
         rest.add(r)
     later = [i for i in whole.closed if i.start >= start]
     assert [i.start for i in rest.closed] == [i.start for i in later] == [11.0, 16.0]
