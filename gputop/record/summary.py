@@ -134,11 +134,12 @@ class Accumulator:
         self.exited: bool = carry.get("exited") is True
         self._fingerprints: dict[int, Any] = {}
         bins = carry.get("bins")  # [open interval's start, {pid: cursor}: then, {...}: now]
-        ok = isinstance(bins, list) and len(bins) == 3 and _real(bins[0])
-        self.bins = BudgetBins(POINT_S, keep=BINS_KEPT,
-                               cursors=_cursors(bins[1] if ok else carry.get("last_step")),
-                               start=float(bins[0]) if ok else None,
-                               counted=_cursors(bins[2]) if ok else None)  # fmt: skip
+        if isinstance(bins, list) and len(bins) == 3 and _real(bins[0]):
+            self.bins = BudgetBins(POINT_S, keep=BINS_KEPT, cursors=_cursors(bins[1]),
+                                   start=float(bins[0]), counted=_cursors(bins[2]))  # fmt: skip
+        else:
+            self.bins = BudgetBins(POINT_S, keep=BINS_KEPT,
+                                   cursors=_cursors(carry.get("last_step")))  # fmt: skip
         """The job's budget per 10 s (the report's budget over time), from the steps the
         agents' readings bring: an interval's budget is computed once, when it closes."""
         self._binned: float | None = None

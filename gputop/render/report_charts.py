@@ -39,9 +39,13 @@ SLICE_COLOURS: dict[str, str] = {
     slices.STALL: "#333333",
 }
 """One colour per budget slice, the same in every chart (the browser test looks for them)."""
+FEW = 60
+"""Points a line shows each of (a marker apiece); more are the line alone, to keep it small."""
 THROTTLED = "#f4b6b6"
 """The shading of the bins a clock-event reason that slows a busy GPU held."""
 WIDTH_IN = 10.0
+LIST_ROWS = 64
+"""Rows one chart draws (bounds, ranks): a crafted recording's thousands of names are not."""
 
 
 def ident(text: str) -> str:
@@ -100,23 +104,50 @@ def _time_axis(ax: Any, span: float) -> Callable[[float], float]:
 # ---- the verdict timeline ----
 
 
-def verdict_chart(plt: Any, doc: dict[str, Any]) -> str | None:
-    """Which bound led when: one row per bound, a bar while it was the principal."""
-    changes = doc["timeline"]
-    end = doc["recording"]["duration_s"]
-    if not changes:
-        return None
-    bounds = sorted({c["bound"] or "none" for c in changes})
-    fig, ax = plt.subplots(figsize=(WIDTH_IN, 0.4 * len(bounds) + 1.0))
-    x = _time_axis(ax, end)
-    spans: dict[str, list[tuple[float, float]]] = {b: [] for b in bounds}
+def verdict_spans(changes: Sequence[dict[str, Any]], end: float,
+                  limit: int = MAX_POINTS) -> list[tuple[str, float, float]]:  # fmt: skip
+    """(bound, start, end) while each led; past ``limit`` spans, the session in ``limit``
+    equal bins, each given to the bound that led longest in it (runs of one bound merged)."""
+    spans = []
     for c, nxt in zip(changes, [*changes[1:], None], strict=True):
         t1 = nxt["t_s"] if nxt is not None else max(end, c["t_s"])
-        spans[c["bound"] or "none"].append((x(c["t_s"]), max(x(t1) - x(c["t_s"]), 1e-9)))
+        spans.append((c["bound"] or "none", c["t_s"], t1))
+    if len(spans) <= limit or end <= 0:
+        return spans
+    width = end / limit
+    held: list[dict[str, float]] = [{} for _ in range(limit)]
+    for bound, a, b in spans:
+        i = min(int(a / width), limit - 1)
+        while i < limit and i * width < b:
+            overlap = min(b, (i + 1) * width) - max(a, i * width)
+            held[i][bound] = held[i].get(bound, 0.0) + max(overlap, 0.0)
+            i += 1
+    out: list[tuple[str, float, float]] = []
+    for i, h in enumerate(held):
+        if not h:
+            continue
+        bound = max(h, key=h.__getitem__)
+        if out and out[-1][0] == bound and out[-1][2] == i * width:
+            out[-1] = (bound, out[-1][1], (i + 1) * width)
+        else:
+            out.append((bound, i * width, (i + 1) * width))
+    return out
+
+
+def verdict_chart(plt: Any, doc: dict[str, Any]) -> str | None:
+    """Which bound led when: one row per bound, a bar while it was the principal."""
+    end = doc["recording"]["duration_s"]
+    spans = verdict_spans(doc["timeline"], end)
+    if not spans:
+        return None
+    bounds = sorted({b for b, _, _ in spans})[:LIST_ROWS]
+    fig, ax = plt.subplots(figsize=(WIDTH_IN, 0.4 * len(bounds) + 1.0))
+    x = _time_axis(ax, end)
     for i, b in enumerate(bounds):
         entry = BY_NAME.get(b)
         colour = SLICE_COLOURS.get(entry.slices[0], "#8a8a8a") if entry and entry.slices else "#999"
-        bars = ax.broken_barh(spans[b], (i - 0.35, 0.7), facecolors=colour)
+        bars = ax.broken_barh([(x(a), max(x(e) - x(a), 1e-9)) for n, a, e in spans if n == b],
+                              (i - 0.35, 0.7), facecolors=colour)  # fmt: skip
         bars.set_gid(f"verdict-{ident(b)}")
     ax.set_yticks(range(len(bounds)), bounds)
     ax.set_title("verdict over time (the principal bound)", loc="left")
@@ -129,7 +160,7 @@ def verdict_chart(plt: Any, doc: dict[str, Any]) -> str | None:
 def principal_slice(doc: dict[str, Any]) -> str | None:
     """The slice of the bound that led longest (of its slices, the one the job lost most to),
     else the job's largest loss."""
-    job = (doc.get("budget") or {}).get("job") or {}
+    job = rank_budgets(doc).get("job") or {}
     named: tuple[str, ...] = slices.LOSSES
     for v in doc["verdicts"]:
         entry = BY_NAME.get(v["bound"])
@@ -177,13 +208,32 @@ def budget_chart(plt: Any, doc: dict[str, Any]) -> str | None:
     return _svg(plt, fig, "budget")
 
 
+def rank_budgets(doc: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Each rank's budget over the session (and the job's): the verdicts' (``budget``) where
+    the recording has it, else the budget over time's intervals weighted by their seconds."""
+    if doc.get("budget"):
+        return dict(doc["budget"])
+    sums: dict[str, dict[str, float]] = {}
+    for p in doc["budget_series"]:
+        for label, r in (("job", p["ranks"][p["typical"]]), *p["ranks"].items()):
+            into = sums.setdefault(label, {})
+            for s, share in r["shares"].items():
+                into[s] = into.get(s, 0.0) + share * r["seconds"]
+    out = {}
+    for label, by in sums.items():
+        total = sum(by.values())
+        if total > 0:
+            out[label] = {s: v / total for s, v in by.items()}
+    return out
+
+
 def ranks_chart(plt: Any, doc: dict[str, Any]) -> str | None:
     """Each rank's budget over the session as one stacked bar (the job's on top)."""
-    budget = doc.get("budget") or {}
+    budget = rank_budgets(doc)
     labels = sorted(budget, key=lambda r: (r != "job", int(r) if r.lstrip("-").isdigit() else 0))
     if not labels:
         return None
-    labels = labels[:64]
+    labels = labels[:LIST_ROWS]
     fig, ax = plt.subplots(figsize=(WIDTH_IN, 0.35 * len(labels) + 1.2))
     left = [0.0] * len(labels)
     rows = range(len(labels))
@@ -192,8 +242,9 @@ def ranks_chart(plt: Any, doc: dict[str, Any]) -> str | None:
         if not any(widths):
             continue
         bars = ax.barh(rows, widths, left=left, color=SLICE_COLOURS[s], label=s, height=0.7)
-        for r, patch in zip(labels, bars.patches, strict=True):
+        for r, patch, w in zip(labels, bars.patches, widths, strict=True):
             patch.set_gid(f"ranks-{s}-{ident(r)}")
+            patch.set_visible(w > 0)  # no empty bar named as if it had the slice
         left = [a + b for a, b in zip(left, widths, strict=True)]
     ax.set_yticks(rows, [r if r == "job" else f"rank {r}" for r in labels])
     ax.invert_yaxis()
@@ -209,7 +260,7 @@ def ranks_chart(plt: Any, doc: dict[str, Any]) -> str | None:
 
 def steps_chart(plt: Any, doc: dict[str, Any]) -> str | None:
     """The step-time distribution, one outline per rank (filled when there is one)."""
-    hists = [h for h in doc["step_hist"] if h["count"]][:16]
+    hists = [h for h in doc["step_hist"] if h["count"]][:16]  # more ranks: a legend no one reads
     if not hists:
         return None
     lo = min(min(h["step_s"]) for h in hists)
@@ -256,7 +307,7 @@ def gpu_chart(plt: Any, gpu: dict[str, Any], doc_end: float) -> str | None:
     x = _time_axis(axes[-1], end)
     xs = [x(r[0]["t_s"]) for r in runs]
     axes[-1].set_xlim(0, x(end))
-    held = [any(r in THROTTLING for p in run for r in p["held"]) for run in runs]
+    held = held_runs(pts, k)
     limit = [_mean([p["power_limit_w"] for p in run]) for run in runs]
     lines = (
         ("activity", "SM active / util %", [_mean([p["active_pct"] for p in r]) for r in runs],
@@ -272,7 +323,8 @@ def gpu_chart(plt: Any, gpu: dict[str, Any], doc_end: float) -> str | None:
                                     where=[*held, held[-1]], step="post", color=THROTTLED,
                                     transform=ax.get_xaxis_transform(), linewidth=0)  # fmt: skip
             shade.set_gid(f"gpu-{i}-{name}-throttled")
-        (line,) = ax.plot(xs, _nan(ys), color="#1f4e79", linewidth=1.2, label=name, marker=".")
+        dots = "." if len(xs) <= FEW else None  # a few points: each shown; many: the line alone
+        (line,) = ax.plot(xs, _nan(ys), color="#1f4e79", linewidth=1.2, label=name, marker=dots)
         line.set_gid(f"gpu-{i}-{name}")
         if ref is not None:
             (r,) = ax.plot(xs, _nan(ref), color="#a33", linestyle="--", linewidth=1, label=ref_name)
@@ -284,6 +336,11 @@ def gpu_chart(plt: Any, gpu: dict[str, Any], doc_end: float) -> str | None:
                                    if any(held) else "")  # fmt: skip
     axes[0].set_title(title, loc="left")
     return _svg(plt, fig, f"gpu-{i}")
+
+
+def held_runs(points: Sequence[dict[str, Any]], k: int) -> list[bool]:
+    """Per drawn point (a run of ``k`` bins): whether a throttling reason held in any of them."""
+    return [any(r in THROTTLING for p in run for r in p["held"]) for run in _runs(points, k)]
 
 
 def _nan(ys: Sequence[float | None]) -> list[float]:
