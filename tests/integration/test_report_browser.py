@@ -21,7 +21,7 @@ pytestmark = [
     pytest.mark.skipif(
         chromium() is None,
         reason="no Chromium (apt-get install chromium-headless-shell; .ci/run installs it)",
-    ),  # fmt: skip
+    ),
 ]
 SECONDS = 15.0
 """The corpus job watched: one 10-s interval of the budget over time closes, the verdict
@@ -34,8 +34,8 @@ def opened(tmp_path_factory):
     recording = folder / "ckpt.gputop"
     record_corpus(recording, SECONDS)
     page = folder / "ckpt.html"
-    r = subprocess.run([sys.executable, "-m", "gputop", "report", str(recording), "--html",
-                        str(page)], capture_output=True, text=True, cwd=REPO, timeout=120)  # fmt: skip
+    cmd = [sys.executable, "-m", "gputop", "report", str(recording), "--html", str(page)]
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120)
     assert r.returncode == 0, r.stderr
     return open_page(page, folder / "ckpt.png")
 
