@@ -5,9 +5,11 @@
 - docs/screen-attached.svg: the example trainer with no gputop code (examples/mlp_plain.py)
   started plainly with a slow transform in its loop, then attached by PID as `gputop --pid`
   does: its process tree, its stacks, the verdict and the budget line, beside a simulated H100;
-- docs/screen-why.svg: the same job's "why" screen (key v), every rule with its numbers.
+- docs/screen-why.svg: the same job's "why" screen (key v), every rule with its numbers;
+- docs/report.png (`report`): `gputop report --html`'s page of a recorded corpus session
+  (frequent checkpoints on a power-capped simulated H100), as headless Chromium draws it.
 
-    python docs/make_screenshot.py [--seconds S]
+    python docs/make_screenshot.py [screens|report] [--seconds S]
 
 The attached job runs for real, so those two differ a little from run to run.
 """
@@ -102,12 +104,42 @@ async def attached(seconds: float) -> None:
     print(f"wrote {ATTACHED} and {WHY}")
 
 
+REPORT = DOCS / "report.png"
+
+
+def report(seconds: float) -> None:
+    """A corpus job recorded by `gputop diagnose --record`, its report page written by
+    `gputop report --html` and drawn by headless Chromium (tests/browser.py, as the browser
+    test opens it)."""
+    import subprocess
+    import tempfile
+
+    sys.path.insert(0, str(DOCS.parent / "tests"))
+    from browser import open_page, record_corpus
+
+    with tempfile.TemporaryDirectory(prefix="gputop-report-") as tmp:
+        recording, page = Path(tmp) / "checkpoints.gputop", Path(tmp) / "report.html"
+        record_corpus(recording, seconds)
+        subprocess.run([sys.executable, "-m", "gputop", "report", recording.name, "--html",
+                        page.name], check=True, cwd=tmp)  # fmt: skip
+        opened = open_page(page, Path(tmp) / "report.png", width=1100, height=1900)
+        if opened.console or opened.requests:
+            raise SystemExit(f"the page logged {opened.console} and asked for {opened.requests}")
+        REPORT.write_bytes(opened.screenshot.read_bytes())
+    print(f"wrote {REPORT}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("what", nargs="?", choices=("screens", "report"), default="screens",
+                    help="the TUI's screens (default) or the HTML report's picture")  # fmt: skip
     ap.add_argument("--seconds", type=float, default=30.0, help="how long the job is watched")
     args = ap.parse_args()
     os.environ["TZ"] = "UTC"
     time.tzset()
+    if args.what == "report":
+        report(args.seconds)
+        return
     asyncio.run(monitor())
     asyncio.run(attached(args.seconds))
 

@@ -28,13 +28,20 @@ def chromium() -> str | None:
 
 def record_corpus(path: Path, seconds: float = 15.0, script: str = "frequent_checkpoints.py"
                   ) -> None:  # fmt: skip
-    """``gputop diagnose --record`` of a corpus trainer on a power-capped simulated H100."""
+    """``gputop diagnose --record`` of a corpus trainer on a power-capped simulated H100, the
+    job started as a user types it (``python SCRIPT`` in its folder: no machine's paths in
+    the recording's command line)."""
+    corpus = REPO / "tests" / "corpus"
     cmd = [sys.executable, "-m", "gputop", "diagnose", "--duration", str(seconds),
-           "--record", str(path), "--sim-board", "h100", "--sim-scenario", "power-throttled",
-           "--", sys.executable, str(REPO / "tests" / "corpus" / script),
-           "--seconds", str(seconds + 60)]  # fmt: skip
+           "--record", str(path.resolve()), "--sim-board", "h100", "--sim-scenario",
+           "power-throttled", "--", "python", script,
+           "--seconds", str(int(seconds) + 60)]  # fmt: skip
+    # `python` is this interpreter, and `-m gputop` this checkout's from the corpus folder
+    first = {"PATH": os.path.dirname(sys.executable), "PYTHONPATH": str(REPO)}
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, timeout=seconds + 120)
+    for k, v in first.items():
+        env[k] = os.pathsep.join(filter(None, [v, os.environ.get(k)]))
+    subprocess.run(cmd, cwd=corpus, env=env, capture_output=True, timeout=seconds + 120)
     if not path.exists():
         raise RuntimeError(f"gputop diagnose wrote no recording at {path}")
 

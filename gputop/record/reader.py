@@ -451,10 +451,11 @@ def _point(p: Any) -> bool:
 
 
 def _budget_point(b: Any) -> bool:
-    """One interval's budget (absent from files written before it): its typical rank among
-    its ranks, each [seconds, steps, {slice: share}]."""
+    """One interval's budget (absent from files written before it): its start, its typical
+    rank among its ranks, each [seconds, steps, {slice: share}]."""
     return (
         isinstance(b, dict)
+        and _num(b.get("start"))
         and isinstance(b.get("ranks"), dict)
         and b.get("typical") in b["ranks"]
         and all(_int_key(k) for k in b["ranks"])

@@ -115,7 +115,7 @@ def _budget_series(points: dict[str, dict[str, Any]], t0: float) -> list[dict[st
         p = points[key]
         ranks = {rank: {"seconds": r[0], "steps": r[1], "shares": r[2]}
                  for rank, r in sorted(p["ranks"].items(), key=_num)}  # fmt: skip
-        out.append({"t_s": round(max(0.0, int(key) * POINT_S - t0), 1),
+        out.append({"t_s": round(max(0.0, p["start"] - t0), 1),
                     "job": ranks[p["typical"]]["shares"], "typical": p["typical"],
                     "ranks": ranks})  # fmt: skip
     return out

@@ -197,7 +197,7 @@ class Accumulator:
             self._binned = iv.start
             if iv.budget is not None:
                 key = str(math.floor(iv.start / POINT_S))
-                self.budget_points[key] = budget_point(iv.budget)
+                self.budget_points[key] = budget_point(iv.start, iv.budget)
 
     def _at(self, t: float) -> None:
         if self.t0 is None:
@@ -424,10 +424,11 @@ def _rounded(p: list[Any]) -> list[Any]:
     return [round(x, 1) if isinstance(x, float) else x for x in p[:GPU_HELD]] + [held]
 
 
-def budget_point(b: Budget) -> dict[str, Any]:
-    """One interval's budget as a summary keeps it: its typical rank (the job's budget) and
-    each rank's seconds, steps and non-zero shares."""
+def budget_point(start: float, b: Budget) -> dict[str, Any]:
+    """One interval's budget as a summary keeps it: where it began, its typical rank (the
+    job's budget) and each rank's seconds, steps and non-zero shares."""
     return {
+        "start": round(start, 3),
         "typical": b.typical.rank_key,
         "ranks": {
             r.rank_key: [

@@ -305,7 +305,7 @@ def gpu_chart(plt: Any, gpu: dict[str, Any], doc_end: float) -> str | None:
     fig, axes = plt.subplots(3, 1, figsize=(WIDTH_IN, 5.2), sharex=True)
     end = max(doc_end, runs[-1][0]["t_s"])
     x = _time_axis(axes[-1], end)
-    xs = [x(r[0]["t_s"]) for r in runs]
+    xs = [x(min(r[0]["t_s"] + step / 2, end)) for r in runs]  # each point mid-bin
     axes[-1].set_xlim(0, x(end))
     held = held_runs(pts, k)
     limit = [_mean([p["power_limit_w"] for p in run]) for run in runs]
@@ -319,7 +319,8 @@ def gpu_chart(plt: Any, gpu: dict[str, Any], doc_end: float) -> str | None:
     )  # fmt: skip
     for ax, (name, label, ys, ref, ref_name) in zip(axes, lines, strict=True):
         if any(held):
-            shade = ax.fill_between([*xs, x(runs[-1][0]["t_s"] + step)], 0, 1,
+            edges = [x(r[0]["t_s"]) for r in runs] + [x(runs[-1][0]["t_s"] + step)]
+            shade = ax.fill_between(edges, 0, 1,
                                     where=[*held, held[-1]], step="post", color=THROTTLED,
                                     transform=ax.get_xaxis_transform(), linewidth=0)  # fmt: skip
             shade.set_gid(f"gpu-{i}-{name}-throttled")

@@ -254,11 +254,16 @@ def _with_summary(recorded: Path, folder: Path, part: dict[str, Any]) -> Path:
 
 
 CRAFTED_PARTS = {
-    "typical rank not among the ranks": ("budget_points", {"9": {"typical": "5", "ranks": {}}}),
+    "typical rank not among the ranks": ("budget_points",
+                                         {"9": {"start": 1.0, "typical": "5", "ranks": {}}}),
     "a slice no budget has": ("budget_points",
-                              {"9": {"typical": "0", "ranks": {"0": [1.0, 1, {"<b>": 1.0}]}}}),
-    "a rank of another shape": ("budget_points", {"9": {"typical": "0", "ranks": {"0": "x"}}}),
+                              {"9": {"start": 1.0, "typical": "0",
+                                     "ranks": {"0": [1.0, 1, {"<b>": 1.0}]}}}),
+    "a rank of another shape": ("budget_points",
+                                {"9": {"start": 1.0, "typical": "0", "ranks": {"0": "x"}}}),
     "a bin that is no number": ("gpu_points", {"x9": {"0": [1, 1.0, 1, 1, 1, 1, 1, 1, {}]}}),
+    "an interval with no start": ("budget_points",
+                                  {"9": {"typical": "0", "ranks": {"0": [1.0, 1, {}]}}}),
     "a GPU point too short": ("gpu_points", {"9": {"0": [1, 2, 3]}}),
     "a held reason that is no number": ("gpu_points",
                                         {"9": {"0": [1, 1.0, 1, 1, 1, 1, 1, 1, {"a": "b"}]}}),
