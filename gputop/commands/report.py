@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     recording = open_recording(args.file)
     doc = build_report(recording)
     if args.html is not None:
-        _write_page(args.html, doc)
+        _write_page(args.html, doc, not args.no_charts)
         print(f"gputop: the report of {args.file} is in {args.html}")
     elif args.json:
         print(json.dumps(doc, indent=2))
@@ -66,12 +66,12 @@ def run(args: argparse.Namespace) -> int:
     return 1 if recording.bad else 0  # reported up to the damage, which the line says
 
 
-def _write_page(path: Path, doc: dict[str, Any]) -> None:
+def _write_page(path: Path, doc: dict[str, Any], with_charts: bool) -> None:
     """The page, whole or not at all, 0600, never through a link planted at ``path``."""
     from gputop.render.report_page import report_page
     from gputop.snapshot import write_private_text
 
-    page = report_page(doc)
+    page = report_page(doc, with_charts)
     try:
         write_private_text(path, page)
     except OSError as e:

@@ -109,16 +109,36 @@ def build_report(recording: Recording) -> dict[str, Any]:
 
 def _budget_series(points: dict[str, dict[str, Any]], t0: float) -> list[dict[str, Any]]:
     """The budget over time: per 10-s interval, the job's shares (its typical rank's) and each
-    rank's, from the steps that ended in it (intervals with no step are absent)."""
+    rank's, from the steps that ended in it (intervals with no step are absent). A file's
+    numbers no measurement gives (infinite, negative) are left out, and an interval whose
+    typical rank is left out with them."""
     out = []
     for key in sorted(points, key=int):
         p = points[key]
-        ranks = {rank: {"seconds": r[0], "steps": r[1], "shares": r[2]}
-                 for rank, r in sorted(p["ranks"].items(), key=_num)}  # fmt: skip
-        out.append({"t_s": round(max(0.0, p["start"] - t0), 1),
-                    "job": ranks[p["typical"]]["shares"], "typical": p["typical"],
-                    "ranks": ranks})  # fmt: skip
+        ranks = {rank: {"seconds": r[0], "steps": r[1],
+                        "shares": {k: v for k, v in r[2].items() if _measured(v, 1.0)}}
+                 for rank, r in sorted(p["ranks"].items(), key=_num)
+                 if _measured(r[0], LONGEST_S)}  # fmt: skip
+        t = p["start"] - t0
+        if p["typical"] in ranks and _measured(t, LONGEST_S):
+            out.append({"t_s": round(t, 1), "job": ranks[p["typical"]]["shares"],
+                        "typical": p["typical"], "ranks": ranks})  # fmt: skip
     return out
+
+
+LONGEST_S = 1e9
+"""Past any session's length (30 years): a time or duration beyond it is a file's fancy."""
+
+
+def _measured(v: float, most: float) -> bool:
+    return math.isfinite(v) and 0 <= v <= most
+
+
+def _mean(total: float, n: float, digits: int | None = None) -> float | None:
+    """A bin's mean, or None where the file's sums give none a measurement could be."""
+    if not n > 0 or not math.isfinite(m := total / n) or abs(m) > PLOT_MAX:
+        return None
+    return round(m, digits) if digits is not None else round(m)
 
 
 def _gpu_series(
@@ -129,16 +149,18 @@ def _gpu_series(
     max_clock = {d.index: d.max_sm_clock_mhz for d in recording.devices}
     per_gpu: dict[str, list[dict[str, Any]]] = {}
     for key in sorted(points, key=int):
-        t = round(max(0.0, int(key) * POINT_S - t0), 1)
+        t = max(0.0, int(key) * POINT_S - t0)
+        if not _measured(t, LONGEST_S):
+            continue
         for gpu, p in points[key].items():
             _n, act, n_act, clock, n_clock, power, n_power, limit, held = p
             per_gpu.setdefault(gpu, []).append({
-                "t_s": t,
-                "active_pct": round(act / n_act, 1) if n_act else None,
-                "sm_clock_mhz": round(clock / n_clock) if n_clock else None,
-                "power_w": round(power / n_power, 1) if n_power else None,
-                "power_limit_w": limit or None,
-                "held": {k: round(v, 1) for k, v in held.items()},
+                "t_s": round(t, 1),
+                "active_pct": _mean(act, n_act, 1),
+                "sm_clock_mhz": _mean(clock, n_clock),
+                "power_w": _mean(power, n_power, 1),
+                "power_limit_w": _mean(limit, 1, 1) or None,
+                "held": {k: round(v, 1) for k, v in held.items() if _measured(v, LONGEST_S)},
             })  # fmt: skip
     return [
         {"gpu": int(gpu), "max_sm_clock_mhz": max_clock.get(int(gpu)), "points": pts}

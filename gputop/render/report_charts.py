@@ -10,10 +10,12 @@ report never pays for matplotlib.
 
 from __future__ import annotations
 
+import atexit
 import io
 import math
 import os
 import re
+import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -59,7 +61,9 @@ def _pyplot() -> Any:
     if "MPLCONFIGDIR" not in os.environ:
         home = os.path.join(os.path.expanduser("~"), ".config")
         if not os.access(home if os.path.isdir(home) else os.path.dirname(home), os.W_OK):
-            os.environ["MPLCONFIGDIR"] = tempfile.mkdtemp(prefix="gputop-mpl-")
+            private = tempfile.mkdtemp(prefix="gputop-mpl-")  # 0700
+            os.environ["MPLCONFIGDIR"] = private
+            atexit.register(shutil.rmtree, private, ignore_errors=True)
     import matplotlib
 
     matplotlib.use("svg")

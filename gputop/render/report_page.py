@@ -55,8 +55,9 @@ def _list(items: Sequence[Any], each: Callable[[Any], str], what: str) -> list[s
     return out
 
 
-def build_page(doc: dict[str, Any], charts: Sequence[tuple[str, str]]) -> str:
-    """The whole page: ``doc`` is build_report's document, ``charts`` (id, SVG) pairs."""
+def build_page(doc: dict[str, Any], charts: Sequence[tuple[str, str]] | None) -> str:
+    """The whole page: ``doc`` is build_report's document, ``charts`` (id, SVG) pairs (None:
+    leave the charts out)."""
     r = doc["recording"]
     command = r["command"]
     if isinstance(command, list):
@@ -110,7 +111,9 @@ def _verdicts(doc: dict[str, Any]) -> list[str]:
     return out
 
 
-def _charts(charts: Sequence[tuple[str, str]]) -> list[str]:
+def _charts(charts: Sequence[tuple[str, str]] | None) -> list[str]:
+    if charts is None:  # --no-charts
+        return []
     out = ['<h2 id="charts">Charts</h2>']
     if not charts:
         return [*out, "<p>nothing was recorded to chart</p>"]
@@ -182,8 +185,10 @@ def _exits(exits: Sequence[dict[str, Any]]) -> list[str]:
     return out
 
 
-def report_page(doc: dict[str, Any]) -> str:
-    """The page of a report document, its charts drawn (matplotlib imported here)."""
+def report_page(doc: dict[str, Any], with_charts: bool = True) -> str:
+    """The page of a report document, its charts drawn (matplotlib imported here only)."""
+    if not with_charts:
+        return build_page(doc, None)
     from gputop.render.report_charts import charts
 
     return build_page(doc, charts(doc))

@@ -11,6 +11,8 @@ import itertools
 import json
 import os
 import re
+import subprocess
+import sys
 import zlib
 from pathlib import Path
 from typing import Any
@@ -230,6 +232,32 @@ def test_a_page_that_cannot_be_written_is_one_line(recorded, tmp_path, capsys):
     assert len(err.splitlines()) == 1 and "cannot write" in err and "Traceback" not in err
 
 
+def test_the_text_report_does_not_import_matplotlib_and_the_page_needs_no_writable_home(
+    recorded, tmp_path
+):
+    code = ("import sys; from gputop import cli; cli.main(['report', sys.argv[1]]); "
+            "assert 'matplotlib' not in sys.modules; "
+            "cli.main(['report', sys.argv[1], '--html', sys.argv[2]]); "
+            "assert 'matplotlib' in sys.modules")  # fmt: skip
+    blocker = tmp_path / "blocker"
+    blocker.write_text("")
+    home = blocker / "home"  # cannot exist, even for root: no matplotlib cache can go there
+    env = {k: v for k, v in os.environ.items() if k != "MPLCONFIGDIR"}
+    r = subprocess.run([sys.executable, "-c", code, str(recorded), str(tmp_path / "p.html")],
+                       capture_output=True, text=True, env={**env, "HOME": str(home)},
+                       timeout=120)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "Matplotlib" not in r.stderr and (tmp_path / "p.html").exists()
+
+
+def test_no_charts_leaves_the_page_without_them(recorded, tmp_path):
+    out = tmp_path / "r.html"
+    assert cli.main(["report", str(recorded), "--html", str(out), "--no-charts"]) == 0
+    html = out.read_text()
+    assert "<svg" not in html and "nothing was recorded to chart" not in html
+    assert '<h2 id="findings">' in html
+
+
 def test_html_and_json_together_is_a_usage_error(recorded, capsys):
     with pytest.raises(SystemExit) as stop:
         cli.main(["report", str(recorded), "--html", "x.html", "--json"])
@@ -302,5 +330,10 @@ def test_series_of_any_numbers_the_reader_lets_through_draw_a_page(recorded, tmp
             r[2] = {data.draw(st.sampled_from(["compute", "data", "gc"])): data.draw(numbers)}
     recording = open_recording(_with_summary(recorded, tmp_path, part))
     doc = build_report(recording)
+    json.loads(json.dumps(doc), parse_constant=_no_constant)  # JSON with no NaN or Infinity
     html = report_page(doc)
     assert html.rstrip().endswith("</html>") and "<i>x</i>" not in html
+
+
+def _no_constant(name: str) -> None:
+    raise AssertionError(f"{name} in the report's JSON")
