@@ -87,6 +87,8 @@ def build_page(doc: dict[str, Any], charts: Sequence[tuple[str, str]] | None) ->
     parts.append("</table>")
     parts += _verdicts(doc)
     parts += _charts(charts)
+    parts += _steps(doc["ranks"], doc["straggler"])
+    parts += _throttle(doc["throttle"])
     parts += _findings(doc["findings"])
     parts += _captures(doc["captures"])
     parts += _exits(doc["exits"])
@@ -108,6 +110,53 @@ def _verdicts(doc: dict[str, Any]) -> list[str]:
     job = (doc.get("budget") or {}).get("job")
     if job:
         out.append(f"<p>The job's step-time budget over the session: {text(stacked(job, 200))}</p>")
+    return out
+
+
+def _ms(seconds: Any) -> str:
+    return f"{seconds * 1e3:.1f} ms" if isinstance(seconds, int | float) else "-"
+
+
+def _steps(ranks: Sequence[dict[str, Any]], straggler: dict[str, Any] | None) -> list[str]:
+    out = ['<h2 id="steps">Steps per rank</h2>']
+    if not ranks:
+        return [*out, "<p>no agent reported steps (gputop run, or import gputop.agent)</p>"]
+    out.append('<table><tr><th>rank</th><th class="num">steps</th><th class="num">median</th>'
+               '<th class="num">p90</th><th class="num">steps/s</th><th class="num">MFU</th>'
+               "<th>top phases</th></tr>")  # fmt: skip
+
+    def row(r: dict[str, Any]) -> str:
+        mfu = (r["mfu"] or {}).get("value")
+        top = ", ".join(f"{k} {v:.0%}" for k, v in list(r["phases"].items())[:4])
+        rate = f"{r['steps_per_s']:.2f}" if r["steps_per_s"] else "-"
+        return (f"<tr><td>{text(r['rank'], 20)}</td><td class=\"num\">{r['steps']:,}</td>"
+                f"<td class=\"num\">{_ms(r['step_s_median'])}</td>"
+                f"<td class=\"num\">{_ms(r['step_s_p90'])}</td><td class=\"num\">{rate}</td>"
+                f"<td class=\"num\">{f'{mfu:.1%}' if isinstance(mfu, float) else '-'}</td>"
+                f"<td>{text(top, 200)}</td></tr>")  # fmt: skip
+
+    out += _list(ranks, row, "ranks")
+    out.append("</table>")
+    if straggler is not None:
+        out.append(f"<p>Straggler: rank {text(straggler['rank'], 20)} works "
+                   f"{straggler['work_vs_median']:.2f}x the median rank "
+                   f"(+{straggler['excess_of_step']:.0%} of the median step); the others wait "
+                   "for it</p>")  # fmt: skip
+    return out
+
+
+def _throttle(reasons: Sequence[dict[str, Any]]) -> list[str]:
+    out = ['<h2 id="throttle">Clock-event reasons</h2>']
+    if not reasons:
+        return [*out, "<p>none recorded</p>"]
+    out.append('<table><tr><th>reason</th><th class="num">the most affected GPU</th>'
+               '<th class="num">share</th><th class="num">GPUs</th></tr>')  # fmt: skip
+    out += _list(reasons, lambda t: (
+        f"<tr><td>{text(t['reason'], 64)}</td>"
+        f"<td class=\"num\">{text(duration_text(t['seconds']))}</td>"
+        f"<td class=\"num\">{t['share']:.1%}</td><td class=\"num\">{t['gpus']}</td></tr>"),
+        "reasons")  # fmt: skip
+    out.append("</table>")
     return out
 
 

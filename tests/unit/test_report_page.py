@@ -137,7 +137,7 @@ def test_the_step_time_distribution_has_each_rank(doc, page):
 
 
 def test_the_page_has_every_part_and_every_series(page):
-    for section in ("verdicts", "charts", "findings", "captures"):
+    for section in ("verdicts", "charts", "steps", "throttle", "findings", "captures"):
         assert f'<h2 id="{section}">' in page
     for chart in ("verdict", "budget", "ranks", "steps", "gpu-0"):
         assert f'<figure id="chart-{chart}">' in page
