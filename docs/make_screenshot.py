@@ -10,9 +10,12 @@
   and which saves a checkpoint every 30 s (the budget over time, each rank's bar, each GPU's
   history), from the readings of the snapshot test (tests/tui/test_room.py's ``scene``).
 
+- docs/report.png (`report`): `gputop report --html`'s page of a recorded corpus session
+  (frequent checkpoints on a power-capped simulated H100), as headless Chromium draws it.
+
     python docs/make_screenshot.py [PICTURE ...] [--seconds S]
 
-PICTURE: monitor, attached (with why), screen; all of them by default.
+PICTURE: monitor, attached (with why), screen, report; all of them by default.
 
 The attached job runs for real, so those two differ a little from run to run.
 """
@@ -24,7 +27,9 @@ import asyncio
 import os
 import sys
 import time
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
 from gputop.config import Config
 from gputop.sim import SimBoard, installed
@@ -128,6 +133,31 @@ async def screen() -> None:
     print(f"wrote {FULL}")
 
 
+REPORT = DOCS / "report.png"
+
+
+def report(seconds: float) -> None:
+    """A corpus job recorded by `gputop diagnose --record`, its report page written by
+    `gputop report --html` and drawn by headless Chromium (tests/browser.py, as the browser
+    test opens it)."""
+    import subprocess
+    import tempfile
+
+    sys.path.insert(0, str(DOCS.parent / "tests"))
+    from browser import open_page, record_corpus
+
+    with tempfile.TemporaryDirectory(prefix="gputop-report-") as tmp:
+        recording, page = Path(tmp) / "checkpoints.gputop", Path(tmp) / "report.html"
+        record_corpus(recording, seconds)
+        subprocess.run([sys.executable, "-m", "gputop", "report", recording.name, "--html",
+                        page.name], check=True, cwd=tmp)  # fmt: skip
+        opened = open_page(page, Path(tmp) / "report.png", width=1100, height=1900)
+        if opened.console or opened.requests:
+            raise SystemExit(f"the page logged {opened.console} and asked for {opened.requests}")
+        REPORT.write_bytes(opened.screenshot.read_bytes())
+    print(f"wrote {REPORT}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("pictures", nargs="*", help=f"of {', '.join(PICTURES)} (default: all)")
@@ -140,10 +170,17 @@ def main() -> None:
     time.tzset()
     for name in args.pictures or PICTURES:
         make = PICTURES[name]
-        asyncio.run(make(args.seconds) if name == "attached" else make())
+        made = make(args.seconds)
+        if made is not None:  # the TUI's pictures are drawn by Textual's event loop
+            asyncio.run(made)
 
 
-PICTURES = {"monitor": monitor, "attached": attached, "screen": screen}
+PICTURES: dict[str, Callable[[float], Coroutine[Any, Any, None] | None]] = {
+    "monitor": lambda _seconds: monitor(),
+    "attached": attached,
+    "screen": lambda _seconds: screen(),
+    "report": report,
+}
 """Each picture's function, by the name on the command line."""
 
 

@@ -11,6 +11,7 @@ import dataclasses
 import datetime as dt
 import json
 import os
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -110,13 +111,15 @@ def write_private_json(path: Path, doc: dict[str, Any]) -> None:
 
 
 def write_private_text(path: Path, text: str) -> None:
-    """Write readable by the user only (0600), via ``.partial`` then rename, so a full disk or
-    a crash never leaves a truncated file under the final name."""
+    """Write readable by the user only (0600), whole or not at all: into a new file of a name
+    no one can plant beforehand (``mkstemp``: exclusive, 0600) in the target's folder, then
+    renamed over ``path``, so a full disk or a crash never leaves a truncated file under the
+    final name, and a link planted at ``path`` is replaced, never followed."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd, partial = tempfile.mkstemp(prefix=f".{path.name[:64]}.", suffix=".partial",
+                                   dir=path.parent)  # fmt: skip
     try:
-        with os.fdopen(fd, "w") as f:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(partial, path)
     except BaseException:

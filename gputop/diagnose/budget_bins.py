@@ -11,6 +11,7 @@ times), so the TUI, the recorder and a replay file the same readings into the sa
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gputop.diagnose.budget import interval_budget
@@ -43,14 +44,29 @@ class BudgetBins:
     """Intervals of ``seconds`` from the first reading on; ``add`` each agents' reading in the
     order they came; ``closed`` the last ``keep`` closed intervals, oldest first."""
 
-    def __init__(self, seconds: float = INTERVAL_S, keep: int = KEEP) -> None:
+    def __init__(
+        self,
+        seconds: float = INTERVAL_S,
+        keep: int = KEEP,
+        cursors: Mapping[int, StepCursor] | None = None,
+        start: float | None = None,
+        counted: Mapping[int, StepCursor] | None = None,
+    ) -> None:
+        """To go on from bins that stopped mid-session (a recording's summary carried them):
+        ``start``, where their open interval began (``open_start``); ``cursors``, each agent's
+        last step before it (``open_cursors``); ``counted``, each agent's last step read
+        since (``counted``): the first reading's steps up to those go into the open interval,
+        where the readings before it had put them, so the same steps land in the same
+        intervals."""
         if not seconds > 0:
             raise ValueError(f"an interval must last longer than 0 s, not {seconds}")
         self.seconds = seconds
         self._closed: deque[Interval] = deque(maxlen=keep)
-        self._cursors: dict[int, StepCursor | None] = {}
+        self._cursors: dict[int, StepCursor | None] = dict(cursors or {})
         self._open: dict[int, tuple[AgentState, list[StepRecord]]] = {}
-        self._start: float | None = None
+        self._start: float | None = start
+        self._open_cursors: dict[int, StepCursor | None] = dict(self._cursors)
+        self._counted = dict(counted) if counted is not None else None
 
     @property
     def closed(self) -> tuple[Interval, ...]:
@@ -61,12 +77,25 @@ class BudgetBins:
         """Where the open interval began (None before the first reading)."""
         return self._start
 
+    @property
+    def open_cursors(self) -> dict[int, StepCursor]:
+        """Each agent's last step before the open interval."""
+        return {pid: c for pid, c in self._open_cursors.items() if c is not None}
+
+    @property
+    def counted(self) -> dict[int, StepCursor]:
+        """Each agent's last step read."""
+        return {pid: c for pid, c in self._cursors.items() if c is not None}
+
     def add(self, sample: AgentsSample) -> None:
         t = sample.t
         if self._start is None:
             self._start = t
         elif t < self._start:
             return  # a reading from before the open interval: its steps were counted there
+        if self._counted is not None:
+            self._resume(sample, self._counted)
+            self._counted = None
         self._close_until(t)
         if len(self._cursors) > AGENTS_MAX:  # agents gone: their cursors go too
             present = {a.pid for a in sample.agents}
@@ -74,10 +103,25 @@ class BudgetBins:
         for a in sample.agents:
             fresh, self._cursors[a.pid] = new_steps(a.steps, self._cursors.get(a.pid))
             if fresh:
-                held = self._open.get(a.pid)
-                steps = held[1] if held is not None else []
-                steps.extend(fresh)
-                self._open[a.pid] = (a, steps)
+                self._file(a, fresh)
+
+    def _resume(self, sample: AgentsSample, counted: Mapping[int, StepCursor]) -> None:
+        """File the steps read before bins stopped (up to ``counted``) into the open interval."""
+        for a in sample.agents:
+            if a.pid not in counted:
+                continue
+            fresh, _ = new_steps(a.steps, self._cursors.get(a.pid))
+            later, _ = new_steps(fresh, counted[a.pid])
+            earlier = fresh[: len(fresh) - len(later)]
+            if earlier:
+                self._file(a, earlier)
+                self._cursors[a.pid] = (earlier[-1].step, earlier[-1].t0_ns)
+
+    def _file(self, a: AgentState, fresh: tuple[StepRecord, ...]) -> None:
+        held = self._open.get(a.pid)
+        steps = held[1] if held is not None else []
+        steps.extend(fresh)
+        self._open[a.pid] = (a, steps)
 
     def _close_until(self, t: float) -> None:
         """Close the open interval, and every empty one after it, up to the one ``t`` is in."""
@@ -88,6 +132,7 @@ class BudgetBins:
         budget = interval_budget(list(self._open.values()))
         self._closed.append(Interval(self._start, self.seconds, budget))
         self._open = {}
+        self._open_cursors = dict(self._cursors)
         skipped = int((t - end) // self.seconds)
         kept = self._closed.maxlen or skipped
         for i in range(max(0, skipped - kept), skipped):  # only those that will be kept

@@ -37,7 +37,7 @@ from gputop.record.fileformat import (
     Scan,
     frames,
 )
-from gputop.record.summary import MAX_BUCKET, Accumulator
+from gputop.record.summary import GPU_HELD, GPU_POINT, MAX_BUCKET, Accumulator
 from gputop.vocab.budget import SLICES
 
 __all__ = ["Record", "Recording", "RecordingError", "open_recording"]
@@ -330,6 +330,12 @@ def _summary_shape(p: dict[str, Any]) -> bool:
             and _map_of(p["ranks"], _rank)
             and _map_of(p["gpus"], _gpu)
             and _map_of(p.get("points", {}), _point)
+            and all(_int_key(k) for k in (*p.get("budget_points", {}), *p.get("gpu_points", {})))
+            and _map_of(p.get("budget_points", {}), _budget_point)
+            and _map_of(
+                p.get("gpu_points", {}),
+                lambda g: _map_of(g, _gpu_point) and all(_int_key(k) for k in g),
+            )
             and isinstance(p["carry"], dict)
         )
     except (KeyError, TypeError):
@@ -441,6 +447,40 @@ def _gpu(g: Any) -> bool:
 def _point(p: Any) -> bool:
     return (
         isinstance(p, list) and len(p) == 5 and all(_num(x) for x in p[:4]) and _map_of(p[4], _num)
+    )
+
+
+def _budget_point(b: Any) -> bool:
+    """One interval's budget (absent from files written before it): its start, its typical
+    rank among its ranks, each [seconds, steps, {slice: share}]."""
+    return (
+        isinstance(b, dict)
+        and _num(b.get("start"))
+        and isinstance(b.get("ranks"), dict)
+        and b.get("typical") in b["ranks"]
+        and all(_int_key(k) for k in b["ranks"])
+        and _map_of(
+            b["ranks"],
+            lambda r: (
+                isinstance(r, list)
+                and len(r) == 3
+                and _num(r[0])
+                and _count(r[1])
+                and _map_of(r[2], _num)
+                and set(r[2]) <= _SLICES
+            ),
+        )
+    )
+
+
+def _gpu_point(p: Any) -> bool:
+    """One GPU's 10-s bin (``summary.GPU_POINT``; absent from files written before it)."""
+    return (
+        isinstance(p, list)
+        and len(p) == len(GPU_POINT)
+        and all(_num(x) for x in p[:GPU_HELD])
+        and _map_of(p[GPU_HELD], _num)
+        and all(isinstance(k, str) and len(k) <= 64 for k in p[GPU_HELD])
     )
 
 

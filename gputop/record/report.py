@@ -18,7 +18,15 @@ from gputop.model.ranks import MAIN_RANK, MIN_STEPS, RankRow, compare_ranks
 from gputop.model.step_stats import mfu_of
 from gputop.model.steps import StepRecord
 from gputop.record.reader import Recording
-from gputop.record.summary import JOB, budget_shares, chart_points, merge, quantile_of
+from gputop.record.summary import (
+    JOB,
+    POINT_S,
+    bucket_value,
+    budget_shares,
+    chart_points,
+    merge,
+    quantile_of,
+)
 from gputop.render.budget import stacked
 from gputop.snapshot import jsonable
 
@@ -85,7 +93,79 @@ def build_report(recording: Recording) -> dict[str, Any]:
             {"t_s": round(max(0.0, t - t0), 1), "step_s": step, "gpu_pct": act, "verdict": v}
             for t, step, act, v in chart_points(s["points"])
         ],
+        "budget_series": _budget_series(s["budget_points"], t0),
+        "gpu_series": _gpu_series(s["gpu_points"], t0, recording),
+        "step_hist": [
+            {
+                "rank": r["rank"],
+                "step_s": [round(bucket_value(int(b)), 6) for b in hist],
+                "count": [n for n in hist.values()],
+            }
+            for r, (_, raw) in zip(rows, ranks, strict=True)
+            if (hist := dict(sorted(raw["hist"].items(), key=lambda kv: int(kv[0]))))
+        ],
     }
+
+
+def _budget_series(points: dict[str, dict[str, Any]], t0: float) -> list[dict[str, Any]]:
+    """The budget over time: per 10-s interval, the job's shares (its typical rank's) and each
+    rank's, from the steps that ended in it (intervals with no step are absent). A file's
+    numbers no measurement gives (infinite, negative) are left out, and an interval whose
+    typical rank is left out with them."""
+    out = []
+    for key in sorted(points, key=int):
+        p = points[key]
+        ranks = {rank: {"seconds": r[0], "steps": r[1],
+                        "shares": {k: v for k, v in r[2].items() if _measured(v, 1.0)}}
+                 for rank, r in sorted(p["ranks"].items(), key=_num)
+                 if _measured(r[0], LONGEST_S)}  # fmt: skip
+        t = p["start"] - t0
+        if p["typical"] in ranks and _measured(t, LONGEST_S):
+            out.append({"t_s": round(t, 1), "job": ranks[p["typical"]]["shares"],
+                        "typical": p["typical"], "ranks": ranks})  # fmt: skip
+    return out
+
+
+LONGEST_S = 1e9
+"""Past any session's length (30 years): a time or duration beyond it is a file's fancy."""
+
+
+def _measured(v: float, most: float) -> bool:
+    return math.isfinite(v) and 0 <= v <= most
+
+
+def _mean(total: float, n: float, digits: int | None = None) -> float | None:
+    """A bin's mean, or None where the file's sums give none a measurement could be."""
+    if not n > 0 or not math.isfinite(m := total / n) or abs(m) > PLOT_MAX:
+        return None
+    return round(m, digits) if digits is not None else round(m)
+
+
+def _gpu_series(
+    points: dict[str, dict[str, list[Any]]], t0: float, recording: Recording
+) -> list[dict[str, Any]]:
+    """Each GPU per 10 s: means of activity (SM active, else util), SM clock and power, the
+    highest power limit, and the seconds each clock-event reason held."""
+    max_clock = {d.index: d.max_sm_clock_mhz for d in recording.devices}
+    per_gpu: dict[str, list[dict[str, Any]]] = {}
+    for key in sorted(points, key=int):
+        t = max(0.0, int(key) * POINT_S - t0)
+        if not _measured(t, LONGEST_S):
+            continue
+        for gpu, p in points[key].items():
+            _n, act, n_act, clock, n_clock, power, n_power, limit, held = p
+            per_gpu.setdefault(gpu, []).append({
+                "t_s": round(t, 1),
+                "active_pct": _mean(act, n_act, 1),
+                "sm_clock_mhz": _mean(clock, n_clock),
+                "power_w": _mean(power, n_power, 1),
+                "power_limit_w": _mean(limit, 1, 1) or None,
+                "held": {k: round(v, 1) for k, v in held.items() if _measured(v, LONGEST_S)},
+            })  # fmt: skip
+    return [
+        {"gpu": int(gpu), "max_sm_clock_mhz": max_clock.get(int(gpu)), "points": pts}
+        for gpu, pts in sorted(per_gpu.items(), key=_num)
+    ]
 
 
 CAPTURE_FIELDS = ("kind", "pid", "status", "folder", "reason")
@@ -246,7 +326,7 @@ def render_report(doc: dict[str, Any], charts: bool = True, width: int = 100) ->
     what = command or (f"pid {r['pid']}" if r["pid"] else "the GPUs")
     lines.append(
         f"  {r['mode'] or 'session'} of {what} on {r['hostname'] or '?'}, started "
-        f"{r['started'] or '?'}, {_dur(r['duration_s'])}"
+        f"{r['started'] or '?'}, {duration_text(r['duration_s'])}"
     )
     if r["gpus"]:
         sim = f" (SIMULATED: {r['simulated']})" if r["simulated"] else ""
@@ -255,7 +335,7 @@ def render_report(doc: dict[str, Any], charts: bool = True, width: int = 100) ->
         lines.append(f"  note: the file {r['damage']}")
     lines += ["", "Time per verdict"]
     for v in doc["verdicts"]:
-        lines.append(f"  {v['bound']:<22} {_dur(v['seconds']):>10}  {v['share']:6.1%}")
+        lines.append(f"  {v['bound']:<22} {duration_text(v['seconds']):>10}  {v['share']:6.1%}")
     if not doc["verdicts"]:
         lines.append("  no verdict was recorded")
     budget = doc.get("budget") or {}
@@ -290,7 +370,7 @@ def render_report(doc: dict[str, Any], charts: bool = True, width: int = 100) ->
     return "\n".join(lines) + "\n"
 
 
-def _dur(seconds: float) -> str:
+def duration_text(seconds: float) -> str:
     if seconds < 120:
         return f"{seconds:.0f} s"
     if seconds < 7200:
@@ -361,7 +441,7 @@ def _gpus_text(doc: dict[str, Any]) -> list[str]:
     if not doc["throttle"]:
         out.append("  none recorded")
     for t in doc["throttle"]:
-        out.append(f"  {t['reason']:<28} {_dur(t['seconds']):>10}  {t['share']:6.1%}  "
+        out.append(f"  {t['reason']:<28} {duration_text(t['seconds']):>10}  {t['share']:6.1%}  "
                    f"{t['gpus']} GPU(s)")  # fmt: skip
     return out
 
@@ -371,7 +451,7 @@ def _findings_text(findings: list[dict[str, Any]]) -> list[str]:
         return []
     out = ["", "Findings (each bound that led, with its latest evidence and levers)"]
     for f in findings:
-        out.append(f"  {f['bound']} ({f['confidence']:.0%}, led {_dur(f['seconds'])}): "
+        out.append(f"  {f['bound']} ({f['confidence']:.0%}, led {duration_text(f['seconds'])}): "
                    f"{f['summary']}")  # fmt: skip
         if f["cause"]:
             out.append(f"    why: {f['cause']}")

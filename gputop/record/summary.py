@@ -12,8 +12,10 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from gputop.diagnose.budget_bins import BudgetBins
 from gputop.diagnose.findings import Verdict
 from gputop.diagnose.point import EvalPoint
+from gputop.model.budget import Budget
 from gputop.model.gpu import GpuSample
 from gputop.model.host import HostSample
 from gputop.model.ranks import MAIN_RANK, RankTotals, StepCounter
@@ -131,6 +133,17 @@ class Accumulator:
         self.principal: str | None = principal if isinstance(principal, str) else None
         self.exited: bool = carry.get("exited") is True
         self._fingerprints: dict[int, Any] = {}
+        bins = carry.get("bins")  # [open interval's start, {pid: cursor}: then, {...}: now]
+        if isinstance(bins, list) and len(bins) == 3 and _real(bins[0]):
+            self.bins = BudgetBins(POINT_S, keep=BINS_KEPT, cursors=_cursors(bins[1]),
+                                   start=float(bins[0]), counted=_cursors(bins[2]))  # fmt: skip
+        else:
+            self.bins = BudgetBins(POINT_S, keep=BINS_KEPT,
+                                   cursors=_cursors(carry.get("last_step")))  # fmt: skip
+        """The job's budget per 10 s (the report's budget over time), from the steps the
+        agents' readings bring: an interval's budget is computed once, when it closes."""
+        self._binned: float | None = None
+        """The start of the last closed interval already put in ``budget_points``."""
         self._reset(None)
 
     def _reset(self, t: float | None) -> None:
@@ -150,6 +163,10 @@ class Accumulator:
         self.events: list[list[Any]] = []
         self.points: dict[str, list[Any]] = {}
         """Per 10-s bin: [step seconds, steps, GPU activity sum, readings, {bound: seconds}]."""
+        self.budget_points: dict[str, dict[str, Any]] = {}
+        """Per 10-s bin: the job's budget over the steps that ended in it (``budget_point``)."""
+        self.gpu_points: dict[str, dict[str, list[Any]]] = {}
+        """Per 10-s bin, per GPU: ``GPU_POINT`` sums (means in the report)."""
 
     def _point(self, t: float) -> list[Any]:
         if not math.isfinite(t):  # a damaged file's time: no bin to put it in
@@ -159,6 +176,28 @@ class Accumulator:
         if p is None:
             p = self.points[key] = [0.0, 0, 0.0, 0, {}]
         return p
+
+    def _gpu_point(self, t: float, gpu: str) -> list[Any]:
+        if not math.isfinite(t):
+            return _new_gpu_point()
+        per_gpu = self.gpu_points.setdefault(str(math.floor(t / POINT_S)), {})
+        p = per_gpu.get(gpu)
+        if p is None:
+            p = per_gpu[gpu] = _new_gpu_point()
+        return p
+
+    def _bin_budgets(self, sample: AgentsSample) -> None:
+        """The intervals ``sample`` closed, each as one ``budget_points`` entry."""
+        if not math.isfinite(sample.t):
+            return
+        self.bins.add(sample)
+        for iv in self.bins.closed:
+            if self._binned is not None and iv.start <= self._binned:
+                continue
+            self._binned = iv.start
+            if iv.budget is not None:
+                key = str(math.floor(iv.start / POINT_S))
+                self.budget_points[key] = budget_point(iv.start, iv.budget)
 
     def _at(self, t: float) -> None:
         if self.t0 is None:
@@ -186,10 +225,14 @@ class Accumulator:
                 p = self._point(s.t)
                 p[2] += act
                 p[3] += 1
+            g_pt = self._gpu_point(s.t, key)
+            _sample_into(g_pt, s, act)
             dt, reasons = self.throttle.charge(s)  # the model's rule, as /metrics counts
+            held = self._gpu_point(s.t - dt, key)[GPU_HELD] if reasons else {}
             for reason in reasons:
                 per_gpu = self.throttle_s.setdefault(reason, {})
                 per_gpu[key] = per_gpu.get(key, 0.0) + dt
+                held[reason] = held.get(reason, 0.0) + dt  # in the bin the reading began
 
     def host(self, sample: HostSample) -> None:
         self._at(sample.t)
@@ -200,6 +243,7 @@ class Accumulator:
 
     def agents(self, sample: AgentsSample) -> None:
         self._at(sample.t)
+        self._bin_budgets(sample)
         for rank, a, fresh in self.counter.new(sample):  # the exporter's counting and labels
             r = self.ranks.setdefault(rank, _RankMinute())
             if a.fingerprint and a.fingerprint is not self._fingerprints.get(a.pid):
@@ -254,7 +298,12 @@ class Accumulator:
             "verdict_at": self.verdict_at,
             "principal": self.principal,
             "exited": self.exited,
-        }
+            "bins": None if self.bins.open_start is None else [
+                self.bins.open_start,
+                {str(pid): list(c) for pid, c in self.bins.open_cursors.items()},
+                {str(pid): list(c) for pid, c in self.bins.counted.items()},
+            ],
+        }  # fmt: skip
 
     def take(self) -> dict[str, Any]:
         """The summary since the last ``take`` (and what the next one continues from)."""
@@ -271,6 +320,10 @@ class Accumulator:
             "throttle_s": self.throttle_s,
             "events": self.events,
             "points": self.points,
+            "budget_points": self.budget_points,
+            "gpu_points": {
+                k: {g: _rounded(p) for g, p in v.items()} for k, v in self.gpu_points.items()
+            },
             "carry": self.carry(),
         }
         self._reset(None)
@@ -281,7 +334,8 @@ def merge(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The whole session from its minutes; ``minutes`` keeps each minute's chart points."""
     out: dict[str, Any] = {"verdict_s": {}, "budget_s": {}, "changes": [], "findings": {},
                            "secondary": [], "ranks": {}, "gpus": {}, "throttle_s": {}, "events": [],
-                           "points": {}, "t0": None, "t1": None}  # fmt: skip
+                           "points": {}, "budget_points": {}, "gpu_points": {}, "t0": None,
+                           "t1": None}  # fmt: skip
     for p in parts:
         if p.get("t0") is None:
             continue
@@ -325,7 +379,66 @@ def merge(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
             for i in range(4):
                 into[i] += pt[i]
             _add(into[4], pt[4])
+        out["budget_points"].update(p.get("budget_points", {}))  # each interval closes once
+        for key, per_gpu in p.get("gpu_points", {}).items():
+            into_gpus = out["gpu_points"].setdefault(key, {})
+            for gpu, pt in per_gpu.items():
+                _merge_gpu_point(into_gpus.setdefault(gpu, _new_gpu_point()), pt)
     return out
+
+
+BINS_KEPT = 4
+"""Closed intervals BudgetBins keeps: each is put in ``budget_points`` as it closes."""
+
+GPU_POINT = ("n", "act", "n_act", "clock", "n_clock", "power", "n_power", "limit", "held")
+"""A GPU's 10-s bin: readings; SM active (else util) sum and count; SM clock sum and count;
+power sum and count; the highest enforced power limit; {clock-event reason: seconds held}."""
+GPU_HELD = GPU_POINT.index("held")
+GPU_LIMIT = GPU_POINT.index("limit")
+
+
+def _new_gpu_point() -> list[Any]:
+    return [0, 0.0, 0, 0.0, 0, 0.0, 0, 0.0, {}]
+
+
+def _sample_into(p: list[Any], s: GpuSample, act: float | None) -> None:
+    p[0] += 1
+    for i, v in ((1, act), (3, s.sm_clock_mhz), (5, s.power_w)):
+        if v is not None:
+            p[i] += v
+            p[i + 1] += 1
+    if s.power_limit_w is not None:
+        p[GPU_LIMIT] = max(p[GPU_LIMIT], s.power_limit_w)
+
+
+def _merge_gpu_point(into: list[Any], p: list[Any]) -> None:
+    for i in range(GPU_LIMIT):
+        into[i] += p[i]
+    into[GPU_LIMIT] = max(into[GPU_LIMIT], p[GPU_LIMIT])
+    _add(into[GPU_HELD], p[GPU_HELD])
+
+
+def _rounded(p: list[Any]) -> list[Any]:
+    """A bin's sums to a tenth (what a chart shows), so a summary stays small."""
+    held = {k: round(v, 2) for k, v in p[GPU_HELD].items()}
+    return [round(x, 1) if isinstance(x, float) else x for x in p[:GPU_HELD]] + [held]
+
+
+def budget_point(start: float, b: Budget) -> dict[str, Any]:
+    """One interval's budget as a summary keeps it: where it began, its typical rank (the
+    job's budget) and each rank's seconds, steps and non-zero shares."""
+    return {
+        "start": round(start, 3),
+        "typical": b.typical.rank_key,
+        "ranks": {
+            r.rank_key: [
+                round(r.seconds, 3),
+                r.steps,
+                {k: round(v, 4) for k, v in r.shares.items() if v >= 5e-5},
+            ]
+            for r in b.ranks
+        },
+    }
 
 
 JOB = "job"

@@ -60,3 +60,26 @@ def test_steps_repeated_by_later_readings_count_once():
         bins.add(r)  # the same reading twice: no new steps
     steps = [i.budget.typical.steps for i in bins.closed if i.budget]
     assert steps == [50, 50]  # readings at t=1..5, then 6..10 (the first opens the first)
+
+
+def test_bins_going_on_from_where_others_stopped_file_the_same_steps_in_the_same_intervals():
+    # a recording's reader summarises the minutes after its last summary with new bins seeded
+    # from the old ones' open interval: the result is the uninterrupted bins' intervals
+    whole, first = BudgetBins(seconds=5.0), BudgetBins(seconds=5.0)
+    got = list(readings(every_save=3, seconds=23, ranks=2))
+    for r in got:
+        whole.add(r)
+    for r in got[:15]:  # stops at the last reading of the interval that began at 11 s: the next
+        first.add(r)  # reading closes it, with the steps read before
+    start = first.open_start
+    assert start == 11.0
+    rest = BudgetBins(seconds=5.0, cursors=first.open_cursors, start=start, counted=first.counted)
+    for r in got[15:]:
+        rest.add(r)
+    later = [i for i in whole.closed if i.start >= start]
+    assert [i.start for i in rest.closed] == [i.start for i in later] == [11.0, 16.0]
+    for a, b_ in zip(rest.closed, later, strict=True):
+        assert a.budget is not None and b_.budget is not None
+        assert [(r.rank, r.steps, dict(r.shares)) for r in a.budget.ranks] == [
+            (r.rank, r.steps, dict(r.shares)) for r in b_.budget.ranks
+        ]

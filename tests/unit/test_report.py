@@ -108,8 +108,10 @@ def record(path: Path) -> None:
                 next_ns[rank] += s.dur_ns
                 done[rank].append(s)
         fingerprints = ({"autocast": True, "autocast_dtype": "bfloat16"}, {})
+        # readings repeat the agent's last steps (hundreds, as its ring does): more than a
+        # 10-s interval's, so a reader going on from a summary finds the open interval's steps
         agents = tuple(
-            rank_agent(100 + r, r, tuple(done[r][-25:]), fingerprints[r]) for r in (0, 1)
+            rank_agent(100 + r, r, tuple(done[r][-120:]), fingerprints[r]) for r in (0, 1)
         )
         rec.agents(AgentsSample(PID, now, 1.7e9 + now, agents))
         if k == 100:
