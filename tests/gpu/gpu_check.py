@@ -299,6 +299,9 @@ class Check:
 
         with ThreadPoolExecutor(parallel) as pool:
             list(pool.map(one, todo))
+        if runs and not any(r.get("final") for r in runs):  # the set-up, not eight jobs, failed
+            first = next(r.get("problem") or r.get("error") or r.get("skipped") for r in runs)
+            raise RuntimeError(f"no run gave a verdict; the first: {first}")
 
     def one_run(
         self, job: str, mode: str, during: Callable[[int, Path], Any] | None = None
@@ -645,6 +648,14 @@ def main(argv: list[str] | None = None) -> int:
         print(
             "gpu-check: no NVIDIA GPU here (nvidia-smi -L lists none): run it on a lent "
             "machine, or --dry for the simulated board",
+            file=sys.stderr,
+        )
+        return 1
+    if args.dry and not _importable("pynvml"):  # gputop runs on this Python, over the board
+        print(
+            f"gpu-check: --dry runs gputop on this Python ({sys.executable}), which lacks "
+            "nvidia-ml-py: set GPU_CHECK_PYTHON to a Python with gputop's dependencies "
+            "(the checkout's .venv/bin/python)",
             file=sys.stderr,
         )
         return 1

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import venv
 from pathlib import Path
 
 import pytest
@@ -104,6 +105,24 @@ def test_without_a_gpu_and_without_dry_it_says_so_in_one_line(tmp_path):
     )
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and "no NVIDIA GPU here" in done.stderr, done.stderr
+
+
+def test_dry_on_a_python_without_gputops_dependencies_says_which_in_one_line(tmp_path):
+    """A bare python3 (no nvidia-ml-py) would run every step into an import error."""
+    bare = tmp_path / "bare"
+    venv.create(bare, with_pip=False)
+    env = {**os.environ, "GPU_CHECK_PYTHON": str(bare / "bin" / "python")}
+    env.pop("PYTHONPATH", None)
+    done = subprocess.run(
+        ["bash", str(HERE / "check.sh"), "--dry", "--out", str(tmp_path / "out")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1 and "lacks nvidia-ml-py" in done.stderr, done.stderr
+    assert not (tmp_path / "out").exists()
 
 
 def test_on_a_gpu_a_load_that_cannot_start_leaves_its_phase_with_why_and_the_others_go_on(
