@@ -63,7 +63,10 @@ def _load_and_read_steps(tmux, tmp_path, job, agents) -> None:
     screen = tmux.wait_for("opt ", timeout=30)  # the step pane's phases
     assert "waiting for the first steps" not in screen
     assert job.poll() is None
-    # the rows the panes leave go to the budget over time and the GPU's history, at any size
+    # the rows the panes leave go to the budget over time and the GPU's history, at any size;
+    # the chart takes its rows a frame after the first steps are drawn (until then the GPU's
+    # history fills them: a filled screen without it), so it is waited for first
+    tmux.wait_for("budget ", timeout=30)
     screen = tmux.wait_filled(40)
     assert "budget " in screen and "SM clk" in screen
     tmux.resize(200, 50)
