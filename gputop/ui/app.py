@@ -130,13 +130,10 @@ class GputopApp(ThemedApp[None]):
         self._start_sampler = start_sampler
         self._samplers: Samplers | None = None
         self.key_legend = keys.KeyLegend(
-            self,
-            self.KEY_BAR,
-            self.KEY_HELP,
-            self.unavailable_reason,
+            self, self.KEY_BAR, self.KEY_HELP, self.unavailable_reason,
             in_bar=lambda bid: bid != "interrupt" or self._running_job() is not None,
             in_help=lambda bid: bid != "load_agent" or self.agent_loading is not None,
-        )
+        )  # fmt: skip
         """What the key bar, the help screen and a refused key's line say (``ui/keys.py``)."""
         where = str(self.config.file or "")
         self.status.problems += self.key_legend.apply_keymap(self.config.keys, where)
