@@ -264,3 +264,13 @@ def note_timeline(timeline: list[dict[str, Any]], watched_s: float) -> None:
     }
     with open(MARGINS, "a", encoding="utf-8") as f:
         f.write(json.dumps(entry) + "\n")
+
+
+def longest_blank(rows: list[str]) -> int:
+    """The most consecutive empty rows of a screen's text (the room checks: a Pilot screen
+    and a tmux pane alike)."""
+    run = most = 0
+    for row in rows:
+        run = run + 1 if not row.strip() else 0
+        most = max(most, run)
+    return most

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests_support import longest_blank
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -99,15 +100,6 @@ class Tmux:
 
     def kill(self) -> None:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
-
-
-def longest_blank(rows: list[str]) -> int:
-    """The most consecutive empty rows."""
-    run = most = 0
-    for row in rows:
-        run = run + 1 if not row.strip() else 0
-        most = max(most, run)
-    return most
 
 
 def shell(tmp: Path, width: int = 100, height: int = 30) -> Iterator[Tmux]:

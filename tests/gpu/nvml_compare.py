@@ -202,20 +202,23 @@ def _reasons(r: dict[str, Any]) -> float | None:
     return v if v is not None else number(r, "nvmlDeviceGetCurrentClocksThrottleReasons")
 
 
+def _clock_and_power(r: dict[str, Any]) -> tuple[float | None, ...]:
+    """A reading's SM clock and its max, its power and the enforced limit (None: not read)."""
+    return (
+        number(r, "nvmlDeviceGetClockInfo:SM"),
+        number(r, "nvmlDeviceGetMaxClockInfo:SM"),
+        number(r, "nvmlDeviceGetPowerUsage"),
+        number(r, "nvmlDeviceGetEnforcedPowerLimit"),
+    )
+
+
 def _power_cap(p: dict[str, Any]) -> str:
     capped = [r for r in p["readings"] if int(_reasons(r) or 0) & REASON_SW_POWER_CAP]
     if not capped:
         return "unreached"
     ok = True
     for r in capped:
-        clock, top = (
-            number(r, "nvmlDeviceGetClockInfo:SM"),
-            number(r, "nvmlDeviceGetMaxClockInfo:SM"),
-        )
-        power, limit = (
-            number(r, "nvmlDeviceGetPowerUsage"),
-            number(r, "nvmlDeviceGetEnforcedPowerLimit"),
-        )
+        clock, top, power, limit = _clock_and_power(r)
         if None in (clock, top, power, limit):
             return "unmeasured"
         ok &= clock < top and power >= POWER_AT_CAP * limit  # type: ignore[operator]
@@ -242,14 +245,7 @@ def _energy(p: dict[str, Any]) -> str:
 def _within_limits(p: dict[str, Any]) -> str:
     ok, measured = True, False
     for r in p["readings"]:
-        clock, top = (
-            number(r, "nvmlDeviceGetClockInfo:SM"),
-            number(r, "nvmlDeviceGetMaxClockInfo:SM"),
-        )
-        power, limit = (
-            number(r, "nvmlDeviceGetPowerUsage"),
-            number(r, "nvmlDeviceGetEnforcedPowerLimit"),
-        )
+        clock, top, power, limit = _clock_and_power(r)
         if None not in (clock, top):
             measured, ok = True, ok and clock <= top  # type: ignore[operator]
         if None not in (power, limit):

@@ -278,12 +278,3 @@ def screen_rows(app) -> list[str]:
         "".join(seg.text for seg in strip).rstrip()
         for strip in app.screen._compositor.render_strips()
     ]
-
-
-def longest_blank(rows: list[str]) -> int:
-    """The most consecutive empty rows."""
-    run = most = 0
-    for row in rows:
-        run = run + 1 if not row.strip() else 0
-        most = max(most, run)
-    return most

@@ -9,7 +9,8 @@ from itertools import pairwise
 
 import pytest
 from builders import job_readings
-from conftest import FixedAgents, ingest_all, longest_blank, record, screen_rows
+from conftest import FixedAgents, ingest_all, record, screen_rows
+from tests_support import longest_blank
 
 from gputop.ui.app import Target
 from gputop.ui.widgets import BudgetChart, GpuRow, RanksPane
