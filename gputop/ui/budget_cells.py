@@ -17,7 +17,7 @@ from rich.text import Text
 from gputop.diagnose.bounds import BY_NAME
 from gputop.diagnose.budget_bins import Interval
 from gputop.diagnose.findings import Verdict
-from gputop.ui.gpu_text import StyleFor
+from gputop.ui.gpu_text import StyleFor, append_runs
 from gputop.vocab import budget as b
 
 MARKS: Mapping[str, str] = {
@@ -181,9 +181,5 @@ def legend(shown: Sequence[Interval], width: int, principal: str | None) -> list
 def runs(cells: Sequence[Cell], style: StyleFor) -> Text:
     """One line of cells as Text with one span per run of one level."""
     text = Text(no_wrap=True, overflow="crop")
-    start = 0
-    for i in range(1, len(cells) + 1):
-        if i == len(cells) or cells[i][1] != cells[start][1]:
-            text.append("".join(c for c, _ in cells[start:i]), style(cells[start][1]))
-            start = i
+    append_runs(text, cells, style)
     return text

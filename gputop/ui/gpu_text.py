@@ -267,7 +267,7 @@ def history_lines(
     held = [next((REASON_MARKS.get(r, "?") for r in h.reasons if r in THROTTLING), NOT_HELD)
             for h in recent]  # fmt: skip
     line = Line(style).label(f"   {'held':<{HISTORY_LABEL - 3}}").add(" " * (w - len(held)))
-    _marks(line, "".join(held))
+    append_runs(line.text, [(c, "dim" if c == NOT_HELD else "bad") for c in held], style)
     throttled = held[-1] != NOT_HELD if held else False
     line.label(f" {'now' if throttled else 'none now':>{HISTORY_NOW - 1}}")
     rows.insert(1 if throttled else 3, line.text)
@@ -336,10 +336,12 @@ def _history(
     return line.label(f" {now:>{HISTORY_NOW - 1}}").text
 
 
-def _marks(line: Line, held: str) -> None:
-    """The reasons line's marks, one span per run (dim dots, bad letters)."""
+def append_runs(text: Text, cells: Sequence[tuple[str, str]], style: StyleFor) -> None:
+    """(character, level) cells appended as one span per run of one level: a span per cell
+    made the budget chart, the ranks' bars and the reasons line the screen's costliest parts
+    (every repaint renders each span, every change compares them)."""
     start = 0
-    for i in range(1, len(held) + 1):
-        if i == len(held) or (held[i] == NOT_HELD) != (held[start] == NOT_HELD):
-            line.add(held[start:i], "dim" if held[start] == NOT_HELD else "bad")
+    for i in range(1, len(cells) + 1):
+        if i == len(cells) or cells[i][1] != cells[start][1]:
+            text.append("".join(c for c, _ in cells[start:i]), style(cells[start][1]))
             start = i
