@@ -43,10 +43,12 @@ JOB = "gputop"
 HOLD_S = 900
 """How long the recorded window is continued (15 minutes: past every ``for:`` in the rules)."""
 READY_S = 240
-"""How long a scenario may take to reach its ``ready`` condition: a verdict's refinement
-(data-input to data-input/cpu-transform) waits for five stack samples, 20-29 s in on this
-machine beside two `yes` loops, once over 90 s and once (a CI run) over 150 s. The jobs run
-330 s: past this and the window."""
+"""How long a scenario may take to reach its ``ready`` condition. A verdict's refinement
+(data-input to data-input/cpu-transform) needs three stack samples in the dataset's fetch: 4-5 s
+in on this machine beside a `yes` loop. Until 2026-11-28 it also needed the main process to use
+half a core, which CI's two shared cores once withheld for 150 s and once for over 240 s (the
+rule reads the thread's running state now: docs/facts/bounds.md, "data-input/cpu-transform").
+The jobs run 330 s: past this and the window."""
 CLOCKS = ("gputop_open_phase_age_seconds", "gputop_verdict_held_seconds")
 """Gauges that are clocks: they go on at their recorded rate, like counters, while one reading
 of them (one phase left open, one verdict held) spans the window's end (CLOCK_RUN)."""

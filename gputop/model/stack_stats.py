@@ -63,6 +63,23 @@ def thread_shares(window: Sequence[StacksSample], main_only: bool = False) -> li
     return out
 
 
+def running_shares(window: Sequence[StacksSample]) -> dict[str, float]:
+    """Of the main threads' samples in each phase (main and rank processes, not DataLoader
+    workers), the share in which the thread was running or runnable (``ThreadStack.active``):
+    a thread in the dataset's fetch that runs computes its batches, one asleep there waits on
+    a read."""
+    seen: Counter[str] = Counter()
+    ran: Counter[str] = Counter()
+    for _, proc in reads(window):
+        if proc.role == WORKER:
+            continue
+        for t in proc.threads:
+            if t.name == "MainThread":
+                seen[t.phase] += 1
+                ran[t.phase] += t.active
+    return {phase: ran[phase] / n for phase, n in seen.items()}
+
+
 def hottest_frames(window: Sequence[StacksSample], n: int = 5) -> list[tuple[Frame, int]]:
     """The deciding frames seen most often in active threads (what the CPU time goes to)."""
     c: Counter[Frame] = Counter()

@@ -221,7 +221,7 @@ def data_input(sig: RuleInputs) -> Finding:
     fired = bool(agree) and (share is None or share > warn)
     lacks = _WAITS
     if fired and sig.host is not None and not sig.host.exited:
-        lacks = _what_the_loader_lacks(sig.host, shares, sig)
+        lacks = _what_the_loader_lacks(sig.host, shares, share, sig)
     f = finding(
         lacks.bound,
         agree + list(lacks.evidence) if fired else [],
@@ -280,7 +280,7 @@ _READS = "reading the data is the bottleneck"
 
 
 def _what_the_loader_lacks(
-    h: HostSignals, shares: dict[str, float] | None, sig: RuleInputs
+    h: HostSignals, shares: dict[str, float] | None, waited: float | None, sig: RuleInputs
 ) -> _Lacks:
     """The host's word on why the batches are late: CPU for workers that compute or a main
     thread that prepares them, storage for reads that block; the CPU variants explain
@@ -296,16 +296,49 @@ def _what_the_loader_lacks(
         return _Lacks(DATA_CPU_TRANSFORM, "DataLoader workers are CPU-bound", busy, explains)
     if io is not None:
         return _Lacks(DATA_IO, _READS, (io,))
-    if (
-        not h.workers
-        and shares is not None
-        and shares.get(stack.FETCH, 0) > band(STACK_SHARE, sig, DATA_CPU_TRANSFORM)
-        # computing (CPU used, or queued for a CPU), not asleep on a remote read
-        and h.cpu_wanted >= band(MAIN_COMPUTING, sig, DATA_CPU_TRANSFORM)
-    ):
+    prepares = None if h.workers else _main_prepares(shares, waited, sig)
+    if prepares is not None:
         summary = "the main thread prepares every batch itself"
-        return _Lacks(DATA_CPU_TRANSFORM, summary, (), explains)
+        return _Lacks(DATA_CPU_TRANSFORM, summary, (prepares,), explains)
     return _WAITS
+
+
+MAIN_PREPARES = 0.5
+"""Of the time the loop waits for its batches, the share the main thread's stacks spend in the
+dataset's fetch (``Fetcher.fetch``: ``__getitem__`` and collate, with num_workers=0) from which
+the main thread makes the batches it waits for."""
+FETCH_RUNNING = 0.5
+"""Of the main thread's stack samples in that fetch, the share in which it was running (or
+queued for a CPU) from which it computes them, rather than sleeping on a read."""
+FETCH_SEEN = 3
+"""Stack samples in that fetch a verdict needs: one or two running there tell little."""
+
+
+def _main_prepares(
+    shares: dict[str, float] | None, waited: float | None, sig: RuleInputs
+) -> Evidence | None:
+    """A loader with no workers whose main thread computes the batches itself: evidence, else
+    None. Judged against the wait itself, not the whole step: a 5-ms transform before a 40-ms
+    step is a small share of the samples, but all of the wait (the agent's share when it
+    measures one, else the stacks' own loader share), and it runs while it is there."""
+    if shares is None or sig.stacks is None:
+        return None
+    fetch = shares.get(stack.FETCH, 0.0)
+    wait = max(waited or 0.0, fetch + shares.get(stack.DATA_WAIT, 0.0))
+    running = sig.stacks.main_running.get(stack.FETCH, 0.0)
+    n = sig.stacks.samples
+    if (
+        round(fetch * n) < FETCH_SEEN
+        or fetch < band(MAIN_PREPARES, sig, DATA_CPU_TRANSFORM) * wait
+        or running < band(FETCH_RUNNING, sig, DATA_CPU_TRANSFORM)
+    ):
+        return None
+    return Evidence(
+        f"main thread in the dataset's fetch for {pct(min(1.0, fetch / wait))} of the batch "
+        f"wait (>= {pct(band(MAIN_PREPARES, sig, DATA_CPU_TRANSFORM))}; {round(fetch * n)} of "
+        f"{n} stack samples), running in {pct(running)} of them: it computes each batch",
+        "stacks",
+    )
 
 
 def _workers_compute(h: HostSignals) -> Evidence:

@@ -14,6 +14,7 @@ from gputop.model.stack_stats import (
     Stillness,
     main_phases,
     own_code,
+    running_shares,
     stillness,
     thread_shares,
     user_frame,
@@ -30,6 +31,9 @@ class StackSignals:
     samples: int
     main_shares: dict[str, float]
     """Phase shares of the main threads of the main process and ranks."""
+    main_running: dict[str, float]
+    """Of those threads' samples in each phase, the share in which they ran
+    (``stack_stats.running_shares``)."""
     errors: tuple[str, ...]
     still: tuple[Stillness, ...] = ()
     """Every main and rank process's current run of one main-thread stack (the hang rule)."""
@@ -68,6 +72,7 @@ def stack_signals(window: Window[StacksSample] | None) -> StackSignals | None:
     return StackSignals(
         samples=total,
         main_shares=combined,
+        main_running=running_shares(window.samples),
         errors=errors,
         still=tuple(stillness(window.samples)),
         workers_at=workers_at,
