@@ -16,11 +16,13 @@ Regenerate the committed tests (from the repository root, with torch installed):
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import math
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -168,7 +170,8 @@ def record(sc: Scenario, log: Path) -> list[dict[str, Any]]:
     port = free_port()
     cmd = [
         PY, "-m", "gputop", "diagnose", "--duration", str(sc.window_s + READY_S + 10),
-        "--interval", "0.5", "--prometheus", f"127.0.0.1:{port}", *sc.gputop, "--",
+        "--interval", "0.5", "--prometheus", f"127.0.0.1:{port}",
+        "--record", str(log.with_suffix(".gtop")), *sc.gputop, "--",
         *(str(free_port()) if a == FREE_PORT else a for a in sc.job),
     ]  # fmt: skip
     env = {**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONPATH": str(REPO), **dict(sc.env)}
@@ -188,6 +191,7 @@ def record(sc: Scenario, log: Path) -> list[dict[str, Any]]:
         return scrapes
     finally:
         kill_tree(job)
+        log.with_suffix(".gtop").unlink(missing_ok=True)
 
 
 def _wait_ready(sc: Scenario, port: int, job: subprocess.Popen, log: Path) -> None:
@@ -203,10 +207,33 @@ def _wait_ready(sc: Scenario, port: int, job: subprocess.Popen, log: Path) -> No
         if not seen or seen[-1] != bound:
             seen.append(bound)
         time.sleep(0.5)
+    job.send_signal(signal.SIGINT)  # gputop closes its recording, which says why
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        job.wait(timeout=30)
     raise RuntimeError(
         f"{sc.name}: not {sc.ready} within {READY_S} s (verdicts seen: {seen}): "
-        f"{log.read_text()[-2000:]}"
+        f"{log.read_text()[-2000:]}{_evidence(log.with_suffix('.gtop'), seen[-1])}"
     )
+
+
+def _evidence(recording: Path, bound: str | None) -> str:
+    """The summary and evidence of the last verdict ``recording`` holds that named ``bound``:
+    which of a rule's conditions a scenario stopped short of."""
+    from gputop.record.fileformat import RecordingError
+    from gputop.record.reader import open_recording
+
+    last = None
+    try:
+        for r in open_recording(recording).records():
+            p = r.value[1].principal if r.kind == "verdict" else None
+            if p is not None and p.bound == bound:
+                last = p
+    except (OSError, RecordingError) as e:
+        return f"\n(the recording could not be read: {e})"
+    if last is None:
+        return f"\n(the recording holds no verdict naming {bound})"
+    lines = [f"{'+' if e.supports else '-'} {e.text} [{e.source}]" for e in last.evidence]
+    return f"\nlast {bound}: {last.summary}\n" + "\n".join(lines)
 
 
 def _bound(fams: dict[str, Any]) -> str | None:

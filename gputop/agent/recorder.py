@@ -220,6 +220,10 @@ class StepRecorder:
         self.cuda_events: Callable[[], Any] | None = None
         self._gpu_pending: collections.deque[tuple[int, int, Any, Any]] = collections.deque()
         self.gpu_dropped = 0
+        self.data_cpu_ns: int | None = None
+        """CPU nanoseconds the training thread used inside this step's waits for a batch
+        (torch_hooks' DataLoader wrapper; None: no wait timed): with no DataLoader workers, a
+        wait the thread spends computing is its own transform, one it spends asleep a read."""
         self.gc_ns = 0
         """Nanoseconds in garbage collections so far, written only by the gc callback (the
         interpreter runs one collection at a time); steps take differences, so a collection
@@ -294,6 +298,7 @@ class StepRecorder:
             inputs, self.inputs = self.inputs or None, 0
             comm, self.comm_bytes = self.comm_bytes or None, 0
             comm_ns = self.in_flight.take(t) or None
+            data_cpu, self.data_cpu_ns = self.data_cpu_ns, None
             if flops is None:
                 flops = self.default_flops
             gc_ns: int | None
@@ -306,7 +311,7 @@ class StepRecorder:
                 gc_ns = gc_full = None
             self.records.append(
                 (self.seq, self.step_no, self.step_t0, t, durations, samples, tokens, flops,
-                 inputs, comm, comm_ns, gc_ns, gc_full)
+                 inputs, comm, comm_ns, data_cpu, gc_ns, gc_full)
             )  # fmt: skip
             self.seq += 1
             self.step_no += 1
@@ -338,6 +343,7 @@ class StepRecorder:
         self._stale = False
         self.acc = [0] * MAX_PHASES
         self.inputs = self.comm_bytes = 0
+        self.data_cpu_ns = None
         self.in_flight.take(t)  # what was outstanding while idle is not this step's
         self.open_id, self.open_t0, self.seg_t0, self.user_open = -1, 0, t, 0
         for p in self.phases.values():

@@ -395,6 +395,7 @@ class AgentServer:
             inputs,
             comm,
             comm_ns,
+            data_cpu,
             gc_ns,
             gc_full,
         ) in records:
@@ -415,6 +416,8 @@ class AgentServer:
                 item["comm_bytes"] = comm
             if comm_ns is not None:  # absent: no collective outstanding in the step
                 item["comm_ns"] = comm_ns
+            if data_cpu is not None:  # absent: no batch wait timed in the step
+                item["data_cpu_ns"] = data_cpu
             if gc_ns is not None:  # absent: GC not timed (an older agent, or GPUTOP_GC=0)
                 item["gc_ns"] = gc_ns
                 item["gc_full"] = gc_full

@@ -15,6 +15,7 @@ import contextlib
 import os
 import sys
 import threading
+from time import thread_time_ns
 from typing import Any
 
 from . import auto, setup
@@ -86,11 +87,14 @@ def _wrap_dataloader(rec: StepRecorder) -> None:
         except Exception:
             rec.errors += 1
             opened = 0
+        cpu0 = thread_time_ns() if opened == 1 and ph is wait else 0
         try:
             return original(self)
         finally:
             if opened:
                 ph.close()
+            if cpu0:
+                rec.data_cpu_ns = (rec.data_cpu_ns or 0) + thread_time_ns() - cpu0
 
     __next__.__gputop__ = True  # type: ignore[attr-defined]
     __next__.__wrapped__ = original  # type: ignore[attr-defined]

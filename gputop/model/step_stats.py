@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from gputop.model.steps import PIPELINE, StepRecord
 from gputop.model.window import percentile
-from gputop.vocab.steps import GRAD_SYNC
+from gputop.vocab.steps import DATA_WAIT, GRAD_SYNC
 
 WINDOW = 50
 """Steps the statistics look at (the first step, which includes start-up, is skipped)."""
@@ -152,6 +152,15 @@ def gc_share(steps: Sequence[StepRecord]) -> tuple[float | None, int]:
     if not total:
         return None, 0
     return sum(s.gc_ns or 0 for s in timed) / total, sum(s.gc_full or 0 for s in timed)
+
+
+def data_cpu_share(steps: Sequence[StepRecord]) -> float | None:
+    """The share of the training thread's batch waits it spent on a CPU (its own CPU time in
+    them over their length), over the steps whose agent timed it; None when none did or they
+    waited for no time."""
+    timed = [s for s in steps if s.data_cpu_ns is not None]
+    waited = sum(s.phases.get(DATA_WAIT, 0) for s in timed)
+    return sum(s.data_cpu_ns or 0 for s in timed) / waited if waited else None
 
 
 def board_of(gpu_name: str | None) -> str | None:

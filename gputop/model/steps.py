@@ -39,6 +39,10 @@ class StepRecord:
     """Nanoseconds the step had a collective outstanding (issue to completion as the host
     sees it, overlapping calls once; None: none, or an older agent): against the step's wait
     for them, the part hidden behind compute."""
+    data_cpu_ns: int | None = None
+    """CPU nanoseconds the training thread used while it waited for the step's batch (None: no
+    wait timed, or an older agent): with no DataLoader workers, computing it or asleep on a
+    read."""
     gc_ns: int | None = None
     """Nanoseconds the step spent in Python garbage collections (inside its phases: a
     collection pauses whatever runs); None when the agent did not time them."""

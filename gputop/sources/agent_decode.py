@@ -123,6 +123,7 @@ def parse_steps(msg: dict[str, Any]) -> tuple[list[StepRecord], int]:
                 inputs=_opt_int(item.get("inputs")),
                 comm_bytes=_opt_int(item.get("comm_bytes")),
                 comm_ns=_int(item.get("comm_ns"), 0, dur),  # longer than the step: not kept
+                data_cpu_ns=_int(item.get("data_cpu_ns"), 0, dur),
                 gc_ns=gc_ns,
                 gc_full=gc_full,
             )

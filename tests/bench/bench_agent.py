@@ -10,6 +10,7 @@
    forward hook pair per module call, the backward and collective wrappers per call, DDP's
    comm hook per bucket, and a whole tiny training step (forward through 8 module calls, loss,
    backward, optimizer, step boundary): its bookkeeping is the difference. Target: < 20 us.
+   And the DataLoader wrapper on the cheapest batch there is (one row, num_workers=0).
 3. The agent's stack samples (gputop/agent/stacks.py): the CPU one sample of a process's
    threads costs the agent's thread (torch imported, a main thread 40 frames deep at work,
    three pool threads parked 30 frames deep), and that cost at the sampling rate as a share of
@@ -162,6 +163,13 @@ def train_step():
 per(train_step, 200)
 R = 21
 out["train_step"] = min(per(train_step, 200) for _ in range(3))  # noise only adds: the least
+rows = torch.utils.data.TensorDataset(torch.zeros(4096, 1))
+def loader_batch():  # the cheapest batch there is: one row, num_workers=0
+    t, n = now(), 0
+    for _ in torch.utils.data.DataLoader(rows, batch_size=1):
+        n += 1
+    return (now() - t) / n
+out["loader_batch"] = min(loader_batch() for _ in range(5))
 for k, v in out.items():
     print(k, v)
 """
@@ -185,7 +193,7 @@ def auto_micro() -> None:
             got = {k: float(v) for k, v in (line.split() for line in out.splitlines())}
             rows[mode] = {k: min(v, rows.get(mode, got)[k]) for k, v in got.items()}
     keys = ("module_call_discovery", "module_call", "backward_wrapper", "collective_wrapper",
-            "comm_hook_bucket", "step_bookkeeping", "train_step")  # fmt: skip
+            "comm_hook_bucket", "step_bookkeeping", "train_step", "loader_batch")  # fmt: skip
     print(f"{'mode':<10}" + "".join(f" {k[:21]:>21}" for k in keys))
     for mode, v in rows.items():
         print(f"{mode:<10}" + "".join(f" {v[k]:>21.0f}" for k in keys))
@@ -197,7 +205,9 @@ def auto_micro() -> None:
             " the outermost modules),"
             f" a step's bookkeeping {rows[mode]['step_bookkeeping'] / 1000:.1f} us"
             f" (a tiny training step, 8 module calls: +"
-            f"{(rows[mode]['train_step'] - base['train_step']) / 1000:.1f} us over disabled)"
+            f"{(rows[mode]['train_step'] - base['train_step']) / 1000:.1f} us over disabled),"
+            f" a DataLoader batch +{rows[mode]['loader_batch'] - base['loader_batch']:.0f} ns"
+            " (its wait timed, and the thread's CPU in it)"
         )
     print("targets: a hook under 1000 ns, a step's bookkeeping under 20 us")
 

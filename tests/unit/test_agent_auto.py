@@ -5,6 +5,7 @@ captured, and nothing ever raised into the training code."""
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
@@ -240,3 +241,35 @@ def test_once_the_roots_are_found_the_global_hooks_come_off_and_forward_is_still
     torch.save(m, buf)  # the whole module pickles: nothing of gputop's is on the instance
     assert b"gputop" not in buf.getvalue()
     assert pickle.loads(pickle.dumps(m.body)) is not None
+
+
+class _Items(torch.utils.data.Dataset):
+    """Items that cost ``ms`` each, computed (``busy``) or slept through (a read)."""
+
+    def __init__(self, ms: float, busy: bool) -> None:
+        self.ms, self.busy = ms, busy
+
+    def __len__(self) -> int:
+        return 8
+
+    def __getitem__(self, i: int):
+        if self.busy:
+            end = time.thread_time() + self.ms / 1000
+            while time.thread_time() < end:
+                pass
+        else:
+            time.sleep(self.ms / 1000)
+        return torch.zeros(2)
+
+
+def test_the_batch_waits_carry_the_cpu_the_training_thread_spent_in_them():
+    """num_workers=0: a fetch that computes uses the thread's CPU for its whole wait, one that
+    sleeps on reads next to none (what tells the main thread's transform from a slow read)."""
+    for busy in (True, False):
+        for _ in torch.utils.data.DataLoader(_Items(3, busy), batch_size=4):
+            pass
+        REC.step()
+        *_, data_cpu, _gc, _full = REC.records[-1]
+        wait = REC.records[-1][4][REC.names.index("data_wait")]
+        assert wait >= 24_000_000  # 8 items of 3 ms
+        assert (data_cpu >= 0.9 * 24_000_000) if busy else (data_cpu < 0.2 * wait), (busy, data_cpu)

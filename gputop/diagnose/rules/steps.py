@@ -304,12 +304,13 @@ def _what_the_loader_lacks(
 
 
 MAIN_PREPARES = 0.5
-"""Of the time the loop waits for its batches, the share the main thread's stacks spend in the
-dataset's fetch (``Fetcher.fetch``: ``__getitem__`` and collate, with num_workers=0) from which
-the main thread makes the batches it waits for."""
-FETCH_RUNNING = 0.5
-"""Of the main thread's stack samples in that fetch, the share in which it was running (or
-queued for a CPU) from which it computes them, rather than sleeping on a read."""
+"""Of the time the loop waits for its batches, the share py-spy's stacks of the main thread
+spend in the dataset's fetch (``Fetcher.fetch``: ``__getitem__`` and collate, with
+num_workers=0) from which the main thread makes the batches it waits for."""
+FETCH_COMPUTING = 0.5
+"""Of the main thread's time in that fetch, the share it computes in (its CPU time in the
+batch waits, as the agent times it; else the share of its stack samples there in which it
+ran or was queued for a CPU) from which it makes the batches, rather than sleeping on a read."""
 FETCH_SEEN = 3
 """Stack samples in that fetch a verdict needs: one or two running there tell little."""
 
@@ -318,9 +319,23 @@ def _main_prepares(
     shares: dict[str, float] | None, waited: float | None, sig: RuleInputs
 ) -> Evidence | None:
     """A loader with no workers whose main thread computes the batches itself: evidence, else
-    None. Judged against the wait itself, not the whole step: a 5-ms transform before a 40-ms
-    step is a small share of the samples, but all of the wait (the agent's share when it
-    measures one, else the stacks' own loader share), and it runs while it is there."""
+    None. Judged within the wait, not against the whole step: a 5-ms transform before a 40-ms
+    step is a small share of the step but all of the wait. With the agent, its own clock
+    says: the training thread's CPU time in its batch waits (with no workers the wait is its
+    own fetch). Its stack samples cannot: taken when the main thread lets go of the GIL, they
+    land in the C call after a short pure-Python transform, not in it. Without the agent,
+    py-spy's stacks (which need no GIL): the fetch's share of the wait, and the running
+    state there."""
+    need = band(FETCH_COMPUTING, sig, DATA_CPU_TRANSFORM)
+    cpu = sig.steps.data_cpu if sig.steps is not None else None
+    if cpu is not None:
+        if cpu < need:
+            return None
+        return Evidence(
+            f"the main thread computed through {pct(min(1.0, cpu))} of its batch waits (its "
+            f"CPU time in them, >= {pct(need)}): with no DataLoader workers it makes each batch",
+            "agent",
+        )
     if shares is None or sig.stacks is None:
         return None
     fetch = shares.get(stack.FETCH, 0.0)
@@ -330,7 +345,7 @@ def _main_prepares(
     if (
         round(fetch * n) < FETCH_SEEN
         or fetch < band(MAIN_PREPARES, sig, DATA_CPU_TRANSFORM) * wait
-        or running < band(FETCH_RUNNING, sig, DATA_CPU_TRANSFORM)
+        or running < need
     ):
         return None
     return Evidence(

@@ -8,7 +8,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gputop.model.ranks import RankWork, main_agent, rank_work, ranked
-from gputop.model.step_stats import Mfu, gc_share, loop_share, mfu_of, phase_shares, tail_ms, usable
+from gputop.model.step_stats import (
+    Mfu,
+    data_cpu_share,
+    gc_share,
+    loop_share,
+    mfu_of,
+    phase_shares,
+    tail_ms,
+    usable,
+)
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
 from gputop.vocab import steps as step
 
@@ -48,6 +57,9 @@ class StepSignals:
     median's window would mostly miss the ones the spikes are made of."""
     gc_full: int = 0
     """Full (generation 2) collections in those steps."""
+    data_cpu: float | None = None
+    """The share of the training thread's batch waits it computed in (``data_cpu_share``;
+    None: the agent did not time it)."""
     rank_work: RankWork | None = None
     """Per-rank work and sync wait and the slowest rank: the straggler definition (model)."""
     p99_ms: float = 0
@@ -181,6 +193,7 @@ def _step_signals(agents: AgentsSample, gpu_names: Sequence[str]) -> StepSignals
         agents=tuple(ranked_agents),
         gc_share=gc,
         gc_full=gc_full,
+        data_cpu=data_cpu_share(steps),
         rank_work=per_rank,
         p99_ms=tail_ms(durs, 0.99),
         spike_steps=len(longer),
