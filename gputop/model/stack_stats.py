@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from gputop.model.host import MAIN, WORKER
 from gputop.model.stacks import PY_SPY, Frame, StacksSample, ThreadStack, reads
@@ -39,12 +39,17 @@ class ThreadShares:
     shares: tuple[tuple[str, float], ...]
     """(phase, share of this thread's samples), largest first."""
     last: ThreadStack
+    ran: Mapping[str, int] = field(default_factory=dict)
+    """Samples of each phase in which the thread was running or runnable
+    (``ThreadStack.active``): in the dataset's fetch, computing its batch rather than asleep
+    on a read."""
 
 
 def thread_shares(window: Sequence[StacksSample], main_only: bool = False) -> list[ThreadShares]:
     """Each thread's phases over ``window`` (``main_only``: main threads alone, what the
     verdict reads; a torch rank has dozens of helper threads)."""
     counts: dict[tuple[int, int], Counter[str]] = {}
+    ran: dict[tuple[int, int], Counter[str]] = {}
     last: dict[tuple[int, int], tuple[str, ThreadStack]] = {}
     for _, proc in reads(window):
         for t in proc.threads:
@@ -52,32 +57,16 @@ def thread_shares(window: Sequence[StacksSample], main_only: bool = False) -> li
                 continue
             key = (proc.pid, t.tid)
             counts.setdefault(key, Counter())[t.phase] += 1
+            ran.setdefault(key, Counter())[t.phase] += t.active
             last[key] = (proc.role, t)
     out = []
     for key, counter in counts.items():
         n = sum(counter.values())
         role, t = last[key]
         shares = tuple((p, c / n) for p, c in counter.most_common())
-        out.append(ThreadShares(key[0], key[1], t.name, role, n, shares, t))
+        out.append(ThreadShares(key[0], key[1], t.name, role, n, shares, t, ran[key]))
     out.sort(key=lambda s: (s.role != MAIN, s.role == WORKER, s.pid, s.name != "MainThread"))
     return out
-
-
-def running_shares(window: Sequence[StacksSample]) -> dict[str, float]:
-    """Of the main threads' samples in each phase (main and rank processes, not DataLoader
-    workers), the share in which the thread was running or runnable (``ThreadStack.active``):
-    a thread in the dataset's fetch that runs computes its batches, one asleep there waits on
-    a read."""
-    seen: Counter[str] = Counter()
-    ran: Counter[str] = Counter()
-    for _, proc in reads(window):
-        if proc.role == WORKER:
-            continue
-        for t in proc.threads:
-            if t.name == "MainThread":
-                seen[t.phase] += 1
-                ran[t.phase] += t.active
-    return {phase: ran[phase] / n for phase, n in seen.items()}
 
 
 def hottest_frames(window: Sequence[StacksSample], n: int = 5) -> list[tuple[Frame, int]]:

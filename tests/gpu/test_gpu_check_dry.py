@@ -19,19 +19,25 @@ pytest.importorskip("torch")
 pytestmark = pytest.mark.slow
 
 
+def check(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess:
+    """``check.sh`` run as a user runs it, its output kept."""
+    return subprocess.run(
+        ["bash", str(HERE / "check.sh"), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 @pytest.fixture(scope="module")
 def dry(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("gpu-check")
     # as CI might have it: the checkout on PYTHONPATH, which would let a job import gputop if
     # the check passed it on
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run(
-        ["bash", str(HERE / "check.sh"), "--dry", "--out", str(out)],
-        env={**env, "GPU_CHECK_PYTHON": sys.executable},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = check("--dry", "--out", str(out), env={**env, "GPU_CHECK_PYTHON": sys.executable},
+                 timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     return out
 
@@ -81,13 +87,8 @@ def test_the_dry_check_takes_three_captures_each_ok_or_with_its_reason(dry):
 
 def test_only_reruns_a_part_and_keeps_the_other_files(dry):
     before = {n: (dry / n).read_text() for n in ("nvml.json", "runs.json", "captures.json")}
-    done = subprocess.run(
-        ["bash", str(HERE / "check.sh"), "--dry", "--only", "env", "--out", str(dry)],
-        env={**os.environ, "GPU_CHECK_PYTHON": sys.executable},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = check("--dry", "--only", "env", "--out", str(dry),
+                 env={**os.environ, "GPU_CHECK_PYTHON": sys.executable}, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert {n: (dry / n).read_text() for n in before} == before
     steps = json.loads((dry / "env.json").read_text())["steps"]
@@ -96,13 +97,7 @@ def test_only_reruns_a_part_and_keeps_the_other_files(dry):
 
 def test_without_a_gpu_and_without_dry_it_says_so_in_one_line(tmp_path):
     env = {**os.environ, "PATH": "/usr/bin:/bin", "GPU_CHECK_PYTHON": sys.executable}
-    done = subprocess.run(
-        ["bash", str(HERE / "check.sh"), "--out", str(tmp_path)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = check("--out", str(tmp_path), env=env)
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and "no NVIDIA GPU here" in done.stderr, done.stderr
 
@@ -113,13 +108,7 @@ def test_dry_on_a_python_without_gputops_dependencies_says_which_in_one_line(tmp
     venv.create(bare, with_pip=False)
     env = {**os.environ, "GPU_CHECK_PYTHON": str(bare / "bin" / "python")}
     env.pop("PYTHONPATH", None)
-    done = subprocess.run(
-        ["bash", str(HERE / "check.sh"), "--dry", "--out", str(tmp_path / "out")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = check("--dry", "--out", str(tmp_path / "out"), env=env)
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and "lacks nvidia-ml-py" in done.stderr, done.stderr
     assert not (tmp_path / "out").exists()

@@ -4,6 +4,7 @@ own code. Pure."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from gputop.model import Window
@@ -14,7 +15,6 @@ from gputop.model.stack_stats import (
     Stillness,
     main_phases,
     own_code,
-    running_shares,
     stillness,
     thread_shares,
     user_frame,
@@ -33,7 +33,7 @@ class StackSignals:
     """Phase shares of the main threads of the main process and ranks."""
     main_running: dict[str, float]
     """Of those threads' samples in each phase, the share in which they ran
-    (``stack_stats.running_shares``)."""
+    (``ThreadShares.ran``)."""
     errors: tuple[str, ...]
     still: tuple[Stillness, ...] = ()
     """Every main and rank process's current run of one main-thread stack (the hang rule)."""
@@ -61,9 +61,11 @@ def stack_signals(window: Window[StacksSample] | None) -> StackSignals | None:
     mains = [s for s in shares if s.role != WORKER]
     total = sum(s.samples for s in mains)
     combined: dict[str, float] = {}
+    ran: Counter[str] = Counter()
     for s in mains:
         for phase, share in s.shares:
             combined[phase] = combined.get(phase, 0.0) + share * s.samples / max(total, 1)
+        ran.update(s.ran)
     errors = tuple({p.error for s in window.samples[-1:] for p in s.processes if p.error})
     workers_at = tuple(
         (pid, waits_in(t, by_phase=False), user_frame(t.frames))
@@ -72,7 +74,7 @@ def stack_signals(window: Window[StacksSample] | None) -> StackSignals | None:
     return StackSignals(
         samples=total,
         main_shares=combined,
-        main_running=running_shares(window.samples),
+        main_running={p: ran[p] / (share * total) for p, share in combined.items()},
         errors=errors,
         still=tuple(stillness(window.samples)),
         workers_at=workers_at,
