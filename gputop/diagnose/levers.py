@@ -139,7 +139,7 @@ def cpu_transform(sig: RuleInputs, budget: Budget | None) -> tuple[str, ...]:
         who = f"{workers} workers and the main process" if workers else "the main process"
         first = (
             f"{move} or make them cheaper (decode smaller images, cache the decoded samples): "
-            f"{who} already want {full:.1f} of the {where}'s CPUs"
+            f"{who} already {'want' if workers else 'wants'} {full:.1f} of the {where}'s CPUs"
         )
         return (first, "do not add DataLoader workers: the CPUs are saturated",
                 *_loader_settings(loader))  # fmt: skip

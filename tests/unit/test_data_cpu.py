@@ -11,7 +11,7 @@ from test_diagnose import agents, host
 
 from gputop.agent.recorder import StepRecorder
 from gputop.agent.server import AgentServer
-from gputop.diagnose import reduce_windows
+from gputop.diagnose import evaluate, reduce_windows
 from gputop.diagnose.rules import data_input
 from gputop.model.step_stats import data_cpu_share
 from gputop.model.steps import AgentsSample
@@ -56,7 +56,9 @@ def test_the_share_is_the_cpu_over_the_waits_of_the_steps_that_timed_it():
     assert data_cpu_share([_one(data_cpu_ns=0, phases={"forward": 10})]) is None  # no wait
 
 
-def _loop(data_ms: float, cpu: float, holding: str | None = None):
+def _loop(
+    data_ms: float, cpu: float, holding: str | None = None, cpus: float = 2, runq: float = 0.1
+):
     """num_workers=0 (no workers on the host), 100-ms steps with a ``data_ms`` batch wait that
     the training thread spent ``cpu`` of on a CPU; no stack samples."""
     sample = agents({"data_wait": data_ms, "forward": 100 - data_ms})
@@ -69,7 +71,7 @@ def _loop(data_ms: float, cpu: float, holding: str | None = None):
     )  # fmt: skip
     sig = reduce_windows(
         [], [], agents=AgentsSample(sample.target, sample.t, sample.wall, timed),
-        host=host(cpus=2, running=1),
+        host=host(cpus=cpus, running=1, runq=runq),
     )  # fmt: skip
     return dataclasses.replace(sig, holding=holding)
 
@@ -92,3 +94,9 @@ def test_cpu_transform_once_shown_holds_down_to_its_band():
     assert data_input(_loop(data_ms=60, cpu=0.4)).bound == "data-input"
     held = _loop(data_ms=60, cpu=0.4, holding="data-input/cpu-transform")
     assert data_input(held).bound == "data-input/cpu-transform"
+
+
+def test_on_saturated_cpus_the_lever_names_the_main_process_alone():
+    v, _ = evaluate(_loop(data_ms=60, cpu=0.95, cpus=1, runq=0.5), now=10.0)
+    assert v.principal is not None and v.principal.bound == "data-input/cpu-transform"
+    assert "the main process already wants 1.0 of the 1-CPU" in v.principal.levers[0], v
