@@ -6,8 +6,12 @@ from __future__ import annotations
 from types import MappingProxyType as M
 from typing import Any
 
+from gputop.model import Window
 from gputop.model.gpu import DeviceInfo, GpuSample
+from gputop.model.host import HostSample, ProcSample
+from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
+from gputop.sources.stack_phases import classify
 
 MS = 1_000_000
 
@@ -82,3 +86,42 @@ def job_readings(every_save: int, seconds: int, ranks: int = 1, slow_rank: int |
             for r in range(ranks)
         )
         yield AgentsSample(target=100, t=t0 + t, wall=1e9 + t0 + t, agents=agents)
+
+
+def proc_sample(pid: int, role: str, cores: float, runq: float = 0.0, rank: int | None = None,
+                running: int = 1) -> ProcSample:  # fmt: skip
+    """A process of the job using ``cores``, its threads waiting ``runq`` s/s for a CPU."""
+    name = "pt_data_worker" if role == "worker" else "python"
+    return ProcSample(pid, 1, 1, name, "train.py", role, "R", cores, 1 << 30, None, None, 4,
+                      running, 0, (), runq, None, None, None, None, None, None,
+                      rank=rank)  # fmt: skip
+
+
+def host_window(procs: tuple[ProcSample, ...], cpus: float = 8.0, n: int = 5) -> Window:
+    """``n`` host readings a second apart of one tree on ``cpus`` CPUs."""
+    samples = tuple(
+        HostSample(procs[0].pid, float(t), 0.0, "running", None, procs, cpus, "machine", 64,
+                   None, M({}))
+        for t in range(n)
+    )  # fmt: skip
+    return Window(samples, 0.0, float(n))
+
+
+Stack = tuple[tuple[str, str], ...]
+"""A thread's frames as (file, function), innermost first."""
+
+
+def stacks_window(threads: dict[tuple[int, str], list[Stack]], n: int = 20) -> Window:
+    """``n`` stack readings a second apart: each (pid, role)'s main thread cycles through its
+    stacks (each a read of its own); phases classified as the stack source does."""
+    samples = []
+    for i in range(n):
+        procs = []
+        for (pid, role), stacks in threads.items():
+            frames = tuple(Frame(name, file, 10 + j) for j, (file, name) in
+                           enumerate(stacks[i % len(stacks)]))  # fmt: skip
+            phase, deciding = classify(frames, True)
+            t = ThreadStack(pid, "MainThread", True, frames, phase, deciding)
+            procs.append(ProcessStacks(pid, role, (t,), taken=float(i)))
+        samples.append(StacksSample(100, float(i), 0.0, tuple(procs)))
+    return Window(tuple(samples), 0.0, float(n))

@@ -40,7 +40,7 @@ def _cpus(sig: RuleInputs) -> tuple[float | None, str]:
     return None, "CPU"
 
 
-def _more_workers(sig: RuleInputs, loader: dict[str, Any]) -> str:
+def more_workers(sig: RuleInputs, loader: dict[str, Any]) -> str:
     """The worker count to try: cores-1 for workers that compute, twice as many for workers
     that wait (remote reads, an API: they cost no CPU, so more of them overlap the waits, even
     past the core count); near the memory limit only after freeing memory."""
@@ -106,9 +106,9 @@ def data_input(sig: RuleInputs, budget: Budget | None) -> tuple[str, ...]:
         return (
             advice("attach gputop to the job on this GPU (gputop --pid PID): its steps and "
                    "stacks tell waiting for batches from a slow host loop"),
-            _more_workers(sig, loader),
+            more_workers(sig, loader),
         )  # fmt: skip
-    return (_more_workers(sig, loader), *_loader_settings(loader))
+    return (more_workers(sig, loader), *_loader_settings(loader))
 
 
 SATURATED = 0.9
@@ -134,19 +134,21 @@ def cpu_transform(sig: RuleInputs, budget: Budget | None) -> tuple[str, ...]:
     workers = loader.get("num_workers", h.workers if h else None)
     _, where = _cpus(sig)
     full = saturated(sig)
-    move = "move transforms to the GPU (torchvision v2 on tensors, DALI, kornia)"
+    # what each batch is made of (text, images, reads) is the cause's to say, from the frames
+    # (causes/data.py): a lever here names no kind of data the job may not have
+    move = "make each batch cheaper to prepare, or move that work to the GPU"
     if full is not None:
         who = f"{workers} workers and the main process" if workers else "the main process"
         first = (
-            f"{move} or make them cheaper (decode smaller images, cache the decoded samples): "
-            f"{who} already {'want' if workers else 'wants'} {full:.1f} of the {where}'s CPUs"
+            f"{move}: {who} already {'want' if workers else 'wants'} {full:.1f} of the "
+            f"{where}'s CPUs"
         )
         return (first, "do not add DataLoader workers: the CPUs are saturated",
                 *_loader_settings(loader))  # fmt: skip
     if workers:
         first = f"{move}; more workers help only up to the {where}"
     else:
-        first = _more_workers(sig, loader)
+        first = more_workers(sig, loader)
     return (first, *_loader_settings(loader))
 
 
@@ -154,7 +156,7 @@ def data_io(sig: RuleInputs, budget: Budget | None) -> tuple[str, ...]:
     loader = _loader(sig)
     out = ["stage the data on local NVMe; shard many small files into tar/WebDataset"]
     if not loader.get("num_workers"):
-        out.append(_more_workers(sig, loader))
+        out.append(more_workers(sig, loader))
     return (*out, *_loader_settings(loader))
 
 
@@ -391,7 +393,7 @@ def _twice(value: object) -> str | None:
     return f"{value:g} -> {2 * value:g}"
 
 
-def _framework_side(fp: Any, name: str) -> tuple[Lever, ...]:
+def framework_side(fp: Any, name: str) -> tuple[Lever, ...]:
     """The framework's own setting for a side slice, with its value now and the next one:
     the interval doubled (what ``saving.REMOVES`` sizes: half the side work)."""
     fw = fp.get("framework") if isinstance(fp, Mapping) else None
@@ -438,7 +440,7 @@ def side_work(sig: RuleInputs, budget: Budget | None) -> tuple[str, ...]:
             return tuple(
                 lever
                 for s in present
-                for lever in (*_framework_side(fp, s.name), *SIDE_LEVERS[s.name])
+                for lever in (*framework_side(fp, s.name), *SIDE_LEVERS[s.name])
             )
     st = sig.steps
     if st is None:

@@ -339,8 +339,9 @@ def evaluate(sig: RuleInputs, now: float, state: State = State()) -> tuple[Verdi
     if principal is not None:  # the second why: its cause, the levers that fit, the saving
         principal = explain(principal, new.slice, sig, budget)
     order = _secondary_order(budget)
-    secondary = tuple(
-        sorted(
+    secondary = tuple(  # every finding shown carries its cause, its fitting levers, savings
+        explain(f, None, sig, budget)
+        for f in sorted(
             (f for f in ranked if principal is None or f.bound != principal.bound),
             key=lambda f: -order.get(f.bound, 0.0),
         )

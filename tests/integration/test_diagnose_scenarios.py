@@ -121,7 +121,7 @@ def test_main_thread_transform_is_data_input_cpu_transform():
 
 
 MORE_WORKERS = re.compile(r"num_workers=\d+[^;]*: try \d+|DataLoader\(num_workers=\d+\)")
-"""A lever that asks for more DataLoader workers (``levers._more_workers``: "num_workers=2 on
+"""A lever that asks for more DataLoader workers (``levers.more_workers``: "num_workers=2 on
 a 16-CPU machine: try 15", "num_workers=2: try 4", "DataLoader(num_workers=15)")."""
 
 
@@ -135,7 +135,7 @@ def test_pegged_workers_are_cpu_transform_and_the_lever_is_not_more_workers():
     doc = diagnose(*trainer("--workers", "2", "--slow-transform-ms", "80"))
     assert principal(doc) == "data-input/cpu-transform", doc["timeline"]
     levers = doc["verdict"]["principal"]["levers"]
-    assert levers[0].startswith("move transforms to the GPU"), levers
+    assert levers[0].startswith("make each batch cheaper to prepare"), levers
     assert not [lv for lv in levers if MORE_WORKERS.search(lv)], levers
 
 

@@ -59,7 +59,7 @@ def test_nccl_advice_only_on_nccl_and_framework_settings_only_in_that_framework(
     recorder = advice("NCCL flight recorder: TORCH_NCCL_TRACE_BUFFER_SIZE=2000", {"nccl"})
     assert not fits(recorder, setup(DDP, "gloo")) and fits(recorder, setup(DDP, "nccl"))
     lightning = {"kind": LIGHTNING, "val_check_interval": 50}
-    (val,) = levers._framework_side({"framework": lightning}, "eval")
+    (val,) = levers.framework_side({"framework": lightning}, "eval")
     assert val.startswith("Trainer(val_check_interval=50 -> 100)")
     assert fits(val, setup(NONE, framework=LIGHTNING)) and not fits(val, setup(NONE))
     assert val.saves == "eval"

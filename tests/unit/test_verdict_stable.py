@@ -311,7 +311,7 @@ def test_workers_that_saturate_two_cpus_are_cpu_transform_with_oversubscription_
     assert bound(v) == "data-input/cpu-transform"
     assert any(f.bound == "cpu-oversubscribed" for f in v.secondary)
     assert v.principal.explains == ("cpu-oversubscribed",)
-    assert v.principal.levers[0].startswith("move transforms to the GPU")
+    assert v.principal.levers[0].startswith("make each batch cheaper to prepare")
     assert "already want 3.3 of the 2-CPU machine's CPUs" in v.principal.levers[0]
     assert v.principal.levers[1] == "do not add DataLoader workers: the CPUs are saturated"
 

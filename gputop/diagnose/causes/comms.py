@@ -16,6 +16,8 @@ from gputop.model.step_stats import usable
 from gputop.vocab import budget as slices
 from gputop.vocab.setup import DDP, DEEPSPEED, DIRECT, FSDP1, FSDP2, HOST_BLIND_BACKENDS
 
+SLICE = slices.COMMS
+
 MB = 1e6
 WHO = {
     DDP: "DDP all-reduces its gradients",
@@ -34,7 +36,7 @@ SETTINGS = {
 """The settings that decide a wrapper's collectives, said beside its bytes."""
 
 
-def comms_cause(sig: RuleInputs, budget: Budget | None) -> Cause | None:
+def find(sig: RuleInputs, budget: Budget | None) -> Cause | None:
     """None without the typical rank's steps or any bytes counted (an older agent, NCCL's
     own calls that bypass Python's collectives)."""
     st = sig.steps

@@ -11,8 +11,12 @@ from gputop.diagnose.causes.sockets import socket_cause
 from gputop.diagnose.causes.threads import threads_cause
 from gputop.diagnose.findings import Cause, Evidence
 from gputop.diagnose.signals.inputs import RuleInputs
+from gputop.model.budget import Budget
 from gputop.model.host import LockWait
 from gputop.model.shown import printable
+from gputop.vocab import budget as slices
+
+SLICE = slices.STALL
 
 LOCK_TIMEOUT = (
     "take the lock with a deadline (fcntl.flock(fd, LOCK_EX | LOCK_NB) in a retry loop, or "
@@ -73,6 +77,11 @@ def _child_wait(sig: RuleInputs) -> Cause | None:
         look = f"py-spy dump --pid {kid.pid} (a Python child) or its own log: why pid {kid.pid} "
         return Cause(text, evidence, (f"{look}does not end", CHILD_TIMEOUT))
     return None
+
+
+def find(sig: RuleInputs, budget: Budget | None) -> Cause | None:
+    """What the stuck job waits for (no budget slice sizes a hang)."""
+    return hung_cause(sig)
 
 
 def hung_cause(sig: RuleInputs) -> Cause | None:

@@ -22,6 +22,8 @@ from gputop.model.shown import printable
 from gputop.model.step_stats import usable
 from gputop.vocab import budget as slices
 
+SLICE = slices.STRAGGLER
+
 INPUTS_RATIO = 1.2
 """A rank given this many times the median rank's input elements per step has larger inputs
 (sequence-length skew is 2x and more; batches of one shape differ by nothing)."""
@@ -121,6 +123,13 @@ def _gpu_cause(
              "CUDA_VISIBLE_DEVICES)",),
         )  # fmt: skip
     return None
+
+
+def find(sig: RuleInputs, budget: Budget | None) -> Cause | None:
+    """The slowest rank's cause, None when no rank is slower (or its work was not timed)."""
+    work = sig.steps.rank_work if sig.steps is not None else None
+    slow = work.slowest if work is not None else None
+    return straggler_cause(sig, budget, slow) if slow is not None else None
 
 
 def straggler_cause(sig: RuleInputs, budget: Budget | None, slow: Slowest) -> Cause | None:

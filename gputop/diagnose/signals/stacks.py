@@ -5,10 +5,12 @@ own code. Pure."""
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from gputop.model import Window
 from gputop.model.host import WORKER
+from gputop.model.slice_work import SliceWork, by_phase, slice_work
 from gputop.model.stack_stats import (
     MainPhases,
     OwnCode,
@@ -22,6 +24,11 @@ from gputop.model.stack_stats import (
     worker_mains,
 )
 from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack
+from gputop.vocab.stacks import CHECKPOINT_SAVE, EVAL, FETCH, LOGGING, USER_CODE
+
+WORK_PHASES = frozenset({FETCH, CHECKPOINT_SAVE, LOGGING, EVAL, USER_CODE})
+"""The main threads' phases whose work is grouped by kind (``StackSignals.work``): what
+consumes the data, side-work and loop slices."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,6 +54,10 @@ class StackSignals:
     """Each main and rank process's main-thread phases since it began to train (the budget)."""
     last: tuple[ProcessStacks, ...] = ()
     """The latest reading's processes, every thread: what a hang's other threads do."""
+    work: Mapping[str, SliceWork] = field(default_factory=dict)
+    """What the threads doing a slice's work spend it on, by kind and function: the main
+    threads by phase (``WORK_PHASES``), DataLoader workers making batches as
+    ``slice_work.WORKERS`` (``model/slice_work.py``)."""
 
     def threads_of(self, pid: int) -> tuple[ThreadStack, ...]:
         """``pid``'s threads in the latest reading (none when it was not read, or failed)."""
@@ -81,4 +92,5 @@ def stack_signals(window: Window[StacksSample] | None) -> StackSignals | None:
         own_code=own_code(window.samples),
         per_process=tuple(main_phases(window.samples)),
         last=window.samples[-1].processes,
+        work=slice_work(window.samples, by_phase(WORK_PHASES)),
     )

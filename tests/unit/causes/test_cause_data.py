@@ -1,0 +1,112 @@
+"""The data wait's cause (``diagnose/causes/data.py``) through the whole verdict: who makes
+the batches (workers, or the training thread with none) and what that work is made of, by
+the kind of library its frames are in; the levers follow the kind, and none is offered for a
+kind the frames do not show."""
+
+from __future__ import annotations
+
+from types import MappingProxyType as M
+
+from builders import agent, host_window, proc_sample, stacks_window, step
+
+from gputop.diagnose import evaluate, reduce_windows
+from gputop.model.steps import AgentsSample
+
+FETCH = ("torch/utils/data/_utils/fetch.py", "_MapDatasetFetcher.fetch")
+WORKER_LOOP = ("torch/utils/data/_utils/worker.py", "_worker_loop")
+TEXT = (("re/__init__.py", "findall"), ("data.py", "Sentences.__getitem__"), FETCH, WORKER_LOOP)
+IMAGE = (("PIL/ImageFile.py", "ImageFile.load"), ("PIL/Image.py", "Image.convert"),
+         ("data.py", "Photos.__getitem__"), FETCH, WORKER_LOOP)  # fmt: skip
+OWN = (("data.py", "Rows.parse"), ("data.py", "Rows.__getitem__"), FETCH, WORKER_LOOP)
+IDLE = (("multiprocessing/queues.py", "Queue.get"), WORKER_LOOP)
+TEXT_LEVER = "tokenise once ahead of training"
+IMAGE_WORDS = ("image", "decode", "augment", "torchvision", "DALI", "kornia")
+
+
+def loader_job(workers: int, data_cpu: float | None = None) -> AgentsSample:
+    """One process of 30 steps, 60 ms of them waiting for a batch, ``workers`` DataLoader
+    workers (the agent's fingerprint); ``data_cpu``: the share of the wait it computed in."""
+    fp = M({"dataloader": M({"num_workers": workers, "pin_memory": True,
+                             "persistent_workers": True})})  # fmt: skip
+    cpu = None if data_cpu is None else int(60e6 * data_cpu)
+    steps = tuple(
+        step(i, int(i * 75e6), {"data_wait": 60.0, "forward": 8.0, "backward": 6.0},
+             data_cpu_ns=cpu)
+        for i in range(30)
+    )  # fmt: skip
+    return AgentsSample(100, 1.0, 0.0, (agent(100, steps, fingerprint=fp),))
+
+
+def verdict(workers: list[tuple[tuple[str, str], ...]], main=None, data_cpu=None):
+    """Two CPUs; a worker per stack list given, each pegged."""
+    procs = (proc_sample(100, "main", 0.4),
+             *(proc_sample(200 + i, "worker", 0.97) for i in range(len(workers))))  # fmt: skip
+    threads = {(200 + i, "worker"): [w] for i, w in enumerate(workers)}
+    if main is not None:
+        threads[(100, "main")] = main
+    sig = reduce_windows([], [], host=host_window(procs, cpus=2.0),
+                         agents=loader_job(len(workers), data_cpu),
+                         stacks=stacks_window(threads))  # fmt: skip
+    v, _ = evaluate(sig, now=10.0)
+    assert v.principal is not None and v.principal.bound.startswith("data-input"), v.principal
+    return v.principal
+
+
+def test_workers_tokenising_text_are_named_with_the_frame_and_text_levers():
+    p = verdict([TEXT, TEXT])
+    assert p.cause is not None
+    text = p.cause.text
+    assert text.startswith("2 DataLoader workers cannot keep up (60 ms a step), each busy 97%")
+    assert "100% in Sentences.__getitem__ (data.py:11) -> re/__init__.py:findall" in text
+    assert "text normalising and tokenising" in text
+    assert any(x.startswith(TEXT_LEVER) for x in p.levers), p.levers
+    assert not any(w in x for x in p.levers for w in IMAGE_WORDS), p.levers
+
+
+def test_workers_decoding_images_get_the_image_levers_and_no_text_ones():
+    p = verdict([IMAGE, IMAGE])
+    assert "Photos.__getitem__ (data.py:12) -> PIL/ImageFile.py:ImageFile.load" in p.cause.text
+    assert "image decoding and augmentation" in p.cause.text
+    assert p.levers[0].startswith("decode smaller"), p.levers
+    assert not any("tokeni" in x for x in p.levers), p.levers
+
+
+def test_the_jobs_own_python_is_named_and_no_library_kind_is_claimed():
+    p = verdict([OWN, OWN, IDLE])
+    assert "in Rows.parse (data.py:10): the job's own Python" in p.cause.text
+    assert not any(w in x for x in p.levers for w in (*IMAGE_WORDS, "tokeni")), p.levers
+
+
+def test_a_mixed_loader_names_each_kind_that_holds_a_quarter():
+    p = verdict([TEXT, IMAGE, IMAGE])
+    assert "image decoding" in p.cause.text  # the larger
+    assert any(x.startswith(TEXT_LEVER) for x in p.levers)
+    assert any(x.startswith("decode smaller") for x in p.levers)
+    evidence = [e.text for e in p.cause.evidence]
+    assert any("image decoding and augmentation 67%, text normalising and tokenising 33%" in e
+               for e in evidence), evidence  # fmt: skip
+
+
+def test_with_no_workers_the_training_thread_is_said_to_make_its_batches():
+    next_batch = ("torch/utils/data/dataloader.py", "_BaseDataLoaderIter.__next__")
+    main_fetch = [(*(x for x in TEXT if x != WORKER_LOOP), next_batch, ("train.py", "main"))]
+    p = verdict([], main=main_fetch, data_cpu=0.9)
+    assert p.bound == "data-input/cpu-transform"
+    assert p.cause.text.startswith(
+        "the training thread makes each batch itself (num_workers=0) (60 ms a step), computing "
+        "through 90% of it: 100% in Sentences.__getitem__"
+    ), p.cause.text
+    assert any(x.startswith(TEXT_LEVER) for x in p.levers)
+
+
+def test_no_workers_and_a_thread_asleep_in_its_wait_reads():
+    p = verdict([], data_cpu=0.05)
+    assert "asleep through 95% of it (reading, not computing)" in p.cause.text
+
+
+def test_nothing_measured_of_the_loader_is_no_cause():
+    steps = tuple(step(i, int(i * 75e6), {"data_wait": 60.0, "forward": 8.0}) for i in range(30))
+    sig = reduce_windows([], [], agents=AgentsSample(100, 1.0, 0.0, (agent(100, steps),)))
+    v, _ = evaluate(sig, now=10.0)
+    assert v.principal is not None and v.principal.bound == "data-input"
+    assert v.principal.cause is None

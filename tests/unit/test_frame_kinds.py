@@ -1,0 +1,52 @@
+"""The kind of work a stack does, from the library its innermost known frame is in
+(``model/frame_kinds.py``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gputop.model.frame_kinds import IMAGE, NETWORK, OWN, READ, SERIALISE, TEXT, kind_of
+from gputop.model.stacks import Frame
+
+
+def frames(*pairs: tuple[str, str]) -> tuple[Frame, ...]:
+    return tuple(Frame(name, file, 1) for file, name in pairs)
+
+
+@pytest.mark.parametrize(("leaf", "kind"), [
+    (("re/__init__.py", "sub"), TEXT),
+    (("re.py", "findall"), TEXT),  # Python 3.10's module
+    (("tokenizers/implementations/base_tokenizer.py", "BaseTokenizer.encode"), TEXT),
+    (("PIL/JpegImagePlugin.py", "JpegImageFile.load_read"), IMAGE),
+    (("torchvision/transforms/functional.py", "resize"), IMAGE),
+    (("gzip.py", "GzipFile.read"), READ),
+    (("urllib3/response.py", "HTTPResponse.read"), NETWORK),
+    (("pickle.py", "_Unpickler.load"), SERIALISE),
+])  # fmt: skip
+def test_a_librarys_frame_names_its_kind(leaf, kind):
+    got, shown = kind_of(frames(leaf, ("data.py", "Set.__getitem__")))
+    assert (got, shown.file) == (kind, leaf[0])
+
+
+def test_the_innermost_known_library_wins():
+    # numpy converting a PIL image inside the job's transform: the image library is further
+    # out, numpy is what runs
+    got, _ = kind_of(frames(("numpy/core/numeric.py", "asarray"),
+                            ("PIL/Image.py", "Image.__array_interface__"),
+                            ("data.py", "Set.__getitem__")))  # fmt: skip
+    assert got == "numeric"
+
+
+def test_the_jobs_own_package_is_not_a_library_of_the_same_name():
+    got, shown = kind_of(
+        frames(
+            ("mypkg/datasets/rows.py", "parse"),
+            ("torch/utils/data/_utils/fetch.py", "_MapDatasetFetcher.fetch"),
+        )
+    )
+    assert got == OWN and shown is not None and shown.name == "parse"
+
+
+def test_only_plumbing_shows_no_frame_of_its_own():
+    got, shown = kind_of(frames(("torch/utils/data/_utils/worker.py", "_worker_loop")))
+    assert (got, shown) == (OWN, None)
