@@ -235,6 +235,9 @@ def render(doc: dict[str, Any], timeline: bool = True) -> str:
         lines.append(f"risk: {risk}")
     for f in v["secondary"]:
         lines.append(f"also: {f['bound']} ({f['confidence']:.0%}): {f['summary']}")
+        if f.get("cause"):
+            lines.append(f"  why: {f['cause']['text']}")
+            lines += [f"  try: {lever}" for lever in f["levers"][:1]]
     lines.append(f"inputs: {', '.join(v['inputs']) or 'none'}")
     if doc.get("mfu"):
         lines.append(_mfu_line(doc["mfu"]))

@@ -85,12 +85,14 @@ class Finding:
     explains: tuple[str, ...] = ()
     """Bounds this finding is the cause of when it fires (ranked after it, kept as secondary)."""
     cause: Cause | None = None
-    """The principal's cause (``diagnose/causes/``); None where none was measured."""
+    """Why, for this job (``diagnose/causes/``), on every finding the verdict shows (the
+    principal and the secondary ones); None where none was measured, and on the rules' own
+    findings (``Verdict.findings``)."""
     saving: Saving | None = None
     """What the principal's first lever would save (``diagnose/saving.py``)."""
     lever_savings: tuple[Saving | None, ...] = ()
     """What each lever would save, in the levers' order (None: advice, or a slice the budget
-    cannot size); the principal's only."""
+    cannot size); on the findings the verdict shows."""
 
 
 @dataclass(frozen=True)

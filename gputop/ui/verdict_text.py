@@ -104,8 +104,9 @@ def reasoning_text(v: Verdict | None, setup: Mapping[str, Any] | None = None) ->
     out.append("")
     if v.budget is not None:
         out += [*budget_table(v.budget), ""]
-    for f in v.findings:
-        out.extend(_finding(f))
+    shown = {f.bound: f for f in v.secondary}  # the principal's cause is said above
+    for f in v.findings:  # a secondary finding carries its cause: said with its rule's
+        out.extend(_finding(shown.get(f.bound, f)))
     return "\n".join(out) + "\n"
 
 
@@ -130,6 +131,8 @@ def setup_lines(setup: Mapping[str, Any] | None) -> list[str]:
 def _finding(f: Finding) -> list[str]:
     state = f"FIRED {f.confidence:.0%}" if f.fired else "not fired"
     lines = [f"[{state}] {f.bound}: {f.summary}"]
+    if f.cause is not None:
+        lines.append(f"    why: {f.cause.text}")
     for e in f.evidence:
         mark = "+" if e.supports else "-"
         lines.append(f"    {mark} {e.text} [{e.source}]")

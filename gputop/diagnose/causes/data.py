@@ -11,6 +11,7 @@ from typing import Any
 
 from gputop.diagnose.causes.kinds import consumed, levers_for, work_evidence
 from gputop.diagnose.findings import Cause, Evidence
+from gputop.diagnose.levers import more_workers, saturated
 from gputop.diagnose.signals.inputs import RuleInputs
 from gputop.diagnose.thresholds import WORKERS_WAIT
 from gputop.model.budget import Budget
@@ -77,8 +78,10 @@ def _own_thread(sig: RuleInputs, wait: str) -> Cause | None:
     if work is not None:
         text += f": {consumed(work)}"
         evidence += work_evidence("the training thread's fetch", work)
-    # the worker count is the bound's lever (sized against the CPUs): the cause adds the kind's
-    return Cause(text, tuple(evidence), levers_for(work, SLICE))
+    # workers first (the free knob, sized against the CPUs as the bound sizes it), unless the
+    # CPUs are saturated: then the bound's own first lever says so
+    first = [] if saturated(sig) is not None else [more_workers(sig, {"num_workers": 0})]
+    return Cause(text, tuple(evidence), (*first, *levers_for(work, SLICE)))
 
 
 def _from_workers(sig: RuleInputs, workers: int, wait: str) -> Cause | None:

@@ -15,7 +15,6 @@ from gputop.model.frame_kinds import (
     LOGGING,
     NETWORK,
     NUMERIC,
-    OWN,
     READ,
     SERIALISE,
     TEXT,
@@ -68,12 +67,10 @@ _LEVERS: dict[str, tuple[str, ...]] = {
         "only stacks them, or read a batch at a time (a batch sampler)",
     ),
     LOGGING: ("log every N steps, or from a background thread",),
-    OWN: (
-        "do that work once ahead of training and store its result, or make it cheaper (the "
-        "function below is where its time goes)",
-    ),
 }
-"""The levers for each kind of work, cheapest first, whatever the slice."""
+"""The levers for each kind of work, cheapest first, whatever the slice. The job's own Python
+has none here: the cause names its function, and the slice's bound has the levers that hold
+for any work (more workers, a cheaper batch, off the step)."""
 
 _BY_SLICE: dict[tuple[str, str], tuple[str, ...]] = {
     (slices.CHECKPOINT, SERIALISE): (
@@ -83,10 +80,6 @@ _BY_SLICE: dict[tuple[str, str], tuple[str, ...]] = {
         "less often",
     ),
     (slices.LOG, SERIALISE): ("write the metrics in a background thread, not per step",),
-    (slices.LOG, OWN): (
-        "log every N steps, not every step; keep the metrics on the GPU between logs (each "
-        ".item() waits for the GPU)",
-    ),
 }
 """Where a slice wants its own lever for a kind (serialising a checkpoint is saved
 asynchronously; serialising a sample is stored differently)."""
@@ -132,15 +125,12 @@ def work_evidence(who: str, work: SliceWork) -> tuple[Evidence, ...]:
     return tuple(out)
 
 
-def levers_for(work: SliceWork | None, slice_name: str, own: bool = True) -> tuple[Lever, ...]:
+def levers_for(work: SliceWork | None, slice_name: str) -> tuple[Lever, ...]:
     """The levers of every kind named in ``work``, in the order of their shares (none when
-    nothing was sampled: a lever for a kind no frame shows is never offered); ``own=False``
-    leaves out the job's own Python (the slice's own levers say more about it)."""
+    nothing was sampled: a lever for a kind no frame shows is never offered)."""
     if work is None:
         return ()
     out: list[Lever] = []
     for kind in named_kinds(work) or [work.kind]:
-        if kind == OWN and not own:
-            continue
         out += [x for x in kind_levers(kind, slice_name) if x not in out]
     return tuple(out)

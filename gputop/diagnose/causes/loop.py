@@ -21,4 +21,4 @@ def find(sig: RuleInputs, budget: Budget | None) -> Cause | None:
         return None
     text = f"the loop's own Python between the phases: {consumed(work)}"
     evidence = work_evidence("the main thread in its own code", work)
-    return Cause(text, evidence, levers_for(work, SLICE, own=False))
+    return Cause(text, evidence, levers_for(work, SLICE))

@@ -48,7 +48,7 @@ def side_cause(
     if work is not None:
         text += f": {consumed(work)}"
         evidence += work_evidence(f"the main thread in {slices.NAMES[slice_name]}", work)
-    levers += levers_for(work, slice_name, own=False)
+    levers += levers_for(work, slice_name)
     return Cause(text, tuple(evidence), tuple(levers))
 
 

@@ -11,6 +11,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import replace
 
+from gputop.diagnose.causes.rank_data import data_cause
 from gputop.diagnose.findings import Cause, Evidence
 from gputop.diagnose.lever import advice
 from gputop.diagnose.signals.gpu import GpuSignals
@@ -52,7 +53,6 @@ HARDWARE = advice(
     "it with another rank's GPU to see whether the slowness follows the device"
 )
 SIDE = {
-    slices.DATA: "its DataLoader: more workers or cheaper batches on that rank",
     slices.H2D: "pin_memory=True and non_blocking copies on that rank",
     slices.EVAL: "evaluate on every rank (each a shard), or in a process of its own",
     slices.CHECKPOINT: "save asynchronously (torch.distributed.checkpoint.async_save) or "
@@ -149,6 +149,9 @@ def straggler_cause(sig: RuleInputs, budget: Budget | None, slow: Slowest) -> Ca
 
     extra = {s: mine.shares[s] * step - typical(s) for s in OWN_WORK}
     top = max(extra, key=lambda s: extra[s])
+    if top == slices.DATA:  # below the slice: who makes its batches, against the others
+        return data_cause(sig, name, mine.pid, [r.pid for r in others], extra[top],
+                          mine.shares[top] * step, typical(top))  # fmt: skip
     if top != slices.COMPUTE:
         return Cause(
             f"{name}: {slices.NAMES[top]} takes {extra[top]:.0f} ms a step more than on the "

@@ -13,6 +13,7 @@ from gputop.model import Window
 from gputop.model.gpu import GpuProcess
 from gputop.model.host import HostSample, ProcSample, Sharer
 from gputop.model.steps import AgentsSample
+from gputop.ui.verdict_text import reasoning_text
 
 BASE = {"forward": 20.0, "backward": 20.0, "optimizer": 2.0}
 SLOW_MS = 30.0
@@ -165,3 +166,57 @@ def test_a_process_outside_the_job_on_its_gpu_is_named():
     p = principal(ranks({"forward": SLOW_MS}), board=gpus((1980, 1980), stranger=4242))
     assert p.cause.text.startswith("rank 1's GPU 1 is shared: pid 4242, not of the job"), p.cause
     assert p.levers[0].startswith("move pid 4242 off GPU 1")
+
+
+def loader_ranks(workers: tuple[int, int], data_ms: tuple[float, float], cpu: float,
+                 sync_ms: float = 0.0) -> AgentsSample:  # fmt: skip
+    """Two ranks with their own DataLoader settings: rank r waits ``data_ms[r]`` for its
+    batches (rank 1 computing through ``cpu`` of it), rank 0 waits for rank 1 in grad_sync
+    (plus ``sync_ms`` of all-reduce both wait)."""
+    out = []
+    for r in (0, 1):
+        phases = {
+            **BASE,
+            "data_wait": data_ms[r],
+            "grad_sync": sync_ms + max(0.0, data_ms[1] - data_ms[0]) * (r == 0),
+        }
+        fp = M({"dataloader": M({"num_workers": workers[r]})})
+        cpu_ns = int(data_ms[r] * 1e6 * (cpu if r == 1 else 0.05))
+        steps = tuple(step(i, int(i * 1e9), phases, data_cpu_ns=cpu_ns) for i in range(30))
+        out.append(agent(100 + r, steps, rank=r, world_size=2, fingerprint=fp))
+    return AgentsSample(target=50, t=1.0, wall=0.0, agents=tuple(out))  # fmt: skip
+
+
+def test_a_rank_left_without_workers_is_named_with_the_others_setting():
+    p = principal(loader_ranks((1, 0), (1.0, 13.0), cpu=0.95))
+    assert p.cause.text == (
+        "rank 1 prepares its batches on its training thread (num_workers=0; the other ranks "
+        "have 1): it waits for them 12 ms a step more (13 vs 1 ms), computing through 95% of it"
+    ), p.cause.text
+    assert p.levers[0].startswith("give rank 1's DataLoader workers as the others have "
+                                  "(num_workers=1)")  # fmt: skip
+    assert p.saving is not None and p.saving.condition == "if rank 1 matched the others"
+
+
+def test_a_straggler_behind_a_larger_comms_wait_still_carries_its_cause():
+    """The issue's job: comms the principal (a near tie), the straggler secondary, explained."""
+    sig = reduce_windows(
+        [],
+        [],
+        agents=loader_ranks((1, 0), (1.0, 13.0), cpu=0.95, sync_ms=60.0),
+        host=host((0.02, 0.03)),
+    )
+    v, _ = evaluate(sig, now=10.0)
+    assert v.principal is not None and v.principal.bound == "comms", v.principal
+    (s,) = [f for f in v.secondary if f.bound == "straggler"]
+    assert s.cause is not None and s.cause.text.startswith("rank 1 prepares its batches")
+    assert s.levers[0].startswith("give rank 1's DataLoader workers")
+    assert "    why: rank 1 prepares its batches" in reasoning_text(v)  # the why screen says it
+
+
+def test_ranks_with_the_same_workers_compare_what_their_workers_use():
+    p = principal(loader_ranks((2, 2), (1.0, 13.0), cpu=0.02))
+    assert p.cause.text.startswith(
+        "rank 1: its 2 DataLoader workers keep it waiting for "
+        "batches 12 ms a step more (13 vs 1 ms)"
+    ), p.cause.text

@@ -1,0 +1,96 @@
+"""When the slow rank's extra time is in its data wait: below the slice, who makes its
+batches against who makes the others' (its training thread with no workers, or its workers)
+and how much of its wait its training thread computes through, each rank's own numbers side
+by side. A per-rank config that left one rank with ``num_workers=0`` is the classic case:
+that rank prepares each batch itself and every other rank waits for it in the next
+collective. Pure."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+
+from gputop.diagnose.findings import Cause, Evidence
+from gputop.diagnose.signals.inputs import RuleInputs
+from gputop.model.host import WORKER
+from gputop.model.step_stats import data_cpu_share, usable
+from gputop.model.steps import AgentState
+
+MORE_WORKERS = "more DataLoader workers on that rank, or cheaper batches there"
+
+
+def _agent(sig: RuleInputs, pid: int) -> AgentState | None:
+    agents = sig.steps.agents if sig.steps is not None else ()
+    return next((a for a in agents if a.pid == pid), None)
+
+
+def _workers(a: AgentState | None) -> int | None:
+    loader = a.fingerprint.get("dataloader") if a is not None else None
+    n = loader.get("num_workers") if isinstance(loader, Mapping) else None
+    return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else None
+
+
+def _cpu(a: AgentState | None) -> float | None:
+    return data_cpu_share(usable(a.steps)) if a is not None else None
+
+
+def workers_cores(sig: RuleInputs, pid: int) -> float | None:
+    """The mean CPU (cores) of each DataLoader worker of process ``pid``; None: none read."""
+    procs = sig.host.process_cpu if sig.host is not None else ()
+    got = [p.cores for p in procs if p.role == WORKER and p.ppid == pid and p.cores is not None]
+    return statistics.fmean(got) if got else None
+
+
+def data_cause(
+    sig: RuleInputs, name: str, mine: int, others: Sequence[int], extra_ms: float,
+    mine_ms: float, typical_ms: float,
+) -> Cause:  # fmt: skip
+    """The slow rank (pid ``mine``) waits ``extra_ms`` a step longer for its batches than the
+    median other rank (pids ``others``)."""
+    a = _agent(sig, mine)
+    own_w = _workers(a)
+    their_w = [w for p in others if (w := _workers(_agent(sig, p))) is not None]
+    typical_w = int(statistics.median(their_w)) if their_w else None
+    cpu = _cpu(a)
+    their_cpu = [c for p in others if (c := _cpu(_agent(sig, p))) is not None]
+    longer = f"{extra_ms:.0f} ms a step more ({mine_ms:.0f} vs {typical_ms:.0f} ms)"
+    computing = f", computing through {cpu:.0%} of it" if cpu is not None else ""
+    evidence = [Evidence(f"{name}: data wait {mine_ms:.0f} ms a step, the median other rank "
+                         f"{typical_ms:.0f} ms", "agent")]  # fmt: skip
+    if own_w is not None:
+        said = f"the others {typical_w}" if typical_w is not None else "the others not known"
+        evidence.append(Evidence(f"{name}: DataLoader num_workers={own_w}; {said}", "agent"))
+    if cpu is not None:
+        others_cpu = f" (the others {statistics.median(their_cpu):.0%})" if their_cpu else ""
+        evidence.append(Evidence(f"{name}'s training thread computes through {cpu:.0%} of its "
+                                 f"batch waits{others_cpu}", "agent"))  # fmt: skip
+    if own_w == 0 and typical_w:
+        return Cause(
+            f"{name} prepares its batches on its training thread (num_workers=0; the other "
+            f"ranks have {typical_w}): it waits for them {longer}{computing}",
+            tuple(evidence),
+            (f"give {name}'s DataLoader workers as the others have (num_workers={typical_w}): "
+             "check the per-rank config that left it none",),
+        )  # fmt: skip
+    if own_w == 0:
+        return Cause(
+            f"{name} prepares its batches on its training thread, as the others do, and its "
+            f"take longer: it waits {longer}{computing}",
+            tuple(evidence),
+            (f"DataLoader workers on every rank (now num_workers=0), or cheaper batches on "
+             f"{name}: look at what its data differs in",),
+        )  # fmt: skip
+    cores = workers_cores(sig, mine)
+    theirs = [c for p in others if (c := workers_cores(sig, p)) is not None]
+    busy = ""
+    if cores is not None and theirs:
+        typical_c = statistics.median(theirs)
+        busy = f"; each uses {cores:.0%} of a core (the others' {typical_c:.0%})"
+        evidence.append(Evidence(f"{name}'s DataLoader workers each use {cores:.0%} of a core, "
+                                 f"the other ranks' {typical_c:.0%}", "host"))  # fmt: skip
+    workers = f"its {own_w} DataLoader workers" if own_w else "its DataLoader"
+    return Cause(
+        f"{name}: {workers} keep it waiting for batches {longer}{busy}",
+        tuple(evidence),
+        (MORE_WORKERS,),
+    )
