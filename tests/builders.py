@@ -111,9 +111,10 @@ Stack = tuple[tuple[str, str], ...]
 """A thread's frames as (file, function), innermost first."""
 
 
-def stacks_window(threads: dict[tuple[int, str], list[Stack]], n: int = 20) -> Window:
+def stacks_window(threads: dict[tuple[int, str], list[Stack]], n: int = 20,
+                  via: str = "py-spy") -> Window:  # fmt: skip
     """``n`` stack readings a second apart: each (pid, role)'s main thread cycles through its
-    stacks (each a read of its own); phases classified as the stack source does."""
+    stacks (each a read of its own, by ``via``); phases classified as the stack source does."""
     samples = []
     for i in range(n):
         procs = []
@@ -122,6 +123,6 @@ def stacks_window(threads: dict[tuple[int, str], list[Stack]], n: int = 20) -> W
                            enumerate(stacks[i % len(stacks)]))  # fmt: skip
             phase, deciding = classify(frames, True)
             t = ThreadStack(pid, "MainThread", True, frames, phase, deciding)
-            procs.append(ProcessStacks(pid, role, (t,), taken=float(i)))
+            procs.append(ProcessStacks(pid, role, (t,), via=via, taken=float(i)))
         samples.append(StacksSample(100, float(i), 0.0, tuple(procs)))
     return Window(tuple(samples), 0.0, float(n))

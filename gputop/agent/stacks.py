@@ -11,13 +11,39 @@ does not need it. The agent's own thread is left out (it is gputop's, not the jo
 
 from __future__ import annotations
 
+import linecache
 import os
 import sys
+import sysconfig
 import threading
 from types import CodeType
 from typing import Any
 
 from ..vocab.stacks import STACK_DEPTH, WAIT_FILES
+
+MAX_CODE_LINE = 160
+"""Characters of a source line sent with a thread's innermost frame."""
+
+
+def _library_dirs() -> tuple[str, ...]:
+    """The folders of Python's own library and installed packages: frames there are not the
+    job's own code, and their source lines are not sent."""
+    paths = sysconfig.get_paths()
+    found = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if paths.get(k)}
+    return tuple(sorted(p.rstrip("/") + "/" for p in found))
+
+
+def own_line(path: str, line: int, libraries: tuple[str, ...]) -> str:
+    """The source line of a frame in the job's own code (what C call the thread is in: the
+    monitor reads the kind of work from it), "" for a library's or one that cannot be read."""
+    if not path.startswith("/") or path.startswith(libraries) or "-packages/" in path:
+        return ""
+    try:
+        text = linecache.getline(path, line)
+    except (OSError, ValueError, MemoryError):
+        return ""
+    return "".join(c if c.isprintable() else "?" for c in text.strip()[:MAX_CODE_LINE])
+
 
 MAX_CODES = 65536
 """Code objects whose names are kept; past this the table starts again (a job that makes
@@ -62,6 +88,7 @@ class StackSampler:
         """id(code) -> (code, name, file): a code object hashes its whole body, its id does
         not (the entry keeps the code alive, so its id is not reused while it is here)."""
         self._files: dict[str, str] = {}
+        self._libraries = _library_dirs()
 
     def _name(self, code: CodeType) -> tuple[CodeType, str, str]:
         known = self._codes.get(id(code))
@@ -91,12 +118,16 @@ class StackSampler:
             for ident, frame in frames.items():
                 if ident == me:
                     continue
-                stack: list[tuple[str, str, int]] = []
+                stack: list[tuple[Any, ...]] = []
                 f: Any = frame
                 while f is not None and len(stack) < STACK_DEPTH:
                     _, name, file = self._name(f.f_code)
                     stack.append((name, file, f.f_lineno))
                     f = f.f_back
+                if stack and frame.f_lineno:  # the innermost frame's line: the C call it is in
+                    code = own_line(frame.f_code.co_filename, frame.f_lineno, self._libraries)
+                    if code:
+                        stack[0] = (*stack[0], code)
                 t = known.get(ident)
                 tid = getattr(t, "native_id", None) or 0
                 threads.append({"tid": tid, "name": t.name if t else "?", "frames": stack})

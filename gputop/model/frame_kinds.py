@@ -11,8 +11,10 @@ innermost frames are the job's own is "its own Python": no library kind is claim
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
+from gputop.model.stack_stats import LIBRARIES, in_stdlib, package
 from gputop.model.stacks import Frame
 
 TEXT = "text"
@@ -109,10 +111,48 @@ def _plumbing(f: Frame) -> bool:
 
 def kind_of(frames: Sequence[Frame]) -> tuple[str, Frame | None]:
     """(kind, the frame that shows it) for a stack, innermost first: the innermost frame of a
-    known library, else the job's own Python at its innermost own frame (None: only plumbing)."""
+    known library, else what the innermost frame's source line calls (a C function has no
+    frame of its own: ``WORD.findall(text.lower())`` is text), else the job's own Python at
+    its innermost own frame (None: only plumbing)."""
     for f in frames:
         kind = kind_of_frame(f)
         if kind is not None:
             return kind, f
     own = next((f for f in frames if not _plumbing(f)), None)
-    return OWN, own
+    called = kind_of_code(frames[0].code) if frames and frames[0].code else None
+    return (called, frames[0]) if called is not None else (OWN, own)
+
+
+def wants_code(f: Frame) -> bool:
+    """A thread's innermost frame whose source line may say what C call it is in: the job's
+    own code (not the standard library, a known library or the plumbing)."""
+    return not (in_stdlib(f) or package(f) in LIBRARIES or kind_of_frame(f) or _plumbing(f))
+
+
+_BY_CODE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern), kind)
+    for pattern, kind in (
+        (r"\b(re|regex|unicodedata|html|string)\.\w+\(|\.(lower|upper|casefold|"
+         r"findall|finditer|sub|subn|translate|normalize|isalpha|isalnum|isdigit|"
+         r"tokenize|encode_batch)\(|\btokeni[sz]", TEXT),
+        (r"\b(Image|ImageOps|ImageFilter|cv2|torchvision|transforms|v2|albumentations|"
+         r"imageio|simplejpeg|turbojpeg)\.\w+\(|\.(convert|resize|crop|rotate|"
+         r"filter|decode_jpeg)\(", IMAGE),
+        (r"\b(torchaudio|librosa|soundfile|sf)\.\w+\(", AUDIO),
+        (r"\b(np|numpy|pd|pandas|scipy)\.\w+|\.(to_numpy|values|iloc|loc)\b", NUMERIC),
+        (r"\b(json|pickle|msgpack|yaml|orjson|marshal)\.\w+\(|\btorch\.(load|save)\(",
+         SERIALISE),
+        (r"\b(requests|urllib|httpx|boto3|s3|urlopen)\b|\.(recv|get_object|download_\w*)\(",
+         NETWORK),
+        (r"\bopen\(|\.(read|readline|readlines|read_bytes|read_text|readinto)\(|"
+         r"\b(gzip|lzma|bz2|zlib|zstd|tarfile|zipfile|h5py|os\.listdir|os\.scandir|glob)\b",
+         READ),
+    )
+)  # fmt: skip
+"""What a source line calls -> the kind of work (the first that matches: a line that opens
+and parses JSON is serialisation)."""
+
+
+def kind_of_code(code: str) -> str | None:
+    """The kind of work a line of the job's own code calls into, None when it names none."""
+    return next((kind for pattern, kind in _BY_CODE if pattern.search(code)), None)

@@ -14,8 +14,15 @@ from typing import NamedTuple
 
 from gputop.model.frame_kinds import OWN, kind_of
 from gputop.model.host import WORKER
-from gputop.model.stack_stats import user_frame
-from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack, reads
+from gputop.model.stack_stats import package, user_frame
+from gputop.model.stacks import (
+    AGENT,
+    Frame,
+    ProcessStacks,
+    StacksSample,
+    ThreadStack,
+    reads,
+)
 from gputop.vocab.stacks import FETCH
 
 MIN_SAMPLES = 5
@@ -55,6 +62,18 @@ class SliceWork:
         return self.kinds[0][0] if self.kinds else OWN
 
 
+LETS_GO: frozenset[str] = frozenset({"torch"})
+"""Libraries whose C calls let the GIL go (a torch op): where the agent's own samples land."""
+
+
+def landed_on_release(t: ThreadStack) -> bool:
+    """A sample the agent took where the thread let go of the GIL: its sampler needs the GIL,
+    so it lands in the torch op after a stretch of pure Python (a collate after a tokenising
+    ``__getitem__``) and says nothing of what the stretch did (ARCHITECTURE.md, the agent's
+    stacks); py-spy's samples have no such bias."""
+    return bool(t.frames) and package(t.frames[0]) in LETS_GO
+
+
 Group = Callable[[ProcessStacks, ThreadStack], str | None]
 """Which group's work a thread of a process is doing now (None: none counted)."""
 
@@ -69,7 +88,7 @@ def slice_work(window: Sequence[StacksSample], group: Group) -> dict[str, SliceW
             continue
         for t in proc.threads:
             name = group(proc, t)
-            if name is None:
+            if name is None or (proc.via == AGENT and landed_on_release(t)):
                 continue
             kind, shown = kind_of(t.frames)
             kinds.setdefault(name, Counter())[kind] += 1

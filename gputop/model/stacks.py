@@ -17,6 +17,11 @@ class Frame:
     file: str
     """py-spy's short_filename: package-relative (torch/utils/data/dataloader.py)."""
     line: int | None
+    code: str = ""
+    """The source line's text, read for a thread's innermost frame in the job's own code (the
+    line that made the C call it is in: ``ids = WORD.findall(text.lower())``), "" elsewhere:
+    a C function has no frame, and its call is what says the kind of work
+    (``model/frame_kinds.py``)."""
 
     def __str__(self) -> str:
         return f"{self.file}:{self.name}" + (f":{self.line}" if self.line else "")

@@ -13,6 +13,7 @@ from typing import Any
 
 from gputop.agent.ranks import LAUNCHER_VARS, RANKS_VERSION, SOURCES
 from gputop.agent.wire import MAX_LINE, WIRE_VERSION
+from gputop.model.shown import printable
 from gputop.model.steps import StepRecord
 from gputop.vocab.stacks import STACK_DEPTH
 
@@ -30,6 +31,8 @@ MAX_GC_FULL = 10**6
 MAX_THREADS = 512
 """Threads in one stacks message at most (a process with more is cut, not refused)."""
 MAX_FRAME_TEXT = 512
+MAX_CODE = 160
+"""Characters of the source line an agent sends with a thread's innermost frame."""
 """A function or file name longer than this is cut."""
 
 
@@ -148,14 +151,15 @@ def parse_stacks(msg: dict[str, Any]) -> list[tuple[int, str, bool, list]] | Non
             continue
         tid = _int(t.get("tid"), 0, 1 << 32)
         name = _text_of(t.get("name"), MAX_NAME) or "?"
-        frames = []
+        frames: list[tuple[Any, ...]] = []
         for f in t["frames"][:STACK_DEPTH]:
-            if not isinstance(f, list) or len(f) != 3:
+            if not isinstance(f, list) or len(f) not in (3, 4):
                 break
             fn, file, line = _text_of(f[0]), _text_of(f[1]), _int(f[2], 0, 1 << 31)
             if fn is None or file is None:
                 break
-            frames.append((fn, file, line))
+            code = _text_of(f[3], MAX_CODE) if len(f) == 4 and not frames else None
+            frames.append((fn, file, line, printable(code, MAX_CODE)) if code else (fn, file, line))
         if tid is None:
             continue
         out.append((tid, name if name.isprintable() else "?", t.get("active") is True, frames))

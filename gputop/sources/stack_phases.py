@@ -130,24 +130,27 @@ def _evaluation(frames: Sequence[Frame]) -> Frame | None:
 
 CACHE_MAX = 8192
 """Entries kept in each of the two caches below before they start again."""
-_FRAMES: dict[tuple[str, str, int | None], Frame] = {}
+_FRAMES: dict[tuple[str, str, int | None, str], Frame] = {}
 _DECIDED: dict[tuple[bool, tuple[tuple[str, str], ...]], tuple[str, int | None]] = {}
 
 
-def _frame(name: str, file: str, line: int | None) -> Frame:
-    """One Frame object per (name, file, line) seen: stacks that repeat compare by identity."""
-    key = (name, file, line)
+def _frame(name: str, file: str, line: int | None, code: str = "") -> Frame:
+    """One Frame object per (name, file, line, code) seen: stacks that repeat compare by
+    identity."""
+    key = (name, file, line, code)
     frame = _FRAMES.get(key)
     if frame is None:
         if len(_FRAMES) >= CACHE_MAX:
             _FRAMES.clear()
-        frame = _FRAMES[key] = Frame(name, file, line)
+        frame = _FRAMES[key] = Frame(name, file, line, code)
     return frame
 
 
-def thread_stack(
-    tid: int, name: str, active: bool, frames: Sequence[tuple[str, str, int | None]]
-) -> ThreadStack:
+RawFrame = tuple[str, str, int | None] | tuple[str, str, int | None, str]
+"""(name, file, line) as a reader gives a frame, with its source line where it read one."""
+
+
+def thread_stack(tid: int, name: str, active: bool, frames: Sequence[RawFrame]) -> ThreadStack:
     """A thread's stack, whoever read it (py-spy or the agent): its frames (innermost first,
     cut to STACK_DEPTH) and its phase by ``classify``."""
     kept = tuple(_frame(*f) for f in frames[:STACK_DEPTH])

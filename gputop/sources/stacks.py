@@ -23,6 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
+from gputop.model.frame_kinds import wants_code
 from gputop.model.host import (
     CHILD,
     RANK,
@@ -36,6 +37,7 @@ from gputop.model.host import (
 from gputop.model.stacks import (
     AGENT,
     PY_SPY,
+    Frame,
     ProcessStacks,
     SocketPeer,
     StacksSample,
@@ -46,8 +48,9 @@ from gputop.model.stacks import (
 from gputop.sources.proc_tree import ProcTree
 from gputop.sources.procfs import runs_python, start_ticks
 from gputop.sources.sockets import socket_peer
+from gputop.sources.source_lines import code_line
 from gputop.sources.stack_budget import WAITED_LATELY_S, Candidate, StackBudget
-from gputop.sources.stack_phases import thread_stack
+from gputop.sources.stack_phases import RawFrame, thread_stack
 from gputop.sources.syscalls import pipe_writers, waits_in
 from gputop.sources.target import TargetId
 from gputop.vocab.stacks import DATA_WAIT, STACK_DEPTH, STACKS_PERIOD_S
@@ -104,13 +107,15 @@ def explain(stderr: str, returncode: int | None, pid: int) -> str:
     return f"py-spy failed on pid {pid}: {first[:200]}"
 
 
-def parse_dump(raw: str) -> list[ThreadStack]:
-    """py-spy's JSON array, each thread classified. Malformed entries are skipped."""
+def parse_dump(raw: str, pid: int | None = None) -> list[ThreadStack]:
+    """py-spy's JSON array, each thread classified. Malformed entries are skipped. With the
+    ``pid`` it was read from, a thread's innermost frame in the job's own code carries its
+    source line (``source_lines.code_line``: the C call it is in)."""
     threads = []
     for t in json.loads(raw):
         if not isinstance(t, dict):
             continue
-        frames = [
+        frames: list[RawFrame] = [
             (
                 str(f.get("name", "?")),
                 str(f.get("short_filename") or f.get("filename") or "?"),
@@ -119,6 +124,12 @@ def parse_dump(raw: str) -> list[ThreadStack]:
             for f in t.get("frames", [])[:STACK_DEPTH]
             if isinstance(f, dict)
         ]
+        first = t["frames"][0] if frames and isinstance(t.get("frames"), list) else None
+        if pid is not None and isinstance(first, dict) and isinstance(first.get("filename"), str):
+            name, file, line = frames[0][:3]
+            if line is not None and wants_code(Frame(name, file, line)):
+                code = code_line(pid, first["filename"], line)
+                frames[0] = (name, file, line, code)
         tid = int(t.get("os_thread_id") or t.get("thread_id") or 0)
         name = str(t.get("thread_name") or "?")
         threads.append(thread_stack(tid, name, bool(t.get("active", False)), frames))
@@ -181,7 +192,7 @@ class PySpy:
         if out.returncode != 0:
             return None, explain(out.stderr, out.returncode, pid)
         try:
-            return parse_dump(out.stdout), None
+            return parse_dump(out.stdout, pid), None
         except (ValueError, TypeError):
             return None, f"py-spy printed something that is not its JSON for pid {pid}"
 

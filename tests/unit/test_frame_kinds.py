@@ -50,3 +50,22 @@ def test_the_jobs_own_package_is_not_a_library_of_the_same_name():
 def test_only_plumbing_shows_no_frame_of_its_own():
     got, shown = kind_of(frames(("torch/utils/data/_utils/worker.py", "_worker_loop")))
     assert (got, shown) == (OWN, None)
+
+
+@pytest.mark.parametrize(("code", "kind"), [
+    ("ids = [self.vocab.get(t, 1) for t in WORD.findall(self.texts[i].lower())]", TEXT),
+    ('text = unicodedata.normalize("NFKC", raw)', TEXT),
+    ('img = Image.open(path).convert("RGB")', IMAGE),
+    ("rec = json.loads(line)", SERIALISE),
+    ('with open(path, "rb") as f:', READ),
+    ("x = np.frombuffer(buf, dtype=np.uint8)", "numeric"),
+])  # fmt: skip
+def test_a_c_call_is_read_from_the_line_that_makes_it(code, kind):
+    leaf = Frame("Set.__getitem__", "data.py", 41, code)
+    got, shown = kind_of((leaf, *frames(("torch/utils/data/_utils/fetch.py", "fetch"))))
+    assert (got, shown) == (kind, leaf)
+
+
+def test_a_line_that_calls_nothing_known_is_the_jobs_own_python():
+    leaf = Frame("Set.__getitem__", "data.py", 41, "total += x * y")
+    assert kind_of((leaf,)) == (OWN, leaf)

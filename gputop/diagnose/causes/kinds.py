@@ -99,7 +99,9 @@ def named_kinds(work: SliceWork) -> list[str]:
 def frame_text(own: Frame, lib: Frame | None) -> str:
     """ "Sentences.__getitem__ (data.py:41) -> re/__init__.py:findall"."""
     at = f"{own.name} ({own.file}:{own.line})" if own.line else f"{own.name} ({own.file})"
-    return f"{at} -> {lib.file}:{lib.name}" if lib is not None else at
+    if lib is not None:
+        return f"{at} -> {lib.file}:{lib.name}"
+    return f"{at} at `{own.code}`" if own.code else at
 
 
 def consumed(work: SliceWork) -> str:

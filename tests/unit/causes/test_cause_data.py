@@ -37,7 +37,7 @@ def loader_job(workers: int, data_cpu: float | None = None) -> AgentsSample:
     return AgentsSample(100, 1.0, 0.0, (agent(100, steps, fingerprint=fp),))
 
 
-def verdict(workers: list[tuple[tuple[str, str], ...]], main=None, data_cpu=None):
+def verdict(workers: list[tuple[tuple[str, str], ...]], main=None, data_cpu=None, via="py-spy"):
     """Two CPUs; a worker per stack list given, each pegged."""
     procs = (proc_sample(100, "main", 0.4),
              *(proc_sample(200 + i, "worker", 0.97) for i in range(len(workers))))  # fmt: skip
@@ -46,7 +46,7 @@ def verdict(workers: list[tuple[tuple[str, str], ...]], main=None, data_cpu=None
         threads[(100, "main")] = main
     sig = reduce_windows([], [], host=host_window(procs, cpus=2.0),
                          agents=loader_job(len(workers), data_cpu),
-                         stacks=stacks_window(threads))  # fmt: skip
+                         stacks=stacks_window(threads, via=via))  # fmt: skip
     v, _ = evaluate(sig, now=10.0)
     assert v.principal is not None and v.principal.bound.startswith("data-input"), v.principal
     return v.principal
@@ -110,3 +110,17 @@ def test_nothing_measured_of_the_loader_is_no_cause():
     v, _ = evaluate(sig, now=10.0)
     assert v.principal is not None and v.principal.bound == "data-input"
     assert v.principal.cause is None
+
+
+def test_the_agents_samples_in_a_torch_op_say_nothing_of_the_fetch_before_it():
+    """The agent samples where the GIL is let go: a tokenising __getitem__ reads as the torch
+    collate after it. Those samples are left out, never named a kind."""
+    collate = (("torch/utils/data/_utils/collate.py", "collate_tensor_fn"),
+               ("torch/utils/data/_utils/fetch.py", "_MapDatasetFetcher.fetch"),
+               ("torch/utils/data/dataloader.py", "_BaseDataLoaderIter.__next__"),
+               ("train.py", "main"))  # fmt: skip
+    p = verdict([], main=[collate], data_cpu=0.9, via="agent")
+    assert p.cause.text.endswith("computing through 90% of it"), p.cause.text
+    assert not any("collat" in x for x in p.levers), p.levers
+    py_spy = verdict([], main=[collate], data_cpu=0.9)  # py-spy's samples are not biased
+    assert "collating samples into a batch" in py_spy.cause.text
