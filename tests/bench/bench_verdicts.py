@@ -56,6 +56,12 @@ class Scenario:
     cause: str = ""
     """Words the final principal's cause line must hold: the cause the script is built with
     ("inputs are" for a rank given longer sequences); empty where no cause is stated."""
+    cause_of: str = ""
+    """The bound whose finding must carry ``cause`` when it need not be the principal (a
+    straggler beside a comms wait of about its size); empty: the principal."""
+    foreign: tuple[str, ...] = ()
+    """Words no lever of that finding may hold: a kind of data the job does not have
+    ("image" for a text loader)."""
     memory_mib: int = 0
     """Run the job in a memory cgroup of this limit (MiB), as a container would: 0, none."""
     risk: str = ""
@@ -379,6 +385,27 @@ SCENARIOS = (
         "rank 1 alone churns a 400k-record Python cache: full collections on rank 1 only",
         cause="garbage collection",
     ),
+    Scenario(
+        "rank_without_workers",
+        ("rank_without_workers.py",),
+        "torchrun",
+        frozenset({"comms", "straggler"}),
+        "a per-rank config left rank 1 with num_workers=0: it tokenises each batch on its "
+        "training thread and rank 0 waits for it; the straggler wait and the all-reduce's own "
+        "wait are about one size, so either may lead, and the straggler names its cause",
+        cause="rank 1 prepares its batches on its training thread (num_workers=0",
+        cause_of="straggler",
+    ),
+    Scenario(
+        "text_workers",
+        ("text_workers.py",),
+        "DataLoader workers",
+        frozenset({"data-input/cpu-transform", "data-input"}),
+        "two workers normalise, unescape and tokenise raw text in Python (re, unicodedata, "
+        "html) on every access: there are no images",
+        cause="text normalising and tokenising",
+        foreign=("image", "decode", "augment", "DALI", "kornia"),
+    ),
     # several costs at once, each pair with its sizes swapped: the verdict follows the larger
     mixed("mixed_ckpt35_wait12", "side-work", checkpoint=0.35, data=0.12),
     mixed("mixed_ckpt8_wait45", "data-input", checkpoint=0.08, data=0.45),
@@ -534,8 +561,12 @@ class Result:
 
     @property
     def cause_right(self) -> bool | None:
-        """The cause line names the scenario's cause (None: the scenario states none)."""
-        return self.scenario.cause in self.cause if self.scenario.cause else None
+        """The cause line names the scenario's cause and no lever is for a kind of data the job
+        lacks (None: the scenario states no cause)."""
+        if not self.scenario.cause:
+            return None
+        foreign = any(w in x for x in self.levers for w in self.scenario.foreign)
+        return self.scenario.cause in self.cause and not foreign
 
     def errors(self) -> list[tuple[str, float, float]]:
         """(slice, designed, measured) for each slice the scenario states."""
@@ -567,6 +598,9 @@ def judge(s: Scenario, mode: str, doc: dict, lead: float = 0.0) -> Result:
     timeline = doc.get("timeline") or []
     final = timeline[-1]["bound"] if timeline else None
     principal = (doc.get("verdict") or {}).get("principal") or {}
+    if s.cause_of:  # the finding the cause is stated for, principal or secondary
+        shown = [principal, *((doc.get("verdict") or {}).get("secondary") or ())]
+        principal = next((f for f in shown if f and f.get("bound") == s.cause_of), {})
     start = max(0.0, s.onset - lead)
     candidates = [e for e in timeline if e["t_s"] <= start][-1:]
     candidates += [e for e in timeline if e["t_s"] > start]

@@ -6,10 +6,12 @@ Pure."""
 
 from __future__ import annotations
 
+from gputop.diagnose.causes.chain import chain_text
 from gputop.diagnose.causes.pipes import pipe_cause
 from gputop.diagnose.causes.sockets import socket_cause
 from gputop.diagnose.causes.threads import threads_cause
 from gputop.diagnose.findings import Cause, Evidence
+from gputop.diagnose.rules.progress import stuck
 from gputop.diagnose.signals.inputs import RuleInputs
 from gputop.model.budget import Budget
 from gputop.model.host import LockWait
@@ -72,6 +74,7 @@ def _child_wait(sig: RuleInputs) -> Cause | None:
         )
         cmd = f" ({printable(kid.cmdline, 80)})" if kid.cmdline else ""
         text = f"{_who(sig, m.pid)} waits for its child pid {kid.pid}{cmd}, {doing}"
+        text += chain_text(sig, kid.pid, m.pid)
         said = f"{_who(sig, m.pid)} in {m.leaf.name} for {m.still_s:.0f} s; pid {kid.pid} "
         evidence = (Evidence(f"{said}{kid.cores or 0.0:.2f} cores", "stacks"),)
         look = f"py-spy dump --pid {kid.pid} (a Python child) or its own log: why pid {kid.pid} "
@@ -89,11 +92,23 @@ def hung_cause(sig: RuleInputs) -> Cause | None:
     its writers, a TCP read with its peer, a wait for a child process, or the stuck thread told
     by the other threads of its process; None when none is measured."""
     waits = sig.host.lock_waits if sig.host is not None else ()
-    if not waits:
-        return pipe_cause(sig) or socket_cause(sig) or _child_wait(sig) or threads_cause(sig)
+    m = stuck(sig.stacks)
+    own = [w for w in waits if m is None or w.waiter == m.pid]
+    if not own:  # the stuck process's own wait first: a chain from it reaches any lock
+        found = pipe_cause(sig) or socket_cause(sig) or _child_wait(sig)
+        if found is not None or not waits:
+            return found or threads_cause(sig)
+    return _lock_cause(sig, own or list(waits))
+
+
+def _lock_cause(sig: RuleInputs, waits: list[LockWait]) -> Cause:
+    """The first lock wait with its holder, and what the holder waits for when it is of the
+    job; every wait as evidence."""
     w = waits[0]
     what = f"a {w.kind} lock on {w.path}" if w.path else f"a {w.kind} file lock"
     text = f"{_who(sig, w.waiter)} waits for {what} held by {_holder(w)}"
+    if w.holder is not None and w.holder_in_job:
+        text += chain_text(sig, w.holder, w.waiter)
     evidence = tuple(
         Evidence(f"/proc/locks: {_who(sig, x.waiter)} waits for the {x.kind} lock of "
                  f"{_holder(x)}{_on(x)}", "host")
