@@ -386,6 +386,26 @@ SCENARIOS = (
         cause="garbage collection",
     ),
     Scenario(
+        "hang_chain_lock",
+        ("hang_chain_lock.py", "--stuck-after", "8"),
+        "plain",
+        frozenset({"hung"}),
+        "the trainer reads labels over a pipe from its preprocessor, which blocks on a file "
+        "lock a detached cache warmer (outside the job) keeps: the chain goes two links deep",
+        onset=8,
+        cause="outside the job, which keeps it",
+    ),
+    Scenario(
+        "hang_pipe_cycle",
+        ("hang_pipe_cycle.py", "--stuck-after", "8"),
+        "plain",
+        frozenset({"hung"}),
+        "the trainer waits for a score its helper will send after a handshake the trainer "
+        "never sends: two processes each reading a pipe only the other writes",
+        onset=8,
+        cause="a deadlock: pid",
+    ),
+    Scenario(
         "rank_without_workers",
         ("rank_without_workers.py",),
         "torchrun",

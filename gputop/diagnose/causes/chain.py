@@ -34,13 +34,18 @@ class Link:
     end: str = ""
     """Who it waits for when that is no process of the job: "pid 300 (...), outside the job,
     which keeps it"."""
+    lever: str = ""
+    """What to do when the chain ends at this link (a holder outside the job to end)."""
 
 
-def _label(sig: RuleInputs, pid: int) -> str:
+def _label(sig: RuleInputs, pid: int, short: bool = False) -> str:
+    """ "rank 1 (pid 42)", else "pid 42 (its command line)" (``short``: without it)."""
     procs = sig.host.process_cpu if sig.host is not None else ()
     p = next((p for p in procs if p.pid == pid), None)
     if p is not None and p.rank is not None:
         return f"rank {p.rank} (pid {pid})"
+    if short:
+        return f"pid {pid}"
     cmd = f" ({printable(p.cmdline, 48)})" if p is not None and p.cmdline else ""
     return f"pid {pid}{cmd}"
 
@@ -53,9 +58,11 @@ def edge(sig: RuleInputs, pid: int) -> Link | None:
             says = f"waits for a {w.kind} file lock{on} held by"
             if w.holder_in_job:
                 return Link(pid, says, w.holder)
-            cmd = f" ({w.holder_cmd})" if w.holder_cmd else ""
+            cmd = f" ({printable(w.holder_cmd, 48)})" if w.holder_cmd else ""
             who = f"pid {w.holder}{cmd}" if w.holder is not None else "an open file description"
-            return Link(pid, says, None, f"{who}, outside the job, which keeps it")
+            fix = (f"end or fix pid {w.holder}{cmd}: it holds the lock{on} and does not release "
+                   "it" if w.holder is not None else "")  # fmt: skip
+            return Link(pid, says, None, f"{who}, outside the job, which keeps it", fix)
     threads = sig.stacks.threads_of(pid) if sig.stacks is not None else ()
     for t in threads:
         if t.writers is not None and pipe_read(t.waits):
@@ -111,22 +118,31 @@ def follow(sig: RuleInputs, start: int, before: tuple[int, ...] = ()) -> tuple[l
             return links, ""
         if link.next in seen:
             cycle = seen[seen.index(link.next) :]
-            named = " -> ".join(_label(sig, p) for p in (*cycle, link.next))
+            named = " -> ".join(_label(sig, p, short=True) for p in (*cycle, link.next))
             return links, f"a deadlock: {named}"
         seen.append(link.next)
         pid = link.next
     return links, "the chain goes on"
 
 
-def chain_text(sig: RuleInputs, start: int, stuck: int | None = None) -> str:
-    """ "; pid 200 waits for a FLOCK file lock on /x held by pid 300; pid 300 runs, 97% of a
-    core": what follows a first link to ``start`` ("" when ``start`` waits for nothing named).
-    ``stuck``: the process the first link is from (a chain back to it is a deadlock)."""
+DEADLOCK = (
+    "a deadline on one of the waits (a read with select's timeout, a lock with a timeout): "
+    "two processes that wait for each other never end by themselves"
+)
+
+
+def chain(sig: RuleInputs, start: int, stuck: int | None = None) -> tuple[str, tuple[str, ...]]:
+    """("; pid 200 waits for a FLOCK file lock on /x held by pid 300 ...", the levers for its
+    root): what follows a first link to ``start`` ("" when ``start`` waits for nothing
+    named). ``stuck``: the process the first link is from (a chain back to it is a deadlock)."""
     links, end = follow(sig, start, (stuck,) if stuck is not None else ())
     if not links:
-        return ""
+        return "", ()
     parts = []
     for x in links:
         to = _label(sig, x.next) if x.next is not None else x.end
         parts.append(f"{_label(sig, x.pid)} {x.says} {to}")
-    return "; " + "; ".join((*parts, end) if end else parts)
+    levers = (links[-1].lever,) if links[-1].lever else ()
+    if end.startswith("a deadlock"):
+        levers = (DEADLOCK,)
+    return "; " + "; ".join((*parts, end) if end else parts), levers

@@ -6,7 +6,7 @@ Pure."""
 
 from __future__ import annotations
 
-from gputop.diagnose.causes.chain import chain_text
+from gputop.diagnose.causes.chain import chain
 from gputop.diagnose.causes.pipes import pipe_cause
 from gputop.diagnose.causes.sockets import socket_cause
 from gputop.diagnose.causes.threads import threads_cause
@@ -74,11 +74,12 @@ def _child_wait(sig: RuleInputs) -> Cause | None:
         )
         cmd = f" ({printable(kid.cmdline, 80)})" if kid.cmdline else ""
         text = f"{_who(sig, m.pid)} waits for its child pid {kid.pid}{cmd}, {doing}"
-        text += chain_text(sig, kid.pid, m.pid)
+        further, root = chain(sig, kid.pid, m.pid)  # what the child waits for, to the root
+        text += further
         said = f"{_who(sig, m.pid)} in {m.leaf.name} for {m.still_s:.0f} s; pid {kid.pid} "
         evidence = (Evidence(f"{said}{kid.cores or 0.0:.2f} cores", "stacks"),)
         look = f"py-spy dump --pid {kid.pid} (a Python child) or its own log: why pid {kid.pid} "
-        return Cause(text, evidence, (f"{look}does not end", CHILD_TIMEOUT))
+        return Cause(text, evidence, (*root, f"{look}does not end", CHILD_TIMEOUT))
     return None
 
 
@@ -107,14 +108,16 @@ def _lock_cause(sig: RuleInputs, waits: list[LockWait]) -> Cause:
     w = waits[0]
     what = f"a {w.kind} lock on {w.path}" if w.path else f"a {w.kind} file lock"
     text = f"{_who(sig, w.waiter)} waits for {what} held by {_holder(w)}"
-    if w.holder is not None and w.holder_in_job:
-        text += chain_text(sig, w.holder, w.waiter)
+    root: tuple[str, ...] = ()
+    if w.holder is not None and w.holder_in_job:  # what the holder waits for, to the root
+        further, root = chain(sig, w.holder, w.waiter)
+        text += further
     evidence = tuple(
         Evidence(f"/proc/locks: {_who(sig, x.waiter)} waits for the {x.kind} lock of "
                  f"{_holder(x)}{_on(x)}", "host")
         for x in waits
     )  # fmt: skip
-    levers = []
+    levers = list(root)
     if w.holder is not None:
         levers.append(
             f"end or fix pid {w.holder}{f' ({w.holder_cmd})' if w.holder_cmd else ''}: it "

@@ -6,7 +6,7 @@ which keeps both ends in every process) leaves a read that never ends. Pure."""
 
 from __future__ import annotations
 
-from gputop.diagnose.causes.chain import chain_text
+from gputop.diagnose.causes.chain import chain
 from gputop.diagnose.findings import Cause, Evidence
 from gputop.diagnose.rules.common import at, frame_name
 from gputop.diagnose.rules.progress import stuck
@@ -67,7 +67,8 @@ def pipe_cause(sig: RuleInputs) -> Cause | None:
         else ""
     )
     text = f"{m.label} waits to read {target} from pid {others[0]}{cmd}{use}: it writes nothing"
-    text += chain_text(sig, others[0], m.pid)  # and what that process waits for, to the root
+    further, root = chain(sig, others[0], m.pid)  # what that process waits for, to the root
     look = f"py-spy dump --pid {others[0]} (a Python writer) or its log: why it writes nothing"
     holders = Evidence(f"write end held by pid {', '.join(map(str, others))}", "stacks")
-    return Cause(text, (said, holders), (look, QUEUE_DEADLINE if queue else READ_DEADLINE))
+    return Cause(text + further, (said, holders),
+                 (*root, look, QUEUE_DEADLINE if queue else READ_DEADLINE))  # fmt: skip

@@ -5,7 +5,7 @@ nothing); one on this host outside the job, or on another host, by its address. 
 
 from __future__ import annotations
 
-from gputop.diagnose.causes.chain import chain_text
+from gputop.diagnose.causes.chain import chain
 from gputop.diagnose.findings import Cause, Evidence
 from gputop.diagnose.rules.common import at, frame_name
 from gputop.diagnose.rules.progress import stuck
@@ -47,10 +47,11 @@ def socket_cause(sig: RuleInputs) -> Cause | None:
         text = (
             f"{m.label} waits for an answer from pid {peer.pid}{cmd} over {over}{use}: "
             "it sends nothing"
-        ) + chain_text(sig, peer.pid, m.pid)
+        )
+        further, root = chain(sig, peer.pid, m.pid)  # what the peer waits for, to the root
         look = f"py-spy dump --pid {peer.pid} (a Python peer) or its log: why it does not answer"
         held = Evidence(f"the other end, {address}, is held by pid {peer.pid}", "stacks")
-        return Cause(text, (said, held), (look, SOCKET_TIMEOUT))
+        return Cause(text + further, (said, held), (*root, look, SOCKET_TIMEOUT))
     if unix:
         text = (
             f"{m.label} waits for an answer over {over} from a process outside the job: it "
