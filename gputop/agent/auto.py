@@ -33,6 +33,7 @@ from typing import Any
 
 from ..vocab.setup import HOST_BLIND_BACKENDS
 from . import setup
+from .callers import caller
 from .recorder import StepRecorder, _now
 
 MAIN = threading.main_thread().ident
@@ -461,16 +462,27 @@ def _wrap_attr(owner: Any, name: str, phase: Any, rec: StepRecorder) -> None:
         setattr(owner, name, _timed(orig, phase, rec))
 
 
+_NOWHERE = [0, 0, 0]
+"""Where a call whose caller could not be read adds its figures (never sent)."""
 _INSIDE = threading.local()
 """Per thread: how deep in counted collectives it is (only the outermost call is counted)."""
 
 
-def payload(tensor: type, args: Any) -> int:
+TENSOR_KWARGS = (
+    "tensor", "tensor_list", "output", "input", "output_tensor", "input_tensor",
+    "output_tensor_list", "input_tensor_list", "scatter_list", "gather_list",
+)  # fmt: skip
+"""The names torch.distributed's collectives take their tensors by: a caller that passes them
+by keyword (ZeroRedundancyOptimizer's ``broadcast(tensor=...)``) gives them here."""
+
+
+def payload(tensor: type, args: Any, kwargs: Any = None) -> int:
     """Bytes a collective is given: the largest of its first two arguments (a tensor, or a
     list of them: all_reduce's tensor; all_gather_into_tensor's and reduce_scatter_tensor's
-    full-size side), a few checks a call."""
+    full-size side), or of its tensors given by keyword, a few checks a call."""
     most = 0
-    for value in args[:2]:
+    given = [*args[:2], *(kwargs[k] for k in TENSOR_KWARGS if kwargs and k in kwargs)]
+    for value in given:
         items: Any = value[:ELEMENTS_FAN] if isinstance(value, list | tuple) else (value,)
         size = 0
         for t in items:
@@ -490,12 +502,18 @@ def _counted(orig: Any, phase: Any, rec: StepRecorder, tensor: type) -> Any:
         depth = getattr(_INSIDE, "depth", 0)
         if depth:  # a collective torch makes inside another is not more bytes, nor more time
             return timed(*args, **kwargs)
+        entry = _NOWHERE
         try:
-            rec.comm_bytes += payload(tensor, args)
+            size = payload(tensor, args, kwargs)
+            rec.comm_bytes += size
+            entry = rec.comm_by.get(who := caller()) or rec.comm_by.setdefault(who, [0, 0, 0])
+            entry[0] += size
+            entry[2] += 1
         except Exception:
             rec.errors += 1
         flight = rec.in_flight
-        flight.issued(_now())
+        t0 = _now()
+        flight.issued(t0)
         pending = False
         _INSIDE.depth = 1
         try:
@@ -503,13 +521,15 @@ def _counted(orig: Any, phase: Any, rec: StepRecorder, tensor: type) -> Any:
             pending = (
                 bool(kwargs.get("async_op"))
                 and _host_sees_completion()
-                and _completes_later(work, flight)
+                and _completes_later(work, flight, entry, t0)
             )
             return work
         finally:
             _INSIDE.depth = 0
             if not pending:  # a blocking call (or one whose completion cannot be seen)
-                flight.completed(_now())
+                t1 = _now()
+                flight.completed(t1)
+                entry[1] += t1 - t0
 
     counted.__gputop__ = True  # type: ignore[attr-defined]
     return counted
@@ -532,14 +552,17 @@ def _host_sees_completion() -> bool:
     return _HOST_SEES[0]
 
 
-def _completes_later(work: Any, flight: Any) -> bool:
+def _completes_later(work: Any, flight: Any, entry: list[int], t0: int) -> bool:
     """Note the completion of an async collective when its future completes (in the backend's
-    thread); False when the work has no future (the call's return then stands for it)."""
+    thread), and its time outstanding under its caller; False when the work has no future
+    (the call's return then stands for it)."""
     try:
         future = work.get_future()
 
         def done(_fut: Any) -> None:
-            flight.completed(_now())
+            t1 = _now()
+            flight.completed(t1)
+            entry[1] += t1 - t0
 
         future.then(done)
         return True

@@ -186,6 +186,9 @@ class StepRecorder:
         self.comm_bytes = 0
         """Bytes the step's collectives were given (``auto`` counts them in any thread: DDP's
         buckets are all-reduced from the autograd thread): the comms' payload."""
+        self.comm_by: dict[str, list[int]] = {}
+        """Per caller of the step's collectives (``callers.caller``: DDP, FSDP, a ZeRO
+        optimizer, the loop's own function): [bytes, ns outstanding, calls]."""
         self.in_flight = InFlight()
         """When the step's collectives were outstanding (``auto`` notes each call's issue and
         completion): against the step's wait for them, how much of them hid behind compute."""
@@ -297,6 +300,7 @@ class StepRecorder:
             self.acc = [0] * MAX_PHASES
             inputs, self.inputs = self.inputs or None, 0
             comm, self.comm_bytes = self.comm_bytes or None, 0
+            by, self.comm_by = self.comm_by or None, {}
             comm_ns = self.in_flight.take(t) or None
             data_cpu, self.data_cpu_ns = self.data_cpu_ns, None
             if flops is None:
@@ -311,7 +315,7 @@ class StepRecorder:
                 gc_ns = gc_full = None
             self.records.append(
                 (self.seq, self.step_no, self.step_t0, t, durations, samples, tokens, flops,
-                 inputs, comm, comm_ns, data_cpu, gc_ns, gc_full)
+                 inputs, comm, comm_ns, data_cpu, gc_ns, gc_full, by)
             )  # fmt: skip
             self.seq += 1
             self.step_no += 1
@@ -343,6 +347,7 @@ class StepRecorder:
         self._stale = False
         self.acc = [0] * MAX_PHASES
         self.inputs = self.comm_bytes = 0
+        self.comm_by = {}
         self.data_cpu_ns = None
         self.in_flight.take(t)  # what was outstanding while idle is not this step's
         self.open_id, self.open_t0, self.seg_t0, self.user_open = -1, 0, t, 0

@@ -44,6 +44,8 @@ FINGERPRINT_S = 0.5
 MAX_OUTBUF = 4 << 20
 """A monitor that falls this far behind is disconnected (it can reconnect): with MAX_CLIENTS,
 the most the agent ever holds for clients is 64 MiB (a new one's backlog is ~0.3 MiB)."""
+MAX_CALLERS = 8
+"""Callers of a step's collectives sent at most (the costliest): the monitor reads no more."""
 MAX_CLIENTS = 16
 """Monitors served at once; a connection past this is closed as soon as it is accepted."""
 MAX_INBUF = 64 << 10
@@ -398,6 +400,7 @@ class AgentServer:
             data_cpu,
             gc_ns,
             gc_full,
+            comm_by,
         ) in records:
             phases = {names[i]: d for i, d in enumerate(durations) if d and i < len(names)}
             item = {
@@ -416,6 +419,9 @@ class AgentServer:
                 item["comm_bytes"] = comm
             if comm_ns is not None:  # absent: no collective outstanding in the step
                 item["comm_ns"] = comm_ns
+            if comm_by:  # per caller: [bytes, ns outstanding, calls], the largest first
+                top = sorted(comm_by.items(), key=lambda kv: -kv[1][1] - kv[1][0])
+                item["comm_by"] = {k: list(v) for k, v in top[:MAX_CALLERS]}
             if data_cpu is not None:  # absent: no batch wait timed in the step
                 item["data_cpu_ns"] = data_cpu
             if gc_ns is not None:  # absent: GC not timed (an older agent, or GPUTOP_GC=0)

@@ -48,6 +48,10 @@ class StepRecord:
     collection pauses whatever runs); None when the agent did not time them."""
     gc_full: int | None = None
     """Full (generation 2) collections within the step, the ones that traverse the whole heap."""
+    comm_by: Mapping[str, tuple[int, ...]] = field(default_factory=lambda: _EMPTY)
+    """Per caller of the step's collectives (DDP, FSDP, ZeroRedundancyOptimizer, DeepSpeed, a
+    framework, or the job's own "file.py:function"): (bytes, nanoseconds outstanding, calls);
+    empty: none, or an older agent."""
 
     @property
     def unaccounted_ns(self) -> int:

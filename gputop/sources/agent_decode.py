@@ -8,6 +8,7 @@ make the monitor allocate without bound.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -129,9 +130,30 @@ def parse_steps(msg: dict[str, Any]) -> tuple[list[StepRecord], int]:
                 data_cpu_ns=_int(item.get("data_cpu_ns"), 0, dur),
                 gc_ns=gc_ns,
                 gc_full=gc_full,
+                comm_by=_comm_by(item.get("comm_by")),
             )
         )
     return out, dropped
+
+
+MAX_CALLERS = 8
+MAX_CALLER = 96
+
+
+def _comm_by(raw: Any) -> Mapping[str, tuple[int, ...]]:
+    """A step's collectives per caller, checked: at most MAX_CALLERS, a printable name each,
+    three counts in range; anything else is left out (the step is kept)."""
+    if not isinstance(raw, dict):
+        return MappingProxyType({})
+    out: dict[str, tuple[int, ...]] = {}
+    for name, v in list(raw.items())[:MAX_CALLERS]:
+        if not isinstance(name, str) or not name or not isinstance(v, list) or len(v) != 3:
+            continue
+        counts = tuple(_int(x, 0, MAX_NS) for x in v)
+        if any(c is None for c in counts):
+            continue
+        out[printable(name, MAX_CALLER)] = tuple(c for c in counts if c is not None)
+    return MappingProxyType(out)
 
 
 def _text_of(v: Any, limit: int = MAX_FRAME_TEXT) -> str | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import statistics
 
+from gputop.diagnose.causes.callers import WRAPPERS, by_caller, caller_levers, callers_text
 from gputop.diagnose.findings import Cause, Evidence
 from gputop.diagnose.signals.inputs import RuleInputs
 from gputop.model.budget import Budget
@@ -75,7 +76,15 @@ def find(sig: RuleInputs, budget: Budget | None) -> Cause | None:
             Evidence(f"{r.label}: a collective outstanding {flight_ms:.0f} ms a step "
                      f"(median of {len(flights)} steps, issue to completion)", "agent")
         )  # fmt: skip
-    return Cause(text, tuple(evidence))
+    callers = by_caller(usable(agent.steps)) if agent else []
+    levers: tuple[str, ...] = ()
+    if callers and (len(callers) > 1 or callers[0].name not in WRAPPERS):
+        timed = backend not in HOST_BLIND_BACKENDS
+        text += f"; by caller: {callers_text(callers, timed)}"
+        evidence.append(Evidence(f"{r.label}: collectives by caller, a step: "
+                                 f"{callers_text(callers, timed)}", "agent"))  # fmt: skip
+        levers = caller_levers(callers[0], kind)
+    return Cause(text, tuple(evidence), levers)
 
 
 def _timing(per_step: float, exposed_ms: float, flight_ms: float | None) -> str:

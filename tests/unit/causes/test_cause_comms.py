@@ -14,12 +14,13 @@ PHASES = {"forward": 20.0, "backward": 20.0, "grad_sync": 60.0, "optimizer": 2.0
 
 
 def job(parallel: dict | None, comm_bytes: int | None = 256_000_000,
-        comm_ms: float | None = None) -> AgentsSample:  # fmt: skip
+        comm_ms: float | None = None, by: dict | None = None) -> AgentsSample:  # fmt: skip
     fp = M({"parallel": M(parallel)} if parallel else {})
     comm_ns = round(comm_ms * 1e6) if comm_ms else None
     out = []
     for r in (0, 1):
-        steps = tuple(step(i, int(i * 1e9), PHASES, comm_bytes=comm_bytes, comm_ns=comm_ns)
+        steps = tuple(step(i, int(i * 1e9), PHASES, comm_bytes=comm_bytes, comm_ns=comm_ns,
+                           comm_by=M(by or {}))
                       for i in range(30))  # fmt: skip
         out.append(agent(100 + r, steps, rank=r, world_size=2, fingerprint=fp))
     return AgentsSample(target=50, t=1.0, wall=0.0, agents=tuple(out))
@@ -74,3 +75,31 @@ def test_nccl_collectives_complete_where_the_host_does_not_see_them():
     p = principal(job({"kind": "DDP", "backend": "nccl"}, comm_ms=5.0))
     assert "outstanding" not in p.cause.text and "hidden" not in p.cause.text
     assert p.cause.text.endswith("the step waits 60 ms for them (4.27 GB/s)"), p.cause.text
+
+
+def test_the_costliest_caller_is_named_and_its_levers_lead():
+    """DDP's gradients and a ZeroRedundancyOptimizer's broadcasts after step(): the optimizer's
+    calls are outstanding longer, so they are named first, with the lever that fits them."""
+    ddp = {"kind": "DDP", "backend": "gloo", "bucket_cap_mb": 25.0}
+    by = {"DDP": (100_000_000, 10_000_000, 2),
+          "ZeroRedundancyOptimizer": (156_000_000, 45_000_000, 8)}  # fmt: skip
+    p = principal(job(ddp, by=by))
+    assert p.cause.text.endswith(
+        "; by caller: ZeroRedundancyOptimizer 156.0 MB in 8 calls, 45 ms outstanding; DDP "
+        "100.0 MB in 2 calls, 10 ms outstanding"
+    ), p.cause.text
+    assert p.levers[0].startswith("ZeroRedundancyOptimizer(overlap_with_ddp=True)"), p.levers
+    assert any(x.startswith("DDP bucket_cap_mb=25 -> 50") for x in p.levers)
+
+
+def test_a_loops_own_function_is_named_with_its_calls():
+    by = {"train.py:sync_metrics": (256_000_000, 50_000_000, 40)}
+    p = principal(job({"kind": "collectives", "backend": "gloo"}, by=by))
+    assert "by caller: train.py:sync_metrics 256.0 MB in 40 calls" in p.cause.text
+    assert p.levers[0].startswith("sync_metrics calls the collectives itself (40 a step)")
+
+
+def test_the_wrapper_alone_adds_nothing_to_the_line():
+    by = {"DDP": (256_000_000, 50_000_000, 2)}
+    p = principal(job({"kind": "DDP", "backend": "gloo"}, by=by))
+    assert "by caller" not in p.cause.text
