@@ -20,6 +20,8 @@ from gputop.sources.agent_link import AgentLink
 from gputop.sources.host import HostSource
 from gputop.sources.procfs import children_of
 
+DEBUGGER = (dbg.find_debugger() or ("gdb", ""))[0]
+"""The debugger this machine loads the agent with (lldb first on a CPU with AMX state)."""
 pytestmark = pytest.mark.skipif(
     dbg.find_debugger() is None or sys.platform != "linux", reason="needs gdb or lldb on Linux"
 )
@@ -107,7 +109,7 @@ def test_a_plain_trainer_gets_an_agent_and_the_monitor_reads_its_steps(agent_dir
         roles = {p.pid: p.role for p in host.sample().processes}
         plan = plan_load(trainer.pid, roles)
         assert [p.pid for p in plan.todo] == [trainer.pid], plan.lines()  # not the worker
-        assert "gdb" in plan.lines()[0] and "pending call" in plan.lines()[0]
+        assert DEBUGGER in plan.lines()[0] and "pending call" in plan.lines()[0]
         report = load_agent(plan, wait_s=30)
         assert report.ok, report.line()
         assert report.line() == f"agent loaded into pid {trainer.pid}"
@@ -230,7 +232,7 @@ def test_diagnose_says_no_without_attach_and_loads_with_it(agent_dir):
         out = gputop("diagnose", "--pid", str(proc.pid), "--duration", "0.5", "--attach",
                      agent_dir=agent_dir)  # fmt: skip
         assert out.returncode == 0, out.stderr
-        assert "gdb stops it for a moment" in out.stderr
+        assert f"{DEBUGGER} stops it for a moment" in out.stderr
         assert f"gputop: agent loaded into pid {proc.pid}\n" in out.stderr
         assert running(proc)
         out = gputop("record", "--pid", str(proc.pid), "-o", str(agent_dir.parent / "r.gputop"),
@@ -348,7 +350,7 @@ def test_a_target_refusing_remote_exec_falls_back_to_the_debugger(agent_dir, tmp
         assert report.ok, report.line()
         assert said == [
             f"loading the agent into pid {proc.pid} (remote_exec)",
-            f"pid {proc.pid} refuses remote execution: trying gdb",
+            f"pid {proc.pid} refuses remote execution: trying {DEBUGGER}",
         ]
         assert running(proc)
         assert not list(scripts.iterdir()), "the copy was left on disk"

@@ -98,7 +98,7 @@ def test_lldb_output_becomes_the_same_lines():
         "(lldb) expr -- char *$gputop_page = ...\n(long) $0 = 140000\n"
     )
     ok = dbg.parse_run(_run(attach + "(int) $1 = 0\nProcess 7 detached\n"), 7)
-    assert ok.queued and dbg.in_c_call(ok.main_in) == "__GI___clock_nanosleep"
+    assert ok.queued and dbg.in_c_call(ok.main_in) == "clock_nanosleep"  # as gdb names it
     full = dbg.parse_run(_run(attach + "(int) $1 = -1\n", rc=0), 7)
     assert not full.queued and "queue of pending calls is full" in full.problem
     not_py = dbg.parse_run(
@@ -223,3 +223,28 @@ def test_the_plan_says_what_it_does_and_needs_and_each_refusal_in_one_line():
     assert shell.nothing_to_do and shell.summary().startswith("not a Python process")
     report = LoadReport((10,), (), ("pid 11's main thread is inside a C call (read): ...",))
     assert not report.ok and report.line().startswith("agent loaded into pid 10; pid 11")
+
+
+def test_lldb_comes_first_on_a_cpu_with_amx_state(tmp_path):
+    """gdb cannot write the AMX tile state back after its call (gdb 13.1, Linux 6.18: every
+    call fails), lldb can: with both installed, lldb is taken there, gdb elsewhere."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("gdb", "lldb"):
+        tool = bin_dir / name
+        tool.write_text("#!/bin/sh\n")
+        tool.chmod(0o755)
+    amx, plain = tmp_path / "amx", tmp_path / "plain"
+    amx.write_text("processor\t: 0\nflags\t\t: fpu avx512f amx_bf16 amx_tile amx_int8\n")
+    plain.write_text("processor\t: 0\nflags\t\t: fpu sse avx2\n")
+    assert dbg.find_debugger(str(bin_dir), str(amx)) == ("lldb", str(bin_dir / "lldb"))
+    assert dbg.find_debugger(str(bin_dir), str(plain)) == ("gdb", str(bin_dir / "gdb"))
+    assert dbg.find_debugger(str(bin_dir), str(tmp_path / "none")) == ("gdb", str(bin_dir / "gdb"))
+    (bin_dir / "lldb").unlink()
+    assert dbg.find_debugger(str(bin_dir), str(amx)) == ("gdb", str(bin_dir / "gdb"))
+
+
+def test_gdbs_extended_state_failure_says_to_install_lldb():
+    run = ToolRun(1, "Couldn't write extended state status: Bad address.\n", "", False, False)
+    problem = dbg.parse_run(run, 42).problem
+    assert problem is not None and "install lldb (apt-get install lldb)" in problem
