@@ -15,6 +15,7 @@ from gputop.model.frame_kinds import (
     LOGGING,
     NETWORK,
     NUMERIC,
+    OWN,
     READ,
     SERIALISE,
     TEXT,
@@ -23,9 +24,11 @@ from gputop.model.slice_work import SliceWork
 from gputop.model.stacks import Frame
 from gputop.vocab import budget as slices
 
-NAMED = 0.25
-"""Share of a slice's samples from which a kind is named and its levers offered: a quarter of
-the work is worth its own lever; less is evidence only."""
+NAMED = 0.15
+"""Share of a slice's samples from which a kind is named and its levers offered. A kind's
+share is a floor: a C call in the job's own line that names no library hides more of the same
+work (a tokeniser's ``hash(t)`` over its tokens), so a sixth of the samples in text is worth
+its lever; less is evidence only."""
 
 _LEVERS: dict[str, tuple[str, ...]] = {
     TEXT: (
@@ -113,9 +116,12 @@ def consumed(work: SliceWork) -> str:
     if top is None:
         return f"{work.share(kind):.0%} {what}"
     said = f"{top.share:.0%} in {frame_text(top.own, top.lib)}: {what}"
-    return (
-        said if top.share >= work.share(kind) - 0.005 else f"{said} ({work.share(kind):.0%} in all)"
-    )
+    if top.share < work.share(kind) - 0.005:
+        said += f" ({work.share(kind):.0%} in all)"
+    also = [k for k in named_kinds(work) if k != kind]
+    if kind == OWN and also:  # a library's work named beside the job's own Python
+        said += "; " + ", ".join(f"{KIND_NAMES[k]} {work.share(k):.0%}" for k in also)
+    return said
 
 
 def work_evidence(who: str, work: SliceWork) -> tuple[Evidence, ...]:

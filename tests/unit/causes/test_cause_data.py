@@ -77,7 +77,7 @@ def test_the_jobs_own_python_is_named_and_no_library_kind_is_claimed():
     assert not any(w in x for x in p.levers for w in (*IMAGE_WORDS, "tokeni")), p.levers
 
 
-def test_a_mixed_loader_names_each_kind_that_holds_a_quarter():
+def test_a_mixed_loader_names_each_kind_that_holds_a_sixth():
     p = verdict([TEXT, IMAGE, IMAGE])
     assert "image decoding" in p.cause.text  # the larger
     assert any(x.startswith(TEXT_LEVER) for x in p.levers)
@@ -124,3 +124,14 @@ def test_the_agents_samples_in_a_torch_op_say_nothing_of_the_fetch_before_it():
     assert not any("collat" in x for x in p.levers), p.levers
     py_spy = verdict([], main=[collate], data_cpu=0.9)  # py-spy's samples are not biased
     assert "collating samples into a batch" in py_spy.cause.text
+
+
+def test_a_library_kind_beside_the_jobs_own_python_is_named_with_its_levers():
+    """Four samples in the job's own lines (C calls no frame names), one in re: text is a
+    fifth of the work at least, so its levers come, and the line says both."""
+    p = verdict([OWN, OWN, OWN, OWN, TEXT])
+    assert (
+        "80% in Rows.parse (data.py:10): the job's own Python; text normalising and "
+        "tokenising 20%" in p.cause.text
+    )
+    assert any(x.startswith(TEXT_LEVER) for x in p.levers), p.levers
