@@ -315,7 +315,7 @@ class StepRecorder:
                 gc_ns = gc_full = None
             self.records.append(
                 (self.seq, self.step_no, self.step_t0, t, durations, samples, tokens, flops,
-                 inputs, comm, comm_ns, data_cpu, gc_ns, gc_full, by)
+                 inputs, comm, comm_ns, by, data_cpu, gc_ns, gc_full)
             )  # fmt: skip
             self.seq += 1
             self.step_no += 1

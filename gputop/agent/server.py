@@ -397,10 +397,10 @@ class AgentServer:
             inputs,
             comm,
             comm_ns,
+            comm_by,
             data_cpu,
             gc_ns,
             gc_full,
-            comm_by,
         ) in records:
             phases = {names[i]: d for i, d in enumerate(durations) if d and i < len(names)}
             item = {

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -67,8 +68,12 @@ def _load_and_read_steps(tmux, tmp_path, job, agents) -> None:
     # the chart takes its rows a frame after the first steps are drawn (until then the GPU's
     # history fills them: a filled screen without it), so it is waited for first
     tmux.wait_for("budget ", timeout=30)
+    deadline = time.monotonic() + 30  # a frame drawn between two layouts may lack one: polled
     screen = tmux.wait_filled(40)
-    assert "budget " in screen and "SM clk" in screen
+    while not ("budget " in screen and "SM clk" in screen) and time.monotonic() < deadline:
+        time.sleep(0.2)
+        screen = tmux.wait_filled(40)
+    assert "budget " in screen and "SM clk" in screen, screen
     tmux.resize(200, 50)
     tmux.wait_filled(50)
     tmux.keys("q")

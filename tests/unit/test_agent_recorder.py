@@ -19,8 +19,9 @@ def test_phases_accumulate_into_one_step_record():
     r.step(samples=64, tokens=1000, flops=1e9)
     (rec,) = r.records
     seq, step, t0, t1, durations, samples, tokens, flops = rec[:8]
-    inputs, comm, comm_ns, data_cpu, gc, full = rec[8:]
+    inputs, comm, comm_ns, comm_by, data_cpu, gc, full = rec[8:]
     assert inputs is None and comm is None and comm_ns is None  # no forward, no collective
+    assert comm_by is None
     assert data_cpu is None  # a user's data_wait marker: no loader wrapper timed its CPU
     assert (seq, step, samples, tokens, flops) == (0, 0, 64, 1000, 1e9)
     assert gc is None and full is None  # GC is timed only once watched
