@@ -14,6 +14,9 @@ from gputop.diagnose.step_sums import phase_slice
 from gputop.model.budget import Budget
 from gputop.model.steps import StepRecord
 
+EVERY_STEP = 0.9
+"""Share of the steps holding a pass from which the work comes every step (no interval to
+lengthen)."""
 NOTICED_NS = 100_000
 """A step whose slice took less than this (0.1 ms) holds no pass of it (a marker's cost)."""
 
@@ -32,10 +35,14 @@ class Passes:
     """Steps from one pass to the next, on average: from the first pass to the last where
     there are two (the window's edges cut an interval), else the steps over the one."""
 
+    @property
+    def every_step(self) -> bool:
+        return self.count >= self.steps * EVERY_STEP
+
     def said(self, what: str) -> str:
         """ "an evaluation pass every ~25 steps takes 1.2 s (4 in the last 100 steps)"."""
         each = f"{self.each_ms / 1000:.1f} s" if self.each_ms >= 1000 else f"{self.each_ms:.0f} ms"
-        if self.count >= self.steps * 0.9:
+        if self.every_step:
             return f"{what} every step takes {each}"
         return (
             f"{what} every ~{self.every:.0f} steps takes {each} ({self.count} in the last "

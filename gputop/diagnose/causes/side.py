@@ -38,7 +38,7 @@ def side_cause(
         own = framework_side(fp, slice_name)  # the framework's own setting, when it has one
         if own:
             levers += own
-        elif p.count < p.steps * 0.9:  # periodic: a longer interval takes its share away
+        elif not p.every_step:  # periodic: a longer interval takes its share away
             k = max(1, round(p.every))
             levers.append(Lever(f"{verb} every ~{2 * k} steps instead of every ~{k}",
                                 saves=slice_name, removes=0.5,
