@@ -47,6 +47,7 @@ def rank(r, port):
             for k, v in (record[11] or {}).items():  # comm_by
                 by[k] = [a + b for a, b in zip(by.get(k, [0, 0, 0]), v)]
         print(json.dumps(by), flush=True)
+    dist.barrier()  # both ranks done with every async call before the group goes
     dist.destroy_process_group()
 
 if __name__ == "__main__":
