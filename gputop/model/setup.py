@@ -47,6 +47,18 @@ def parallel_kind(fingerprint: Mapping[str, object] | None) -> str | None:
     return section["kind"] if section else None
 
 
+def loader_setting(fingerprint: Mapping[str, object] | None, name: str) -> object:
+    """The training DataLoader's setting ``name`` as the agent read it (None: not known)."""
+    section = _section((fingerprint or {}).get("dataloader")) or {}
+    return section.get(name)
+
+
+def loader_workers(fingerprint: Mapping[str, object] | None) -> int | None:
+    """The training DataLoader's ``num_workers`` when the agent read a count, else None."""
+    n = loader_setting(fingerprint, "num_workers")
+    return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else None
+
+
 def parallel_setting(fingerprint: Mapping[str, object] | None, name: str) -> object:
     section = _section((fingerprint or {}).get("parallel")) or {}
     return section.get(name)

@@ -6,15 +6,13 @@ Pure."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from gputop.diagnose.causes.kinds import consumed, levers_for, work_evidence
 from gputop.diagnose.findings import Cause, Evidence
 from gputop.diagnose.levers import more_workers, saturated
 from gputop.diagnose.signals.inputs import RuleInputs
 from gputop.diagnose.thresholds import WORKERS_WAIT
 from gputop.model.budget import Budget
+from gputop.model.setup import loader_workers
 from gputop.model.slice_work import WORKERS, SliceWork
 from gputop.vocab import budget as slices
 from gputop.vocab.stacks import FETCH
@@ -28,10 +26,8 @@ which, with no workers, it makes its batches itself rather than waits on reads."
 
 def _workers(sig: RuleInputs) -> int | None:
     """The training loader's workers: the agent's setting, else the processes the host saw."""
-    fp: Any = sig.steps.fingerprint if sig.steps is not None else {}
-    loader = fp.get("dataloader") if isinstance(fp, Mapping) else None
-    n = loader.get("num_workers") if isinstance(loader, Mapping) else None
-    if isinstance(n, int) and not isinstance(n, bool) and n >= 0:
+    n = loader_workers(sig.steps.fingerprint if sig.steps is not None else None)
+    if n is not None:
         return n
     return sig.host.workers if sig.host is not None else None
 

@@ -4,12 +4,10 @@ beside compute at all. Pure."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from gputop.diagnose.findings import Cause, Evidence
 from gputop.diagnose.signals.inputs import RuleInputs
 from gputop.model.budget import Budget
+from gputop.model.setup import loader_setting
 from gputop.vocab import budget as slices
 
 SLICE = slices.H2D
@@ -17,9 +15,8 @@ SLICE = slices.H2D
 
 def find(sig: RuleInputs, budget: Budget | None) -> Cause | None:
     """None while the loader's setting is not known (no agent, no DataLoader)."""
-    fp: Any = sig.steps.fingerprint if sig.steps is not None else {}
-    loader = fp.get("dataloader") if isinstance(fp, Mapping) else None
-    pinned = loader.get("pin_memory") if isinstance(loader, Mapping) else None
+    fp = sig.steps.fingerprint if sig.steps is not None else None
+    pinned = loader_setting(fp, "pin_memory")
     if not isinstance(pinned, bool):
         return None
     took = ""

@@ -8,11 +8,12 @@ collective. Pure."""
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from gputop.diagnose.findings import Cause, Evidence
 from gputop.diagnose.signals.inputs import RuleInputs
 from gputop.model.host import WORKER
+from gputop.model.setup import loader_workers
 from gputop.model.step_stats import data_cpu_share, usable
 from gputop.model.steps import AgentState
 
@@ -25,9 +26,7 @@ def _agent(sig: RuleInputs, pid: int) -> AgentState | None:
 
 
 def _workers(a: AgentState | None) -> int | None:
-    loader = a.fingerprint.get("dataloader") if a is not None else None
-    n = loader.get("num_workers") if isinstance(loader, Mapping) else None
-    return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else None
+    return loader_workers(a.fingerprint) if a is not None else None
 
 
 def _cpu(a: AgentState | None) -> float | None:
