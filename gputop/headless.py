@@ -174,6 +174,11 @@ def document(d: Diagnosis, source: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _saving(x: dict[str, Any]) -> str:
+    """A saving of our own document, as every output says it."""
+    return saving_text(x["speedup"], x["condition"], x.get("low", 0.0), x.get("high", 0.0))
+
+
 def _mfu_line(m: dict[str, Any]) -> str:
     peak = f"{round(m['peak_flops'] / 1e12, 1):g} TFLOP/s" if m.get("peak_flops") else "no peak"
     against = f"{m.get('board') or 'unknown board'} {m['precision']} {peak}"
@@ -229,7 +234,7 @@ def render(doc: dict[str, Any], timeline: bool = True) -> str:
         savings = list(p.get("lever_savings") or ()) or [p.get("saving")]
         for i, lever in enumerate(p["levers"]):
             saving = savings[i] if i < len(savings) else None
-            gain = f"  ({saving_text(saving['speedup'], saving['condition'])})" if saving else ""
+            gain = f"  ({_saving(saving)})" if saving else ""
             lines.append(f"  try: {lever}{gain}")
     for risk in v.get("risks") or ():
         lines.append(f"risk: {risk}")

@@ -41,7 +41,8 @@ class Cause:
 
 @dataclass(frozen=True)
 class Saving:
-    """What the first lever would save, estimated from the budget: a share of the step."""
+    """What a lever would save, estimated from this job's budget and numbers: a share of the
+    step, with the least and most it may be."""
 
     share: float
     """0..1 of the typical rank's step."""
@@ -49,15 +50,29 @@ class Saving:
     """Steps per second after over before (``speedup_of``: the step shrinks by ``share``)."""
     condition: str
     """What the estimate assumes: "if rank 1 matched the others"."""
+    low: float = 0.0
+    """The least share it may save (the spread of what it rests on: the slice's sampling
+    error, the numbers the cause sized it from)."""
+    high: float = 0.0
+    """The most."""
 
     @property
     def text(self) -> str:
-        return saving_text(self.speedup, self.condition)
+        return saving_text(self.speedup, self.condition, self.low, self.high)
 
 
-def saving_text(speedup: float, condition: str) -> str:
-    """How every output says a saving (a ``Saving``, or one read back from JSON)."""
-    return f"~{speedup:.2g}x steps/s {condition}"
+def saving_text(speedup: float, condition: str, low: float = 0.0, high: float = 0.0) -> str:
+    """How every output says a saving (a ``Saving``, or one read back from JSON): the speed-up
+    and, where known, the range of the step it takes away."""
+    lo, hi = round(100 * low), round(100 * high)
+    span = (
+        ""
+        if hi <= 0
+        else f" (saves {hi}% of a step)"
+        if lo == hi
+        else f" (saves {lo}-{hi}% of a step)"
+    )
+    return f"~{speedup:.2g}x steps/s{span} {condition}"
 
 
 def speedup_of(share: float) -> float:

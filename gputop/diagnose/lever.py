@@ -26,6 +26,9 @@ class Lever(str):
     amount the budget cannot size)."""
     condition: str
     """What that share assumes, where it differs from the slice's ("if it logged in a thread")."""
+    band: tuple[float, float] | None
+    """The least and most of its slice it may take away, where a cause sized it from the job's
+    numbers (the spread of what it rests on); None: ``removes`` at both ends."""
     advice: bool
     """Where to look or what to check: it changes nothing by itself, so it saves nothing."""
 
@@ -37,6 +40,7 @@ class Lever(str):
         removes: float | None = None,
         condition: str = "",
         advice: bool = False,
+        band: tuple[float, float] | None = None,
     ) -> Lever:
         self = super().__new__(cls, text)
         self.saves = saves
@@ -44,7 +48,20 @@ class Lever(str):
         self.removes = removes
         self.condition = condition
         self.advice = advice
+        self.band = band
         return self
+
+
+def sized(
+    lever: str, saves: str, removes: float, band: tuple[float, float], condition: str
+) -> Lever:
+    """``lever`` (a text, or a declared lever keeping its setups) sized by a cause from this
+    job's numbers: the share of ``saves`` it removes, the least and most it may, and what
+    that rests on."""
+    setups = lever.setups if isinstance(lever, Lever) else ()
+    low, high = sorted(max(0.0, min(1.0, x)) for x in band)
+    mid = max(low, min(high, removes))
+    return Lever(str(lever), saves, setups, mid, condition, band=(low, high))
 
 
 def declared(items: Iterable[str], saves: str | None) -> tuple[Lever, ...]:
@@ -55,7 +72,7 @@ def declared(items: Iterable[str], saves: str | None) -> tuple[Lever, ...]:
         if not isinstance(x, Lever):
             out.append(Lever(x, saves=saves))
         elif x.saves is None and saves is not None and not x.advice:
-            out.append(Lever(str(x), saves, x.setups, x.removes, x.condition))
+            out.append(Lever(str(x), saves, x.setups, x.removes, x.condition, band=x.band))
         else:
             out.append(x)
     return tuple(out)

@@ -40,12 +40,18 @@ def _cpus(sig: RuleInputs) -> tuple[float | None, str]:
     return None, "CPU"
 
 
+def target_workers(sig: RuleInputs) -> int | None:
+    """The workers to try for workers that compute: one per CPU, less the training thread's."""
+    cpus, _ = _cpus(sig)
+    return max(1, int(cpus) - 1) if cpus else None
+
+
 def more_workers(sig: RuleInputs, loader: dict[str, Any]) -> str:
     """The worker count to try: cores-1 for workers that compute, twice as many for workers
     that wait (remote reads, an API: they cost no CPU, so more of them overlap the waits, even
     past the core count); near the memory limit only after freeing memory."""
     workers = loader.get("num_workers")
-    cpus, where = _cpus(sig)
+    _, where = _cpus(sig)
     full = saturated(sig)
     if full is not None:  # more workers would share CPUs the job already wants in full
         h = sig.host
@@ -55,7 +61,7 @@ def more_workers(sig: RuleInputs, loader: dict[str, Any]) -> str:
             f"the job already wants {full:.1f} of the {where}'s CPUs{wait}; make each batch "
             "cheaper, or use fewer threads per process (torch.set_num_threads, OMP_NUM_THREADS)"
         )
-    target = max(1, int(cpus) - 1) if cpus else None
+    target = target_workers(sig)
     first = (
         f"DataLoader num_workers={workers} on a {where}: try {target or 'cores-1'}"
         if workers is not None
@@ -355,15 +361,17 @@ GC_THRESHOLD = Lever(
     "collector runs far less often",
     saves=slices.GC,
 )
+MANUAL_EVERY = 100
+"""Steps between the manual collections the gc.disable() lever asks for."""
 GC_LEVERS = (
     GC_THRESHOLD,
-    Lever("gc.disable() with a manual gc.collect() every N steps (e.g. at a logging step)",
-          saves=slices.GC),
+    Lever(f"gc.disable() with a manual gc.collect() every {MANUAL_EVERY} steps (e.g. at a "
+          "logging step)", saves=slices.GC),
     Lever("fewer long-lived Python containers: arrays or tensors in place of lists and dicts",
           saves=slices.GC),
 )  # fmt: skip
 """Cheapest first, by what each saved in tests/bench/bench_gc_levers.py (docs/facts/bounds.md,
-"GC levers"): higher thresholds took 74-100% of the collector's time away; gc.freeze() none."""
+"GC levers"); each is sized from the agent's timings of the collections (causes/garbage.py)."""
 SIDE_NOTICED = 0.05
 """Share of the step in checkpoint/logging from which its lever follows the GC levers."""
 

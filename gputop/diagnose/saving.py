@@ -12,37 +12,42 @@ from gputop.vocab import budget as slices
 
 REMOVES: dict[str, tuple[float, str]] = {
     slices.STRAGGLER: (1.0, "if {slow} matched the others"),
-    slices.DATA: (1.0, "if every batch were ready when asked"),
     slices.EVAL: (0.5, "if it evaluated half as often"),
     slices.CHECKPOINT: (0.5, "if it saved half as often"),
     slices.LOG: (0.5, "if it logged half as often"),
-    slices.GC: (0.75, "if the collector ran far less often"),
 }
-"""Per slice, the share of it a lever aimed at it removes and what that assumes: the
-straggler's wait goes when the slow rank matches the others; an interval doubled halves its
-side work; higher GC thresholds took 74-100% of the collector's time
-(tests/bench/bench_gc_levers.py). A slice not here (comms, the loop's own Python, compute) is
-not sized: what a bigger bucket or a moved function saves is not known from the budget."""
+"""Per slice, the share of it a lever aimed at it removes by what the lever is, when no cause
+sized it from the job's numbers: the straggler's wait goes when the slow rank matches the
+others; an interval doubled halves its side work. A slice not here is sized only by its cause
+(the data wait from the loader's numbers, the collector from the agent's timings of each
+collection: ``causes/``), or not at all (comms, the loop's own Python, compute: what a bigger
+bucket or a moved function saves is not known from the budget)."""
 
 
 def saving_of(lever: str, sig: RuleInputs, budget: Budget | None) -> Saving | None:
     """None for advice, a lever with no slice (a plain text: one read back from a recording),
-    a slice the budget cannot size, or one that holds nothing."""
+    a slice the budget cannot size, or one that holds nothing. The range: the lever's band
+    (a cause's spread) over the slice's own (its sampling error)."""
     if not isinstance(lever, Lever) or lever.advice or lever.saves is None:
         return None
     default = REMOVES.get(lever.saves)
     part = lever.removes if lever.removes is not None else default[0] if default else 0.0
     if budget is None or part <= 0:
         return None
-    share = budget.share(lever.saves) * part
+    held = budget.slice(lever.saves)
+    share = held.share * part
     if share <= 0:
         return None
+    least, most = lever.band or (part, part)
+    low = max(0.0, held.share - held.error) * least
+    high = min(1.0, held.share + held.error) * most
     slow = "the slow rank"
     work = sig.steps.rank_work if sig.steps is not None else None
     if work is not None and work.slowest is not None:
         slow = f"rank {work.slowest.row.name}"
     condition = lever.condition or (default[1] if default else "")
-    return Saving(round(share, 4), speedup_of(share), condition.format(slow=slow))
+    return Saving(round(share, 4), speedup_of(share), condition.format(slow=slow),
+                  round(low, 4), round(max(high, share), 4))  # fmt: skip
 
 
 def savings_of(

@@ -311,7 +311,15 @@ def _saving_text(x: Any) -> str | None:
     speedup = x.get("speedup")
     if isinstance(speedup, bool) or not isinstance(speedup, int | float) or not speedup >= 1:
         return None
-    return saving_text(speedup, x["condition"][:200])
+    low, high = (_read_share(x.get(k)) for k in ("low", "high"))
+    return saving_text(speedup, x["condition"][:200], low, max(low, high))
+
+
+def _read_share(x: Any) -> float:
+    """A share read from a recording: a number in 0..1, else 0 (not said)."""
+    if isinstance(x, bool) or not isinstance(x, int | float) or not 0 <= x <= 1:
+        return 0.0
+    return float(x)
 
 
 # ---- text ----

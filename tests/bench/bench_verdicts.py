@@ -792,6 +792,10 @@ def table(results: list[Result]) -> str:
         lines.append(f"risk line names the built risk: {said} of {len(risky)}")
         lines += [f"  {r.scenario.name} {r.mode}: {'; '.join(r.risks) or 'no risk said'}"
                   for r in risky]  # fmt: skip
+    losses = [r for r in results if r.final and r.final not in NO_CAUSE]
+    named = sum(1 for r in losses if r.cause)
+    lines.append(f"a cause line under a final principal that is a loss: {named} of {len(losses)}")
+    lines += [f"  no cause: {r.scenario.name} {r.mode} ({r.final})" for r in losses if not r.cause]
     stated = [r for r in results if r.cause_right is not None]
     if stated:
         right = sum(1 for r in stated if r.cause_right)
@@ -800,6 +804,20 @@ def table(results: list[Result]) -> str:
     if bad:
         lines.append(f"runs given a bound they must never get: {len(bad)}")
     return "\n".join(lines + budget_table(results))
+
+
+NO_CAUSE = frozenset(
+    {
+        "gpu-compute",
+        "memory-bandwidth",
+        "idle",
+        "throttled-thermal",
+        "throttled-power",
+        "host-memory-pressure",
+    }
+)
+"""Final bounds that name no loss slice of the budget (the GPU's own work, its clocks, memory
+that stretches every slice): the causes explain loss slices (``diagnose/causes``)."""
 
 
 def unfit(r: Result) -> list[str]:

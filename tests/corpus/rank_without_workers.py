@@ -35,12 +35,15 @@ class Clicks(Dataset):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--seconds", type=float, default=60)
+    p.add_argument("--same-workers", action="store_true",
+                   help="the lever applied: rank 1 given rank 0's num_workers")  # fmt: skip
     args = p.parse_args()
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    loader = DataLoader(Clicks(seed=rank), batch_size=32, shuffle=True, **CONFIG[rank])
+    config = CONFIG[0] if args.same_workers else CONFIG[rank]
+    loader = DataLoader(Clicks(seed=rank), batch_size=32, shuffle=True, **config)
     model = nn.parallel.DistributedDataParallel(
         nn.Sequential(nn.EmbeddingBag(4096, 256), nn.Linear(256, 1024), nn.ReLU(),
                       nn.Linear(1024, 10))

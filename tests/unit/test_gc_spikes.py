@@ -218,7 +218,7 @@ def test_spikes_that_are_mostly_gc_are_attributed_to_gc():
     assert "growing in gc (full collections)" in texts
     assert "Python garbage collection" in texts and "4 full collections in 39 steps" in texts
     assert f.levers[0].startswith("gc.set_threshold(")
-    assert "gc.disable() with a manual gc.collect() every N steps" in f.levers[1]
+    assert "gc.disable() with a manual gc.collect() every 100 steps" in f.levers[1]
     assert not any("checkpoint" in lever for lever in f.levers)
 
 

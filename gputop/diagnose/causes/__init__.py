@@ -13,7 +13,7 @@ from gputop.diagnose.bounds import BY_NAME
 from gputop.diagnose.causes import comms, data, garbage, h2d, hung, loop, side, straggler
 from gputop.diagnose.findings import Cause, Finding
 from gputop.diagnose.fit import fitting
-from gputop.diagnose.lever import declared
+from gputop.diagnose.lever import Lever, declared
 from gputop.diagnose.saving import savings_of
 from gputop.diagnose.signals.inputs import RuleInputs
 from gputop.model.budget import Budget
@@ -60,6 +60,28 @@ def explain(
         own = declared(cause.levers, slice_name)
         levers = (*own, *(x for x in finding.levers if x not in own))
     levers = fitting(levers, sig)  # never a knob the job lacks
+    levers = _sized_by_their_causes(levers, slice_name, cause, sig, budget)
     savings = savings_of(levers, sig, budget)
     first = savings[0] if savings else None
     return replace(finding, cause=cause, levers=levers, saving=first, lever_savings=savings)
+
+
+def _sized_by_their_causes(
+    levers: tuple[str, ...], slice_name: str | None, cause: Cause | None, sig: RuleInputs,
+    budget: Budget | None,
+) -> tuple[str, ...]:  # fmt: skip
+    """Each lever as the cause of the slice it saves from sized it (the collector's levers
+    under a side-work finding, sized by the collector's own timings), where that cause offers
+    the same lever; the others as they are. Each finder runs once."""
+    found: dict[str, Cause | None] = {slice_name: cause} if slice_name is not None else {}
+    out = []
+    for x in levers:
+        if isinstance(x, Lever) and x.band is None and x.saves in FINDERS and not x.advice:
+            if x.saves not in found:
+                found[x.saves] = FINDERS[x.saves](sig, budget)
+            other = found[x.saves]
+            twin = next((y for y in other.levers if y == x), None) if other else None
+            if isinstance(twin, Lever) and twin.band is not None:
+                x = twin
+        out.append(x)
+    return tuple(out)

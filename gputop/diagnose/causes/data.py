@@ -6,12 +6,16 @@ Pure."""
 
 from __future__ import annotations
 
-from gputop.diagnose.causes.kinds import consumed, levers_for, work_evidence
+from dataclasses import dataclass
+
+from gputop.diagnose.causes.kinds import consumed, kind_levers, levers_for, work_evidence
 from gputop.diagnose.findings import Cause, Evidence
-from gputop.diagnose.levers import more_workers, saturated
+from gputop.diagnose.lever import Lever, sized
+from gputop.diagnose.levers import more_workers, saturated, target_workers
 from gputop.diagnose.signals.inputs import RuleInputs
 from gputop.diagnose.thresholds import WORKERS_WAIT
-from gputop.model.budget import Budget
+from gputop.model.budget import Budget, standard_error
+from gputop.model.frame_kinds import KIND_NAMES
 from gputop.model.setup import loader_workers
 from gputop.model.slice_work import WORKERS, SliceWork
 from gputop.vocab import budget as slices
@@ -41,18 +45,77 @@ def find(sig: RuleInputs, budget: Budget | None) -> Cause | None:
     nor the training thread's share of its wait were measured."""
     workers = _workers(sig)
     wait = ""
+    timing = None
     if budget is not None and budget.typical.steps:
         r = budget.typical
-        ms = budget.share(SLICE) * r.seconds / r.steps * 1000
-        wait = f" ({ms:.0f} ms a step)"
+        step = r.seconds / r.steps * 1000
+        timing = Timing(budget.share(SLICE) * step, step)
+        wait = f" ({timing.wait_ms:.0f} ms a step)"
     if workers == 0:
-        return _own_thread(sig, wait)
+        return _own_thread(sig, wait, timing)
     if workers:
-        return _from_workers(sig, workers, wait)
+        return _from_workers(sig, workers, wait, timing)
     return None
 
 
-def _own_thread(sig: RuleInputs, wait: str) -> Cause | None:
+@dataclass(frozen=True)
+class Timing:
+    """The typical rank's data wait and step (ms): what the levers are sized against."""
+
+    wait_ms: float
+    step_ms: float
+
+
+def _kind_sized(levers: tuple[Lever, ...], work: SliceWork, timing: Timing | None,
+                workers: bool) -> tuple[Lever, ...]:  # fmt: skip
+    """Each kind's levers sized by the share of the work in that kind (``k``, with its
+    sampling error): the work a batch takes shrinks by ``k``. The training thread that makes
+    its batches saves that share of its wait; workers that cannot keep up deliver a batch
+    every step * (1 - k), so the step saves min(wait, step * k)."""
+    if timing is None or timing.wait_ms <= 0:
+        return levers
+    out = []
+    for lever in levers:
+        kind = next((k for k, _ in work.kinds if lever in kind_levers(k, SLICE)), None)
+        if kind is None:
+            out.append(lever)
+            continue
+        k = work.share(kind)
+        err = standard_error(k, work.samples)
+
+        def part(x: float) -> float:
+            x = max(0.0, min(1.0, x))
+            return min(1.0, timing.step_ms * x / timing.wait_ms) if workers else x
+
+        said = f"if the {KIND_NAMES[kind]} ({k:.0%} of the samples) went"
+        out.append(sized(lever, SLICE, part(k), (part(k - err), part(k + err)), said))
+    return tuple(out)
+
+
+def _workers_sized(lever: str, sig: RuleInputs, timing: Timing | None) -> str:
+    """Workers for a training thread that makes its batches itself, sized: the target
+    workers each make a batch in the time the thread takes now (its whole wait); the step
+    becomes the longer of the rest of it and a batch's time over the workers. The least: as
+    many workers as the CPUs the job leaves free (the thread's batch work among them)."""
+    target = target_workers(sig)
+    if timing is None or not target or timing.wait_ms <= 0:
+        return lever
+    s, d = timing.step_ms, timing.wait_ms
+
+    def saved(workers: float) -> float:  # share of the wait
+        return max(0.0, s - max(s - d, d / max(workers, 1e-3))) / d
+
+    h = sig.host
+    free = None
+    if h is not None and h.effective_cpus and h.cpu_cores is not None:
+        free = h.effective_cpus - h.cpu_wanted + d / s
+    least = saved(min(target, free)) if free is not None else saved(target)
+    said = (f"if {target} worker{'s each' if target > 1 else ''} made a batch in the time the "
+            "training thread takes now")  # fmt: skip
+    return sized(lever, SLICE, saved(target), (least, saved(target)), said)
+
+
+def _own_thread(sig: RuleInputs, wait: str, timing: Timing | None) -> Cause | None:
     """No workers: the training thread makes each batch in its wait, computing or reading."""
     cpu = sig.steps.data_cpu if sig.steps is not None else None
     work = _work(sig, FETCH)
@@ -76,11 +139,16 @@ def _own_thread(sig: RuleInputs, wait: str) -> Cause | None:
         evidence += work_evidence("the training thread's fetch", work)
     # workers first (the free knob, sized against the CPUs as the bound sizes it), unless the
     # CPUs are saturated: then the bound's own first lever says so
-    first = [] if saturated(sig) is not None else [more_workers(sig, {"num_workers": 0})]
-    return Cause(text, tuple(evidence), (*first, *levers_for(work, SLICE)))
+    first = (
+        []
+        if saturated(sig) is not None
+        else [_workers_sized(more_workers(sig, {"num_workers": 0}), sig, timing)]
+    )
+    kinds = _kind_sized(levers_for(work, SLICE), work, timing, False) if work else ()
+    return Cause(text, tuple(evidence), (*first, *kinds))
 
 
-def _from_workers(sig: RuleInputs, workers: int, wait: str) -> Cause | None:
+def _from_workers(sig: RuleInputs, workers: int, wait: str, timing: Timing | None) -> Cause | None:
     """Workers that compute (their CPU) and what they compute, or workers that wait."""
     h = sig.host
     busy = (
@@ -102,4 +170,5 @@ def _from_workers(sig: RuleInputs, workers: int, wait: str) -> Cause | None:
     if work is not None:
         text += f": {consumed(work)}"
         evidence += work_evidence("the workers' fetch", work)
-    return Cause(text, tuple(evidence), levers_for(work, SLICE))
+    kinds = _kind_sized(levers_for(work, SLICE), work, timing, True) if work else ()
+    return Cause(text, tuple(evidence), kinds)

@@ -8,12 +8,19 @@ from __future__ import annotations
 import statistics
 
 from gputop.diagnose.findings import Cause, Evidence
+from gputop.diagnose.lever import Lever, sized
+from gputop.diagnose.levers import GC_LEVERS, MANUAL_EVERY
 from gputop.diagnose.signals.inputs import RuleInputs
 from gputop.diagnose.signals.steps import long_window
 from gputop.model.budget import Budget
 from gputop.vocab import budget as slices
 
 SLICE = slices.GC
+FULLS_GONE = 0.8
+"""Share of full collections' time higher thresholds take away. A full collection comes once
+the objects promoted since the last exceed a quarter of the long-lived ones (CPython's rule),
+so each walks about four old objects for every new one; rare fulls stop re-walking the old
+ones, and every object is still walked once (docs/facts/bounds.md, "GC levers")."""
 
 
 def find(sig: RuleInputs, budget: Budget | None) -> Cause | None:
@@ -42,4 +49,44 @@ def find(sig: RuleInputs, budget: Budget | None) -> Cause | None:
         Evidence(f"{r.label}: collections timed in {len(timed)} steps, {per_step:.1f} ms a "
                  f"step, {fulls} of them full", "agent"),
     )  # fmt: skip
-    return Cause(text, evidence)
+    young_ms = sorted(y / 1e6 for y in young) or [0.0]
+    pauses = sorted((s.gc_ns or 0) / 1e6 - young_ms[len(young_ms) // 2] for s in full)
+    return Cause(text, evidence, _levers(per_step, young_ms, pauses, len(timed), fulls))
+
+
+def _levers(
+    per_step: float, young_ms: list[float], pauses: list[float], steps: int, fulls: int
+) -> tuple[Lever, ...]:
+    """The collector's levers sized by its own timings (ms): ``young_ms`` each step's young
+    collections (sorted), ``pauses`` each full collection's step less the typical young
+    (sorted), over ``steps`` steps with ``fulls`` full collections.
+
+    Higher thresholds make full collections rare; young ones stay, since each object is
+    walked once per generation it passes through whatever the thresholds. Of what the fulls
+    cost, FULLS_GONE goes (docs/facts/bounds.md, "GC levers"). gc.disable() with a manual
+    gc.collect() every MANUAL_EVERY steps leaves one full pause per that many steps."""
+    if per_step <= 0:
+        return GC_LEVERS
+    full_ms = sum(pauses) / steps
+    # the young share in a full collection's step is known to its quartiles only
+    least = sum(max(0.0, x + young_ms[len(young_ms) // 2] - young_ms[-1]) for x in pauses)
+    most = sum(x + young_ms[len(young_ms) // 2] - young_ms[0] for x in pauses)
+    threshold, manual, *rest = GC_LEVERS
+    out: list[Lever] = []
+    if full_ms > 0:
+        out.append(sized(threshold, SLICE, FULLS_GONE * full_ms / per_step,
+                         (FULLS_GONE * least / steps / per_step, most / steps / per_step),
+                         f"if its {fulls} full collections in {steps} steps became rare "
+                         "(young ones stay)"))  # fmt: skip
+    else:  # young collections only: the thresholds save what the young walk twice, unknown
+        out.append(threshold)
+    if pauses:
+        left = (pauses[0] / MANUAL_EVERY, pauses[-1] / MANUAL_EVERY)
+        typical = pauses[len(pauses) // 2] / MANUAL_EVERY
+        out.append(sized(manual, SLICE, 1 - typical / per_step,
+                         (1 - left[1] / per_step, 1 - left[0] / per_step),
+                         f"with one {pauses[len(pauses) // 2]:.0f}-ms collection every "
+                         f"{MANUAL_EVERY} steps"))  # fmt: skip
+    else:
+        out.append(manual)
+    return (*out, *rest)

@@ -31,6 +31,8 @@ class Passes:
     """Steps looked at."""
     each_ms: float
     """The median time it took in those steps."""
+    spread_ms: tuple[float, float]
+    """The lower and upper quartile of those times: the range a saving from them rests on."""
     every: float
     """Steps from one pass to the next, on average: from the first pass to the last where
     there are two (the window's edges cut an interval), else the steps over the one."""
@@ -66,4 +68,5 @@ def passes(sig: RuleInputs, budget: Budget | None, slice_name: str) -> Passes | 
         return None
     n = len(took)
     every = (took[-1][0] - took[0][0]) / (n - 1) if n > 1 else float(len(steps))
-    return Passes(n, len(steps), statistics.median(ns for _, ns in took) / 1e6, every)
+    ms = sorted(ns / 1e6 for _, ns in took)
+    return Passes(n, len(steps), statistics.median(ms), (ms[n // 4], ms[(3 * n) // 4]), every)

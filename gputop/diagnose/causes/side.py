@@ -6,9 +6,9 @@ numbers: doubling the interval halves the slice. Pure."""
 from __future__ import annotations
 
 from gputop.diagnose.causes.kinds import consumed, levers_for, work_evidence
-from gputop.diagnose.causes.passes import passes
+from gputop.diagnose.causes.passes import Passes, passes
 from gputop.diagnose.findings import Cause, Evidence
-from gputop.diagnose.lever import Lever
+from gputop.diagnose.lever import Lever, sized
 from gputop.diagnose.levers import framework_side
 from gputop.diagnose.signals.inputs import RuleInputs
 from gputop.model.budget import Budget
@@ -39,10 +39,7 @@ def side_cause(
         if own:
             levers += own
         elif not p.every_step:  # periodic: a longer interval takes its share away
-            k = max(1, round(p.every))
-            levers.append(Lever(f"{verb} every ~{2 * k} steps instead of every ~{k}",
-                                saves=slice_name, removes=0.5,
-                                condition="if it came half as often"))  # fmt: skip
+            levers.append(_interval_lever(p, slice_name, verb))
     else:
         text = f"{slices.NAMES[slice_name]} in the main thread's stacks"
     if work is not None:
@@ -50,6 +47,17 @@ def side_cause(
         evidence += work_evidence(f"the main thread in {slices.NAMES[slice_name]}", work)
     levers += levers_for(work, slice_name)
     return Cause(text, tuple(evidence), tuple(levers))
+
+
+def _interval_lever(p: Passes, slice_name: str, verb: str) -> Lever:
+    """Its interval doubled: half the passes, so half the slice the budget measured (the one
+    budget every number comes from); the range from the passes' quartiles against their
+    median (the next passes may be shorter or longer than those the slice holds)."""
+    k = max(1, round(p.every))
+    low, high = (0.5 * ms / p.each_ms if p.each_ms > 0 else 0.5 for ms in p.spread_ms)
+    return sized(f"{verb} every ~{2 * k} steps instead of every ~{k}", slice_name, 0.5,
+                 (low, high), f"if its {p.each_ms:.0f}-ms passes came every {2 * k} steps, "
+                 f"not {k}")  # fmt: skip
 
 
 def evaluation(sig: RuleInputs, budget: Budget | None) -> Cause | None:

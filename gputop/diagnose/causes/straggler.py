@@ -8,12 +8,12 @@ Pure."""
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from gputop.diagnose.causes.rank_data import data_cause
 from gputop.diagnose.findings import Cause, Evidence
-from gputop.diagnose.lever import advice
+from gputop.diagnose.lever import Lever, advice, sized
 from gputop.diagnose.signals.gpu import GpuSignals
 from gputop.diagnose.signals.inputs import RuleInputs
 from gputop.model.budget import Budget, RankBudget
@@ -149,12 +149,42 @@ def straggler_cause(sig: RuleInputs, budget: Budget | None, slow: Slowest) -> Ca
 
     extra = {s: mine.shares[s] * step - typical(s) for s in OWN_WORK}
     top = max(extra, key=lambda s: extra[s])
+    cause = _part_cause(sig, name, mine, others, top, extra[top], typical, step)
+    spread = mine.errors.get(top, 0.0) * step
+    return _sized(cause, budget, extra[top], spread, name)
+
+
+def _sized(cause: Cause, budget: Budget, extra_ms: float, spread_ms: float, name: str) -> Cause:
+    """The cause's levers sized by the rank differential: a lever that takes the slow rank's
+    extra time away shortens the others' wait for it by that much, up to all of the wait (the
+    straggler slice of the typical rank's step). The range: the extra less and plus its
+    sampling error."""
+    r = budget.typical
+    wait_ms = budget.share(SLICE) * r.seconds / r.steps * 1000 if r.steps else 0.0
+    if wait_ms <= 0 or extra_ms <= 0:
+        return cause
+    part = min(1.0, extra_ms / wait_ms)
+    band = ((extra_ms - spread_ms) / wait_ms, (extra_ms + spread_ms) / wait_ms)
+    said = f"if {name}'s extra {extra_ms:.0f} ms a step went (the others wait {wait_ms:.0f} ms)"
+    levers = tuple(
+        x if isinstance(x, Lever) and x.advice else sized(x, SLICE, part, band, said)
+        for x in cause.levers
+    )
+    return replace(cause, levers=levers)
+
+
+def _part_cause(
+    sig: RuleInputs, name: str, mine: RankBudget, others: list[RankBudget], top: str,
+    extra_ms: float, typical: Callable[[str], float], step: float,
+) -> Cause:  # fmt: skip
+    """The cause of the part of its own work (``top``) that is longer than the others'
+    (``step``: the slow rank's step, ms)."""
     if top == slices.DATA:  # below the slice: who makes its batches, against the others
-        return data_cause(sig, name, mine.pid, [r.pid for r in others], extra[top],
+        return data_cause(sig, name, mine.pid, [r.pid for r in others], extra_ms,
                           mine.shares[top] * step, typical(top))  # fmt: skip
     if top != slices.COMPUTE:
         return Cause(
-            f"{name}: {slices.NAMES[top]} takes {extra[top]:.0f} ms a step more than on the "
+            f"{name}: {slices.NAMES[top]} takes {extra_ms:.0f} ms a step more than on the "
             f"other ranks ({mine.shares[top] * step:.0f} vs {typical(top):.0f} ms)",
             (
                 Evidence(
@@ -165,7 +195,7 @@ def straggler_cause(sig: RuleInputs, budget: Budget | None, slow: Slowest) -> Ca
             ),
             (SIDE[top],),
         )
-    return _compute_cause(sig, name, mine, others, extra[top], typical(slices.COMPUTE))
+    return _compute_cause(sig, name, mine, others, extra_ms, typical(slices.COMPUTE))
 
 
 MAX_SHARERS_NAMED = 2

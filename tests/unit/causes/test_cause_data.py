@@ -87,6 +87,20 @@ def test_a_mixed_loader_names_each_kind_that_holds_a_sixth():
                for e in evidence), evidence  # fmt: skip
 
 
+def test_a_kinds_lever_saves_what_that_kind_takes_of_a_batch():
+    """Three workers, a third of their samples in text: tokenising ahead makes each batch a
+    third cheaper, a batch every 75 * 2/3 = 50 ms, so the 60-ms wait loses 25 ms (capped at
+    the wait); the range follows the share's sampling error (3 samples: wide)."""
+    p = verdict([TEXT, IMAGE, IMAGE])
+    i = next(i for i, x in enumerate(p.levers) if x.startswith(TEXT_LEVER))
+    got = p.lever_savings[i]
+    assert got is not None and got.condition == (
+        "if the text normalising and tokenising (33% of the samples) went"
+    )
+    assert abs(got.share - 25 / 75) < 0.02, got
+    assert got.low < got.share <= got.high
+
+
 def test_with_no_workers_the_training_thread_is_said_to_make_its_batches():
     next_batch = ("torch/utils/data/dataloader.py", "_BaseDataLoaderIter.__next__")
     main_fetch = [(*(x for x in TEXT if x != WORKER_LOOP), next_batch, ("train.py", "main"))]
@@ -97,6 +111,21 @@ def test_with_no_workers_the_training_thread_is_said_to_make_its_batches():
         "through 90% of it: 100% in Sentences.__getitem__"
     ), p.cause.text
     assert any(x.startswith(TEXT_LEVER) for x in p.levers)
+    # the thread's whole wait is tokenising: storing the ids takes it all
+    text = p.lever_savings[next(i for i, x in enumerate(p.levers) if x.startswith(TEXT_LEVER))]
+    assert text is not None and abs(text.share - 60 / 75) < 0.02, text
+
+
+def test_workers_for_a_thread_that_makes_its_batches_are_sized_by_the_free_cpus():
+    """60 ms of a 75-ms step made on the training thread, two CPUs: one worker makes a batch
+    in 60 ms, longer than the 15 ms left of the step, so the step becomes 60 ms (15 saved);
+    the CPUs the job leaves free bound the least."""
+    p = verdict([], main=None, data_cpu=0.9)
+    assert p.levers[0] == "DataLoader num_workers=0 on a 2-CPU machine: try 1", p.levers
+    got = p.saving
+    assert got is not None and abs(got.share - 15 / 75) < 0.02, got
+    assert got.condition == "if 1 worker made a batch in the time the training thread takes now"
+    assert got.low <= got.share
 
 
 def test_no_workers_and_a_thread_asleep_in_its_wait_reads():

@@ -6,6 +6,8 @@ from __future__ import annotations
 from builders import agent, step
 
 from gputop.diagnose import evaluate, reduce_windows
+from gputop.diagnose.causes.garbage import FULLS_GONE
+from gputop.diagnose.levers import GC_THRESHOLD
 from gputop.model.steps import AgentsSample
 
 PHASES = {"forward": 20.0, "backward": 20.0, "optimizer": 2.0}
@@ -32,6 +34,28 @@ def test_full_collections_are_counted_and_each_sized_apart_from_the_young_ones()
         "steps, ~200 ms each, young collections 1.0 ms a step"
     ), p.cause.text
     assert p.cause.evidence[0].source == "agent"
+
+
+def test_the_levers_are_sized_by_the_collections_they_would_avoid():
+    """18.7 ms a step, 17.7 of it in full collections: higher thresholds take FULLS_GONE of
+    the fulls (the young 1 ms stays); a manual collection every 100 steps leaves 2 ms."""
+    p = principal(full_every=10, full_ms=200.0, young_ms=1.0)
+    gc = p.lever_savings[p.levers.index(GC_THRESHOLD)]
+    manual = next(i for i, x in enumerate(p.levers) if x.startswith("gc.disable()"))
+    step_ms = 42.0 + 18.7  # the typical step: its phases and its collector
+    assert gc is not None and abs(gc.share - FULLS_GONE * 17.7 / step_ms) < 0.01, gc
+    assert gc.condition == "if its 7 full collections in 79 steps became rare (young ones stay)"
+    assert gc.low <= gc.share <= gc.high
+    left = p.lever_savings[manual]
+    assert left is not None and abs(left.share - (18.7 - 2.0) / step_ms) < 0.01, left
+    assert left.condition == "with one 200-ms collection every 100 steps"
+
+
+def test_young_collections_alone_leave_the_thresholds_unsized():
+    """No full collection in the window: what higher thresholds save of the young ones
+    depends on how long the objects live, which the timings do not say."""
+    p = principal(full_every=1000, full_ms=0.0, young_ms=8.0)
+    assert p.lever_savings[p.levers.index(GC_THRESHOLD)] is None
 
 
 def test_no_timed_collection_is_no_cause():

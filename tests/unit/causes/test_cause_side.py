@@ -31,7 +31,8 @@ def test_an_eval_pass_is_said_with_its_cadence_and_its_length():
         p.cause.text == "an evaluation pass every ~10 steps takes 400 ms (5 in the last 59 steps)"
     )
     assert p.levers[0] == "evaluate every ~20 steps instead of every ~10"
-    assert p.saving is not None and p.saving.condition == "if it came half as often"
+    assert p.saving is not None
+    assert p.saving.condition == "if its 400-ms passes came every 20 steps, not 10"
     # half the eval slice: 400 ms in 5 of the 59 steps of ~43 ms
     eval_share = 5 * 400 / (59 * 43 + 5 * 400)
     assert abs(p.saving.share - eval_share / 2) < 0.02, p.saving
