@@ -1,6 +1,6 @@
 """The second why: under each finding, the cause found from measurements for this job, the
 levers that fit it, and what each lever would save. A cause is a finder for the budget slice
-it explains, registered in ``FINDERS`` (one line each); every loss slice has one. Adding a
+it explains, registered in ``CAUSES`` (one line each); every loss slice has one. Adding a
 cause is one module, one line here and one test file under ``tests/unit/causes/``
 (ARCHITECTURE.md, "How to add a cause"). Pure."""
 
@@ -23,19 +23,31 @@ Finder = Callable[[RuleInputs, Budget | None], Cause | None]
 """A cause's finder: the rules' inputs and the step-time budget (None: none yet) -> the cause
 for this job, or None when what it compares was not measured (never a guess)."""
 
-FINDERS: dict[str, Finder] = {
-    slices.DATA: data.find,
-    slices.H2D: h2d.find,
-    slices.COMMS: comms.find,
-    slices.STRAGGLER: straggler.find,
-    slices.EVAL: side.evaluation,
-    slices.CHECKPOINT: side.checkpoint,
-    slices.LOG: side.logging,
-    slices.GC: garbage.find,
-    slices.LOOP: loop.find,
-    slices.STALL: hung.find,
-}
-"""The slice a cause explains -> its finder."""
+CAUSES: tuple[tuple[str, Finder], ...] = (
+    (slices.DATA, data.find),
+    (slices.H2D, h2d.find),
+    (slices.COMMS, comms.find),
+    (slices.STRAGGLER, straggler.find),
+    (slices.EVAL, side.evaluation),
+    (slices.CHECKPOINT, side.checkpoint),
+    (slices.LOG, side.logging),
+    (slices.GC, garbage.find),
+    (slices.LOOP, loop.find),
+    (slices.STALL, hung.find),
+)
+"""Each cause: the slice it explains, then its finder. A slice's causes are tried in this
+order and the first that finds one is said: a narrower cause goes before its slice's general
+one (which says who does the work and what it is made of)."""
+EXPLAINED = frozenset(name for name, _ in CAUSES)
+"""The slices a cause is registered for."""
+
+
+def cause_of(slice_name: str, sig: RuleInputs, budget: Budget | None) -> Cause | None:
+    """The first registered cause of ``slice_name`` that this job's measurements show."""
+    for name, finder in CAUSES:
+        if name == slice_name and (found := finder(sig, budget)) is not None:
+            return found
+    return None
 
 
 def slice_of(finding: Finding) -> str | None:
@@ -53,8 +65,7 @@ def explain(
     what it would save; the first lever's saving is the finding's. ``slice_name``: the slice
     the verdict named it for, else its bound's own (a hang names no budget slice)."""
     slice_name = slice_name or slice_of(finding)
-    finder = FINDERS.get(slice_name) if slice_name is not None else None
-    cause = finder(sig, budget) if finder is not None else None
+    cause = cause_of(slice_name, sig, budget) if slice_name is not None else None
     levers = finding.levers
     if cause is not None:
         own = declared(cause.levers, slice_name)
@@ -76,9 +87,9 @@ def _sized_by_their_causes(
     found: dict[str, Cause | None] = {slice_name: cause} if slice_name is not None else {}
     out = []
     for x in levers:
-        if isinstance(x, Lever) and x.band is None and x.saves in FINDERS and not x.advice:
+        if isinstance(x, Lever) and x.band is None and x.saves in EXPLAINED and not x.advice:
             if x.saves not in found:
-                found[x.saves] = FINDERS[x.saves](sig, budget)
+                found[x.saves] = cause_of(x.saves, sig, budget)
             other = found[x.saves]
             twin = next((y for y in other.levers if y == x), None) if other else None
             if isinstance(twin, Lever) and twin.band is not None:
