@@ -10,7 +10,17 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from gputop.diagnose.bounds import BY_NAME
-from gputop.diagnose.causes import comms, data, garbage, h2d, hung, loop, side, straggler
+from gputop.diagnose.causes import (
+    comms,
+    data,
+    epoch_start,
+    garbage,
+    h2d,
+    hung,
+    loop,
+    side,
+    straggler,
+)
 from gputop.diagnose.findings import Cause, Finding
 from gputop.diagnose.fit import fitting
 from gputop.diagnose.lever import Lever, declared
@@ -24,6 +34,7 @@ Finder = Callable[[RuleInputs, Budget | None], Cause | None]
 for this job, or None when what it compares was not measured (never a guess)."""
 
 CAUSES: tuple[tuple[str, Finder], ...] = (
+    (slices.DATA, epoch_start.find),
     (slices.DATA, data.find),
     (slices.H2D, h2d.find),
     (slices.COMMS, comms.find),
