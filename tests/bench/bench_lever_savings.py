@@ -45,6 +45,7 @@ LEVERS = (
         finding="straggler",
     ),
     Lever("text_workers", ("--tokenise-ahead",), "token ids made once before training"),
+    Lever("epoch_restart", ("--persistent",), "persistent_workers=True"),
 )
 
 

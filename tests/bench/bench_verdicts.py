@@ -426,6 +426,16 @@ SCENARIOS = (
         cause="text normalising and tokenising",
         foreign=("image", "decode", "augment", "DALI", "kornia"),
     ),
+    Scenario(
+        "epoch_restart",
+        ("epoch_restart.py",),
+        "DataLoader workers",
+        frozenset({"data-input", "data-input/cpu-transform", "data-input/io"}),
+        "short epochs; each starts two new workers (persistent_workers=False) that load a "
+        "400k-entry index in worker_init_fn before the first batch: one long pause per epoch",
+        cause="persistent_workers=False",
+        foreign=("image", "decode", "tokeni"),
+    ),
     # several costs at once, each pair with its sizes swapped: the verdict follows the larger
     mixed("mixed_ckpt35_wait12", "side-work", checkpoint=0.35, data=0.12),
     mixed("mixed_ckpt8_wait45", "data-input", checkpoint=0.08, data=0.45),
