@@ -7,7 +7,8 @@
    (``gc.collect(0)``), which pays for the agent's GC timing callback (none when disabled).
 2. The automatic phases (gputop/agent/auto.py), before (``GPUTOP_AUTO_PHASES=0``: only the
    DataLoader and optimizer hooks) and after (every hook on), next to the agent disabled: the
-   forward hook pair per module call, the backward and collective wrappers per call, DDP's
+   forward hook pair per module call, the backward and collective wrappers per call (a
+   collective's whole bookkeeping too: its payload counted and its caller found), DDP's
    comm hook per bucket, and a whole tiny training step (forward through 8 module calls, loss,
    backward, optimizer, step boundary): its bookkeeping is the difference. Target: < 20 us.
    And the DataLoader wrapper on the cheapest batch there is (one row, num_workers=0).
@@ -123,14 +124,19 @@ if mode == "after":
     ns = types.SimpleNamespace(backward=noop, grad=noop)
     auto._wrap_backward(rec, ns)
     wrapped_bwd, wrapped_coll = ns.backward, auto._timed(noop, rec.auto["grad_sync"], rec)
+    # what a torch.distributed collective gets: timed, its payload counted and its caller
+    # (this frame's code, classified once) found, the bytes and time added to it
+    counted = auto._counted(noop, rec.auto["grad_sync"], rec, torch.Tensor)
+    counted_coll = lambda: counted(x)
     fut = torch.futures.Future()
     fut.set_result(x)
     hook = auto._CommHook(None, lambda s, b: fut, ours=True)
     bucket = lambda: hook(None, None)
 else:
-    wrapped_bwd = wrapped_coll = bucket = noop
+    wrapped_bwd = wrapped_coll = bucket = counted_coll = noop
 out["backward_wrapper"] = per(wrapped_bwd, 20000) - per(noop, 20000)
 out["collective_wrapper"] = per(wrapped_coll, 20000) - per(noop, 20000)
+out["collective_by_caller"] = per(counted_coll, 20000) - per(noop, 20000)
 out["comm_hook_bucket"] = per(bucket, 20000) - per(noop, 20000)
 # a step's bookkeeping alone: the hooks one training step runs, called directly (no torch work)
 from torch.optim import optimizer as optim_mod
@@ -193,7 +199,8 @@ def auto_micro() -> None:
             got = {k: float(v) for k, v in (line.split() for line in out.splitlines())}
             rows[mode] = {k: min(v, rows.get(mode, got)[k]) for k, v in got.items()}
     keys = ("module_call_discovery", "module_call", "backward_wrapper", "collective_wrapper",
-            "comm_hook_bucket", "step_bookkeeping", "train_step", "loader_batch")  # fmt: skip
+            "collective_by_caller", "comm_hook_bucket", "step_bookkeeping", "train_step",
+            "loader_batch")  # fmt: skip
     print(f"{'mode':<10}" + "".join(f" {k[:21]:>21}" for k in keys))
     for mode, v in rows.items():
         print(f"{mode:<10}" + "".join(f" {v[k]:>21.0f}" for k in keys))
@@ -209,6 +216,10 @@ def auto_micro() -> None:
             f" a DataLoader batch +{rows[mode]['loader_batch'] - base['loader_batch']:.0f} ns"
             " (its wait timed, and the thread's CPU in it)"
         )
+    after = rows["after"]
+    print(f"a collective: +{after['collective_wrapper']:.0f} ns timed, "
+          f"+{after['collective_by_caller']:.0f} ns with its payload counted and its caller "
+          "found (what every torch.distributed call pays)")  # fmt: skip
     print("targets: a hook under 1000 ns, a step's bookkeeping under 20 us")
 
 
@@ -326,7 +337,11 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=8)
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--ab-only", action="store_true", help="only the A/B of mlp_plain.py")
+    ap.add_argument("--hooks-only", action="store_true", help="only the automatic phases")
     a = ap.parse_args()
+    if a.hooks_only:
+        auto_micro()
+        return
     if not a.ab_only:
         micro()
         auto_micro()

@@ -19,9 +19,12 @@ from gputop.diagnose.signals.inputs import RuleInputs
 from gputop.model.budget import Budget, RankBudget
 from gputop.model.host import Sharer
 from gputop.model.ranks import Slowest
+from gputop.model.setup import parallel_kind
 from gputop.model.shown import printable
 from gputop.model.step_stats import usable
 from gputop.vocab import budget as slices
+from gputop.vocab import setup
+from gputop.vocab import steps as phases
 
 SLICE = slices.STRAGGLER
 
@@ -31,6 +34,11 @@ INPUTS_RATIO = 1.2
 GPU_SLOWER = 0.10
 """A rank's GPU whose SM clock is this far below the other ranks' (share of its maximum) runs
 slower for that reason (clocks cut by the power cap or heat: docs/facts/bounds.md)."""
+OPTIMIZER_HOLDS = 0.6
+"""Share of a rank's extra compute its optimizer step holds from which that step is the cause
+(inputs larger stretch forward and backward; a shard larger stretches the update)."""
+COMPUTE_SPLIT = (phases.FORWARD, phases.BACKWARD, phases.OPTIMIZER)
+"""The agent's phases a rank's compute is split into, against the other ranks'."""
 RUNQ_MORE = 0.15
 """Seconds per second a rank's threads wait for a CPU beyond the median rank's from which its
 CPUs are shared: a runnable thread that waits 15% of the time has lost that much of a core."""
@@ -285,6 +293,86 @@ def _compute_cause(
     work by (used + waited) / used against the others'), the other is evidence beside it."""
     ratio = (typical_ms + extra_ms) / typical_ms if typical_ms > 0 else None
     longer = f"its compute takes {ratio:.1f}x theirs" if ratio else "its compute is longer"
+    parts = _compute_parts(sig, mine.pid, [r.pid for r in others])
+    split = (Evidence(f"{name}'s compute against the median other rank's: " + ", ".join(
+        f"{n} {mine_ms:.0f} vs {their_ms:.0f} ms" for n, mine_ms, their_ms in parts), "agent"),
+    ) if parts else ()  # fmt: skip
+    cause = _compute_part_cause(sig, name, mine, others, extra_ms, typical_ms, parts, longer)
+    first, rest = cause.evidence[:1], cause.evidence[1:]  # the split after the cause's own
+    return replace(cause, evidence=(*first, *split, *rest))
+
+
+def _compute_parts(sig: RuleInputs, pid: int, others: list[int]) -> list[tuple[str, float, float]]:
+    """(phase, this rank's median ms a step, the median other rank's) for forward, backward
+    and the optimizer step, from the agents' phases; empty where either was not timed."""
+    agents = {a.pid: a for a in sig.steps.agents} if sig.steps is not None else {}
+
+    def median(p: int, phase: str) -> float | None:
+        a = agents.get(p)
+        got = [s.phases.get(phase, 0) / 1e6 for s in usable(a.steps)] if a is not None else []
+        return statistics.median(got) if got else None
+
+    out = []
+    for phase in COMPUTE_SPLIT:
+        own = median(pid, phase)
+        theirs = [x for p in others if (x := median(p, phase)) is not None]
+        if own is not None and theirs:
+            out.append((phase, own, statistics.median(theirs)))
+    return out if any(own or their for _, own, their in out) else []
+
+
+def _optimizer_cause(
+    sig: RuleInputs, name: str, parts: list[tuple[str, float, float]], extra_ms: float
+) -> Cause | None:
+    """Its optimizer step holds most of its extra compute: the same model and batch, a longer
+    update (more parameters or optimizer state in its shard, a step the others skip)."""
+    gaps = {n: own - their for n, own, their in parts}
+    opt = gaps.get(phases.OPTIMIZER, 0.0)
+    if extra_ms <= 0 or opt < OPTIMIZER_HOLDS * extra_ms or opt < max(gaps.values()):
+        return None
+    own, their = next((o, t) for n, o, t in parts if n == phases.OPTIMIZER)
+    lever = (
+        "balance the optimizer's shards: partition the parameters by size (not by layer "
+        "count) so each rank updates about as many"
+        if _sharded(sig)
+        else "look at what that rank's optimizer step does that the others' do not (a "
+        "parameter group only it holds, a clip or EMA update run on one rank)"
+    )
+    return Cause(
+        f"{name}'s optimizer step takes {opt:.0f} ms a step more than the others' ({own:.0f} "
+        f"vs {their:.0f} ms): its forward and backward match theirs",
+        (),
+        (lever,),
+    )
+
+
+SHARDING = (setup.FSDP1, setup.FSDP2, setup.DEEPSPEED)
+"""Wrappers that shard the optimizer's state across ranks."""
+SHARDING_CALLERS = ("ZeroRedundancyOptimizer", "FSDP", "DeepSpeed")
+"""Collective callers (``agent/callers.py``) that shard it."""
+
+
+def _sharded(sig: RuleInputs) -> bool:
+    """The job shards its optimizer: its wrapper does, or a sharding optimizer issues its
+    collectives (a ZeroRedundancyOptimizer under plain DDP)."""
+    st = sig.steps
+    if st is None:
+        return False
+    if parallel_kind(st.fingerprint) in SHARDING:
+        return True
+    return any(k.startswith(SHARDING_CALLERS) for a in st.agents for s in a.steps[-8:]
+               for k in s.comm_by)  # fmt: skip
+
+
+def _compute_part_cause(
+    sig: RuleInputs, name: str, mine: RankBudget, others: list[RankBudget], extra_ms: float,
+    typical_ms: float, parts: list[tuple[str, float, float]], longer: str,
+) -> Cause:  # fmt: skip
+    """The longer compute's cause: an optimizer step longer than the others' (its forward
+    and backward equal), else larger inputs, a slower GPU, shared CPUs, its hardware."""
+    opt = _optimizer_cause(sig, name, parts, extra_ms)
+    if opt is not None:
+        return opt
     own_in = _median_inputs(sig, mine.pid)
     their_in = [x for r in others if (x := _median_inputs(sig, r.pid)) is not None]
     inputs = _inputs_cause(name, longer, own_in, their_in)

@@ -19,7 +19,8 @@ BASE = {"forward": 20.0, "backward": 20.0, "optimizer": 2.0}
 SLOW_MS = 30.0
 
 
-def ranks(extra: dict[str, float], inputs: tuple[int, int] = (4096, 4096)) -> AgentsSample:
+def ranks(extra: dict[str, float], inputs: tuple[int, int] = (4096, 4096),
+          fingerprint=None) -> AgentsSample:  # fmt: skip
     """Two DDP ranks (pids 100, 101) of 30 steps: rank 1 spends ``extra`` more ms per step in
     its own phases, rank 0 waits that long in grad_sync."""
     out = []
@@ -36,7 +37,8 @@ def ranks(extra: dict[str, float], inputs: tuple[int, int] = (4096, 4096)) -> Ag
                  inputs=inputs[r], gc_ns=int(gc_ms * 1e6), gc_full=1 if gc_ms else 0)
             for i in range(30)
         )  # fmt: skip
-        out.append(agent(100 + r, steps, rank=r, world_size=2))
+        fp = {"fingerprint": fingerprint} if fingerprint is not None else {}
+        out.append(agent(100 + r, steps, rank=r, world_size=2, **fp))
     return AgentsSample(target=50, t=1.0, wall=0.0, agents=tuple(out))
 
 
@@ -224,3 +226,27 @@ def test_ranks_with_the_same_workers_compare_what_their_workers_use():
         "rank 1: its 2 DataLoader workers keep it waiting for "
         "batches 12 ms a step more (13 vs 1 ms)"
     ), p.cause.text
+
+
+def test_an_optimizer_step_longer_than_the_others_is_named_not_the_inputs():
+    """Rank 1's forward and backward match the others'; its optimizer step takes 30 ms more
+    (a parameter group only it updates): the cause is that step, with the split in evidence."""
+    p = principal(ranks({"optimizer": SLOW_MS}))
+    assert p.cause.text == (
+        "rank 1's optimizer step takes 30 ms a step more than the others' (32 vs 2 ms): its "
+        "forward and backward match theirs"
+    ), p.cause.text
+    assert p.levers[0].startswith("look at what that rank's optimizer step does")
+    assert any(e.text.startswith("rank 1's compute against the median other rank's: forward 20 "
+                                 "vs 20 ms") for e in p.cause.evidence)  # fmt: skip
+
+
+def test_a_longer_forward_is_not_the_optimizer():
+    p = principal(ranks({"forward": SLOW_MS}))
+    assert "optimizer step" not in p.cause.text
+
+
+def test_a_sharded_optimizer_longer_on_one_rank_gets_the_partition_lever():
+    fsdp = M({"parallel": M({"kind": "FSDP2"})})
+    p = principal(ranks({"optimizer": SLOW_MS}, fingerprint=fsdp))
+    assert p.levers[0].startswith("balance the optimizer's shards"), p.levers
