@@ -323,6 +323,7 @@ def _summary_shape(p: dict[str, Any]) -> bool:
             and _map_of(p.get("budget_s", {}), lambda r: _map_of(r, _num) and set(r) <= _SLICES)
             and _map_of(p["throttle_s"], lambda g: _map_of(g, _num))
             and _map_of(p["findings"], _finding)
+            and _map_of(p.get("beside", {}), _finding)
             and _list_of(p["changes"], _change)
             and _list_of(p["secondary"], lambda c: isinstance(c, list) and len(c) == 3)
             and all(_int_key(k) for k in (*p["gpus"], *p.get("points", {}), *p["ranks"]))

@@ -275,23 +275,29 @@ def _gpu(index: str, g: dict[str, Any]) -> dict[str, Any]:
 
 
 def _findings(s: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every bound that was the principal, strongest share first, with its latest evidence."""
+    """Every bound that was the principal, strongest share first, with its latest evidence;
+    then each bound only ever shown beside it (``beside``), as last shown, with its cause."""
     order = {b: -sec for b, sec in s["verdict_s"].items()}
     out = []
     for bound, f in sorted(s["findings"].items(), key=lambda kv: order.get(kv[0], 0.0)):
-        out.append(
-            {
-                "bound": bound,
-                "confidence": f.get("confidence"),
-                "summary": f.get("summary"),
-                "cause": (f.get("cause") or {}).get("text"),
-                "evidence": f.get("evidence", []),
-                "levers": f.get("levers", []),
-                "savings": _savings(f),
-                "seconds": round(s["verdict_s"].get(bound, 0.0), 1),  # not -0.0: "-0 s"
-            }
-        )
+        out.append(_finding_entry(bound, f, round(s["verdict_s"].get(bound, 0.0), 1)))
+    for bound, f in (s.get("beside") or {}).items():
+        if bound not in s["findings"]:
+            out.append({**_finding_entry(bound, f, 0.0), "beside": True})
     return out
+
+
+def _finding_entry(bound: str, f: dict[str, Any], seconds: float) -> dict[str, Any]:
+    return {
+        "bound": bound,
+        "confidence": f.get("confidence"),
+        "summary": f.get("summary"),
+        "cause": (f.get("cause") or {}).get("text"),
+        "evidence": f.get("evidence", []),
+        "levers": f.get("levers", []),
+        "savings": _savings(f),
+        "seconds": seconds,  # rounded by the caller; never -0.0 ("-0 s")
+    }
 
 
 def _savings(f: dict[str, Any]) -> list[str | None]:
@@ -457,10 +463,13 @@ def _gpus_text(doc: dict[str, Any]) -> list[str]:
 def _findings_text(findings: list[dict[str, Any]]) -> list[str]:
     if not findings:
         return []
-    out = ["", "Findings (each bound that led, with its latest evidence and levers)"]
+    out = [
+        "",
+        "Findings (each bound that led or was shown beside, with its latest evidence and levers)",
+    ]
     for f in findings:
-        out.append(f"  {f['bound']} ({f['confidence']:.0%}, led {duration_text(f['seconds'])}): "
-                   f"{f['summary']}")  # fmt: skip
+        led = "beside the principal" if f.get("beside") else f"led {duration_text(f['seconds'])}"
+        out.append(f"  {f['bound']} ({f['confidence']:.0%}, {led}): {f['summary']}")
         if f["cause"]:
             out.append(f"    why: {f['cause']}")
         for e in f["evidence"]:

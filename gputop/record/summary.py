@@ -155,6 +155,8 @@ class Accumulator:
         shares the verdict was named from weighted by how long each was shown."""
         self.changes: list[list[Any]] = []
         self.findings: dict[str, Any] = {}
+        self.beside: dict[str, Any] = {}
+        """Each bound shown beside the principal, as last shown (its cause and levers)."""
         self.secondary: list[list[Any]] = []
         self.ranks: dict[str, _RankMinute] = {}
         self.gpus: dict[str, dict[str, Any]] = {}
@@ -282,6 +284,8 @@ class Accumulator:
         if v.principal is not None:
             self.findings[v.principal.bound] = jsonable(v.principal)
         self.secondary = [[f.bound, f.confidence, f.summary] for f in v.secondary]
+        for f in v.secondary:
+            self.beside[f.bound] = jsonable(f)
 
     def event(self, t: float, wall: float, kind: str, data: dict[str, Any]) -> None:
         self._at(t)
@@ -314,6 +318,7 @@ class Accumulator:
             "budget_s": self.budget_s,
             "changes": self.changes,
             "findings": self.findings,
+            "beside": self.beside,
             "secondary": self.secondary,
             "ranks": {rank: r.summary() for rank, r in self.ranks.items()},
             "gpus": self.gpus,
@@ -333,6 +338,7 @@ class Accumulator:
 def merge(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The whole session from its minutes; ``minutes`` keeps each minute's chart points."""
     out: dict[str, Any] = {"verdict_s": {}, "budget_s": {}, "changes": [], "findings": {},
+                           "beside": {},
                            "secondary": [], "ranks": {}, "gpus": {}, "throttle_s": {}, "events": [],
                            "points": {}, "budget_points": {}, "gpu_points": {}, "t0": None,
                            "t1": None}  # fmt: skip
@@ -349,6 +355,7 @@ def merge(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
         out["changes"] += p["changes"]
         out["events"] += p["events"]
         out["findings"].update(p["findings"])
+        out["beside"].update(p.get("beside", {}))  # minutes before it: none
         if p["secondary"] or p["changes"] or p["verdict_s"]:
             out["secondary"] = p["secondary"]
         for rank, r in p["ranks"].items():

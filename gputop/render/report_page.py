@@ -181,10 +181,10 @@ def _findings(findings: Sequence[dict[str, Any]]) -> list[str]:
 def _finding(f: dict[str, Any]) -> str:
     conf = f["confidence"]
     conf_text = f"{conf:.0%}" if isinstance(conf, int | float) else "?"
+    led = "beside the principal" if f.get("beside") else f"led {text(duration_text(f['seconds']))}"
     out = [
         f'<div class="finding"><h3>{text(f["bound"], 80)}</h3>',
-        f"<p>confidence {conf_text}, led {text(duration_text(f['seconds']))}: "
-        f"{text(f['summary'])}</p>",
+        f"<p>confidence {conf_text}, {led}: {text(f['summary'])}</p>",
     ]
     if f["cause"]:
         out.append(f"<p><b>why:</b> {text(f['cause'])}</p>")

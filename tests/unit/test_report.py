@@ -350,3 +350,33 @@ def test_a_crafted_saving_reads_as_none(crafted):
     from gputop.record.report import _savings
 
     assert _savings({"levers": ["a"], "lever_savings": crafted}) == [None]
+
+
+def test_a_finding_only_shown_beside_the_principal_keeps_its_cause_and_ranged_saving(tmp_path):
+    """The straggler led; comms was shown beside it with its own cause and a sized lever: the
+    report (text, HTML's data and the schema) says both, the second as beside the principal."""
+    from gputop.diagnose.findings import Cause
+    from gputop.render.report_page import build_page
+
+    clock = [T0]
+    rec = Recorder(tmp_path / "f", clock=lambda: clock[0])
+    rec.start((device(0),), {"mode": "record"})
+    lead = finding("straggler", 0.8)
+    sized = Saving(0.2, 1.25, "if the buckets overlapped", 0.1, 0.3)
+    beside = Finding("comms", True, 0.6, "comms: the summary", (), ("bigger buckets",),
+                     cause=Cause("DDP all-reduces 90 MB a step, 40 ms exposed"),
+                     lever_savings=(sized,))  # fmt: skip
+    for k in range(3):
+        clock[0] = T0 + k
+        rec.verdict(EvalPoint(T0 + k), Verdict(lead, (beside,), (lead, beside), T0, "", ()))
+    rec.close()
+    doc = build_report(open_recording(tmp_path / "f"))
+    got = next(f for f in doc["findings"] if f["bound"] == "comms")
+    assert got["beside"] is True and got["seconds"] == 0.0
+    assert got["cause"] == "DDP all-reduces 90 MB a step, 40 ms exposed"
+    assert got["savings"] == ["~1.2x steps/s (saves 10-30% of a step) if the buckets overlapped"]
+    text = render_report(doc, charts=False)
+    assert "comms (60%, beside the principal): comms: the summary" in text
+    assert "    why: DDP all-reduces 90 MB a step, 40 ms exposed" in text
+    assert "beside the principal" in build_page(doc, None)
+    jsonschema.validate(doc, SCHEMA)
