@@ -11,8 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gputop import __version__
-from gputop.diagnose import Verdict
-from gputop.diagnose.findings import Finding, saving_text
+from gputop.diagnose import Finding, Verdict, saving_text
 from gputop.model.setup import setup_of
 from gputop.model.step_stats import Mfu
 from gputop.render.budget import budget_document, stacked

@@ -27,10 +27,16 @@ from statistics import median
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from gputop.diagnose import State, Verdict
-from gputop.diagnose.budget_bins import BudgetBins, Interval
-from gputop.diagnose.point import STACKS_WINDOW_S, EvalPoint, evaluate_at
-from gputop.diagnose.signals.inputs import RuleInputs
+from gputop.diagnose import (
+    STACKS_WINDOW_S,
+    BudgetBins,
+    EvalPoint,
+    Interval,
+    RuleInputs,
+    State,
+    Verdict,
+    evaluate_at,
+)
 from gputop.model import DeviceInfo, GpuSample, Timeline
 from gputop.model.host import HostSample
 from gputop.model.stacks import StacksSample
@@ -389,7 +395,7 @@ class Session:
 
     def _steer(self, follower: PhaseFollower, sample: AgentsSample) -> None:
         """The agents' step phases steer the simulated board when they have them."""
-        from gputop.diagnose.signals.steps import step_signals
+        from gputop.diagnose import step_signals
 
         # the evaluation just made on this reading has the step statistics: not computed twice
         inputs = self._inputs if self.evaluate_each else None
@@ -408,7 +414,7 @@ class Session:
         """Without the agents' phases, the main threads' stacks over the last seconds steer it:
         busy for the share of samples in forward, backward or the optimizer (a process attached
         by PID, with no agent yet, still drives the board as a real GPU would be driven)."""
-        from gputop.diagnose.signals.stacks import stack_signals
+        from gputop.diagnose import stack_signals
 
         if sample.t - self._agents_steered < FOLLOW_S:
             return

@@ -13,7 +13,7 @@ import contextlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from gputop.diagnose.findings import Verdict
+from gputop.diagnose import Verdict
 from gputop.errors import BadInput
 from gputop.model.gpu import DeviceInfo, GpuSample
 from gputop.model.host import HostSample
@@ -21,7 +21,7 @@ from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample
 
 if TYPE_CHECKING:
-    from gputop.diagnose.point import EvalPoint
+    from gputop.diagnose import EvalPoint
 
 
 class Sink(Protocol):

@@ -57,7 +57,7 @@ def with_tree(
     follow one identity (the host source's, else ``identity``): once the target has exited,
     a later process given its PID is neither sampled nor searched for agents; and all read
     one walk of the process tree (``ProcTree``)."""
-    from gputop.model.host import merge_hints
+    from gputop.model.roles import merge_hints
     from gputop.sources.agent_link import AgentLink
     from gputop.sources.proc_tree import ProcTree
     from gputop.sources.stack_budget import DEFAULT_SHARE, StackBudget

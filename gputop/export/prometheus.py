@@ -33,8 +33,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from prometheus_client.utils import floatToGoString
 
 from gputop import __version__
-from gputop.diagnose.bounds import NAMES
-from gputop.diagnose.findings import Verdict
+from gputop.diagnose import NAMES, Verdict
 from gputop.export.http_server import BoundedServer, start_server
 from gputop.model.gpu import DeviceInfo, GpuSample
 from gputop.model.host import HostSample
@@ -48,7 +47,7 @@ from gputop.vocab.reasons import REASON_BITS
 from gputop.vocab.steps import STEP_PHASES as STANDARD_PHASES
 
 if TYPE_CHECKING:
-    from gputop.diagnose.point import EvalPoint
+    from gputop.diagnose import EvalPoint
 
 LOCALHOST = "127.0.0.1"
 """Where the exporter listens unless told otherwise: metrics name the job's processes and

@@ -28,7 +28,7 @@ from gputop.inject.target import (
     remote_debug_disabled,
     yama_scope,
 )
-from gputop.model.host import CHILD, DATALOADER_WORKER, RANK, WORKER
+from gputop.model.roles import CHILD, DATALOADER_WORKER, RANK, WORKER
 from gputop.sources.agent_link import WITHOUT_AGENT
 from gputop.sources.agent_sockets import own_pid, root_of
 from gputop.sources.procfs import descendants

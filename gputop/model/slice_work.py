@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from gputop.model.frame_kinds import OWN, kind_of
-from gputop.model.host import WORKER
+from gputop.model.roles import WORKER
 from gputop.model.stack_stats import package, user_frame
 from gputop.model.stacks import (
     AGENT,

@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from gputop.model.host import MAIN, WORKER
+from gputop.model.roles import MAIN, WORKER
 from gputop.model.stacks import PY_SPY, Frame, StacksSample, ThreadStack, reads
 from gputop.vocab.stacks import (
     AGENT_PACKAGE_PREFIX,

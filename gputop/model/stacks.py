@@ -78,7 +78,7 @@ class ProcessStacks:
     """Why this process could not be sampled, as an instruction."""
     dump_s: float | None = None
     rank: int | None = None
-    """A rank's number when known (``model.host.roles``)."""
+    """A rank's number when known (``model.roles.roles``)."""
     via: str = PY_SPY
     """Who read the stacks: the process's own agent (``AGENT``) or py-spy (``PY_SPY``)."""
     taken: float | None = None

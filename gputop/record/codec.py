@@ -18,16 +18,9 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from gputop.diagnose.findings import Cause, Evidence, Finding, Saving
+from gputop.diagnose import Cause, Evidence, Finding, Saving
 from gputop.model.gpu import DeviceInfo, GpuProcess, GpuSample, MigInfo, MigSample
-from gputop.model.host import (
-    CgroupSample,
-    HostSample,
-    LockWait,
-    ProcSample,
-    Sharer,
-    ThreadInfo,
-)
+from gputop.model.host import CgroupSample, HostSample, LockWait, ProcSample, Sharer, ThreadInfo
 from gputop.model.stacks import Frame, ProcessStacks, SocketPeer, StacksSample, ThreadStack
 from gputop.model.steps import AgentState, StepRecord
 

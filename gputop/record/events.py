@@ -23,9 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gputop.diagnose.budget import slices_of
-from gputop.diagnose.findings import Finding, Verdict
-from gputop.diagnose.point import EvalPoint
+from gputop.diagnose import EvalPoint, Finding, Verdict, slices_of
 from gputop.model.budget import Budget, RankBudget
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
 from gputop.record.codec import MAX_INT, CodecError, Decoder, Schema

@@ -13,7 +13,7 @@ import shlex
 from typing import Any
 
 from gputop import __version__
-from gputop.diagnose.findings import saving_text
+from gputop.diagnose import saving_text
 from gputop.model.ranks import MAIN_RANK, MIN_STEPS, RankRow, compare_ranks
 from gputop.model.step_stats import mfu_of
 from gputop.model.steps import StepRecord

@@ -12,9 +12,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from gputop.diagnose.budget_bins import BudgetBins
-from gputop.diagnose.findings import Verdict
-from gputop.diagnose.point import EvalPoint
+from gputop.diagnose import BudgetBins, EvalPoint, Verdict
 from gputop.model.budget import Budget
 from gputop.model.gpu import GpuSample
 from gputop.model.host import HostSample

@@ -24,8 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from gputop import __version__
-from gputop.diagnose.findings import Verdict
-from gputop.diagnose.point import EvalPoint
+from gputop.diagnose import EvalPoint, Verdict
 from gputop.model.gpu import DeviceInfo, GpuSample
 from gputop.model.host import HostSample
 from gputop.model.stacks import StacksSample

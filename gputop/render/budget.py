@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from gputop.diagnose.thresholds import FLOOR
+from gputop.diagnose import FLOOR
 from gputop.model.budget import Budget, RankBudget
 from gputop.vocab import budget as b
 

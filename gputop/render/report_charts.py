@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from gputop.diagnose.bounds import BY_NAME
+from gputop.diagnose import BY_NAME
 from gputop.vocab import budget as slices
 from gputop.vocab.reasons import THROTTLING
 

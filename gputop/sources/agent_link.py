@@ -38,7 +38,7 @@ from gputop.agent.paths import (
     socket_path,
 )
 from gputop.agent.wire import MAX_LINE
-from gputop.model.host import RANK, RankId, RoleHint
+from gputop.model.roles import RANK, RankId, RoleHint
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
 from gputop.sources import agent_decode as dec
 from gputop.sources.agent_sockets import in_root, own_pid, root_of
@@ -462,7 +462,7 @@ class AgentLink:
 
     def hints(self) -> dict[int, RoleHint]:
         """pid -> rank for each agent that reports one: the agent's word on a process's role
-        wins (``model.host.roles``; the host and stack sources take these as hints)."""
+        wins (``model.roles.roles``; the host and stack sources take these as hints)."""
         out = {}
         for a in list(self._agents.values()):  # asked from another source's thread
             rank = a.hello.get("rank")

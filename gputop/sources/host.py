@@ -8,7 +8,7 @@ schedstat (an 8-rank job has 64 of them: per-process numbers are all that is sho
 and no context switches are read for them) and the tree (``ProcTree``, shared); rarely,
 smaps_rollup (USS/PSS), environ and the cgroup paths. Processes are identified by (pid, start
 time), so a reused PID is new. Each process's command line and launcher variables are read
-once, when it is first seen, and its role (main, rank, worker, child: ``model.host.roles``)
+once, when it is first seen, and its role (main, rank, worker, child: ``model.roles.roles``)
 settled again at each walk.
 """
 
@@ -21,19 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from gputop.model.host import (
-    CHILD,
-    MAIN,
-    RANK,
-    WORKER,
-    CgroupSample,
-    HostSample,
-    ProcSample,
-    RankId,
-    RoleHint,
-    ThreadInfo,
-    roles,
-)
+from gputop.model.host import CgroupSample, HostSample, ProcSample, ThreadInfo
+from gputop.model.roles import CHILD, MAIN, RANK, WORKER, RankId, RoleHint, roles
 from gputop.sources import cgroup as cg
 from gputop.sources.locks import lock_waits, read_locks
 from gputop.sources.proc_tree import ProcTree

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from gputop.model.host import DATALOADER_WORKER, ProcFacts
+from gputop.model.roles import DATALOADER_WORKER, ProcFacts
 from gputop.sources.procfs import tree_facts
 from gputop.sources.target import TargetId
 

@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from gputop.model.host import DATALOADER_WORKER, RANK_VARIABLES, ProcFacts
+from gputop.model.roles import DATALOADER_WORKER, RANK_VARIABLES, ProcFacts
 
 ENVIRON_LIMIT = 256 * 1024
 """Bytes of a process's environment read at most (a few KiB is usual; SLURM's is larger)."""

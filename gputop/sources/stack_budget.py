@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gputop.model.host import WORKER
+from gputop.model.roles import WORKER
 from gputop.vocab.stacks import STACKS_PERIOD_S
 
 DEFAULT_SHARE = 0.02

@@ -24,16 +24,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from gputop.model.frame_kinds import wants_code
-from gputop.model.host import (
-    CHILD,
-    RANK,
-    WORKER,
-    RankId,
-    RoleHint,
-    merge_hints,
-    rank_above,
-    roles,
-)
+from gputop.model.roles import CHILD, RANK, WORKER, RankId, RoleHint, merge_hints, rank_above, roles
 from gputop.model.stacks import (
     AGENT,
     PY_SPY,

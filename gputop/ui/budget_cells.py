@@ -14,9 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from rich.text import Text
 
-from gputop.diagnose.bounds import BY_NAME
-from gputop.diagnose.budget_bins import Interval
-from gputop.diagnose.findings import Verdict
+from gputop.diagnose import BY_NAME, Interval, Verdict
 from gputop.ui.gpu_text import StyleFor, append_runs
 from gputop.vocab import budget as b
 

@@ -15,7 +15,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gputop.model.host import MAIN
+from gputop.model.roles import MAIN
 from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample
 from gputop.ui.captures_text import CaptureView

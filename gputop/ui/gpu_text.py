@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from rich.style import Style
 from rich.text import Text
 
-from gputop.diagnose.thresholds import (
+from gputop.diagnose import (
     COMPUTE_CLOCK,
     IDLE_UTIL,
     LAUNCH_UTIL,

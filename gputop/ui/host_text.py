@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from gputop.diagnose.thresholds import (
+from gputop.diagnose import (
     CPU_THROTTLED,
     IO_PRESSURE,
     MEM_NEAR,
@@ -21,8 +21,9 @@ from gputop.diagnose.thresholds import (
     RUNNABLE_PER_CPU,
     RUNQ_PER_CPU,
 )
-from gputop.diagnose.thresholds import WORKER_PEGGED as PEGGED
-from gputop.model.host import CHILD, HostSample
+from gputop.diagnose import WORKER_PEGGED as PEGGED
+from gputop.model.host import HostSample
+from gputop.model.roles import CHILD
 from gputop.ui.gpu_text import Line, StyleFor
 
 GIB = 1024**3

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
-from gputop.diagnose.thresholds import IDLE_DUMPS, STALL_NOTE_S, WORKER_PEGGED
-from gputop.model.host import RANK, WORKER
+from gputop.diagnose import IDLE_DUMPS, STALL_NOTE_S, WORKER_PEGGED
+from gputop.model.roles import RANK, WORKER
 from gputop.model.stack_stats import hottest_frames, stillness, thread_shares
 from gputop.model.stacks import Frame, ProcessStacks, StacksSample
 from gputop.ui.fit import ellipsize

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from rich.text import Text
 
-from gputop.diagnose.thresholds import COMMS_SHARE, DATA_WAIT_WARN, FLOOR, SIDE_SHARE, step_limit_s
+from gputop.diagnose import COMMS_SHARE, DATA_WAIT_WARN, FLOOR, SIDE_SHARE, step_limit_s
 from gputop.model.budget import Budget
 from gputop.model.ranks import rank_work
 from gputop.model.step_stats import gc_share, median_ms, mfu_of, phase_shares, tail_ms, usable

@@ -7,8 +7,7 @@ from typing import Any
 
 from rich.text import Text
 
-from gputop.diagnose.bounds import BY_NAME, Style
-from gputop.diagnose.findings import Finding, Verdict
+from gputop.diagnose import BY_NAME, Finding, Style, Verdict
 from gputop.render.budget import budget_line, budget_table
 from gputop.ui.fit import ellipsize, wrap
 from gputop.ui.gpu_text import Line, StyleFor

@@ -10,8 +10,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
 
-from gputop.diagnose.budget_bins import Interval
-from gputop.diagnose.findings import Verdict
+from gputop.diagnose import Interval, Verdict
 from gputop.model import DeviceInfo, GpuSample
 from gputop.model.budget import Budget
 from gputop.model.host import HostSample

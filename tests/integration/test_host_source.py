@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from tests_support import as_nobody
 
-from gputop.model.host import DATALOADER_WORKER
+from gputop.model.roles import DATALOADER_WORKER
 from gputop.sources.host import DENIED, HostSource
 from gputop.sources.target import TargetNotFound
 

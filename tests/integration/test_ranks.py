@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from tests_support import free_port, kill_tree, sample_until
 
-from gputop.model.host import DATALOADER_WORKER, RANK, WORKER
+from gputop.model.roles import DATALOADER_WORKER, RANK, WORKER
 from gputop.sources.agent_link import AgentLink
 from gputop.sources.host import HostSource
 from gputop.sources.stacks import PySpy, StackSource, explain, find_py_spy

@@ -9,7 +9,7 @@ import time
 
 from tests_support import kill_tree
 
-from gputop.model.host import WORKER
+from gputop.model.roles import WORKER
 from gputop.model.stacks import Frame, ThreadStack
 from gputop.sources.stack_budget import QUIET_SLOWER, WORKER_TURN, StackBudget
 from gputop.sources.stacks import StackSource

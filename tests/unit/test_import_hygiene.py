@@ -143,6 +143,31 @@ def test_the_diagnosis_is_pure_and_reads_only_the_model():
     assert not broken(files("diagnose"), rule)
 
 
+def test_outside_the_diagnosis_only_its_door_is_imported():
+    """``gputop.diagnose`` is the one surface: no output, source or session reaches a submodule
+    (types read by the checker alone included), so the diagnosis can move its insides."""
+    outside = [p for p in PACKAGE.rglob("*.py") if not p.is_relative_to(PACKAGE / "diagnose")]
+    reached = []
+    for path in outside:
+        for imp in imports(path, typed=True):
+            names = {f"{imp.module}.{n}" for n in imp.names}
+            inner = sorted({imp.module, *names} & DIAGNOSE_MODULES)
+            if inner:
+                reached.append(f"{path.relative_to(PACKAGE.parent)}:{imp.line}: {inner[0]}")
+    assert not reached, "import these from gputop.diagnose:\n" + "\n".join(reached)
+
+
+DIAGNOSE_MODULES = {
+    "gputop.diagnose." + ".".join(p.relative_to(PACKAGE / "diagnose").with_suffix("").parts)
+    for p in (PACKAGE / "diagnose").rglob("*.py")
+    if p.name != "__init__.py"
+} | {
+    "gputop.diagnose." + ".".join(p.parent.relative_to(PACKAGE / "diagnose").parts)
+    for p in (PACKAGE / "diagnose").rglob("__init__.py")
+    if p.parent != PACKAGE / "diagnose"
+}
+
+
 def module_of(path: Path) -> str:
     parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)

@@ -1,8 +1,8 @@
-"""The role rule (model/host.roles): which process of a tree is a rank, a worker or a child."""
+"""The role rule (model/roles.roles): which process of a tree is a rank, a worker or a child."""
 
 from __future__ import annotations
 
-from gputop.model.host import (
+from gputop.model.roles import (
     CHILD,
     MAIN,
     RANK,

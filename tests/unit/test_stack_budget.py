@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gputop.model.host import MAIN, RANK, WORKER
+from gputop.model.roles import MAIN, RANK, WORKER
 from gputop.model.stacks import ProcessStacks, StacksSample, ThreadStack, reads
 from gputop.sources.stack_budget import (
     FIRST_COST_S,

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from gputop.diagnose.findings import Cause, Evidence
 from gputop.diagnose.signals.inputs import RuleInputs
-from gputop.model.host import WORKER
+from gputop.model.roles import WORKER
 from gputop.model.setup import loader_workers
 from gputop.model.step_stats import data_cpu_share, usable
 from gputop.model.steps import AgentState

@@ -20,7 +20,7 @@ from gputop.diagnose.thresholds import (
     STALL_NOTE_S,
     step_limit_s,
 )
-from gputop.model.host import RANK
+from gputop.model.roles import RANK
 from gputop.model.stack_stats import Stillness
 from gputop.model.stacks import Frame
 from gputop.vocab import stacks as stack

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from gputop.diagnose.thresholds import MEM_NEAR, WORKER_PEGGED
 from gputop.model import Window
-from gputop.model.host import MAIN, HostSample, LockWait, Sharer
+from gputop.model.host import HostSample, LockWait, Sharer
+from gputop.model.roles import MAIN
 
 
 def _mean(values: Sequence[float]) -> float | None:

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from gputop.model import Window
-from gputop.model.host import WORKER
+from gputop.model.roles import WORKER
 from gputop.model.slice_work import SliceWork, by_phase, slice_work
 from gputop.model.stack_stats import (
     MainPhases,
