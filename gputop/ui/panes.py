@@ -8,14 +8,14 @@ import contextlib
 from collections.abc import Iterable, Iterator, Sequence
 
 from textual.app import App
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.widget import Widget
 
 from gputop.model import DeviceInfo
 from gputop.session import SessionState
 from gputop.ui.budget_cells import principal_slice
 from gputop.ui.captures_text import CaptureView
-from gputop.ui.room import Room, share
+from gputop.ui.room import Room, fit
 from gputop.ui.widgets import (
     BudgetChart,
     CapturesPane,
@@ -31,8 +31,6 @@ from gputop.ui.widgets import (
     VerdictPane,
 )
 
-GPU_ROW_LINES = 2
-"""A GPU row's own lines (``GpuRow``'s height in the stylesheet); history goes below them."""
 TARGET_PANES = frozenset({"host", "agents", "stacks"})
 """Panes shown only with their source (a target's tree, its agents, its stacks)."""
 
@@ -65,6 +63,14 @@ class MonitorPanes:
         yield HeaderLine(id="header")
         if self.simulated:
             yield SimBanner(f"SIMULATED {self.simulated} (not a real GPU)", id="sim-banner")
+        yield Vertical(*self._panes(), id="panes")
+        rows = [GpuRow(d, spark_width=self.spark_width) for d in self.devices]
+        yield VerticalScroll(*rows, id="gpus")
+        yield StatusLine(id="status")
+        yield KeyBar()
+
+    def _panes(self) -> Iterator[Widget]:
+        """The panes between the header and the GPUs, which give up their rows first."""
         yield VerdictPane()
         if "host" in self.shown:
             yield HostPane(len(self.devices))
@@ -76,10 +82,6 @@ class MonitorPanes:
         if "agents" in self.shown:
             yield BudgetChart()
         yield CapturesPane()
-        rows = [GpuRow(d, spark_width=self.spark_width) for d in self.devices]
-        yield VerticalScroll(*rows, id="gpus")
-        yield StatusLine(id="status")
-        yield KeyBar()
 
     def draw(
         self, state: SessionState, changed: str | None, interval: float, ended: str | None
@@ -119,36 +121,38 @@ class MonitorPanes:
             self.app.call_after_refresh(self.fit)
 
     def fit(self) -> None:
-        """The rows the panes leave, shared between the chart and the GPUs' histories
-        (``ui/room.py``); the GPU rows redrawn when theirs changed (a longer history)."""
+        """The screen's rows shared out (``ui/room.py``): the key bar, header and status line,
+        a line per GPU, the panes as far as they fit, then the chart and the GPUs' histories;
+        the GPU rows redrawn when theirs changed (a longer history)."""
         self._fitting = False
         app = self.app
         try:
             scroll = app.query_one("#gpus")
+            panes = app.query_one("#panes")
         except Exception:  # not composed yet, or being torn down
             return
         screen = scroll.screen
         chart = next(iter(app.query(BudgetChart)), None)
         rows = list(app.query(GpuRow))
-        taken = sum(
+        fixed = sum(
             w.outer_size.height
             for w in screen.children
-            if w.display and w is not scroll and w is not chart
+            if w.display and w is not scroll and w is not panes
         )
-        height = screen.size.height
-        free = height - taken - GPU_ROW_LINES * len(rows)
+        asked = sum(w.outer_size.height for w in panes.children if w.display and w is not chart)
         has_chart = chart is not None and bool(chart.intervals or self._steps())
-        room = share(height, free, len(rows), has_chart)
+        room = fit(screen.size.height, fixed, asked, len(rows), has_chart)
         if room == self.room:
             return
         self.room = room
         with app.batch_update():
+            panes.styles.max_height = room.panes_max
             if chart is not None:
                 chart.set_rows(room.chart)
             longer = False
             for row, lines in zip(rows, room.history, strict=True):
                 longer |= lines > row.history_rows
-                row.set_history(lines)
+                row.set_history(lines, room.gpu_lines)
             if longer and self._drawn is not None:  # a history as wide as the row
                 state, interval, ended = self._drawn
                 self.draw(state, "gpu", interval, ended)
@@ -178,4 +182,6 @@ class MonitorPanes:
         """The status line, hidden when it has nothing to say."""
         status = self.app.query_one(StatusLine)
         status.update("\n".join(lines))
-        status.display = bool(lines)
+        if status.display != bool(lines):
+            status.display = bool(lines)
+            self.fit_soon()  # a row more or less for the others

@@ -22,6 +22,7 @@ from gputop.ui.captures_text import CaptureView, capture_lines
 from gputop.ui.gpu_text import gpu_lines, history_lines
 from gputop.ui.host_text import host_lines
 from gputop.ui.keybar import KeyItem, key_bar
+from gputop.ui.room import GPU_ROW_LINES
 from gputop.ui.stacks_text import stack_lines
 from gputop.ui.steps_text import rank_lines, step_lines
 from gputop.ui.verdict_text import verdict_lines
@@ -136,6 +137,8 @@ class GpuRow(LinePane):
         self.selected = False
         self.history_rows = 0
         """History lines below the row's two (``ui/room.py``); with them, no sparklines."""
+        self.own_rows = GPU_ROW_LINES
+        """The row's own lines shown: two, or the first alone (``ui/room.py``)."""
 
     def show(self, sample: GpuSample | None, history: Sequence[GpuSample]) -> None:
         self.sample, self.history = sample, history
@@ -147,11 +150,12 @@ class GpuRow(LinePane):
             self.set_class(selected, "-selected")
             self.changed()
 
-    def set_history(self, rows: int) -> None:
-        """Gives the row ``rows`` lines of history (0: the two lines alone)."""
-        if rows != self.history_rows:
-            self.history_rows = rows
-            self.styles.height = 2 + rows
+    def set_history(self, rows: int, own: int = GPU_ROW_LINES) -> None:
+        """Gives the row ``rows`` lines of history (0: its own lines alone) below ``own`` of its
+        own lines (two, or the first alone where the screen is short: ``ui/room.py``)."""
+        if (rows, own) != (self.history_rows, self.own_rows):
+            self.history_rows, self.own_rows = rows, own
+            self.styles.height = own + rows
             self.changed()
 
     @property

@@ -168,3 +168,35 @@ async def test_a_job_without_an_agent_gives_its_gpu_the_rows(make_app, size):
         row = app.query_one(GpuRow)
         assert row.history_rows > 7
         assert all(name in row.text() for name in ("SM clk", "held", "memory", "temp", "dram"))
+
+
+@pytest.mark.parametrize("gpus", ["h100x2", "h100x8"])
+async def test_80x24_attached_to_ranks_keeps_the_key_bar_and_a_line_per_gpu(make_app, gpus):
+    """A tmux pane beside a two-rank job: every pane has something to say (verdict, host,
+    steps, ranks, stacks), and still the way out (``q Quit``, ``? more keys``) and each GPU's
+    first line are on screen; the panes give up their rows first."""
+    from conftest import FixedHost, FixedStacks, host_sample, stacks_window
+
+    window = stacks_window()
+    _, readings = scene()
+    app = make_app(
+        record(gpus, "compute", ticks=20, step=0.9),
+        host=FixedHost(host_sample()),
+        stacks=FixedStacks(window),
+        agents=FixedAgents(readings[-1]),
+        target=Target(7000, JOB),
+    )
+    async with app.run_test(size=(80, 24)) as pilot:
+        await feed_job(app, pilot, readings)
+        app.take("host", host_sample())
+        for sample in window:
+            app.take("stacks", sample)
+        await pilot.pause()
+        await pilot.pause()
+        rows = screen_rows(app)
+        screen = "\n".join(rows)
+        assert "q Quit" in rows[-1] and "? more keys" in rows[-1], screen
+        for row in app.query(GpuRow):
+            first = row.text().splitlines()[0]
+            assert first[:30] in screen, f"GPU {row.info.index} not on screen:\n{screen}"
+        assert "STRAGGLER" in screen and "try:" in screen, screen  # the verdict whole
