@@ -7,11 +7,10 @@ recording on a playback clock (readings in their recorded order, verdicts evalua
 recorded points). What the session does with a reading is written once, here:
 
 1. append it to the Timeline and keep it as the latest of its source;
-2. hand it to the sinks (recorder, exporter) in the order taken;
-3. steer the simulated board's PhaseFollower (agents' readings, when there is one);
-4. evaluate the verdict at the point the readings define (``evaluate_each``), carry the
+2. hand it to the sinks (recorder, exporter, a simulated board's steering) in the order taken;
+3. evaluate the verdict at the point the readings define (``evaluate_each``), carry the
    hysteresis, and hand the evaluation to the sinks;
-5. publish an immutable ``SessionState`` that every output reads.
+4. publish an immutable ``SessionState`` that every output reads.
 
 No Textual, no threads and no I/O of its own: sinks do their own I/O, and the clock that
 stamps events is injected. Like the Timeline, a Session has one writer.
@@ -25,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import median
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gputop.diagnose import (
     STACKS_WINDOW_S,
@@ -42,11 +41,6 @@ from gputop.model.host import HostSample
 from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample
 from gputop.sinks import Sinks
-from gputop.vocab import stacks as stack_phase
-from gputop.vocab import steps as step_phase
-
-if TYPE_CHECKING:
-    from gputop.sim.scenarios import PhaseFollower
 
 EVALUATE_GAP_S = 1.0
 """A live screen evaluates the verdict at most this often (``Session.min_gap_s``): the readings
@@ -63,19 +57,6 @@ COSTS_KEPT = 5
 stretch it."""
 READINGS = ("gpu", "host", "agents", "stacks")
 """The kinds of reading a session takes, in the order the sinks and recordings name them."""
-FOLLOW_S = 10.0
-"""The stacks that steer a simulated board without the agents' phases, and how long the
-agents' phases keep the stacks out once they stop."""
-STALLED_S = 2.0
-STALLED_STEPS = 3
-"""No step for max(STALLED_S, STALLED_STEPS slowest steps): the agents' shares no longer say
-what the process does, and the stacks steer the simulated board."""
-STACK_WORK = (
-    (step_phase.FORWARD, stack_phase.FORWARD),
-    (step_phase.BACKWARD, stack_phase.BACKWARD),
-    (step_phase.OPTIMIZER, stack_phase.OPTIMIZER),
-)
-"""(step phase, the stack phase that shows it): where a thread computes on the GPU."""
 
 
 @dataclass(frozen=True)
@@ -144,7 +125,6 @@ class Session:
         devices: Sequence[DeviceInfo],
         *,
         sinks: Sinks | None = None,
-        follower: PhaseFollower | None = None,
         evaluate_each: bool = True,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
@@ -153,8 +133,6 @@ class Session:
         """``cpu``: the evaluating thread's CPU seconds (what ``evaluate_share`` bounds)."""
         self.devices = tuple(devices)
         self.sinks = sinks if sinks is not None else Sinks()
-        self.follower = follower
-        """The simulated board's PhaseFollower: busy for the compute share the agents report."""
         self.evaluate_each = evaluate_each
         """Evaluate after every reading (live); replay evaluates at the recorded points only."""
         self.min_gap_s = 0.0
@@ -186,8 +164,6 @@ class Session:
         self._state: SessionState | None = None
         self._bins = BudgetBins()
         self._intervals: tuple[Interval, ...] = ()
-        self._agents_steered = -FOLLOW_S
-        """When the agents' phases last steered the follower."""
         self.awaits_host = False
         """A target is attached: nothing is evaluated before its first host reading (the GPUs
         alone, quiet in the first second, would call a job idle that is training)."""
@@ -241,18 +217,13 @@ class Session:
         self._problems += [p for p in sample.problems if p not in self._problems]
         if self.sinks:
             self.sinks.agents(sample)
-        state = self._after_reading()
-        if self.follower is not None:
-            self._steer(self.follower, sample)
-        return state
+        return self._after_reading()
 
     def stacks(self, sample: StacksSample) -> SessionState:
         self.timeline.append(sample.key, sample)
         self._stacks = sample
         if self.sinks:
             self.sinks.stacks(sample)
-        if self.follower is not None:
-            self._steer_from_stacks(self.follower, sample)
         return self._after_reading()
 
     def take(self, kind: str, reading: Any, evaluate: bool = True) -> SessionState:
@@ -392,34 +363,3 @@ class Session:
             self._problems += [p for p in self.sinks.problems if p not in self._problems]
             self.sinks.problems.clear()
             self._changed()
-
-    def _steer(self, follower: PhaseFollower, sample: AgentsSample) -> None:
-        """The agents' step phases steer the simulated board when they have them."""
-        from gputop.diagnose import step_signals
-
-        # the evaluation just made on this reading has the step statistics: not computed twice
-        inputs = self._inputs if self.evaluate_each else None
-        steps = inputs.steps if inputs is not None else step_signals(sample)
-        if steps is not None and steps.shares:
-            since = steps.since_step_s or 0.0
-            if since > max(STALLED_S, STALLED_STEPS * steps.p99_ms / 1000):
-                # no step for many steps: the step shares are history, the GPU would not be
-                # running them; the stacks (what the process does now) steer it instead
-                self._agents_steered = -FOLLOW_S
-                return
-            follower.update(steps.shares)
-            self._agents_steered = sample.t
-
-    def _steer_from_stacks(self, follower: PhaseFollower, sample: StacksSample) -> None:
-        """Without the agents' phases, the main threads' stacks over the last seconds steer it:
-        busy for the share of samples in forward, backward or the optimizer (a process attached
-        by PID, with no agent yet, still drives the board as a real GPU would be driven)."""
-        from gputop.diagnose import stack_signals
-
-        if sample.t - self._agents_steered < FOLLOW_S:
-            return
-        window = self.timeline.window(sample.key, sample.t, FOLLOW_S)
-        sig = stack_signals(window)
-        if sig is not None and sig.samples:
-            shares = sig.main_shares
-            follower.update({phase: shares.get(where, 0.0) for phase, where in STACK_WORK})

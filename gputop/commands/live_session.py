@@ -47,10 +47,17 @@ def open_outputs(args: argparse.Namespace, mode: str, record: Path | None = None
 def new_session(
     gpus: Gpus, sinks: Sinks | None = None, follower: PhaseFollower | None = None
 ) -> Session:
-    """The session of a live mode over the GPUs that were opened."""
+    """The session of a live mode over the GPUs that were opened; with a simulated board's
+    ``follower``, the job's readings steer it (a sink like the recorder)."""
     from gputop.session import Session
+    from gputop.sinks import Sinks
 
-    return Session(gpus.source.devices, sinks=sinks, follower=follower)
+    sinks = sinks if sinks is not None else Sinks()
+    if follower is not None:
+        from gputop.sim.steering import BoardSteering
+
+        sinks.sinks.append(BoardSteering(follower))
+    return Session(gpus.source.devices, sinks=sinks)
 
 
 def close_session(session: Session | None) -> None:

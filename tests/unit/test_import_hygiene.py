@@ -247,6 +247,15 @@ def test_commands_import_the_screen_only_when_they_draw_one():
     assert not broken(files("cli.py", "commands"), rule)
 
 
+def test_the_session_only_ingests_and_knows_no_simulator():
+    """The simulated board is steered by a sink (``sim/steering.py``), like the recorder: the
+    session's data flows one way, whatever the board (types for the checker included)."""
+    found = [
+        i for i in imports(PACKAGE / "session.py", typed=True) if under(i.module, ("gputop.sim",))
+    ]
+    assert not found, [f"session.py:{i.line}: {i.module}" for i in found]
+
+
 def test_nothing_below_the_outputs_imports_them():
     def rule(imp: Import) -> str | None:
         return "an output; nothing below may import it" if under(imp.module, OUTPUTS) else None

@@ -1,6 +1,6 @@
 """The session: the one live loop every mode drives. What it does with a reading (history,
-sinks in order, the follower, the verdict at the point the readings define), the state it
-publishes, and the headless loop's schedule."""
+sinks in order, a simulated board's steering among them, the verdict at the point the readings
+define), the state it publishes, and the headless loop's schedule."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from gputop.model.gpu import GpuSample
 from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample
 from gputop.session import Session
+from gputop.sim.steering import BoardSteering
 from gputop.sinks import Sinks
 from gputop.sources.feeds import NoGpus, feeds
 
@@ -166,7 +167,8 @@ def test_the_simulated_board_follows_the_agents_phases():
                    open_age_s=None, since_step_s=0.1, heartbeat_age_s=0.1, agent_errors=0,
                    dropped=0)  # fmt: skip
     follower = Follower()
-    s = Session((device(0),), follower=follower)
+    s = Session((device(0),), sinks=Sinks([BoardSteering(follower)]))
+    s.start({})
     s.agents(AgentsSample(target=4242, t=1.0, wall=1.7e9, agents=(a,)))
     assert follower.shares and follower.shares[-1]["data_wait"] == pytest.approx(0.6, abs=0.01)
 
@@ -315,7 +317,8 @@ def test_without_the_agents_phases_the_stacks_steer_the_simulated_board():
         return StacksSample(4242, t, 1.7e9 + t, (ProcessStacks(4242, "main", (main,), None, 0.0),))
 
     follower = Follower()
-    s = Session((device(0),), follower=follower)
+    s = Session((device(0),), sinks=Sinks([BoardSteering(follower)]))
+    s.start({})
     for i in range(10):
         s.stacks(dump(float(i), "backward" if i % 2 else "data wait"))
     assert follower.shares[-1]["backward"] == pytest.approx(0.5)
