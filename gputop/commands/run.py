@@ -15,7 +15,7 @@ from gputop.commands.flags import UsageError, add_gpu_flags, add_sim_flags, add_
 from gputop.commands.gpu_source import board_from_flags, follower_for, gpu_choice, open_gpus
 from gputop.commands.live_session import new_session, open_outputs
 from gputop.commands.screen import run_tui, ui_config
-from gputop.commands.target import with_tree
+from gputop.commands.target import attach
 
 if TYPE_CHECKING:
     from gputop.run import Job
@@ -61,7 +61,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from gputop.run import Job, RunError, run_headless
     from gputop.sources.agent_link import AgentLink
-    from gputop.sources.host import HostSource
 
     command = command_of(args)
     if not command:
@@ -98,12 +97,9 @@ def run(args: argparse.Namespace) -> int:
         link.expect_agents(job.agent_failures)
         return run_headless(job, link)
     job.forward_signals()
-    try:
-        host = HostSource.open(job.pid, exit_code=job.exit_status)
-    except Exception:
-        host = None  # it already exited: the log says why
+    # the job may have exited already: its agents' last words are read, the log says why
+    attached = attach(job.pid, exit_code=job.exit_status, gone_ok=True)
     gpus = open_gpus(board, only=gpu_choice(args))
-    attached = with_tree(host, job.pid)
     if attached.agents is not None:  # every Python process of the job should serve one
         attached.agents.expect_agents(job.agent_failures)
     run_tui(gpus, config, new_session(gpus, sinks, follower), attached, job=job)

@@ -5,6 +5,7 @@ agents, its stacks), and loading gputop's agent into it headless (--attach).
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -36,43 +37,56 @@ class Attached:
         return (main.cmdline or main.name) if main else None
 
 
-def attach(pid: int | None, stacks_budget: float | None = None) -> Attached:
-    """The sources for ``pid`` (nothing for None); TargetNotFound propagates (one line).
-    ``stacks_budget``: py-spy's CPU as a share of one core (default ``DEFAULT_SHARE``)."""
+def attach(
+    pid: int | None,
+    stacks_budget: float | None = None,
+    exit_code: Callable[[], int | None] | None = None,
+    gone_ok: bool = False,
+    clock: Callable[[], float] | None = None,
+) -> Attached:
+    """The sources of ``pid``'s tree (nothing for None), each given what it reads at
+    construction, in the order they depend on each other: the target's identity, one walk of
+    its tree, the agent link (which processes serve an agent), the stack sampler (its roles
+    helped by the agents'), the host source (its roles settled by all the evidence).
+
+    All follow the one identity: once the target has exited, a later process given its PID is
+    neither sampled nor searched for agents. TargetNotFound propagates (one line), unless
+    ``gone_ok`` (``gputop run``'s job, which may have exited before it could be read: its
+    agents' last words are still read, with no host source). ``stacks_budget``: py-spy's CPU
+    as a share of one core (default ``DEFAULT_SHARE``); ``exit_code``: the job's, when
+    gputop started it; ``clock``: the tree's and the host source's (tests hold it still)."""
     if pid is None:
         return Attached()
-    from gputop.sources.host import HostSource
-
-    return with_tree(HostSource.open(pid), pid, stacks_budget=stacks_budget)
-
-
-def with_tree(
-    host: HostSource | None,
-    pid: int,
-    identity: TargetId | None = None,
-    stacks_budget: float | None = None,
-) -> Attached:
-    """The agent link and the stack sampler of ``pid`` beside its host source (which may be
-    None: a job that exited before it could be read still has its agents' last words). All
-    follow one identity (the host source's, else ``identity``): once the target has exited,
-    a later process given its PID is neither sampled nor searched for agents; and all read
-    one walk of the process tree (``ProcTree``)."""
     from gputop.model.roles import merge_hints
     from gputop.sources.agent_link import AgentLink
+    from gputop.sources.host import HostSource
     from gputop.sources.proc_tree import ProcTree
     from gputop.sources.stack_budget import DEFAULT_SHARE, StackBudget
     from gputop.sources.stacks import StackSource
+    from gputop.sources.target import TargetId, TargetNotFound
 
-    identity = getattr(host, "identity", None) or identity
-    tree = getattr(host, "tree", None) or ProcTree(pid, identity=identity)
-    if host is not None:
-        host.tree = tree
+    try:
+        identity: TargetId | None = TargetId.of(pid)
+    except TargetNotFound:
+        if not gone_ok:
+            raise
+        identity = None
+    clock = clock or time.monotonic
+    tree = ProcTree(pid, clock=clock, identity=identity)
     link = AgentLink(pid, pids=tree.agent_pids)
     budget = StackBudget(stacks_budget if stacks_budget is not None else DEFAULT_SHARE)
     stacks = StackSource(pid, hints=link.hints, identity=identity, tree=tree,
                          agent_stacks=link.stacks, budget=budget)  # fmt: skip
-    if host is not None:  # roles settled by all the evidence: the tree, the stacks, the agents
-        host.hints = lambda: merge_hints(stacks.hints(), link.hints())
+    host = None
+    if identity is not None:
+        host = HostSource.open(
+            pid,
+            identity=identity,
+            tree=tree,
+            hints=lambda: merge_hints(stacks.hints(), link.hints()),
+            exit_code=exit_code,
+            clock=clock,
+        )
     return Attached(host, link, stacks, identity)
 
 

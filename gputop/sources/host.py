@@ -117,9 +117,9 @@ class HostSource:
         tree: ProcTree | None = None,
     ) -> None:
         """``hints``: role evidence from other sources (``StackSource.hints``,
-        ``AgentLink.hints``, merged by ``merge_hints``), asked at each walk of the tree; may
-        be set later (``source.hints = ...``). ``tree``: the walk of /proc shared with the
-        other sources (its own otherwise, walked at the thread tier)."""
+        ``AgentLink.hints``, merged by ``merge_hints``), asked at each walk of the tree
+        (``commands/target.attach`` builds the sources in that order). ``tree``: the walk of
+        /proc shared with the other sources (its own otherwise, walked at the thread tier)."""
         self.pid = pid
         self.proc = proc_root
         self._root = str(proc_root)
@@ -147,9 +147,10 @@ class HostSource:
         self.exited = False
 
     @classmethod
-    def open(cls, pid: int, **kwargs) -> HostSource:
+    def open(cls, pid: int, identity: TargetId | None = None, **kwargs) -> HostSource:
+        """``identity``: the target as the other sources follow it (read here without one)."""
         source = cls(pid, **kwargs)
-        source.identity = TargetId.of(pid, source._root)  # TargetNotFound: one line
+        source.identity = identity or TargetId.of(pid, source._root)  # TargetNotFound: 1 line
         if source.tree.identity is None:
             source.tree.identity = source.identity
         source._start = source.identity.start_ticks

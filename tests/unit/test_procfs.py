@@ -58,13 +58,13 @@ def test_one_walk_of_the_tree_serves_every_source():
     import subprocess
     import sys
 
-    from gputop.commands.target import with_tree
-    from gputop.sources.host import HostSource
+    from gputop.commands.target import attach
 
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        host = HostSource.open(os.getpid(), clock=lambda: 100.0)  # one tick, however slow
-        attached = with_tree(host, os.getpid())
+        attached = attach(os.getpid(), clock=lambda: 100.0)  # one tick, however slow
+        host = attached.host
+        assert host is not None
         for _ in range(3):
             host.sample()
             attached.agents.sample()
