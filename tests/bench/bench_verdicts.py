@@ -665,23 +665,29 @@ def _refines(old: str | None, new: str | None, s: Scenario) -> bool:
     return bool(old and new) and new.startswith(f"{old}/") and {old, new} <= s.expected
 
 
-def port_of(s: Scenario) -> int:
-    return 29600 + sum(map(ord, s.name)) % 300
+def free_port() -> int:
+    """A port nothing listens on now, for a job's rendezvous (the kernel's choice: a port fixed
+    per scenario could be held by another run, or by the last one's socket in TIME_WAIT)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests_support import free_port as kernels_choice
+
+    return kernels_choice()
 
 
 def command(s: Scenario, seconds: float) -> list[str]:
     """The script as its author starts it: plain python (torch.multiprocessing.spawn scripts
     too, with their own --port), or torchrun with two ranks."""
     script = [str(CORPUS / s.argv[0]), *s.argv[1:], "--seconds", str(seconds)]
+    port = free_port()
     if s.launcher == "torchrun":
         return [JOB_PYTHON, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-                "--master-port", str(port_of(s)), *script]  # fmt: skip
+                "--master-port", str(port), *script]  # fmt: skip
     if s.launcher == "accelerate launch":
         return [JOB_PYTHON, "-m", "accelerate.commands.launch", "--multi_gpu",
-                "--num_processes", "2", "--main_process_port", str(port_of(s)),
+                "--num_processes", "2", "--main_process_port", str(port),
                 *script]  # fmt: skip
     if s.launcher == "torch.multiprocessing.spawn":
-        script += ["--port", str(port_of(s))]
+        script += ["--port", str(port)]
     if s.memory_mib:  # the same process, moved into a memory cgroup first
         return [JOB_PYTHON, str(CORPUS / "_memory_limit.py"), str(s.memory_mib), "--",
                 JOB_PYTHON, *script]  # fmt: skip

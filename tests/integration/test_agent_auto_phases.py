@@ -15,7 +15,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from tests_support import job_env  # noqa: E402
+from tests_support import free_port, job_env  # noqa: E402
 
 from gputop.sources.agent_link import AgentLink  # noqa: E402
 
@@ -120,7 +120,8 @@ def test_ddp_under_torchrun_gives_each_rank_its_sync_wait(tmp_path):
 
 
 def test_ddp_under_mp_spawn_reports_ranks_from_the_process_group(tmp_path):
-    spawn = (str(EXAMPLES / "ddp_plain.py"), "--spawn", "2", "--steps", "30", "--port", "29541")
+    port = str(free_port())
+    spawn = (str(EXAMPLES / "ddp_plain.py"), "--spawn", "2", "--steps", "30", "--port", port)
     agents = run_plain(tmp_path, *spawn, "--slow-rank", "0", "--slow-ms", str(SLOW_MS))
     check_ranks(agents, slow=0)  # no RANK variable: the rank came from torch.distributed
     check_in_flight(agents, slow=0, hidden=True)
@@ -135,7 +136,7 @@ def test_ddp_under_mp_spawn_reports_ranks_from_the_process_group(tmp_path):
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_hand_written_all_reduce_loop_is_grad_sync(tmp_path, mode):
-    extra = ("--async-op", "--port", "29545") if mode == "async" else ("--port", "29542")
+    extra = (("--async-op",) if mode == "async" else ()) + ("--port", str(free_port()))
     agents = run_plain(tmp_path, str(EXAMPLES / "ddp_plain.py"), "--spawn", "2", "--allreduce",
                        "--steps", "30", "--slow-rank", "1", "--slow-ms", str(SLOW_MS),
                        *extra)  # fmt: skip
@@ -181,7 +182,7 @@ print("sync", r.auto["grad_sync"].depth, r.errors)
 
 @pytest.mark.parametrize("when", ["before", "after"])
 def test_the_users_comm_hook_wins_before_or_after_gputops(when):
-    env = {**os.environ, "WHEN": when, "PORT": str(29543 + (when == "after")),
+    env = {**os.environ, "WHEN": when, "PORT": str(free_port()),
            "GPUTOP_NO_SERVER": "1", "PYTHONWARNINGS": "ignore"}  # fmt: skip
     out = subprocess.run([sys.executable, "-c", USER_HOOK], capture_output=True, text=True,
                          env=env, timeout=120)  # fmt: skip
@@ -252,7 +253,8 @@ print(second.__dict__["_gputop_sync"].registered, gt._rec.errors)
 
 
 def test_a_ddp_model_made_after_the_roots_were_found_still_gets_the_sync_hook():
-    env = {**os.environ, "PORT": "29547", "GPUTOP_NO_SERVER": "1", "PYTHONWARNINGS": "ignore"}
+    env = {**os.environ, "PORT": str(free_port()), "GPUTOP_NO_SERVER": "1",
+           "PYTHONWARNINGS": "ignore"}  # fmt: skip
     out = subprocess.run([sys.executable, "-c", LATER_DDP], capture_output=True, text=True,
                          env=env, timeout=120)  # fmt: skip
     assert out.returncode == 0, out.stderr[-3000:]
@@ -262,7 +264,7 @@ def test_a_ddp_model_made_after_the_roots_were_found_still_gets_the_sync_hook():
 def test_a_rank_that_waits_for_a_stuck_peer_inside_backward_is_in_grad_sync(tmp_path):
     env = job_env({**os.environ, "GPUTOP_DIR": str(tmp_path), "PYTHONWARNINGS": "ignore"})
     argv = [sys.executable, str(EXAMPLES / "ddp_plain.py"), "--spawn", "2", "--steps", "1000",
-            "--stall-rank", "1", "--stall-after", "5", "--port", "29548"]  # fmt: skip
+            "--stall-rank", "1", "--stall-after", "5", "--port", str(free_port())]  # fmt: skip
     p = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          start_new_session=True)  # fmt: skip
     link = AgentLink(p.pid, directories=lambda: [tmp_path])

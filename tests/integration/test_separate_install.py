@@ -171,7 +171,7 @@ def test_separate_install_into_a_container_by_host_pid(installs):
     linked = Path(str(importlib.metadata.distribution("torch").locate_file("")))
     env = {**os.environ, "JOB_VENV": str(job.parent.parent), "CORPUS": str(CORPUS),
            "LINKED": str(linked),
-           "REPO": str(REPO), "PORT": str(bench.port_of(s) + 1),
+           "REPO": str(REPO), "PORT": str(bench.free_port()),
            "SECONDS_": str(WATCH_S + JOB_OUTLIVES_S)}  # fmt: skip
     outer = subprocess.Popen(
         ["unshare", "--mount", "--pid", "--fork", "--mount-proc", "bash", "-c", IN_NAMESPACE],
