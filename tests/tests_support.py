@@ -183,6 +183,30 @@ def steps_of(fams: dict[str, Any] | None) -> dict[str, float]:
     return {s.labels["rank"]: s.value for s in fam.samples} if fam else {}
 
 
+def until(check, timeout: float = 30.0, what: str = "", every: float = 0.05):
+    """Polls ``check()`` until it is true and returns its value; a timeout fails the test with
+    ``what``. Every test that waits for a state waits through this (a fixed sleep passes when
+    things are merely slow, or fails on a busy machine)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = check()
+        if got:
+            return got
+        assert time.monotonic() < deadline, f"timed out after {timeout:g} s: {what or check}"
+        time.sleep(every)
+
+
+async def until_drawn(pilot, check, timeout: float = 10.0, what: str = ""):
+    """``until`` for a Textual app under Pilot: the app runs between the checks."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = check()
+        if got:
+            return got
+        assert time.monotonic() < deadline, f"timed out after {timeout:g} s: {what or check}"
+        await pilot.pause(0.05)
+
+
 def sample_until(source, done, timeout: float = 30.0, every: float = 0.5):
     """Samples a ``StackSource`` until ``done(sample)`` or the timeout, and returns the last
     sample: a process py-spy failed to read (a nonblocking read loses a race with a busy

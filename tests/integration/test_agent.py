@@ -16,7 +16,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from tests_support import as_nobody  # noqa: E402
+from tests_support import as_nobody, until  # noqa: E402
 
 from gputop.agent.paths import socket_path  # noqa: E402
 from gputop.agent.recorder import StepRecorder  # noqa: E402
@@ -328,12 +328,6 @@ def test_an_attached_agent_idles_when_its_last_monitor_leaves(tmp_path):
             s.connect(str(srv.path))
             assert b'"type":"hello"' in s.recv(65536)
             return s
-
-        def until(check) -> None:
-            deadline = time.monotonic() + 5
-            while not check():
-                assert time.monotonic() < deadline
-                time.sleep(0.02)
 
         first, second = monitor(), monitor()
         first.close()

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tests_support import as_nobody
+from tests_support import as_nobody, until
 
 from gputop.agent.paths import socket_path
 from gputop.agent.server import MAX_CLIENTS
@@ -95,13 +95,6 @@ def trainers(tmp_path):
     yield start
     for t in started:
         t.kill()
-
-
-def until(check, timeout: float = 60.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out: {what}"
-        time.sleep(0.05)
 
 
 def read_until(link: AgentLink, check, timeout: float = 60.0):

@@ -5,10 +5,10 @@ here (the real ones: tests/integration/test_inject.py, tests/e2e/test_attach_tmu
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 
 from conftest import agents_sample
+from tests_support import until_drawn
 
 from gputop.ui.app import Target
 from gputop.ui.load_agent import AgentOffer, LoadAgentScreen
@@ -63,25 +63,18 @@ def status(app) -> str:
     return str(line.render()) if line.display else ""
 
 
-async def until(pilot, check, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline
-        await pilot.pause(0.05)
-
-
 async def test_a_asks_then_loads_and_says_so(make_app):
     app, calls = offered(make_app, FakePlan())
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: "press a to load it" in status(app))
+        await until_drawn(pilot, lambda: "press a to load it" in status(app))
         assert calls.plans == 1  # the first look
         assert app.check_action("load_agent", ()) is True
         await pilot.press("a")
-        await until(pilot, lambda: isinstance(app.screen, LoadAgentScreen))
+        await until_drawn(pilot, lambda: isinstance(app.screen, LoadAgentScreen))
         assert app.screen.lines == FakePlan().lines()
         assert calls.plans == 2 and calls.loads == 0  # nothing done before yes
         await pilot.press("y")
-        await until(pilot, lambda: f"agent loaded into pid {PID}" in status(app))
+        await until_drawn(pilot, lambda: f"agent loaded into pid {PID}" in status(app))
         assert calls.loads == 1 and not isinstance(app.screen, LoadAgentScreen)
         app.take("agents", replace(agents_sample(), target=PID))  # the agent is connected now
         await pilot.pause()
@@ -94,9 +87,9 @@ async def test_no_leaves_the_job_alone(make_app):
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         await pilot.press("a")
-        await until(pilot, lambda: isinstance(app.screen, LoadAgentScreen))
+        await until_drawn(pilot, lambda: isinstance(app.screen, LoadAgentScreen))
         await pilot.press("n")
-        await until(pilot, lambda: "the agent was not loaded" in status(app))
+        await until_drawn(pilot, lambda: "the agent was not loaded" in status(app))
         assert calls.loads == 0 and app.check_action("load_agent", ()) is True
 
 
@@ -105,21 +98,21 @@ async def test_a_refusal_goes_to_the_status_line_without_asking(make_app):
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         await pilot.press("a")
-        await until(pilot, lambda: "apt-get install gdb" in status(app))
+        await until_drawn(pilot, lambda: "apt-get install gdb" in status(app))
         assert not isinstance(app.screen, LoadAgentScreen) and calls.loads == 0
 
 
 async def test_attach_flag_loads_at_start_without_asking(make_app):
     app, calls = offered(make_app, FakePlan(), now=True)
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: f"agent loaded into pid {PID}" in status(app))
+        await until_drawn(pilot, lambda: f"agent loaded into pid {PID}" in status(app))
         assert calls.loads == 1 and calls.plans == 1
 
 
 async def test_no_key_and_no_line_when_the_agent_is_there_or_nothing_can_be_loaded(make_app):
     app, calls = offered(make_app, FakePlan(todo=False, loaded=True))
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: calls.plans == 1)
+        await until_drawn(pilot, lambda: calls.plans == 1)
         await pilot.pause(0.1)
         assert "press a" not in status(app)
     plain = make_app()  # no target: no offer, the key is neither shown nor listed
@@ -132,7 +125,7 @@ async def test_no_key_and_no_line_when_the_agent_is_there_or_nothing_can_be_load
 async def test_the_missing_line_goes_when_an_agent_connects_another_way(make_app):
     app, calls = offered(make_app, FakePlan())
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: "press a to load it" in status(app))
+        await until_drawn(pilot, lambda: "press a to load it" in status(app))
         app.take("agents", replace(agents_sample(), target=PID))  # the script imported it
         await pilot.pause()
         assert "press a" not in status(app) and calls.loads == 0

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tests_support import until
 
 from gputop.agent import server as server_mod
 from gputop.agent.recorder import StepRecorder
@@ -44,13 +45,6 @@ def serve(tmp_path):
     yield start
     for srv in servers:
         srv.stop()
-
-
-def until(check, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
 
 
 def dial(path: Path) -> socket.socket:
