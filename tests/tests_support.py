@@ -187,24 +187,24 @@ def until(check, timeout: float = 30.0, what: str = "", every: float = 0.05):
     """Polls ``check()`` until it is true and returns its value; a timeout fails the test with
     ``what``. Every test that waits for a state waits through this (a fixed sleep passes when
     things are merely slow, or fails on a busy machine)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        assert time.monotonic() < deadline, f"timed out after {timeout:g} s: {what or check}"
+    began = time.monotonic()
+    while not (got := check()):
+        _still_in_time(began, timeout, what or check)
         time.sleep(every)
+    return got
 
 
 async def until_drawn(pilot, check, timeout: float = 10.0, what: str = ""):
     """``until`` for a Textual app under Pilot: the app runs between the checks."""
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        assert time.monotonic() < deadline, f"timed out after {timeout:g} s: {what or check}"
+    began = time.monotonic()
+    while not (got := check()):
+        _still_in_time(began, timeout, what or check)
         await pilot.pause(0.05)
+    return got
+
+
+def _still_in_time(began: float, timeout: float, what: object) -> None:
+    assert time.monotonic() - began < timeout, f"timed out after {timeout:g} s: {what}"
 
 
 def sample_until(source, done, timeout: float = 30.0, every: float = 0.5):
