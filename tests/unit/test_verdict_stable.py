@@ -17,7 +17,7 @@ from gputop.diagnose.rules import HOLD, SPIKE_TIME, idle, side_work, straggler
 from gputop.diagnose.signals.inputs import RuleInputs
 from gputop.diagnose.signals.steps import Spike, StepSignals
 from gputop.diagnose.verdict import State
-from gputop.headless import Diagnosis, _note
+from gputop.headless.loop import Diagnosis, _note
 from gputop.model import Window
 from gputop.model.host import CgroupSample, HostSample, ProcSample
 from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack

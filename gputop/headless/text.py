@@ -1,0 +1,88 @@
+"""A diagnosis's document as the text a terminal shows: the timeline, the verdict with its why,
+step budget, evidence and levers, the risks, what else holds, and the notes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gputop.diagnose import saving_text
+from gputop.render.budget import stacked
+
+
+def _saving(x: dict[str, Any]) -> str:
+    """A saving of our own document, as every output says it."""
+    return saving_text(x["speedup"], x["condition"], x.get("low", 0.0), x.get("high", 0.0))
+
+
+def _mfu_line(m: dict[str, Any]) -> str:
+    peak = f"{round(m['peak_flops'] / 1e12, 1):g} TFLOP/s" if m.get("peak_flops") else "no peak"
+    against = f"{m.get('board') or 'unknown board'} {m['precision']} {peak}"
+    if m.get("value") is None:
+        return f"MFU: not computed: {m.get('note')}"
+    # an assumed precision is in the note already, with what the fingerprint lacked
+    why = m["note"] if m["precision_assumed"] else f"precision: {m['precision_basis']}"
+    if m.get("note") and not m["precision_assumed"]:
+        why += f"; {m['note']}"
+    return f"MFU {m['value']:.1%} of {against} ({why})"
+
+
+def exit_line(ended: dict[str, Any]) -> str:
+    status = "" if ended["exit_code"] is None else f" with status {ended['exit_code']}"
+    return f"  {ended['t_s']:>7.1f} s  pid {ended['pid']} exited{status}: nothing more to watch"
+
+
+def timeline_line(e: dict[str, Any]) -> str:
+    label = e["bound"] or (e["note"] or "no bound")
+    return f"  {e['t_s']:>7.1f} s  {label}  ({e['confidence']:.0%})"
+
+
+def render(doc: dict[str, Any], timeline: bool = True) -> str:
+    """The text form; ``timeline=False`` when its lines were already printed as they came
+    (``Feedback``)."""
+    lines = ["gputop diagnose"] if timeline else []
+    ended = doc.get("target_exit")
+    for e in doc["timeline"] if timeline else ():
+        if ended and e["t_s"] >= ended["t_s"]:
+            lines.append(exit_line(ended))
+            ended = None
+        lines.append(timeline_line(e))
+    if ended and timeline:
+        lines.append(exit_line(ended))
+    v = doc["verdict"]
+    lines.append("")
+    p = v["principal"]
+    if p is None:
+        lines.append(f"verdict: {v['note']}")
+    else:
+        lines.append(f"verdict: {p['bound']} ({p['confidence']:.0%}): {p['summary']}")
+        if p.get("cause"):
+            lines.append(f"  why: {p['cause']['text']}")
+        budget = doc.get("budget")
+        if budget:
+            of = budget["of"]
+            lines.append(f"  step: {stacked(of['shares'], 200)}  [{of['source']}]")
+            for r in budget["ranks"] if len(budget["ranks"]) > 1 else ():
+                label = f"rank {r['rank']}" if r["rank"] is not None else f"pid {r['pid']}"
+                lines.append(f"    {label}: {stacked(r['shares'], 200)}")
+        for e in p["evidence"]:
+            lines.append(f"  {'+' if e['supports'] else '-'} {e['text']} [{e['source']}]")
+        savings = list(p.get("lever_savings") or ()) or [p.get("saving")]
+        for i, lever in enumerate(p["levers"]):
+            saving = savings[i] if i < len(savings) else None
+            gain = f"  ({_saving(saving)})" if saving else ""
+            lines.append(f"  try: {lever}{gain}")
+    for risk in v.get("risks") or ():
+        lines.append(f"risk: {risk}")
+    for f in v["secondary"]:
+        lines.append(f"also: {f['bound']} ({f['confidence']:.0%}): {f['summary']}")
+        if f.get("cause"):
+            lines.append(f"  why: {f['cause']['text']}")
+            lines += [f"  try: {lever}" for lever in f["levers"][:1]]
+    lines.append(f"inputs: {', '.join(v['inputs']) or 'none'}")
+    if doc.get("mfu"):
+        lines.append(_mfu_line(doc["mfu"]))
+    for problem in doc["problems"]:
+        lines.append(f"note: {problem}")
+    if doc["exit_code"] is not None:
+        lines.append(f"the command exited with status {doc['exit_code']}")
+    return "\n".join(lines) + "\n"
