@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from gputop.diagnose.signals.inputs import RuleInputs
 from gputop.diagnose.thresholds import MEM_RISK
+from gputop.model.durations import duration_text
 
 GIB = float(1 << 30)
 MIB = float(1 << 20)
@@ -33,7 +34,9 @@ def memory_risk(sig: RuleInputs) -> str | None:
         f"({share:.0%} of the limit)"
     )
     if growth and eta is not None:
-        text += f", +{growth * 60 / MIB:.0f} MiB/min: the limit in ~{_duration(eta)} at this rate"
+        text += (
+            f", +{growth * 60 / MIB:.0f} MiB/min: the limit in ~{duration_text(eta)} at this rate"
+        )
         g = h.grower
         if g is not None and (g.rss_growth or 0.0) >= GROWTH_MIN:
             who = f"rank {g.rank}" if g.rank is not None else g.role
@@ -41,14 +44,6 @@ def memory_risk(sig: RuleInputs) -> str | None:
     else:
         text += ", not growing: one large allocation from an OOM kill"
     return text
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 def risks_of(sig: RuleInputs) -> tuple[str, ...]:

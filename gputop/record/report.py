@@ -14,6 +14,7 @@ from typing import Any
 
 from gputop import __version__
 from gputop.diagnose import saving_text
+from gputop.model.durations import duration_text
 from gputop.model.ranks import MAIN_RANK, MIN_STEPS, RankRow, compare_ranks
 from gputop.model.step_stats import mfu_of
 from gputop.model.steps import StepRecord
@@ -382,14 +383,6 @@ def render_report(doc: dict[str, Any], charts: bool = True, width: int = 100) ->
     if charts and doc["series"]:
         lines += ["", *_charts(doc["series"], width)]
     return "\n".join(lines) + "\n"
-
-
-def duration_text(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 def _ranks_text(ranks: list[dict[str, Any]], straggler: dict[str, Any] | None) -> list[str]:

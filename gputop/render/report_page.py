@@ -14,7 +14,7 @@ import shlex
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from gputop.record.report import duration_text
+from gputop.model.durations import duration_text
 from gputop.render.budget import stacked
 
 TEXT_MAX = 500
