@@ -5,13 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gputop.diagnose import saving_text
 from gputop.render.budget import stacked
-
-
-def _saving(x: dict[str, Any]) -> str:
-    """A saving of our own document, as every output says it."""
-    return saving_text(x["speedup"], x["condition"], x.get("low", 0.0), x.get("high", 0.0))
+from gputop.render.verdict import said_lines, said_of_json
 
 
 def _mfu_line(m: dict[str, Any]) -> str:
@@ -55,29 +50,22 @@ def render(doc: dict[str, Any], timeline: bool = True) -> str:
         lines.append(f"verdict: {v['note']}")
     else:
         lines.append(f"verdict: {p['bound']} ({p['confidence']:.0%}): {p['summary']}")
-        if p.get("cause"):
-            lines.append(f"  why: {p['cause']['text']}")
+        step = []
         budget = doc.get("budget")
         if budget:
             of = budget["of"]
-            lines.append(f"  step: {stacked(of['shares'], 200)}  [{of['source']}]")
+            step.append(f"step: {stacked(of['shares'], 200)}  [{of['source']}]")
             for r in budget["ranks"] if len(budget["ranks"]) > 1 else ():
                 label = f"rank {r['rank']}" if r["rank"] is not None else f"pid {r['pid']}"
-                lines.append(f"    {label}: {stacked(r['shares'], 200)}")
-        for e in p["evidence"]:
-            lines.append(f"  {'+' if e['supports'] else '-'} {e['text']} [{e['source']}]")
-        savings = list(p.get("lever_savings") or ()) or [p.get("saving")]
-        for i, lever in enumerate(p["levers"]):
-            saving = savings[i] if i < len(savings) else None
-            gain = f"  ({_saving(saving)})" if saving else ""
-            lines.append(f"  try: {lever}{gain}")
+                step.append(f"  {label}: {stacked(r['shares'], 200)}")
+        lines += said_lines(said_of_json(p), "  ", step=step)
     for risk in v.get("risks") or ():
         lines.append(f"risk: {risk}")
     for f in v["secondary"]:
         lines.append(f"also: {f['bound']} ({f['confidence']:.0%}): {f['summary']}")
-        if f.get("cause"):
-            lines.append(f"  why: {f['cause']['text']}")
-            lines += [f"  try: {lever}" for lever in f["levers"][:1]]
+        also = said_of_json(f)
+        if also.why:  # its cause and the lever that fits it first
+            lines += said_lines(also, "  ", evidence=False, levers=1)
     lines.append(f"inputs: {', '.join(v['inputs']) or 'none'}")
     if doc.get("mfu"):
         lines.append(_mfu_line(doc["mfu"]))

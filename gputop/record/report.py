@@ -13,7 +13,6 @@ import shlex
 from typing import Any
 
 from gputop import __version__
-from gputop.diagnose import saving_text
 from gputop.model.durations import duration_text
 from gputop.model.ranks import MAIN_RANK, MIN_STEPS, RankRow, compare_ranks
 from gputop.model.step_stats import mfu_of
@@ -29,6 +28,7 @@ from gputop.record.summary import (
     quantile_of,
 )
 from gputop.render.budget import stacked
+from gputop.render.verdict import said_lines, said_of_entry, saving_of_json
 from gputop.snapshot import jsonable
 
 SCHEMA_VERSION = 1
@@ -305,28 +305,10 @@ def _savings(f: dict[str, Any]) -> list[str | None]:
     """What each lever would save, as text, in the levers' order (a recording is untrusted: an
     entry that is not a saving reads as none; older recordings have none)."""
     got = f.get("lever_savings")
-    out: list[str | None] = []
-    for i in range(len(f.get("levers", []))):
-        x = got[i] if isinstance(got, list) and i < len(got) else None
-        out.append(_saving_text(x))
-    return out
-
-
-def _saving_text(x: Any) -> str | None:
-    if not isinstance(x, dict) or not isinstance(x.get("condition"), str):
-        return None
-    speedup = x.get("speedup")
-    if isinstance(speedup, bool) or not isinstance(speedup, int | float) or not speedup >= 1:
-        return None
-    low, high = (_read_share(x.get(k)) for k in ("low", "high"))
-    return saving_text(speedup, x["condition"][:200], low, max(low, high))
-
-
-def _read_share(x: Any) -> float:
-    """A share read from a recording: a number in 0..1, else 0 (not said)."""
-    if isinstance(x, bool) or not isinstance(x, int | float) or not 0 <= x <= 1:
-        return 0.0
-    return float(x)
+    return [
+        saving_of_json(got[i] if isinstance(got, list) and i < len(got) else None)
+        for i in range(len(f.get("levers", [])))
+    ]
 
 
 # ---- text ----
@@ -463,13 +445,7 @@ def _findings_text(findings: list[dict[str, Any]]) -> list[str]:
     for f in findings:
         led = "beside the principal" if f.get("beside") else f"led {duration_text(f['seconds'])}"
         out.append(f"  {f['bound']} ({f['confidence']:.0%}, {led}): {f['summary']}")
-        if f["cause"]:
-            out.append(f"    why: {f['cause']}")
-        for e in f["evidence"]:
-            out.append(f"    {'+' if e.get('supports', True) else '-'} {e['text']} "
-                       f"[{e['source']}]")  # fmt: skip
-        for lever, saving in zip(f["levers"], f["savings"], strict=True):
-            out.append(f"    try: {lever}" + (f"  ({saving})" if saving else ""))
+        out += said_lines(said_of_entry(f), "    ")
     return out
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from gputop.model.durations import duration_text
 from gputop.render.budget import stacked
+from gputop.render.verdict import said_html, said_of_entry
 
 TEXT_MAX = 500
 """Characters of one text from the recording (a command line, a lever, a folder)."""
@@ -185,29 +186,10 @@ def _finding(f: dict[str, Any]) -> str:
     out = [
         f'<div class="finding"><h3>{text(f["bound"], 80)}</h3>',
         f"<p>confidence {conf_text}, {led}: {text(f['summary'])}</p>",
+        *said_html(said_of_entry(f), escape=text, bounded=_list),
+        "</div>",
     ]
-    if f["cause"]:
-        out.append(f"<p><b>why:</b> {text(f['cause'])}</p>")
-    if f["evidence"]:
-        out.append("<p><b>evidence</b></p><ul>")
-        out += _list(f["evidence"], _evidence, "evidence")
-        out.append("</ul>")
-    if f["levers"]:
-        out.append("<p><b>levers</b> (cheapest first)</p><ul>")
-        pairs = list(zip(f["levers"], f["savings"], strict=True))
-        out += _list(pairs, lambda ls: (
-            f"<li>{text(ls[0])}" + (f" <i>({text(ls[1])})</i>" if ls[1] else "") + "</li>"),
-            "levers")  # fmt: skip
-        out.append("</ul>")
-    out.append("</div>")
     return "\n".join(out)
-
-
-def _evidence(e: dict[str, Any]) -> str:
-    supports = e.get("supports", True)
-    mark, cls = ("+", "") if supports else ("&minus;", ' class="against"')
-    source = text(e.get("source"), 40)
-    return f'<li{cls}>{mark} {text(e.get("text"))} <span class="meta">[{source}]</span></li>'
 
 
 def _captures(captures: Sequence[dict[str, Any]]) -> list[str]:

@@ -9,6 +9,7 @@ from rich.text import Text
 
 from gputop.diagnose import BY_NAME, Finding, Style, Verdict
 from gputop.render.budget import budget_line, budget_table
+from gputop.render.verdict import said, said_lines
 from gputop.ui.fit import ellipsize, wrap
 from gputop.ui.gpu_text import Line, StyleFor
 
@@ -55,8 +56,9 @@ def verdict_lines(
     else:  # narrow: the bound and how sure, then the summary wrapped under it
         head.label(f" {p.confidence:.0%}" + (f", {held}" if held else "") + f": {p.summary}")
         lines = wrap(head.text, width, indent=3)
-    if p.cause is not None:  # the second why, in one line at any width
-        lines.append(ellipsize(Line(style).label("   why: ").add(p.cause.text).text, width))
+    said_ = said(p)  # the words every output says, fitted here to the pane's width
+    if said_.why:  # the second why, in one line at any width
+        lines.append(ellipsize(Line(style).label("   why: ").add(said_.why).text, width))
     for risk in v.risks[:1]:  # what may end the job, whatever costs most now
         lines.append(ellipsize(Line(style).label("   risk: ").add(risk, "bad").text, width))
     if v.budget is not None:  # where the step's time goes: the numbers the verdict is from
@@ -66,17 +68,18 @@ def verdict_lines(
     for e in [e for e in p.evidence if e.supports][: 0 if compact else 3]:
         line = Line(style).label("   - ").add(e.text).label(f"  [{e.source}]").text
         lines.append(ellipsize(line, width))
-    if p.levers:
+    if said_.levers:
+        first = said_.levers[0]
         gain = p.saving is not None and compact  # one line: the speedup before the lever
         lever = (
             Line(style)
             .label(f"   try (~{p.saving.speedup:.2g}x): " if gain and p.saving else "   try: ")
-            .add(p.levers[0], "warn" if level == "bad" else "value")
+            .add(first.text, "warn" if level == "bad" else "value")
         )
-        if p.saving is not None and not compact:
-            lever.label(f" ({p.saving.text})")
-        if len(p.levers) > 1 and width >= 120:
-            lever.label(f"; then {p.levers[1]}")
+        if first.saving and not compact:
+            lever.label(f" ({first.saving})")
+        if len(said_.levers) > 1 and width >= 120:
+            lever.label(f"; then {said_.levers[1].text}")
         lines += wrap(lever.text, width, indent=8, max_lines=1 if compact else 2)
     if v.secondary and not compact:
         also = ", ".join(f"{f.bound} ({f.confidence:.0%})" for f in v.secondary[:3])
@@ -129,17 +132,4 @@ def setup_lines(setup: Mapping[str, Any] | None) -> list[str]:
 
 def _finding(f: Finding) -> list[str]:
     state = f"FIRED {f.confidence:.0%}" if f.fired else "not fired"
-    lines = [f"[{state}] {f.bound}: {f.summary}"]
-    if f.cause is not None:
-        lines.append(f"    why: {f.cause.text}")
-    for e in f.evidence:
-        mark = "+" if e.supports else "-"
-        lines.append(f"    {mark} {e.text} [{e.source}]")
-    if f.missing:
-        lines.append(f"    (without: {', '.join(f.missing)})")
-    savings = f.lever_savings
-    for i, lever in enumerate(f.levers):
-        saving = savings[i] if i < len(savings) else None
-        lines.append(f"    try: {lever}" + (f"  ({saving.text})" if saving else ""))
-    lines.append("")
-    return lines
+    return [f"[{state}] {f.bound}: {f.summary}", *said_lines(said(f), "    ", missing=True), ""]
