@@ -1,6 +1,6 @@
 """An oracle kept apart from the code it checks: each setup's own knobs, as a lever would
 spell them. A lever offered to a job that names a knob of a wrapper, backend or framework the
-job does not have is wrong whatever the lever declared (``diagnose/fit.py`` filters on the
+job does not have is wrong whatever the lever declared (``diagnose/lever_fit.py`` filters on the
 declarations; the unit tests and the verdict bench check the texts against this table)."""
 
 from __future__ import annotations

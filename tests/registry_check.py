@@ -46,7 +46,7 @@ def _entry_problems(registry: tuple[Bound, ...]) -> list[str]:
                 f"{where}: no rule (a function in gputop/diagnose/rules/: RuleInputs -> Finding)"
             )
         if not callable(b.levers):
-            out.append(f"{where}: no levers (a function in levers.py: RuleInputs -> levers)")
+            out.append(f"{where}: no levers (a function in bound_levers.py: RuleInputs -> levers)")
         if not isinstance(b.tier, Tier):
             out.append(f"{where}: no tier (Tier.OVERRIDE, Tier.NORMAL or Tier.FALLBACK)")
         if not isinstance(b.style, Style):

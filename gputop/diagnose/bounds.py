@@ -19,10 +19,11 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from gputop.diagnose import levers, rules
+from gputop.diagnose import bound_levers as levers
+from gputop.diagnose import rules
 from gputop.diagnose.findings import Finding
-from gputop.diagnose.fit import fitting
 from gputop.diagnose.lever import declared
+from gputop.diagnose.lever_fit import fitting
 from gputop.diagnose.signals.inputs import RuleInputs
 from gputop.model.budget import Budget
 from gputop.vocab import budget as slices

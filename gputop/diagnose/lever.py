@@ -1,6 +1,6 @@
 """A lever: one thing to change, and what it declares: the budget slice it saves from, how
 much of it (by default the slice's own estimate, ``saving.REMOVES``), and the setups it belongs
-to (a knob of DDP belongs to DDP: ``fit.py`` never offers it to a job without DDP).
+to (a knob of DDP belongs to DDP: ``lever_fit.py`` never offers it to a job without DDP).
 
 A lever is its text: every output, a recording and the tests read it as the line the user
 reads, so ``Lever`` is a ``str`` that carries its declarations (as ``markupsafe.Markup``

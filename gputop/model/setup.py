@@ -1,7 +1,7 @@
 """The job's setup as its agent read it (``gputop/agent/setup.py`` and the fingerprint): what a
 lever may name and what decides which levers fit. Pure: the main rank's fingerprint in, one
 plain document out, the same for the why screen, ``diagnose --json`` (``setup``) and the
-levers (``diagnose/levers.py`` offers a wrapper's knobs only to a job that has that wrapper).
+levers (``diagnose/bound_levers.py`` offers a wrapper's knobs only to a job that has that wrapper).
 """
 
 from __future__ import annotations

@@ -24,6 +24,8 @@ TEXT_MAX = 2000
 
 @dataclass(frozen=True, slots=True)
 class SaidEvidence:
+    """A line of evidence: what was measured, by which source, for or against the bound."""
+
     text: str
     source: str
     supports: bool = True
@@ -31,6 +33,8 @@ class SaidEvidence:
 
 @dataclass(frozen=True, slots=True)
 class SaidLever:
+    """A lever as the user reads it, with what it would save in this job."""
+
     text: str
     saving: str | None = None
     """What it would save, as ``saving_text`` says it (None: not sized)."""

@@ -10,8 +10,8 @@ from gputop.diagnose import IDLE_DUMPS, STALL_NOTE_S, WORKER_PEGGED
 from gputop.model.roles import RANK, WORKER
 from gputop.model.stack_stats import hottest_frames, stillness, thread_shares
 from gputop.model.stacks import Frame, ProcessStacks, StacksSample
-from gputop.ui.fit import ellipsize
 from gputop.ui.gpu_text import Line, StyleFor
+from gputop.ui.line_fit import ellipsize
 from gputop.vocab import stacks as stack
 
 MAX_THREAD_LINES = 6

@@ -18,8 +18,8 @@ from gputop.model.step_stats import gc_share, median_ms, mfu_of, phase_shares, t
 from gputop.model.steps import AgentState, StepRecord
 from gputop.model.window import percentile
 from gputop.ui.budget_cells import runs, stack
-from gputop.ui.fit import ellipsize
 from gputop.ui.gpu_text import Line, StyleFor, spark
+from gputop.ui.line_fit import ellipsize
 from gputop.vocab import budget as slices
 from gputop.vocab import steps as step
 

@@ -10,8 +10,8 @@ from rich.text import Text
 from gputop.diagnose import BY_NAME, Finding, Style, Verdict
 from gputop.render.budget import budget_line, budget_table
 from gputop.render.verdict import said, said_lines
-from gputop.ui.fit import ellipsize, wrap
 from gputop.ui.gpu_text import Line, StyleFor
+from gputop.ui.line_fit import ellipsize, wrap
 
 LEVEL = {Style.GOOD: "good", Style.NEUTRAL: "dim", Style.BAD: "bad"}
 """The registry's style of a bound -> the theme's style name; a bound no entry declares (a

@@ -121,7 +121,7 @@ async def test_after_the_job_ended_the_phase_stops_counting_and_q_is_offered(mak
 def test_long_lines_end_at_a_word_with_an_ellipsis():
     from rich.text import Text
 
-    from gputop.ui.fit import ellipsize
+    from gputop.ui.line_fit import ellipsize
 
     line = Text(" stacks 4242 MainThread   data wait       next (dataloader.py:631)  [data wait")
     line.append(" 80% compute 20%]", style="bold")

@@ -12,7 +12,8 @@ import pytest
 from registry_check import asserted_bounds, registry_problems, spelled_bounds
 
 from gputop import schemas
-from gputop.diagnose import levers, rules
+from gputop.diagnose import bound_levers as levers
+from gputop.diagnose import rules
 from gputop.diagnose.bounds import (
     BY_NAME,
     NAMES,

@@ -84,7 +84,7 @@ def test_far_from_the_limit_and_steady_is_no_risk():
 
 
 def test_memory_levers_without_workers_are_about_what_the_process_keeps():
-    from gputop.diagnose import levers
+    from gputop.diagnose import bound_levers as levers
 
     sig = reduce_windows([], [], agents=computing(), host=host(7.6, grow_mib_s=1.0))
     out = levers.host_memory_pressure(sig, None)

@@ -453,7 +453,7 @@ def test_between_pools_and_transform_the_shown_one_holds():
 
 
 def test_computing_workers_that_fill_the_cpus_are_not_told_to_add_or_drop_workers():
-    from gputop.diagnose.levers import data_input
+    from gputop.diagnose.bound_levers import data_input
 
     host = tree(proc(100, "main", 0.2), proc(200, "worker", 0.5), proc(201, "worker", 0.5))
     sig = reduce_windows(*gpu("starved"), agents=agents(STARVED, fingerprint=TWO_WORKERS),

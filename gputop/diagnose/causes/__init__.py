@@ -22,8 +22,8 @@ from gputop.diagnose.causes import (
     straggler,
 )
 from gputop.diagnose.findings import Cause, Finding
-from gputop.diagnose.fit import fitting
 from gputop.diagnose.lever import Lever, declared
+from gputop.diagnose.lever_fit import fitting
 from gputop.diagnose.saving import savings_of
 from gputop.diagnose.signals.inputs import RuleInputs
 from gputop.model.budget import Budget

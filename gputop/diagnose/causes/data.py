@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gputop.diagnose.bound_levers import more_workers, saturated, target_workers
 from gputop.diagnose.causes.kinds import consumed, kind_levers, levers_for, work_evidence
 from gputop.diagnose.findings import Cause, Evidence
 from gputop.diagnose.lever import Lever, sized
-from gputop.diagnose.levers import more_workers, saturated, target_workers
 from gputop.diagnose.signals.inputs import RuleInputs
 from gputop.diagnose.thresholds import WORKERS_WAIT
 from gputop.model.budget import Budget, standard_error

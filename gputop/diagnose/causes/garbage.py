@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import statistics
 
+from gputop.diagnose.bound_levers import GC_LEVERS, MANUAL_EVERY
 from gputop.diagnose.findings import Cause, Evidence
 from gputop.diagnose.lever import Lever, sized
-from gputop.diagnose.levers import GC_LEVERS, MANUAL_EVERY
 from gputop.diagnose.signals.inputs import RuleInputs
 from gputop.diagnose.signals.steps import long_window
 from gputop.model.budget import Budget

@@ -5,11 +5,11 @@ numbers: doubling the interval halves the slice. Pure."""
 
 from __future__ import annotations
 
+from gputop.diagnose.bound_levers import framework_side
 from gputop.diagnose.causes.kinds import consumed, levers_for, work_evidence
 from gputop.diagnose.causes.passes import Passes, passes
 from gputop.diagnose.findings import Cause, Evidence
 from gputop.diagnose.lever import Lever, sized
-from gputop.diagnose.levers import framework_side
 from gputop.diagnose.signals.inputs import RuleInputs
 from gputop.model.budget import Budget
 from gputop.vocab import budget as slices

@@ -6,8 +6,8 @@ from __future__ import annotations
 from builders import agent, step
 
 from gputop.diagnose import evaluate, reduce_windows
+from gputop.diagnose.bound_levers import GC_THRESHOLD
 from gputop.diagnose.causes.garbage import FULLS_GONE
-from gputop.diagnose.levers import GC_THRESHOLD
 from gputop.model.steps import AgentsSample
 
 PHASES = {"forward": 20.0, "backward": 20.0, "optimizer": 2.0}

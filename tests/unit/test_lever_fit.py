@@ -1,4 +1,4 @@
-"""A lever fits the job's setup (``diagnose/fit.py``): it declares the setups it belongs to,
+"""A lever fits the job's setup (``diagnose/lever_fit.py``): it declares the setups it belongs to,
 and what fits a job never names a knob of a wrapper, backend or framework the job does not
 have (checked against the texts: ``tests/knobs.py``), through every lever the comms and hung
 bounds offer."""
@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from knobs import names_a_missing_knob
 
-from gputop.diagnose import levers
-from gputop.diagnose.fit import fits
+from gputop.diagnose import bound_levers as levers
 from gputop.diagnose.lever import Lever, advice
+from gputop.diagnose.lever_fit import fits
 from gputop.vocab.setup import DDP, DEEPSPEED, DIRECT, FSDP1, FSDP2, LIGHTNING, NONE
 
 KINDS = (DDP, FSDP1, FSDP2, DEEPSPEED, DIRECT, NONE)
