@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from types import MappingProxyType as M
 from typing import Any
 
@@ -88,23 +89,56 @@ def job_readings(every_save: int, seconds: int, ranks: int = 1, slow_rank: int |
         yield AgentsSample(target=100, t=t0 + t, wall=1e9 + t0 + t, agents=agents)
 
 
+PROC = {
+    "start_ticks": 1, "ppid": 1, "cmdline": "train.py", "state": "R", "cpu_cores": 1.0,
+    "rss_bytes": 1 << 30, "uss_bytes": None, "pss_bytes": None, "num_threads": 4,
+    "threads_running": 1, "threads_disk_wait": 0, "threads": (), "runq_wait": 0.0,
+    "ctx_voluntary_rate": None, "ctx_involuntary_rate": None, "read_chars_rate": None,
+    "read_bytes_rate": None, "write_bytes_rate": None, "open_fds": None,
+}  # fmt: skip
+"""A Python process of the job at one core: 1 GiB resident, four threads, one running."""
+
+
+def proc(pid: int = 100, role: str = "main", **fields: Any) -> ProcSample:
+    """A process of the job, every field by name over ``PROC`` (a DataLoader worker is named as
+    torch names it)."""
+    name = "pt_data_worker" if role == "worker" else "python"
+    return ProcSample(**{"pid": pid, "role": role, "name": name, **PROC, **fields})
+
+
 def proc_sample(pid: int, role: str, cores: float, runq: float = 0.0, rank: int | None = None,
                 running: int = 1) -> ProcSample:  # fmt: skip
     """A process of the job using ``cores``, its threads waiting ``runq`` s/s for a CPU."""
-    name = "pt_data_worker" if role == "worker" else "python"
-    return ProcSample(pid, 1, 1, name, "train.py", role, "R", cores, 1 << 30, None, None, 4,
-                      running, 0, (), runq, None, None, None, None, None, None,
-                      rank=rank)  # fmt: skip
+    return proc(pid, role, cpu_cores=cores, runq_wait=runq, rank=rank, threads_running=running)
+
+
+def host_at(t: float, procs: Sequence[ProcSample], cpus: float = 8.0, **fields: Any) -> HostSample:
+    """One host reading at ``t`` of a tree on ``cpus`` CPUs (the machine's), every other field
+    by name."""
+    base = {
+        "pid": procs[0].pid if procs else 100, "t": float(t), "wall": 0.0, "state": "running",
+        "exit_code": None, "processes": tuple(procs), "effective_cpus": cpus,
+        "effective_cpus_source": "machine", "affinity_cpus": max(1, round(cpus)),
+        "cgroup": None, "env": M({}),
+    }  # fmt: skip
+    return HostSample(**{**base, **fields})
+
+
+def host_readings(procs: Sequence[ProcSample], times: Iterable[float], cpus: float = 8.0,
+                  **fields: Any) -> Window:  # fmt: skip
+    """Host readings of one tree at ``times``, as a window from the first to the last."""
+    samples = tuple(host_at(t, procs, cpus, **fields) for t in times)
+    return Window(samples, samples[0].t if samples else 0.0, samples[-1].t if samples else 0.0)
 
 
 def host_window(procs: tuple[ProcSample, ...], cpus: float = 8.0, n: int = 5) -> Window:
     """``n`` host readings a second apart of one tree on ``cpus`` CPUs."""
-    samples = tuple(
-        HostSample(procs[0].pid, float(t), 0.0, "running", None, procs, cpus, "machine", 64,
-                   None, M({}))
-        for t in range(n)
-    )  # fmt: skip
-    return Window(samples, 0.0, float(n))
+    return replace_end(host_readings(procs, range(n), cpus, affinity_cpus=64), float(n))
+
+
+def replace_end(w: Window, end: float) -> Window:
+    """``w`` ending at ``end`` (a window of readings a second apart ends a second after them)."""
+    return Window(w.samples, w.start, end)
 
 
 Stack = tuple[tuple[str, str], ...]

@@ -6,11 +6,13 @@ import dataclasses
 from types import MappingProxyType as M
 
 import pytest
+from builders import host_at
+from builders import proc as a_proc
 
 from gputop.diagnose import evaluate, reduce_windows
 from gputop.diagnose.rules import data_input
 from gputop.model import Window
-from gputop.model.host import CgroupSample, HostSample, ProcSample
+from gputop.model.host import CgroupSample
 from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
 from gputop.sim import SimBoard, installed
@@ -109,11 +111,10 @@ def host(
     def proc(pid: int, role: str, cpu: float, threads_running: int, wait: float, dw: int = 0,
              read: float | None = None):  # fmt: skip
         name = "python" if role == "main" else "pt_data_worker"
-        ctx = (None, None, None)  # context switches, read chars: not used by the rules
         kernel = cpu * worker_kernel if role == "worker" else 0.0
-        return ProcSample(pid, 1, 1, name, "", role, "R", cpu, 1 << 30, None, None, 4,
-                          threads_running, dw, (), wait, *ctx, read, None, None,
-                          kernel_cores=kernel)  # fmt: skip
+        return a_proc(pid, role, name=name, cmdline="", cpu_cores=cpu,
+                      threads_running=threads_running, threads_disk_wait=dw, runq_wait=wait,
+                      read_bytes_rate=read, kernel_cores=kernel)  # fmt: skip
 
     main = proc(100, "main", 0.5, running, runq, disk_wait, read_mbps * 1e6)
     procs = (main, *(proc(200 + i, "worker", c, 1, 0.0) for i, c in enumerate(workers)))
@@ -122,10 +123,8 @@ def host(
     events = M({"oom_kill": oom, "max": limit_hits})
     cg = CgroupSample("v2", cpus, "/x", None, throttled, None, limit, "/x", None,
                       int(ws_gib * 2**30), events, events, 0, "cgroup", psi)  # fmt: skip
-    samples = tuple(
-        HostSample(100, float(t), 0.0, "running", None, procs, cpus, "cgroup quota", 64, cg, M({}))
-        for t in range(5)
-    )
+    samples = tuple(host_at(t, procs, cpus, effective_cpus_source="cgroup quota",
+                            affinity_cpus=64, cgroup=cg) for t in range(5))  # fmt: skip
     return Window(samples, 0.0, 5.0)
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from types import MappingProxyType as M
 
-from builders import agent, step
+from builders import agent, host_at, step
+from builders import proc as a_proc
 
 from gputop.diagnose.rules import hung, stalling
 from gputop.diagnose.signals.host import host_signals
@@ -16,7 +16,7 @@ from gputop.diagnose.signals.inputs import RuleInputs
 from gputop.diagnose.signals.stacks import stack_signals
 from gputop.diagnose.signals.steps import step_signals
 from gputop.model import Window
-from gputop.model.host import HostSample, ProcSample
+from gputop.model.host import ProcSample
 from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack
 from gputop.model.steps import AgentsSample
 from gputop.sources.stack_phases import classify
@@ -67,15 +67,13 @@ def host_window(
     main thread's own CPU (cores)."""
 
     def proc(pid: int, role: str, cores: float) -> ProcSample:
-        return ProcSample(pid, 1, 1, "python", "", role, "S", cores, 1 << 30, None, None, 4,
-                          0, 0, (), 0.0, None, None, None, None, writes, None,
-                          main_thread_cores=main_thread)  # fmt: skip
+        return a_proc(pid, role, name="python", cmdline="", state="S", cpu_cores=cores,
+                      threads_running=0, write_bytes_rate=writes,
+                      main_thread_cores=main_thread)  # fmt: skip
 
     procs = tuple(proc(p, r, c) for p, (r, c) in cpu.items())
-    samples = tuple(
-        HostSample(100, float(t), 0.0, "running", None, procs, 8.0, "affinity", 8, None, M({}))
-        for t in range(int(seconds) + 1)
-    )
+    samples = tuple(host_at(t, procs, pid=100, effective_cpus_source="affinity")
+                    for t in range(int(seconds) + 1))  # fmt: skip
     return Window(samples, 0.0, seconds)
 
 

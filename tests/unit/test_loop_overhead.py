@@ -5,9 +5,8 @@ collection are not the loop's overhead."""
 
 from __future__ import annotations
 
-from types import MappingProxyType as M
-
-from builders import agent, step
+from builders import agent, host_at, step
+from builders import proc as a_proc
 
 from gputop.diagnose.bounds import judge
 from gputop.diagnose.rules import host_overhead
@@ -16,7 +15,6 @@ from gputop.diagnose.signals.inputs import RuleInputs
 from gputop.diagnose.signals.stacks import stack_signals
 from gputop.diagnose.signals.steps import step_signals
 from gputop.model import Window
-from gputop.model.host import HostSample, ProcSample
 from gputop.model.stack_stats import own_code
 from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack
 from gputop.model.step_stats import loop_share
@@ -40,12 +38,8 @@ def window(frames: list[tuple[Frame, ...]]) -> Window:
 
 
 def busy_host(cores: float = 1.0) -> Window:
-    main = ProcSample(100, 1, 1, "python", "", "main", "R", cores, 1 << 30, None, None, 4,
-                      1, 0, (), 0.0, None, None, None, None, None, None)  # fmt: skip
-    samples = tuple(
-        HostSample(100, float(t), 0.0, "running", None, (main,), 2.0, "affinity", 2, None, M({}))
-        for t in range(5)
-    )
+    main = a_proc(100, "main", cmdline="", cpu_cores=cores)
+    samples = tuple(host_at(t, (main,), 2.0, effective_cpus_source="affinity") for t in range(5))
     return Window(samples, 0.0, 5.0)
 
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 from dataclasses import replace
 from types import MappingProxyType as M
 
-from builders import agent, step
+from builders import agent, host_at, step
+from builders import proc as a_proc
 
 from gputop.diagnose import evaluate, reduce_windows
 from gputop.diagnose.risks import memory_risk
 from gputop.model import Window
-from gputop.model.host import CgroupSample, HostSample, ProcSample
+from gputop.model.host import CgroupSample
 from gputop.model.steps import AgentsSample
 
 GIB = 1 << 30
@@ -26,12 +27,10 @@ def host(ws_gib: float, grow_mib_s: float = 0.0, limit_gib: float = 8.0, span: i
     for t in range(0, span + 1, 2):
         grown = int(grow_mib_s * MIB * t) + (start_mib * MIB if t >= 10 else 0)
         ws = int(ws_gib * GIB) + grown
-        main = ProcSample(100, 1, 1, "python", "train.py", "main", "R", 1.0, GIB + grown, None,
-                          None, 4, 1, 0, (), 0.0, None, None, None, None, None, None)  # fmt: skip
+        main = a_proc(100, "main", rss_bytes=GIB + grown)
         cg = CgroupSample("v2", None, None, None, None, None, int(limit_gib * GIB), "/x", ws, ws,
                           M({}), M({}), 0, "cgroup", M({}))  # fmt: skip
-        samples.append(HostSample(100, float(t), 0.0, "running", None, (main,), 8.0, "machine",
-                                  8, cg, M({})))  # fmt: skip
+        samples.append(host_at(t, (main,), cgroup=cg))
     return Window(tuple(samples), 0.0, float(span))
 
 

@@ -4,7 +4,8 @@ lock-order deadlock, a socket whose answering thread is parked, a pipe whose wri
 
 from __future__ import annotations
 
-from types import MappingProxyType as M
+from builders import host_at
+from builders import proc as a_proc
 
 from gputop.diagnose import reduce_windows
 from gputop.diagnose.causes.hung import hung_cause
@@ -12,7 +13,7 @@ from gputop.diagnose.causes.pipes import CLOSE_WRITE_END, QUEUE_DEADLINE
 from gputop.diagnose.causes.sockets import SOCKET_TIMEOUT
 from gputop.diagnose.causes.threads import ORDER, RELEASE, SENTINEL
 from gputop.model import Window
-from gputop.model.host import HostSample, ProcSample
+from gputop.model.host import ProcSample
 from gputop.model.stack_stats import stillness
 from gputop.model.stacks import Frame, ProcessStacks, SocketPeer, StacksSample, ThreadStack
 from gputop.sources.stack_phases import classify
@@ -44,16 +45,12 @@ def stacks(*threads: ThreadStack, n: int = 14) -> Window:
 
 def host(extra: tuple[ProcSample, ...] = ()) -> Window:
     procs = (proc(100, 1, "main", "python train.py", 0.0), *extra)
-    samples = tuple(
-        HostSample(100, float(t), 0.0, "running", None, procs, 8.0, "machine", 8, None, M({}))
-        for t in range(0, 14, 2)
-    )
-    return Window(samples, 0.0, 14.0)
+    return Window(tuple(host_at(t, procs) for t in range(0, 14, 2)), 0.0, 14.0)
 
 
 def proc(pid: int, ppid: int, role: str, cmd: str, cpu: float) -> ProcSample:
-    return ProcSample(pid, 1, ppid, "python", cmd, role, "S", cpu, 1 << 30, None, None, 1,
-                      0, 0, (), 0.0, None, None, None, None, None, None)  # fmt: skip
+    return a_proc(pid, role, name="python", ppid=ppid, cmdline=cmd, state="S", cpu_cores=cpu,
+                  num_threads=1, threads_running=0)  # fmt: skip
 
 
 def cause(*threads: ThreadStack, extra: tuple[ProcSample, ...] = ()):

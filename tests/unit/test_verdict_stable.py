@@ -8,7 +8,8 @@ import dataclasses
 from types import MappingProxyType as M
 
 import pytest
-from builders import device, gpu_sample
+from builders import device, gpu_sample, host_at
+from builders import proc as a_proc
 from test_diagnose import agents, gpu
 
 from gputop.diagnose import evaluate, reduce_windows
@@ -19,7 +20,7 @@ from gputop.diagnose.signals.steps import Spike, StepSignals
 from gputop.diagnose.verdict import State
 from gputop.headless.loop import Diagnosis, _note
 from gputop.model import Window
-from gputop.model.host import CgroupSample, HostSample, ProcSample
+from gputop.model.host import CgroupSample, ProcSample
 from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack
 from gputop.model.steps import AgentsSample
 from gputop.sources.stack_phases import classify
@@ -29,8 +30,8 @@ from gputop.sources.stack_phases import classify
 
 def proc(pid: int, role: str, cpu: float, running: int = 1, runq: float = 0.0) -> ProcSample:
     name = "python" if role == "main" else "pt_data_worker"
-    return ProcSample(pid, 1, 1, name, "", role, "R", cpu, 1 << 30, None, None, 4, running, 0,
-                      (), runq, None, None, None, 0.0, None, None)  # fmt: skip
+    return a_proc(pid, role, name=name, cmdline="", cpu_cores=cpu, threads_running=running,
+                  runq_wait=runq, read_bytes_rate=0.0)  # fmt: skip
 
 
 def tree(*procs: ProcSample, cpus: float = 2.0, n: int = 5, omp: str | None = None) -> Window:
@@ -38,10 +39,8 @@ def tree(*procs: ProcSample, cpus: float = 2.0, n: int = 5, omp: str | None = No
     cg = CgroupSample("v2", None, None, None, None, None, None, None, None, 1 << 30, M({}), M({}),
                       0, "cgroup", M({}))  # fmt: skip
     env = M({"OMP_NUM_THREADS": omp}) if omp else M({})
-    samples = tuple(
-        HostSample(100, float(t), 0.0, "running", None, procs, cpus, "affinity", 2, cg, env)
-        for t in range(n)
-    )
+    samples = tuple(host_at(t, procs, cpus, pid=100, effective_cpus_source="affinity",
+                            affinity_cpus=2, cgroup=cg, env=env) for t in range(n))  # fmt: skip
     return Window(samples, 0.0, float(n))
 
 

@@ -3,13 +3,14 @@ each next wait to its root: a lock held outside the job, a process that runs, a 
 
 from __future__ import annotations
 
-from types import MappingProxyType as M
+from builders import host_at
+from builders import proc as a_proc
 
 from gputop.diagnose import reduce_windows
 from gputop.diagnose.causes.chain import DEADLOCK
 from gputop.diagnose.causes.hung import hung_cause
 from gputop.model import Window
-from gputop.model.host import HostSample, LockWait, ProcSample
+from gputop.model.host import LockWait, ProcSample
 from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack
 from gputop.sources.stack_phases import classify
 
@@ -24,16 +25,14 @@ def thread(frames: tuple[Frame, ...], waits: str, writers=None) -> ThreadStack:
 
 
 def proc(pid: int, ppid: int, role: str, cmd: str, cpu: float) -> ProcSample:
-    return ProcSample(pid, 1, ppid, "python", cmd, role, "S", cpu, 1 << 30, None, None, 1,
-                      0, 0, (), 0.0, None, None, None, None, None, None)  # fmt: skip
+    return a_proc(pid, role, name="python", ppid=ppid, cmdline=cmd, state="S", cpu_cores=cpu,
+                  num_threads=1, threads_running=0)  # fmt: skip
 
 
 def cause(main: ThreadStack, prep: ThreadStack, prep_cpu: float = 0.0, locks=()):
     procs = (proc(100, 1, "main", "python train.py", 0.0),
              proc(200, 100, "child", "python prep.py", prep_cpu))  # fmt: skip
-    host = Window(tuple(HostSample(100, float(t), 0.0, "running", None, procs, 8.0, "machine", 8,
-                                   None, M({}), lock_waits=locks)
-                        for t in range(0, 14, 2)), 0.0, 14.0)  # fmt: skip
+    host = Window(tuple(host_at(t, procs, lock_waits=locks) for t in range(0, 14, 2)), 0.0, 14.0)
     reads = tuple(
         StacksSample(100, float(i), 0.0, (ProcessStacks(100, "main", (main,), taken=float(i)),
                                           ProcessStacks(200, "child", (prep,), taken=float(i))))

@@ -3,12 +3,13 @@ its command line and whether it works."""
 
 from __future__ import annotations
 
-from types import MappingProxyType as M
+from builders import host_at
+from builders import proc as a_proc
 
 from gputop.diagnose import reduce_windows
 from gputop.diagnose.causes.hung import CHILD_TIMEOUT, hung_cause
 from gputop.model import Window
-from gputop.model.host import HostSample, ProcSample
+from gputop.model.host import ProcSample
 from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack
 from gputop.sources.stack_phases import classify
 
@@ -32,15 +33,12 @@ def stacks(n: int = 12) -> Window:
 
 def host(child_cpu: float) -> Window:
     def proc(pid: int, ppid: int, role: str, cmd: str, cpu: float) -> ProcSample:
-        return ProcSample(pid, 1, ppid, "python", cmd, role, "S", cpu, 1 << 30, None, None, 1,
-                          0, 0, (), 0.0, None, None, None, None, None, None)  # fmt: skip
+        return a_proc(pid, role, name="python", ppid=ppid, cmdline=cmd, state="S",
+                      cpu_cores=cpu, num_threads=1, threads_running=0)  # fmt: skip
 
     procs = (proc(100, 1, "main", "python train.py", 0.0),
              proc(300, 100, "child", "sleep 3600\x1b[2J", child_cpu))  # fmt: skip
-    samples = tuple(
-        HostSample(100, float(t), 0.0, "running", None, procs, 8.0, "machine", 8, None, M({}))
-        for t in range(0, 12, 2)
-    )
+    samples = tuple(host_at(t, procs) for t in range(0, 12, 2))
     return Window(samples, 0.0, 12.0)
 
 

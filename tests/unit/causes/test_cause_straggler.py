@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from types import MappingProxyType as M
 
-from builders import agent, device, gpu_sample, step
+from builders import agent, device, gpu_sample, host_at, step
+from builders import proc as a_proc
 
 from gputop.diagnose import evaluate, reduce_windows
 from gputop.diagnose.causes.straggler import BALANCE, HARDWARE, OWN_CORES
 from gputop.model import Window
 from gputop.model.gpu import GpuProcess
-from gputop.model.host import HostSample, ProcSample, Sharer
+from gputop.model.host import ProcSample, Sharer
 from gputop.model.steps import AgentsSample
 from gputop.ui.verdict_text import reasoning_text
 
@@ -47,16 +48,10 @@ def host(runq: tuple[float, float], sharers: tuple[Sharer, ...] = ()) -> Window:
     processes outside the job."""
 
     def proc(r: int) -> ProcSample:
-        return ProcSample(100 + r, 1, 50, "python", "train.py", "rank", "R", 1.0, 1 << 30, None,
-                          None, 4, 1, 0, (), runq[r], None, None, None, None, None, None,
-                          rank=r)  # fmt: skip
+        return a_proc(100 + r, "rank", ppid=50, runq_wait=runq[r], rank=r)
 
     procs = (proc(0), proc(1))
-    samples = tuple(
-        HostSample(50, float(t), 0.0, "running", None, procs, 8.0, "machine", 8, None, M({}),
-                   sharers=sharers)
-        for t in range(5)
-    )  # fmt: skip
+    samples = tuple(host_at(t, procs, pid=50, sharers=sharers) for t in range(5))
     return Window(samples, 0.0, 5.0)
 
 
