@@ -100,7 +100,7 @@ def run_tui(
     extra = (f"no GPU data: {gpus.missing}",) if gpus.missing else ()
     offer = None
     if target is not None and job is None:
-        from gputop.ui.load_agent import AgentOffer
+        from gputop.ui.screens.load_agent import AgentOffer
 
         offer = AgentOffer(target.pid, now=attach_now, identity=attached.identity)
     app = GputopApp(

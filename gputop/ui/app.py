@@ -22,15 +22,15 @@ from gputop.session import EVALUATE_GAP_S, EVALUATE_SHARE, Session, SessionState
 from gputop.sources.feeds import Feed, GpuSource, Source, feeds
 from gputop.ui import keys
 from gputop.ui.capture_keys import CAPTURE_ACTIONS, CaptureKeys, event_data
-from gputop.ui.captures_text import CaptureView
-from gputop.ui.detail import DetailScreen
-from gputop.ui.dump import DumpScreen, dump_unavailable, stack_dump, why_screen
 from gputop.ui.header_text import header_line
-from gputop.ui.help import HelpScreen
+from gputop.ui.layout import TARGET_PANES, MonitorPanes
 from gputop.ui.leaving import catch_leave_signals, release_leave_signals
-from gputop.ui.load_agent import AgentLoading, AgentOffer
 from gputop.ui.messages import CaptureUpdate, Reading, SourceTrouble
-from gputop.ui.panes import TARGET_PANES, MonitorPanes
+from gputop.ui.panes.captures import CaptureView
+from gputop.ui.screens.detail import DetailScreen
+from gputop.ui.screens.dump import DumpScreen, dump_unavailable, stack_dump, why_screen
+from gputop.ui.screens.help import HelpScreen
+from gputop.ui.screens.load_agent import AgentLoading, AgentOffer
 from gputop.ui.status import StatusLines, how_it_ended
 from gputop.ui.themed_app import ThemedApp
 from gputop.ui.themes import MONO_THEME, next_theme
@@ -96,7 +96,7 @@ class GputopApp(ThemedApp[None]):
         self.panes = MonitorPanes(
             self, self.devices, panes, simulated, 20 if self.config.low_bandwidth else 40
         )
-        """The screen's layout and drawing (``ui/panes.py``)."""
+        """The screen's layout and drawing (``ui/layout.py``, the panes of ``ui/panes``)."""
         self.stacks = stacks
         self.job = job
         self.shown: SessionState = self.session.state
@@ -114,7 +114,7 @@ class GputopApp(ThemedApp[None]):
             if offer is not None
             else None
         )
-        """Key a and --attach (``ui/load_agent.py``) where the agent can be loaded into the
+        """Key a and --attach (``ui/screens/load_agent.py``) where the agent can be loaded into the
         target from here; None: the key is not shown."""
         self.simulated = simulated
         self.capabilities = (

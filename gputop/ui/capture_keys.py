@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from gputop.model.roles import MAIN
 from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample
-from gputop.ui.captures_text import CaptureView
+from gputop.ui.panes.captures import CaptureView
 
 if TYPE_CHECKING:  # the capture code is imported when a capture starts
     from gputop.capture.manifest import Progress

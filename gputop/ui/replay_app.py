@@ -19,8 +19,8 @@ from gputop.config import Config
 from gputop.record.playback import SPEEDS, Playback
 from gputop.record.reader import Recording
 from gputop.ui.app import GputopApp, Target
-from gputop.ui.captures_text import CaptureView
-from gputop.ui.panes import TARGET_PANES
+from gputop.ui.layout import TARGET_PANES
+from gputop.ui.panes.captures import CaptureView
 from gputop.ui.widgets import SimBanner
 
 TICK_S = 0.1

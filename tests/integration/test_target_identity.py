@@ -16,7 +16,7 @@ from tests_support import REPO
 from gputop.commands.target import attach
 from gputop.sources.target import TargetId, TargetNotFound
 from gputop.ui.capture_keys import CaptureKeys
-from gputop.ui.load_agent import AgentOffer, TargetGone
+from gputop.ui.screens.load_agent import AgentOffer, TargetGone
 
 SLEEPER = "import time\nwhile True: time.sleep(0.05)"
 AGENT_SERVER = (

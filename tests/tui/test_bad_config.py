@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from gputop.config import load_config
-from gputop.ui.help import HelpScreen
+from gputop.ui.screens.help import HelpScreen
 from gputop.ui.widgets import StatusLine
 
 

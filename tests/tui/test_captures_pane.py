@@ -11,8 +11,7 @@ import pytest
 from conftest import fed, record
 
 from gputop.ui.app import Target
-from gputop.ui.captures_text import CaptureView
-from gputop.ui.widgets import CapturesPane
+from gputop.ui.panes.captures import CapturesPane, CaptureView
 
 SLEEPER = "import time\nwhile True: time.sleep(0.01)"
 

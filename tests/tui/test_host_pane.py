@@ -10,7 +10,8 @@ from conftest import FixedHost, host_sample, ingest_all, record
 
 from gputop.config import Config
 from gputop.ui.app import GputopApp, Target
-from gputop.ui.widgets import HeaderLine, HostPane, StatusLine
+from gputop.ui.panes.host import HostPane
+from gputop.ui.widgets import HeaderLine, StatusLine
 
 SIZES = {"compact": (80, 24), "wide": (160, 48)}
 

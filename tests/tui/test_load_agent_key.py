@@ -11,7 +11,7 @@ from conftest import agents_sample
 from tests_support import until_drawn
 
 from gputop.ui.app import Target
-from gputop.ui.load_agent import AgentOffer, LoadAgentScreen
+from gputop.ui.screens.load_agent import AgentOffer, LoadAgentScreen
 from gputop.ui.widgets import StatusLine
 
 PID = 4242

@@ -10,8 +10,8 @@ from conftest import WALL0, ingest_all, record, snapshot_dir_files
 
 from gputop.config import Config
 from gputop.ui.app import GputopApp
-from gputop.ui.detail import DetailScreen
-from gputop.ui.help import HelpScreen
+from gputop.ui.screens.detail import DetailScreen
+from gputop.ui.screens.help import HelpScreen
 from gputop.ui.widgets import GpuRow, HeaderLine, SimBanner, StatusLine
 
 

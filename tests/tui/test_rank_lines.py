@@ -8,8 +8,8 @@ from conftest import host_sample, stacks_window
 from rich.style import Style
 
 from gputop.model.stacks import ProcessStacks, StacksSample
-from gputop.ui.host_text import host_lines
-from gputop.ui.stacks_text import stack_lines
+from gputop.ui.panes.host import host_lines
+from gputop.ui.panes.stacks import stack_lines
 
 
 def style(level: str) -> Style:

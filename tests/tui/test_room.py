@@ -13,7 +13,9 @@ from conftest import FixedAgents, ingest_all, record, screen_rows
 from tests_support import longest_blank
 
 from gputop.ui.app import Target
-from gputop.ui.widgets import BudgetChart, GpuRow, RanksPane
+from gputop.ui.panes.chart import BudgetChart
+from gputop.ui.panes.steps import RanksPane
+from gputop.ui.widgets import GpuRow
 
 SIZES = {"120x40": (120, 40), "200x50": (200, 50)}
 JOB = "torchrun --nproc-per-node 2 train.py"

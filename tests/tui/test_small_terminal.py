@@ -12,9 +12,10 @@ from rich.style import Style
 from gputop.config import Config
 from gputop.run import Job
 from gputop.ui.app import Target
-from gputop.ui.help import HelpScreen
-from gputop.ui.host_text import host_lines
-from gputop.ui.widgets import SELECTED, GpuRow, KeyBar, StatusLine, StepPane
+from gputop.ui.panes.host import host_lines
+from gputop.ui.panes.steps import StepPane
+from gputop.ui.screens.help import HelpScreen
+from gputop.ui.widgets import SELECTED, GpuRow, KeyBar, StatusLine
 
 
 def bar(app) -> str:
@@ -133,7 +134,7 @@ def test_long_lines_end_at_a_word_with_an_ellipsis():
 def test_stack_lines_fit_80_columns():
     from conftest import stacks_window
 
-    from gputop.ui.stacks_text import _stack_lines, stack_lines
+    from gputop.ui.panes.stacks import _stack_lines, stack_lines
 
     whole = _stack_lines(stacks_window(), lambda _: Style(), short=True)
     cut = stack_lines(stacks_window(), lambda _: Style(), 79)

@@ -9,7 +9,7 @@ import pytest
 from conftest import FixedStacks, fed, ingest_all, record, stacks_window
 
 from gputop.ui.app import Target
-from gputop.ui.widgets import StacksPane
+from gputop.ui.panes.stacks import StacksPane
 
 DENIED = "not allowed to read pid 5001's memory (ptrace): run gputop as the same user or root"
 

@@ -6,7 +6,8 @@ import pytest
 from conftest import FixedAgents, agents_sample, ingest_all, record
 
 from gputop.ui.app import Target
-from gputop.ui.widgets import RanksPane, StepPane, VerdictPane
+from gputop.ui.panes.steps import RanksPane, StepPane
+from gputop.ui.panes.verdict import VerdictPane
 
 SIZES = {"compact": (80, 24), "wide": (160, 48)}
 

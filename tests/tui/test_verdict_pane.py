@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import FixedAgents, FixedHost, agents_sample, host_sample, ingest_all, record
 
-from gputop.ui.widgets import VerdictPane
+from gputop.ui.panes.verdict import VerdictPane
 
 
 def pane(app) -> str:

@@ -24,7 +24,7 @@ from gputop.diagnose.bounds import (
     Tier,
     bound,
 )
-from gputop.ui.verdict_text import LEVEL
+from gputop.ui.panes.verdict import LEVEL
 from gputop.vocab import bounds as bound_names
 
 REPO = Path(__file__).resolve().parents[2]

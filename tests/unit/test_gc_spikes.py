@@ -286,7 +286,7 @@ def test_gc_share_for_the_pane():
 def test_the_steps_pane_shows_the_gc_share_after_the_phases():
     from rich.style import Style
 
-    from gputop.ui.steps_text import step_lines
+    from gputop.ui.panes.steps import step_lines
 
     a = _agents(_steps()).agents[0]
     bar = step_lines(a, lambda _: Style(), 160)[1].plain

@@ -21,7 +21,7 @@ from gputop.model.step_stats import (
     training_precision,
 )
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
-from gputop.ui.steps_text import step_lines
+from gputop.ui.panes.steps import step_lines
 
 T = 1e12
 HIGHEST = {"autocast": False, "float32_matmul_precision": "highest"}

@@ -47,7 +47,7 @@ from gputop.record.replay import Player, check
 from gputop.record.report import build_report
 from gputop.record.summary import merge
 from gputop.record.writer import Recorder
-from gputop.ui.steps_text import rank_lines, step_lines
+from gputop.ui.panes.steps import rank_lines, step_lines
 
 T0 = 1000.0
 SECONDS = 200
@@ -297,7 +297,7 @@ def test_the_verdict_is_named_from_the_budget_it_carries(outputs):
 def test_the_screen_and_diagnose_show_the_recorded_budget(outputs):
     from gputop.headless import render
     from gputop.render.budget import budget_document, budget_line, stacked
-    from gputop.ui.verdict_text import verdict_lines
+    from gputop.ui.panes.verdict import verdict_lines
 
     budget = outputs.recorded.budget
     assert budget is not None

@@ -102,7 +102,7 @@ def test_theme_files_are_validated():
 
 def test_a_ranks_child_is_shown_as_its_child_never_as_the_rank():
     from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack
-    from gputop.ui.stacks_text import stack_lines
+    from gputop.ui.panes.stacks import stack_lines
 
     frames = (Frame("flock_wait", "helper.py", 3), Frame("main", "helper.py", 9))
     helper = ThreadStack(300, "MainThread", False, frames, "blocked", frames[0])

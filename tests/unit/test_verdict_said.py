@@ -18,7 +18,7 @@ from gputop.record.reader import open_recording
 from gputop.record.report import build_report, render_report
 from gputop.record.writer import Recorder
 from gputop.render.report_page import build_page
-from gputop.ui.verdict_text import reasoning_text, verdict_lines
+from gputop.ui.panes.verdict import reasoning_text, verdict_lines
 
 T0 = 1000.0
 CAUSE = "rank 1's inputs are 2.0x the others' (1.0 M elements a step against 0.5 M)"

@@ -410,7 +410,7 @@ def test_an_eval_every_100_steps_stays_side_work_as_the_window_slides():
 def test_the_verdict_line_tags_a_job_warming_up():
     from rich.style import Style
 
-    from gputop.ui.verdict_text import verdict_lines
+    from gputop.ui.panes.verdict import verdict_lines
 
     warm = Verdict(None, (), (), None, "warming up: 1 of 3 steps seen")
     (line,) = verdict_lines(warm, 1.0, lambda _: Style(), 120)
@@ -482,7 +482,7 @@ def test_a_quiet_gpu_alone_in_its_first_seconds_is_not_idle():
 def test_a_stalled_job_has_its_own_tag_and_timeline_label():
     from rich.style import Style
 
-    from gputop.ui.verdict_text import verdict_lines
+    from gputop.ui.panes.verdict import verdict_lines
 
     note = "no progress for 7 s: pid 100 blocked at train.py:33 in record_loss (hung after 10 s)"
     v = Verdict(None, (), (), None, note)

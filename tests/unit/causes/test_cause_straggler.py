@@ -14,7 +14,7 @@ from gputop.model import Window
 from gputop.model.gpu import GpuProcess
 from gputop.model.host import ProcSample, Sharer
 from gputop.model.steps import AgentsSample
-from gputop.ui.verdict_text import reasoning_text
+from gputop.ui.panes.verdict import reasoning_text
 
 BASE = {"forward": 20.0, "backward": 20.0, "optimizer": 2.0}
 SLOW_MS = 30.0

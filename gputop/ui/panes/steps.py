@@ -13,13 +13,15 @@ from rich.text import Text
 
 from gputop.diagnose import COMMS_SHARE, DATA_WAIT_WARN, FLOOR, SIDE_SHARE, step_limit_s
 from gputop.model.budget import Budget
-from gputop.model.ranks import rank_work
+from gputop.model.ranks import main_agent, rank_work, ranked
 from gputop.model.step_stats import gc_share, median_ms, mfu_of, phase_shares, tail_ms, usable
-from gputop.model.steps import AgentState, StepRecord
+from gputop.model.steps import AgentsSample, AgentState, StepRecord
 from gputop.model.window import percentile
+from gputop.session import SessionState
 from gputop.ui.budget_cells import runs, stack
 from gputop.ui.gpu_text import Line, StyleFor, spark
 from gputop.ui.line_fit import ellipsize
+from gputop.ui.panes.pane import Context, Pane
 from gputop.vocab import budget as slices
 from gputop.vocab import steps as step
 
@@ -226,3 +228,68 @@ def rank_lines(
             head.text.append_text(runs(stack(mine.shares, w, principal), style))
         rows.append(ellipsize(head.text + end.text, width))
     return rows
+
+
+class StepPane(Pane):
+    """The training step of the main rank, split into phases (from the in-process agent)."""
+
+    ORDER = 30
+    SOURCE = "agents"
+    READS = frozenset({"agents", "host"})
+
+    def draw(self, state: SessionState, context: Context) -> None:
+        if state.agents is not None:
+            gpu = context.devices[0].name if context.devices else None
+            self.show(state.agents, gpu, context.ended)
+
+    def __init__(self) -> None:
+        super().__init__(id="steps")
+        self.agents: AgentsSample | None = None
+        self.gpu_name: str | None = None
+        self.ended: str | None = None
+
+    def show(self, agents: AgentsSample, gpu_name: str | None, ended: str | None = None) -> None:
+        """``ended``: how the job ended, once it has (the phase shown stops counting)."""
+        self.agents, self.gpu_name, self.ended = agents, gpu_name, ended
+        self.display = bool(agents.agents)
+        self.changed()
+
+    def build_lines(self, width: int) -> list[Text]:
+        primary = main_agent(self.agents)
+        if primary is None:
+            return []
+        return step_lines(primary, self.style_for, width, self.gpu_name, self.ended)
+
+
+class RanksPane(Pane):
+    """One row per rank: step time, work time and sync wait (shown with two or more ranks)."""
+
+    ORDER = 40
+    SOURCE = "agents"
+
+    def draw(self, state: SessionState, context: Context) -> None:
+        if state.agents is not None:  # each rank's budget too
+            budget = state.verdict.budget if state.verdict is not None else None
+            self.show(state.agents, budget, context.principal)
+
+    def __init__(self) -> None:
+        super().__init__(id="ranks")
+        self.agents: AgentsSample | None = None
+        self.budget: Budget | None = None
+        self.principal: str | None = None
+
+    def show(
+        self, agents: AgentsSample, budget: Budget | None = None, principal: str | None = None
+    ) -> None:
+        """``budget``: the verdict's, whose ranks say where each rank's time goes;
+        ``principal``: its principal's slice (capitals in the bars). The same reading and
+        budget again (a reading of another source came) draws nothing."""
+        if agents is self.agents and budget is self.budget and principal == self.principal:
+            return
+        self.agents, self.budget, self.principal = agents, budget, principal
+        self.display = len(ranked(agents)) > 1
+        self.changed()
+
+    def build_lines(self, width: int) -> list[Text]:
+        agents = ranked(self.agents)
+        return rank_lines(agents, self.style_for, width, self.budget, self.principal)

@@ -1,6 +1,7 @@
-"""The monitor's layout and its drawing, one idea because the two must agree: the panes it has
-(the target's only where their source is: its process tree, its agents, its stacks), and a
-session's state drawn into them, each pane when the reading it shows changed."""
+"""The monitor's layout and its drawing, one idea because the two must agree: the header, the
+panes (``ui/panes``, each found there, the target's only where their source is: its process
+tree, its agents, its stacks), the GPU rows, the status line and the key bar; and a session's
+state drawn into them, each pane when a reading it shows changed."""
 
 from __future__ import annotations
 
@@ -14,24 +15,13 @@ from textual.widget import Widget
 from gputop.model import DeviceInfo
 from gputop.session import SessionState
 from gputop.ui.budget_cells import principal_slice
-from gputop.ui.captures_text import CaptureView
+from gputop.ui.panes import Context, Pane, discovered, sources
+from gputop.ui.panes.captures import CapturesPane, CaptureView
+from gputop.ui.panes.chart import BudgetChart
 from gputop.ui.room import Room, fit
-from gputop.ui.widgets import (
-    BudgetChart,
-    CapturesPane,
-    GpuRow,
-    HeaderLine,
-    HostPane,
-    KeyBar,
-    RanksPane,
-    SimBanner,
-    StacksPane,
-    StatusLine,
-    StepPane,
-    VerdictPane,
-)
+from gputop.ui.widgets import GpuRow, HeaderLine, KeyBar, SimBanner, StatusLine
 
-TARGET_PANES = frozenset({"host", "agents", "stacks"})
+TARGET_PANES = sources()
 """Panes shown only with their source (a target's tree, its agents, its stacks)."""
 
 
@@ -70,18 +60,11 @@ class MonitorPanes:
         yield KeyBar()
 
     def _panes(self) -> Iterator[Widget]:
-        """The panes between the header and the GPUs, which give up their rows first."""
-        yield VerdictPane()
-        if "host" in self.shown:
-            yield HostPane(len(self.devices))
-        if "agents" in self.shown:
-            yield StepPane()
-            yield RanksPane()
-        if "stacks" in self.shown:
-            yield StacksPane()
-        if "agents" in self.shown:
-            yield BudgetChart()
-        yield CapturesPane()
+        """The panes between the header and the GPUs, which give up their rows first: each the
+        package holds, unless it needs a source this screen lacks."""
+        for pane in discovered():
+            if pane.SOURCE is None or pane.SOURCE in self.shown:
+                yield pane.make(self.devices)
 
     def draw(
         self, state: SessionState, changed: str | None, interval: float, ended: str | None
@@ -97,20 +80,10 @@ class MonitorPanes:
                 seconds = (row.history_width + 1) * interval
                 i = row.info.index
                 row.show(state.gpus.get(i), state.gpu_history(i, seconds))
-        if changed in (None, "host") and state.host is not None and "host" in self.shown:
-            app.query_one(HostPane).show(state.host)
-        agents = state.agents if "agents" in self.shown else None
-        if changed in (None, "agents", "host") and agents is not None:
-            gpu = self.devices[0].name if self.devices else None
-            app.query_one(StepPane).show(agents, gpu, ended)
-        if changed in (None, "stacks") and state.stacks is not None and "stacks" in self.shown:
-            app.query_one(StacksPane).show(state.stacks_window())
-        principal = principal_slice(state.verdict)
-        if agents is not None:  # each rank's budget too
-            budget = state.verdict.budget if state.verdict is not None else None
-            app.query_one(RanksPane).show(agents, budget, principal)
-            app.query_one(BudgetChart).show(state.intervals, principal)
-        app.query_one(VerdictPane).show(state.verdict, state.verdict_now)
+        context = Context(self.devices, ended, principal_slice(state.verdict))
+        for pane in app.query(Pane):
+            if changed is None or pane.READS is None or changed in pane.READS:
+                pane.draw(state, context)
         self.fit_soon()
 
     def fit_soon(self) -> None:

@@ -10,8 +10,10 @@ from gputop.diagnose import IDLE_DUMPS, STALL_NOTE_S, WORKER_PEGGED
 from gputop.model.roles import RANK, WORKER
 from gputop.model.stack_stats import hottest_frames, stillness, thread_shares
 from gputop.model.stacks import Frame, ProcessStacks, StacksSample
+from gputop.session import SessionState
 from gputop.ui.gpu_text import Line, StyleFor
 from gputop.ui.line_fit import ellipsize
+from gputop.ui.panes.pane import Context, Pane
 from gputop.vocab import stacks as stack
 
 MAX_THREAD_LINES = 6
@@ -122,3 +124,26 @@ def _stack_lines(window: Sequence[StacksSample], style: StyleFor, short: bool) -
     for p in errors[:2]:
         lines.append(Line(style).add(f"        {p.error}", "bad").text)
     return lines or [Line(style).add(" stacks ", "name").label("no Python threads seen").text]
+
+
+class StacksPane(Pane):
+    """Where the Python threads are: phase, deciding frame, shares over the last minute."""
+
+    ORDER = 50
+    SOURCE = "stacks"
+    READS = frozenset({"stacks"})
+
+    def draw(self, state: SessionState, context: Context) -> None:
+        if state.stacks is not None:
+            self.show(state.stacks_window())
+
+    def __init__(self) -> None:
+        super().__init__(id="stacks")
+        self.window: Sequence[StacksSample] = ()
+
+    def show(self, window: Sequence[StacksSample]) -> None:
+        self.window = window
+        self.changed()
+
+    def build_lines(self, width: int) -> list[Text]:
+        return stack_lines(self.window, self.style_for, width)

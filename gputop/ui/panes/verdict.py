@@ -10,8 +10,10 @@ from rich.text import Text
 from gputop.diagnose import BY_NAME, Finding, Style, Verdict
 from gputop.render.budget import budget_line, budget_table
 from gputop.render.verdict import said, said_lines
+from gputop.session import SessionState
 from gputop.ui.gpu_text import Line, StyleFor
 from gputop.ui.line_fit import ellipsize, wrap
+from gputop.ui.panes.pane import Context, Pane
 
 LEVEL = {Style.GOOD: "good", Style.NEUTRAL: "dim", Style.BAD: "bad"}
 """The registry's style of a bound -> the theme's style name; a bound no entry declares (a
@@ -133,3 +135,31 @@ def setup_lines(setup: Mapping[str, Any] | None) -> list[str]:
 def _finding(f: Finding) -> list[str]:
     state = f"FIRED {f.confidence:.0%}" if f.fired else "not fired"
     return [f"[{state}] {f.bound}: {f.summary}", *said_lines(said(f), "    ", missing=True), ""]
+
+
+class VerdictPane(Pane):
+    """The principal bound, its evidence, the cheapest lever, and how long it has held."""
+
+    ORDER = 10
+
+    def draw(self, state: SessionState, context: Context) -> None:
+        self.show(state.verdict, state.verdict_now)
+
+    def __init__(self) -> None:
+        super().__init__(id="verdict")
+        self.verdict: Verdict | None = None
+        self.now = 0.0
+
+    def show(self, verdict: Verdict | None, now: float) -> None:
+        self.verdict, self.now = verdict, now
+        self.changed()
+
+    def cache_key(self, width: int) -> object:
+        return width, self.compact
+
+    @property
+    def compact(self) -> bool:
+        return self.app.size.height < 32
+
+    def build_lines(self, width: int) -> list[Text]:
+        return verdict_lines(self.verdict, self.now, self.style_for, width, self.compact)

@@ -10,6 +10,8 @@ last 10 s.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.text import Text
 
 from gputop.diagnose import (
@@ -22,9 +24,12 @@ from gputop.diagnose import (
     RUNQ_PER_CPU,
 )
 from gputop.diagnose import WORKER_PEGGED as PEGGED
+from gputop.model import DeviceInfo
 from gputop.model.host import HostSample
 from gputop.model.roles import CHILD
+from gputop.session import SessionState
 from gputop.ui.gpu_text import Line, StyleFor
+from gputop.ui.panes.pane import Context, Pane
 
 GIB = 1024**3
 RUNQ_BAD_PER_CPU = 1.0
@@ -183,3 +188,33 @@ def host_lines(h: HostSample, style: StyleFor, width: int, gpus: int = 0) -> lis
     three.label(" read " if wide else "rd ").add(f"{reads / 1e6:.0f}")
     three.label(" MB/s (disk " if wide else "MB/s (disk ").add(f"{disk / 1e6:.0f}").label(")")
     return [head.text, two.text, three.text]
+
+
+class HostPane(Pane):
+    """The attached process tree: CPU against effective CPUs, threads, workers, cgroup."""
+
+    ORDER = 20
+    SOURCE = "host"
+    READS = frozenset({"host"})
+
+    @classmethod
+    def make(cls, devices: Sequence[DeviceInfo]) -> HostPane:
+        return cls(len(devices))
+
+    def draw(self, state: SessionState, context: Context) -> None:
+        if state.host is not None:
+            self.show(state.host)
+
+    def __init__(self, gpus: int = 0) -> None:
+        super().__init__(id="host")
+        self.sample: HostSample | None = None
+        self.gpus = gpus
+
+    def show(self, sample: HostSample) -> None:
+        self.sample = sample
+        self.changed()
+
+    def build_lines(self, width: int) -> list[Text]:
+        if self.sample is None:
+            return [Text(" host: waiting for the first reading", style=self.style_for("dim"))]
+        return host_lines(self.sample, self.style_for, width, self.gpus)

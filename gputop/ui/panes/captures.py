@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from rich.text import Text
 
 from gputop.ui.gpu_text import Line, StyleFor
+from gputop.ui.panes.pane import Pane
 
 SHOWN = 4
 LEVEL = {"running": "value", "ok": "good", "partial": "warn", "cancelled": "warn"}
@@ -65,3 +66,22 @@ def capture_lines(views: Sequence[CaptureView], style: StyleFor, width: int) -> 
         text.truncate(max(10, width - 1), overflow="ellipsis")
         lines.append(text)
     return lines
+
+
+class CapturesPane(Pane):
+    """Captures in progress and finished (hidden until the first one is asked for)."""
+
+    ORDER = 70  # fed by the captures as they move (``MonitorPanes.captures``), not the state
+
+    def __init__(self) -> None:
+        super().__init__(id="captures")
+        self.views: Sequence[CaptureView] = ()
+        self.display = False
+
+    def show(self, views: Sequence[CaptureView]) -> None:
+        self.views = views
+        self.display = bool(views)
+        self.changed()
+
+    def build_lines(self, width: int) -> list[Text]:
+        return capture_lines(self.views, self.style_for, width)

@@ -63,7 +63,7 @@ def stack_dump(stacks: StackSource, folder: Path) -> tuple[str, Path | None]:
 def why_screen(state: SessionState) -> DumpScreen:
     """The verdict's full reasoning: every rule, fired or not, with its numbers and levers."""
     from gputop.model.setup import setup_of
-    from gputop.ui.verdict_text import reasoning_text
+    from gputop.ui.panes.verdict import reasoning_text
 
     inputs = state.inputs
     setup = setup_of(inputs.steps.fingerprint) if inputs and inputs.steps else None
