@@ -20,6 +20,8 @@ import torch, torch.distributed as dist
 import torch.multiprocessing as mp
 from torch import nn
 
+pytestmark = pytest.mark.slow  # each test starts real processes
+
 def sync_metrics(loss):
     dist.all_reduce(loss.detach().clone())
 
