@@ -267,15 +267,35 @@ def dial(path: Path) -> socket.socket | None:
             time.sleep(0.005)
 
 
+def answered(s: socket.socket) -> bool:
+    """The agent took this client: it sent its hello, or closed it (one over its cap). A peek:
+    what was sent stays for the client to read."""
+    try:
+        s.recv(1, socket.MSG_PEEK)  # bytes, or b"" at EOF: either way the agent answered
+    except BlockingIOError:
+        return False
+    except OSError:  # reset: closed over the cap
+        pass
+    return True
+
+
+def settled(t) -> bool:
+    """Two looks a tenth of a second apart see the same fds and threads: the trainer's own
+    start (its pools, its agent) is over."""
+    before = (t.fds(), t.proc("Threads"))
+    time.sleep(0.1)
+    return (t.fds(), t.proc("Threads")) == before
+
+
 def test_hundreds_of_idle_clients_add_no_fds_threads_or_memory_to_the_trainer(tmp_path, trainers):
     """1000 idle clients took a trainer from 293 MiB to ~2 GiB and one fd each."""
     d = tmp_path / "agents"
     t = trainers(d)
     until(lambda: socket_path(t.pid, d).exists(), what="the agent's socket")
-    time.sleep(1.0)
+    until(lambda: settled(t), what="the trainer's fds and threads to settle")
     fds, threads, rss = t.fds(), t.proc("Threads"), t.proc("VmRSS")
     socks = [s for s in (dial(socket_path(t.pid, d)) for _ in range(300)) if s is not None]
-    time.sleep(1.0)
+    until(lambda: all(answered(s) for s in socks), what="the agent to take every client")
     try:
         assert len(socks) == 300  # each was accepted (the late ones to be closed at once)
         assert t.fds() <= fds + MAX_CLIENTS
@@ -291,9 +311,9 @@ def test_exit_is_not_held_up_by_clients_that_do_not_read(tmp_path, trainers):
     d = tmp_path / "agents"
     t = trainers(d)
     until(lambda: socket_path(t.pid, d).exists(), what="the agent's socket")
-    time.sleep(3.0)  # a backlog of steps worth more than a socket buffer
+    time.sleep(3.0)  # pacing: a backlog of steps worth more than a socket buffer
     socks = [s for s in (dial(socket_path(t.pid, d)) for _ in range(40)) if s is not None]
-    time.sleep(0.5)
+    until(lambda: all(answered(s) for s in socks), what="the agent to take every client")
     try:
         exit_s, _, err = t.finish()
     finally:

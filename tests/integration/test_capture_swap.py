@@ -12,7 +12,6 @@ import stat
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ import pytest
 from gputop.capture.folder import CaptureError
 from gputop.capture.take import Bounds, take
 
-SLEEPER = [sys.executable, "-c", "import time; time.sleep(120)"]
+SLEEPER = [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(120)"]
 ATTACK = r"""
 # every new capture folder: rename it away and plant a link to the attacker's folder
 while :; do
@@ -34,8 +33,8 @@ done
 
 @pytest.fixture
 def sleeper():
-    job = subprocess.Popen(SLEEPER)
-    time.sleep(0.5)  # the interpreter is up: py-spy can read it
+    job = subprocess.Popen(SLEEPER, stdout=subprocess.PIPE, text=True)
+    assert job.stdout is not None and job.stdout.readline() == "up\n"  # py-spy can read it
     yield job
     job.kill()
     job.wait()

@@ -213,11 +213,10 @@ def test_a_cpu_rate_is_never_taken_over_a_few_milliseconds():
     look at a target, then the first tick) read 0.00 cores, and the job was called idle."""
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
-        time.sleep(0.3)
         host = HostSource.open(busy.pid)
         host.sample()  # the first look
         assert host.sample().main.cpu_cores is None  # too soon to say, not "0.00"
-        time.sleep(0.5)
+        time.sleep(0.5)  # the span the rate is measured over (not a wait for a state)
         assert host.sample().main.cpu_cores > 0.1  # measured from the first look
     finally:
         busy.kill()

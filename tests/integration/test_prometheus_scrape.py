@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tests_support import free_port, kill_tree, scrape, steps_of
+from tests_support import free_port, kill_tree, scrape, steps_of, until
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -61,9 +61,13 @@ def diagnosed():
 def test_a_running_job_is_scraped_with_bounded_well_named_metrics(diagnosed):
     port, job, log = diagnosed
     first = wait_for_steps(port, job, log)
-    time.sleep(1.5)  # a few more steps and verdicts
-    second = scrape(port)
-    assert second is not None, log.read_text()[-2000:]
+    done = sum(steps_of(first).values())
+
+    def later() -> dict | None:  # a few more steps and verdicts than the first scrape saw
+        fams = scrape(port)
+        return fams if fams and sum(steps_of(fams).values()) >= done + 5 else None
+
+    second = until(later, timeout=30, what=f"5 steps more on /metrics: {log}")
 
     # both simulated GPUs, labelled as dcgm-exporter labels them
     for name in ("gputop_gpu_power_watts", "gputop_gpu_sm_clock_hertz"):

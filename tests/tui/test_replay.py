@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import WALL0, agents_sample, host_sample, record, stacks_window
+from tests_support import until_drawn
 
 from gputop.record import fileformat
 from gputop.record.playback import SPEEDS
@@ -116,8 +117,7 @@ async def test_pause_seek_and_speed_keys(recording):
         assert app.speed == 2.0 and app.check_action("speed_down", ()) is True
         await pilot.press("space")
         assert app.playing
-        await pilot.pause(0.5)
-        assert app.at > 0.5
+        await until_drawn(pilot, lambda: app.at > 0.5, what="playback moving at 2x")
         banner = str(app.query_one("#sim-banner").render())
         assert "REPLAY session.rec" in banner and "2x" in banner
         # keys that act on a live process are not offered

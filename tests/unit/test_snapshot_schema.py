@@ -12,14 +12,13 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pynvml as N
 import pytest
-from tests_support import schema_object
+from tests_support import schema_object, until
 
 from gputop import schemas
 from gputop.sim import Fault, SimProcess
@@ -164,12 +163,15 @@ def test_attached_to_a_job_running_the_agent_validates(tmp_path):
            "WORLD_SIZE": "1", "OMP_NUM_THREADS": "1"}  # fmt: skip
     job = subprocess.Popen([sys.executable, "-c", AGENT_JOB], cwd=REPO, env=env)
     try:
-        deadline = time.monotonic() + 15
-        while not socket_path(job.pid, tmp_path).exists():
-            assert job.poll() is None and time.monotonic() < deadline, "no agent socket"
-            time.sleep(0.05)
-        time.sleep(0.3)  # a few steps
-        doc = snapshot("--sim-board", "a100", "--pid", str(job.pid), env=env)
+        until(lambda: job.poll() is not None or socket_path(job.pid, tmp_path).exists(),
+              timeout=15, what="the agent's socket")  # fmt: skip
+        assert job.poll() is None, "the job ended before its agent served"
+
+        def with_steps() -> dict | None:  # the agent has sent a few steps
+            doc = snapshot("--sim-board", "a100", "--pid", str(job.pid), env=env)
+            return doc if doc["agents"] and len(doc["agents"][0]["steps"]) >= 3 else None
+
+        doc = until(with_steps, timeout=30, what="a snapshot with the agent's steps")
     finally:
         job.kill()
         job.wait()
