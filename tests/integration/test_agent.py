@@ -81,13 +81,13 @@ def test_monitor_absent_late_killed_and_restarted_leaves_training_alone(tmp_path
                 agent_dir=tmp_path)  # fmt: skip
     try:
         wait_for_socket(p.pid, tmp_path)
-        time.sleep(1.5)  # no monitor at all
+        time.sleep(1.5)  # pacing: steps made with no monitor at all
         first = link_for(p.pid, tmp_path)
         a = collect(first, lambda a: len(a.steps) > 20)  # attached late: history arrives
         assert a.steps[0].step == 0 and a.state == "connected"
         for agent in first._agents.values():  # a monitor that dies abruptly
             agent.sock.close()
-        time.sleep(1.0)
+        time.sleep(1.0)  # pacing: a second with no monitor before the next comes
         second = link_for(p.pid, tmp_path)
         b = collect(second, lambda b: bool(b.steps) and b.steps[-1].step > a.steps[-1].step + 20)
     finally:
@@ -331,7 +331,7 @@ def test_an_attached_agent_idles_when_its_last_monitor_leaves(tmp_path):
 
         first, second = monitor(), monitor()
         first.close()
-        time.sleep(0.3)
+        until(lambda: len(srv._clients) == 1)  # the server has seen the first one go
         assert rec.on, "one monitor is still reading"
         second.close()
         until(lambda: not rec.on)  # the last one left: idle

@@ -17,10 +17,11 @@ from pathlib import Path
 import jsonschema
 import psutil
 import pytest
-from tests_support import as_nobody, kill_tree, trainer_with_workers
+from tests_support import as_nobody, kill_tree, trainer_with_workers, until
 
 from gputop import schemas
 from gputop.capture.take import take  # imported before as_nobody forks: nobody may not read it
+from gputop.sources.agent_link import AgentLink
 from gputop.sources.stacks import find_py_spy
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,10 +46,12 @@ def instrumented():
          "--seconds", "40", "--threads", "1"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while not socket_path(job.pid, runtime_dir()).exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    time.sleep(1)  # the first steps
+    until(lambda: socket_path(job.pid, runtime_dir()).exists(), timeout=60, what="its socket")
+    link = AgentLink(job.pid)
+    try:  # the first steps
+        until(lambda: any(a.steps for a in link.sample().agents), timeout=60, what="its steps")
+    finally:
+        link.close()
     yield job
     kill_tree(job)
 
@@ -146,9 +149,10 @@ def test_no_such_process_is_said_and_leaves_no_folder(tmp_path):
 def test_a_target_py_spy_may_not_read_fails_with_the_fix(tmp_path):
     if os.geteuid() != 0:
         pytest.skip("needs root to run the capture as another user")
-    job = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    up = "import time; print('up', flush=True); time.sleep(60)"
+    job = subprocess.Popen([sys.executable, "-c", up], stdout=subprocess.PIPE, text=True)
     try:
-        time.sleep(0.5)
+        assert job.stdout is not None and job.stdout.readline() == "up\n"  # py-spy can read it
         # pytest's own tmp is root-only, and so may $TMPDIR be: /tmp is open to every user
         root = Path(tempfile.mkdtemp(prefix="gputop-caps-", dir="/tmp"))
         os.chmod(root, 0o1777)  # sticky, like /tmp: without it captures are refused there
@@ -220,10 +224,9 @@ def test_a_memory_snapshot_of_a_cpu_only_trainer_fails_in_words_and_training_goe
 ):
     job = instrumented
     doc, folder = capture("memory-snapshot", "--pid", str(job.pid), root=tmp_path, expect=1)
-    time.sleep(1)
-    assert job.poll() is None  # no crash anywhere
-    # and it still takes requests: a trace right after works
+    # no crash anywhere, and it still takes requests: a trace right after works
     trace, _ = capture("torch-trace", "--pid", str(job.pid), root=tmp_path)
+    assert job.poll() is None
     assert doc["status"] == "failed" and doc["reason"] == "no CUDA device in the target"
     assert doc["files"] == [] and [f.name for f in folder.iterdir()] == ["manifest.json"]
     assert trace["status"] == "ok"

@@ -197,12 +197,15 @@ def test_every_process_of_the_job_is_signalled_exactly_once(tmp_path, monkeypatc
 
 
 OWNED_FROM_IGNORING_SHELL = r"""
-import signal, sys, time
+import os, signal, sys, tempfile, time
 from gputop.run import Job
 signal.signal(signal.SIGINT, signal.SIG_IGN)  # as under nohup, or `cmd &` in a script
-job = Job([sys.executable, "-c", "import sys, time; print('up', flush=True); time.sleep(60)"],
+up = os.path.join(tempfile.mkdtemp(), "up")  # the job's own code runs: its handler is set
+job = Job([sys.executable, "-c", f"import time; open({up!r}, 'w').close(); time.sleep(60)"],
           passthrough=True, owned=True)
-time.sleep(1.0)  # the interpreter is up and has its KeyboardInterrupt handler
+deadline = time.monotonic() + 30
+while not os.path.exists(up) and time.monotonic() < deadline:
+    time.sleep(0.02)
 started = time.monotonic()
 status = job.stop(grace=5.0)
 print(status, round(time.monotonic() - started, 1))
