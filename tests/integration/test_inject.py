@@ -7,11 +7,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from tests_support import REPO, as_nobody, kill_tree
+from tests_support import REPO, as_nobody, kill_tree, until
 
 from gputop.inject import debugger as dbg
 from gputop.inject import load_agent, plan_load
@@ -102,10 +101,10 @@ def test_a_plain_trainer_gets_an_agent_and_the_monitor_reads_its_steps(agent_dir
     )  # fmt: skip
     try:
         host = HostSource.open(trainer.pid)
-        deadline = time.monotonic() + 90
-        while not host.sample().workers:  # torch imported, the loader's worker started
-            assert trainer.poll() is None and time.monotonic() < deadline, trainer.stderr.read()
-            time.sleep(0.2)
+        # torch imported, the loader's worker started
+        until(lambda: trainer.poll() is not None or host.sample().workers, timeout=90,
+              what="the loader's worker")  # fmt: skip
+        assert trainer.poll() is None, trainer.stderr.read()
         roles = {p.pid: p.role for p in host.sample().processes}
         plan = plan_load(trainer.pid, roles)
         assert [p.pid for p in plan.todo] == [trainer.pid], plan.lines()  # not the worker
@@ -115,13 +114,12 @@ def test_a_plain_trainer_gets_an_agent_and_the_monitor_reads_its_steps(agent_dir
         assert report.line() == f"agent loaded into pid {trainer.pid}"
         assert running(trainer)
         link = AgentLink(trainer.pid)
-        deadline = time.monotonic() + 30
-        while True:
-            agents = link.sample().agents
-            if agents and len(agents[0].steps) >= 3:
-                break
-            assert time.monotonic() < deadline, (agents, ended(trainer))
-            time.sleep(0.2)
+
+        def three_steps() -> tuple | None:
+            got = link.sample().agents
+            return got if got and len(got[0].steps) >= 3 else None
+
+        agents = until(three_steps, timeout=30, what=f"three steps ({ended(trainer)})")
         step = agents[0].steps[-1]
         assert step.phases.get("optimizer", 0) > 0 and step.phases.get("data_wait", 0) > 0
         link.close()
@@ -131,21 +129,28 @@ def test_a_plain_trainer_gets_an_agent_and_the_monitor_reads_its_steps(agent_dir
         stop(trainer)
 
 
+def asleep(pid: int) -> bool:
+    """The process sleeps in the kernel (its one thread in a C call such as clock_nanosleep)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] == "S"
+
+
 def test_a_main_thread_in_a_long_c_call_gets_the_agent_when_it_returns(agent_dir):
     code = "import sys, time\nsys.stderr.write('ready\\n')\nsys.stderr.flush()\ntime.sleep(3)\n"
     proc = start([sys.executable, "-c", code + "time.sleep(60)"], dict(os.environ), agent_dir)
     try:
         wait_ready(proc)
-        time.sleep(0.2)  # inside the first sleep
+        until(lambda: asleep(proc.pid), what="the main thread inside its first sleep")
         report = load_agent(plan_load(proc.pid), wait_s=0.5)
         assert report.waiting and not report.problems, report.line()
         assert "inside a C call (clock_nanosleep" in report.line()
         assert "starts when it returns to Python" in report.line()
         assert running(proc)
-        deadline = time.monotonic() + 15
-        while not (agent_dir / f"agent-{proc.pid}.sock").exists():  # the first sleep returned
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
+        sock = agent_dir / f"agent-{proc.pid}.sock"  # served once the first sleep returned
+        until(sock.exists, timeout=15, what="the agent's socket")
     finally:
         stop(proc)
 
@@ -406,10 +411,8 @@ def test_lldb_loads_the_agent_the_same_way(agent_dir):
         copy = place_for(proc.pid, os.getuid(), os.getgid(), {"TMPDIR": str(agent_dir.parent)})
         run = dbg.run_debugger(("lldb", lldb), proc.pid, load_code(copy.folder, copy.package))
         assert run.queued, run.output[-2000:]
-        deadline = time.monotonic() + 15
-        while not (agent_dir / f"agent-{proc.pid}.sock").exists():
-            assert time.monotonic() < deadline, run.output[-2000:]
-            time.sleep(0.1)
+        sock = agent_dir / f"agent-{proc.pid}.sock"
+        until(sock.exists, timeout=15, what=f"the agent's socket: {run.output[-2000:]}")
         assert running(proc)
     finally:
         stop(proc)
