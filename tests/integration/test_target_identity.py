@@ -11,8 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
-from tests_support import REPO
+from tests_support import REPO, until
 
+from gputop.agent.paths import socket_path
 from gputop.commands.target import attach
 from gputop.sources.target import TargetId, TargetNotFound
 from gputop.ui.capture_keys import CaptureKeys
@@ -51,14 +52,12 @@ def test_a_later_process_given_the_targets_pid_is_not_followed(tmp_path):
         assert first.stdout is not None and first.stdout.readline().strip() == "ready"
         os.environ["GPUTOP_DIR"] = env["GPUTOP_DIR"]  # the link looks where the agent serves
         attached = attach(first.pid)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+
+        def connected() -> bool:
             agents = attached.agents.sample().agents
-            if agents and agents[0].state == "connected" and agents[0].steps:
-                break
-            time.sleep(0.1)
-        else:
-            pytest.fail("the first process's agent never connected")
+            return bool(agents and agents[0].state == "connected" and agents[0].steps)
+
+        until(connected, timeout=10, what="the first process's agent")
         first.kill()
         first.wait()
         later = _take_pid(first.pid, [sys.executable, "-c", AGENT_SERVER], env)
@@ -70,11 +69,12 @@ def test_a_later_process_given_the_targets_pid_is_not_followed(tmp_path):
         stacks = attached.stacks.sample()
         assert stacks.processes == ()
         assert "now belongs to another process" in (stacks.problem or "")
-        deadline = time.monotonic() + 3
-        while time.monotonic() < deadline:  # the later one serves an agent under the same name
+        # the later one serves an agent under the same name: once it does, the link is offered
+        # it at every sample, and must refuse it each time
+        until(socket_path(later.pid, Path(env["GPUTOP_DIR"])).exists, what="its agent's socket")
+        for _ in range(5):
             agents = attached.agents.sample().agents
             assert all(a.state != "connected" for a in agents), agents
-            time.sleep(0.2)
         keys = CaptureKeys(first.pid, post=lambda v: None, run_thread=lambda w, g: None,
                            identity=attached.identity)  # fmt: skip
         assert "now belongs to another process" in (keys.unavailable("pyspy", None, None) or "")
@@ -95,10 +95,7 @@ def test_a_later_process_given_the_targets_pid_is_not_followed(tmp_path):
 def test_identity_tells_a_finished_process_from_a_running_one():
     p = subprocess.Popen([sys.executable, "-c", "pass"])
     ident = TargetId.of(p.pid)  # running, or already a zombie: still that process
-    deadline = time.monotonic() + 30
-    while ident.alive() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not ident.alive()
+    until(lambda: not ident.alive(), what="the process to finish")
     assert ident.gone() == f"pid {p.pid} has exited"
     p.wait()
     with pytest.raises(TargetNotFound, match=f"no process with PID {p.pid}"):
