@@ -25,7 +25,7 @@ from gputop.model.gpu import DeviceInfo, GpuSample
 from gputop.model.host import HostSample
 from gputop.model.stacks import StacksSample
 from gputop.record import events as ev
-from gputop.record.codec import MAX_INT, CodecError, Decoder, Schema
+from gputop.record.codec import CodecError, Decoder, Schema
 from gputop.record.fileformat import (
     CUT,
     DATA,
@@ -37,8 +37,8 @@ from gputop.record.fileformat import (
     Scan,
     frames,
 )
-from gputop.record.summary import GPU_HELD, GPU_POINT, MAX_BUCKET, Accumulator
-from gputop.vocab.budget import SLICES
+from gputop.record.summary import Accumulator
+from gputop.record.summary_shape import SUMMARY_SHAPE, finite
 
 __all__ = ["Record", "Recording", "RecordingError", "open_recording"]
 
@@ -281,21 +281,17 @@ class _Clock:
         elif rec.kind == "verdict":  # a point may go back (its window ends are what it is)
             point = rec.value[0]
             ends = [e[1] for e in (point.host, point.stacks) if e is not None]
-            if not all(_finite(t) for t in (point.now, *ends)):
+            if not all(finite(t) for t in (point.now, *ends)):
                 raise CodecError("an evaluation at a time no clock gives")
-        elif not _finite(rec.t):
+        elif not finite(rec.t):
             raise CodecError("an event at a time no clock gives")
 
     def _at(self, key: Any, t: Any) -> None:
-        if not _finite(t):
+        if not finite(t):
             raise CodecError("a reading at a time no clock gives")
         if t < self.last.get(key, -math.inf):
             raise CodecError(f"the time of {key[0]} readings goes back")
         self.last[key] = t
-
-
-def _finite(t: Any) -> bool:
-    return _num(t) and math.isfinite(t)
 
 
 def _summary(payload: bytes) -> dict[str, Any] | None:
@@ -307,182 +303,9 @@ def _summary(payload: bytes) -> dict[str, Any] | None:
         part = _json(raw)
     except (zlib.error, ValueError, CodecError):
         return None
-    if not isinstance(part, dict) or not _summary_shape(part):
+    if not SUMMARY_SHAPE(part):
         return None
     return part
-
-
-def _summary_shape(p: dict[str, Any]) -> bool:
-    """Every part ``merge`` and the report read, with the types they expect."""
-    try:
-        return (
-            _maybe_num(p.get("t0"))
-            and _maybe_num(p.get("t1"))
-            and (p.get("t0") is None) == (p.get("t1") is None)  # merge takes both or neither
-            and _map_of(p["verdict_s"], _num)
-            and _map_of(p.get("budget_s", {}), lambda r: _map_of(r, _num) and set(r) <= _SLICES)
-            and _map_of(p["throttle_s"], lambda g: _map_of(g, _num))
-            and _map_of(p["findings"], _finding)
-            and _map_of(p.get("beside", {}), _finding)
-            and _list_of(p["changes"], _change)
-            and _list_of(p["secondary"], lambda c: isinstance(c, list) and len(c) == 3)
-            and all(_int_key(k) for k in (*p["gpus"], *p.get("points", {}), *p["ranks"]))
-            and _list_of(p["events"], _event)
-            and _map_of(p["ranks"], _rank)
-            and _map_of(p["gpus"], _gpu)
-            and _map_of(p.get("points", {}), _point)
-            and all(_int_key(k) for k in (*p.get("budget_points", {}), *p.get("gpu_points", {})))
-            and _map_of(p.get("budget_points", {}), _budget_point)
-            and _map_of(
-                p.get("gpu_points", {}),
-                lambda g: _map_of(g, _gpu_point) and all(_int_key(k) for k in g),
-            )
-            and isinstance(p["carry"], dict)
-        )
-    except (KeyError, TypeError):
-        return False
-
-
-_SLICES = frozenset(SLICES)
-
-
-def _int_key(k: Any) -> bool:
-    """What int() reads back: ASCII digits ("²".isdigit() too), one sign, text at all."""
-    return isinstance(k, str) and len(k) < 20 and k.isascii() and k.removeprefix("-").isdigit()
-
-
-def _bucket_key(k: Any) -> bool:
-    """A histogram bucket a step time gives (the report takes ``exp`` of it)."""
-    return _int_key(k) and abs(int(k)) <= MAX_BUCKET
-
-
-def _cause(c: Any) -> bool:
-    """A finding's cause: absent, null, or a dict with its one line (newer recordings)."""
-    return c is None or (isinstance(c, dict) and isinstance(c.get("text"), str))
-
-
-def _finding(f: Any) -> bool:
-    return (
-        isinstance(f, dict)
-        and _num(f.get("confidence"))
-        and isinstance(f.get("summary"), str)
-        and _cause(f.get("cause"))
-        and _list_of(f.get("levers"), lambda x: isinstance(x, str))
-        and _list_of(
-            f.get("evidence"),
-            lambda e: (
-                isinstance(e, dict)
-                and isinstance(e.get("text"), str)
-                and isinstance(e.get("source"), str)
-            ),
-        )
-    )
-
-
-def _change(c: Any) -> bool:
-    return (
-        isinstance(c, list)
-        and len(c) == 4
-        and _num(c[0])
-        and (c[1] is None or isinstance(c[1], str))
-        and _num(c[2])
-        and isinstance(c[3], str)
-    )
-
-
-def _num(v: Any) -> bool:
-    return type(v) is float or (type(v) is int and -MAX_INT <= v <= MAX_INT)
-
-
-def _count(n: Any) -> bool:
-    return type(n) is int and 0 <= n <= MAX_INT
-
-
-def _maybe_num(v: Any) -> bool:
-    return v is None or _num(v)
-
-
-def _map_of(m: Any, ok: Any) -> bool:
-    return isinstance(m, dict) and all(ok(v) for v in m.values())
-
-
-def _list_of(xs: Any, ok: Any) -> bool:
-    return isinstance(xs, list) and all(ok(x) for x in xs)
-
-
-def _event(e: Any) -> bool:
-    return (
-        isinstance(e, list)
-        and len(e) == 4
-        and _num(e[0])
-        and isinstance(e[2], str)
-        and isinstance(e[3], dict)
-    )
-
-
-def _rank(r: Any) -> bool:
-    numbers = ("steps", "seconds", "flops", "flops_s", "samples", "tokens")
-    return (
-        isinstance(r, dict)
-        and all(_num(r.get(k)) for k in numbers)
-        and _map_of(r.get("hist"), _count)
-        and all(_bucket_key(k) for k in r["hist"])
-        and (  # absent from files written before it
-            r.get("work_hist") is None
-            or (_map_of(r["work_hist"], _count) and all(_bucket_key(k) for k in r["work_hist"]))
-        )
-        and _map_of(r.get("phases"), _num)
-        and isinstance(r.get("fingerprint", {}), dict)
-    )
-
-
-def _gpu(g: Any) -> bool:
-    numbers = ("n", "util", "sm", "power", "n_sm")
-    return (
-        isinstance(g, dict)
-        and all(_num(g.get(k)) for k in numbers)
-        and _maybe_num(g.get("temp_max"))
-    )
-
-
-def _point(p: Any) -> bool:
-    return (
-        isinstance(p, list) and len(p) == 5 and all(_num(x) for x in p[:4]) and _map_of(p[4], _num)
-    )
-
-
-def _budget_point(b: Any) -> bool:
-    """One interval's budget (absent from files written before it): its start, its typical
-    rank among its ranks, each [seconds, steps, {slice: share}]."""
-    return (
-        isinstance(b, dict)
-        and _num(b.get("start"))
-        and isinstance(b.get("ranks"), dict)
-        and b.get("typical") in b["ranks"]
-        and all(_int_key(k) for k in b["ranks"])
-        and _map_of(
-            b["ranks"],
-            lambda r: (
-                isinstance(r, list)
-                and len(r) == 3
-                and _num(r[0])
-                and _count(r[1])
-                and _map_of(r[2], _num)
-                and set(r[2]) <= _SLICES
-            ),
-        )
-    )
-
-
-def _gpu_point(p: Any) -> bool:
-    """One GPU's 10-s bin (``summary.GPU_POINT``; absent from files written before it)."""
-    return (
-        isinstance(p, list)
-        and len(p) == len(GPU_POINT)
-        and all(_num(x) for x in p[:GPU_HELD])
-        and _map_of(p[GPU_HELD], _num)
-        and all(isinstance(k, str) and len(k) <= 64 for k in p[GPU_HELD])
-    )
 
 
 def _feed(acc: Accumulator, rec: Record) -> None:
