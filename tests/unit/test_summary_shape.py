@@ -8,7 +8,7 @@ import copy
 import json
 
 import pytest
-from builders import agent, device, gpu_sample, step
+from builders import agent, gpu_sample, step
 
 from gputop.diagnose import EvalPoint, Evidence, Finding, Verdict
 from gputop.model.steps import AgentsSample
