@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 from tests_support import as_nobody
@@ -22,14 +21,15 @@ from gputop.commands.gpu_source import Board, open_gpus
 from gputop.commands.live_session import new_session
 from gputop.commands.target import attach, offer_agent
 
-ASLEEP = "import time\nwhile True: time.sleep(0.5)"
+ASLEEP = "import time\nprint('up', flush=True)\nwhile True: time.sleep(0.5)"
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become a second user (nobody)")
 @pytest.mark.skipif(stacks.find_py_spy() is None, reason="py-spy is not installed")
 def test_a_target_gputop_may_not_read_is_not_called_idle():
-    target = subprocess.Popen([sys.executable, "-c", ASLEEP])  # root's, asleep: idle or hung?
-    time.sleep(0.3)
+    # root's, asleep: idle or hung?
+    target = subprocess.Popen([sys.executable, "-c", ASLEEP], stdout=subprocess.PIPE, text=True)
+    assert target.stdout is not None and target.stdout.readline() == "up\n"  # it runs
 
     def diagnose_as_nobody() -> str:
         lines: list[str] = []
