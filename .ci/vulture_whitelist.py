@@ -138,15 +138,15 @@ agent_errors
 precision_basis  # model/step_stats.py Mfu: diagnose --json and the report
 
 # ---- read by the tests (and benches) only: the hooks and registers they check ----
-STACK_PHASES  # vocab/stacks.py: tests/unit/test_stack_phases.py holds the rules' phases to it
-PRECISIONS  # model/step_stats.py: tests/unit/test_mfu.py holds every board's peaks to it
+STACK_PHASES  # vocab/stacks.py: tests/unit/sources/test_stack_phases.py holds the rules' phases to it
+PRECISIONS  # model/step_stats.py: tests/unit/model/test_mfu.py holds every board's peaks to it
 theme_from_toml  # ui/themes.py: a theme file's text -> Theme, the themes tests and fuzzing
-FULL  # sim/activity.py: full load beside IDLE, tests/unit/test_activity_model.py
+FULL  # sim/activity.py: full load beside IDLE, tests/unit/sim/test_activity_model.py
 _.release_hangs  # sim/board.py: the tests' hooks into the simulated board
 _.set_power_limit
 _.calls  # sim/board.py: NVML calls and the simulator's CPU time, for the benches and tests
 _.sim_cpu_s
-_.walks  # sources/proc_tree.py: /proc walks made, for tests/unit/test_procfs.py and the bench
+_.walks  # sources/proc_tree.py: /proc walks made, for tests/unit/sources/test_procfs.py and the bench
 _.turned_away  # agent/server.py: connections refused past the bounds, test_agent_server_bounds
 _.lagged
 _.address  # export/prometheus.py: the port the exporter got, for the tests that scrape it

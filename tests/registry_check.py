@@ -1,7 +1,8 @@
 """The bound registry's completeness check, kept with the tests that run it: what an entry of
 ``gputop/diagnose/bounds.py`` lacks, read from the entries, the rules' own source and the
 diagnose tests' source. Parsing source is the tests' business, not the monitor's: nothing here
-ships in ``gputop/`` (``tests/unit/test_bounds.py`` prints what it finds, one line a problem).
+ships in ``gputop/`` (``tests/unit/diagnose/test_bounds.py`` prints what it finds, one line a
+problem).
 """
 
 from __future__ import annotations

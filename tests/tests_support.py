@@ -221,7 +221,7 @@ def sample_until(source, done, timeout: float = 30.0, every: float = 0.5):
 
 def fuzz_examples(n: int) -> int:
     """``n`` hypothesis examples, times GPUTOP_FUZZ_SCALE (default 1): CI keeps its minutes, a
-    developer hunts deeper with ``GPUTOP_FUZZ_SCALE=50 pytest tests/unit/test_*fuzz*.py``."""
+    developer hunts deeper with ``GPUTOP_FUZZ_SCALE=50 pytest tests/unit -k fuzz``."""
     try:
         scale = max(1, int(os.environ.get("GPUTOP_FUZZ_SCALE", "1")))
     except ValueError:

@@ -292,7 +292,7 @@ def judge(rule: Rule, sig: RuleInputs, budget: Budget | None = None) -> Finding:
     if not f.fired:
         return f
     entry = bound(f.bound)
-    # tests/registry_check.py says what an entry lacks (tests/unit/test_bounds.py runs it)
+    # tests/registry_check.py says what an entry lacks (tests/unit/diagnose/test_bounds.py runs it)
     assert entry.levers is not None, f"{entry.name}: no levers"
     return replace(f, levers=levers_of(entry, sig, budget))
 

@@ -106,7 +106,8 @@ def test_identity_tells_a_finished_process_from_a_running_one():
 def test_diagnose_says_when_the_target_exited_and_stops_watching(tmp_path):
     """Attached with the agent; the job ends cleanly after ~2 s. The watch ends with it (long
     before its 15 s), the verdict never says hung or stalled, and the exit is reported. (That an
-    exited job stays off hung however long one watches it: tests/unit/test_hang_rule.py.)"""
+    exited job stays off hung however long one watches it:
+    tests/unit/diagnose/test_hang_rule.py.)"""
     script = tmp_path / "short.py"
     script.write_text(
         "import time, gputop.agent as gt\nend = time.monotonic() + 2.5\n"

@@ -1,7 +1,7 @@
 """The second why: under each finding, the cause found from measurements for this job, the
 levers that fit it, and what each lever would save. A cause is a finder for the budget slice
 it explains, registered in ``CAUSES`` (one line each); every loss slice has one. Adding a
-cause is one module, one line here and one test file under ``tests/unit/causes/``
+cause is one module, one line here and one test file under ``tests/unit/diagnose/causes/``
 (ARCHITECTURE.md, "How to add a cause"). Pure."""
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from gputop.fleet.nodes import SLOW_NODE, as_json, fleet_document, node_rows, te
 from gputop.fleet.queries import QUERIES, rank_work, selector
 from gputop.vocab.budget import LOSSES
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 FLEET_RULES = REPO / "deploy" / "prometheus" / "gputop-fleet.yml"
 DASHBOARD = REPO / "deploy" / "grafana" / "gputop-dcgm.json"
 

@@ -19,4 +19,4 @@ def test_every_loss_slice_has_a_registered_cause():
 def test_every_registered_cause_has_its_test_file():
     modules = {f.__module__.rsplit(".", 1)[-1] for _, f in CAUSES}
     missing = sorted(m for m in modules if not (HERE / f"test_cause_{m}.py").is_file())
-    assert missing == [], f"add tests/unit/causes/test_cause_<module>.py for: {missing}"
+    assert missing == [], f"add tests/unit/diagnose/causes/test_cause_<module>.py for: {missing}"

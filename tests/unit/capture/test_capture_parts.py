@@ -22,7 +22,7 @@ from gputop.capture.folder import CaptureError, FileEntry
 from gputop.capture.manifest import CaptureTarget, Manifest, Tool, document, write
 from gputop.capture.take import Bounds, checked
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SCHEMA = schemas.load("capture")
 
 SPEEDSCOPE = {

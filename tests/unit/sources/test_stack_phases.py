@@ -21,7 +21,7 @@ from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack
 from gputop.sources.stack_phases import classify
 from gputop.sources.stacks import explain, parse_dump
 
-CASES = json.loads((Path(__file__).parents[1] / "data" / "torch_stacks.json").read_text())["cases"]
+CASES = json.loads((Path(__file__).parents[2] / "data" / "torch_stacks.json").read_text())["cases"]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])

@@ -30,7 +30,7 @@ from gputop.record.reader import open_recording
 from gputop.record.report import build_report, render_report
 from gputop.record.writer import Recorder
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SCHEMA = schemas.load("report")
 MS = 1_000_000
 T0 = 1000.0

@@ -39,7 +39,7 @@ def test_a_bad_part_is_one_line_not_a_crash(text, words):
 
 
 def test_bundled_themes_still_load():
-    themes, problems, skipped = load_themes([Path(__file__).parents[2] / "themes"])
+    themes, problems, skipped = load_themes([Path(__file__).parents[3] / "themes"])
     assert problems == [] and skipped == set()
     assert {"gputop-dark", "gputop-light", "gputop-mono", "gputop-ansi"} <= {t.name for t in themes}
 

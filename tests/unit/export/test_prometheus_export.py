@@ -28,7 +28,7 @@ from gputop.model.gpu import GpuSample
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
 from gputop.vocab.steps import STEP_PHASES as STANDARD_PHASES
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 MS = 1_000_000
 
 

@@ -27,7 +27,7 @@ from gputop.diagnose.bounds import (
 from gputop.ui.panes.verdict import LEVEL
 from gputop.vocab import bounds as bound_names
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def schema_bounds() -> list[str]:
@@ -101,10 +101,11 @@ def test_the_docs_list_every_bound(doc):
 
 
 def test_every_bound_is_the_asserted_verdict_of_a_diagnose_scenario():
-    asserted = asserted_bounds(REPO / "tests" / "unit" / "test_diagnose.py")
+    asserted = asserted_bounds(REPO / "tests" / "unit" / "diagnose" / "test_diagnose.py")
     missing = [n for n in NAMES if n not in asserted]
     assert not missing, (
-        f"no scenario in tests/unit/test_diagnose.py asserts the bounds {missing} as its verdict "
+        f"no scenario in tests/unit/diagnose/test_diagnose.py asserts the bounds {missing} as its "
+        "verdict "
         "(assert bound(v) == NAME)"
     )
 

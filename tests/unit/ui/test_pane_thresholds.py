@@ -15,7 +15,6 @@ import ast
 import inspect
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from builders import MS, agent, device, gpu_sample
@@ -23,11 +22,13 @@ from builders import step as step_record
 from rich.style import Style
 
 from gputop.diagnose import thresholds
-from gputop.ui import gpu_text, host_text, stacks_text, steps_text
+from gputop.ui import gpu_text
+from gputop.ui.panes import host as host_text
+from gputop.ui.panes import stacks as stacks_text
+from gputop.ui.panes import steps as steps_text
 from gputop.vocab import steps as step
 
 EPS = 1e-6
-UI = Path(gpu_text.__file__).parent
 
 
 def changes_at(level: Callable[[float], str], threshold: float) -> tuple[str, str]:

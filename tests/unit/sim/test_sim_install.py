@@ -18,7 +18,7 @@ from gputop.sim.install import (
     private_names_problem,
 )
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def test_this_pynvml_has_every_name_the_board_replaces():
