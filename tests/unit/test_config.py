@@ -148,6 +148,7 @@ def test_many_unknown_settings_are_one_line_and_values_are_quoted_short(tmp_path
     assert all("\n" not in p for p in load_config(f).problems)
 
 
+@pytest.mark.slow  # starts a real process
 @pytest.mark.skipif(os.geteuid() != 0, reason="becoming a user with no passwd entry needs root")
 def test_a_user_without_a_home_gets_the_defaults(tmp_path):
     """No $HOME and no passwd entry (docker --user 54321): Path.home() raises; before, so did

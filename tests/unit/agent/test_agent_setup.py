@@ -48,6 +48,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow  # starts a real process
 def test_the_parallel_wrapper_and_its_settings_from_real_torch_objects(tmp_path):
     pytest.importorskip("torch")
     from tests_support import free_port
@@ -127,6 +128,7 @@ class Precision(enum.Enum):
     BF16 = "bf16-mixed"
 
 
+@pytest.mark.slow  # starts a real process
 def test_a_lightning_trainer_is_found_in_the_training_threads_frames(tmp_path):
     trainer = types.SimpleNamespace(
         fit_loop=object(), val_check_interval=50, check_val_every_n_epoch=1,
@@ -142,6 +144,7 @@ def test_a_lightning_trainer_is_found_in_the_training_threads_frames(tmp_path):
     }  # fmt: skip
 
 
+@pytest.mark.slow  # starts a real process
 def test_a_transformers_trainer_is_found_with_its_intervals(tmp_path):
     args = types.SimpleNamespace(
         eval_strategy="steps", eval_steps=200, logging_steps=10, save_strategy="steps",

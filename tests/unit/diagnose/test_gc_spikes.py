@@ -11,6 +11,8 @@ import time
 from dataclasses import replace
 from types import MappingProxyType as M
 
+import pytest
+
 from gputop.agent.recorder import StepRecorder
 from gputop.agent.server import AgentServer
 from gputop.diagnose import evaluate, reduce_windows
@@ -109,11 +111,13 @@ print(os.waitstatus_to_exitcode(status), mine in gc.callbacks)
 """
 
 
+@pytest.mark.slow  # starts a real process
 def test_a_forked_child_drops_the_callback_and_the_parent_keeps_it():
     out = subprocess.run([sys.executable, "-c", FORK], capture_output=True, text=True, timeout=60)
     assert out.stdout.split() == ["0", "True"], out.stderr
 
 
+@pytest.mark.slow  # starts a real process
 def test_gputop_gc_0_leaves_gc_callbacks_alone():
     code = "import gc, gputop.agent as gt; gt.init(torch_hooks=False); print(len(gc.callbacks))"
     env = {**os.environ, "GPUTOP_NO_SERVER": "1", "GPUTOP_GC": "0"}

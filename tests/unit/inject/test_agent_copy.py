@@ -66,6 +66,7 @@ def _job(env: dict[str, str], cwd: Path, code: str) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True)  # fmt: skip
 
 
+@pytest.mark.slow  # starts a real process
 def test_a_copy_loads_where_gputop_is_not_importable_and_removes_itself(tmp_path):
     runtime = tmp_path / "agents"
     runtime.mkdir(mode=0o700)
@@ -98,6 +99,7 @@ def test_a_copy_loads_where_gputop_is_not_importable_and_removes_itself(tmp_path
         job.wait()
 
 
+@pytest.mark.slow  # starts a real process
 def test_a_copy_that_cannot_start_says_why_in_its_folder_then_gputop_removes_it(tmp_path):
     copy = ac.place_for(os.getpid(), os.getuid(), os.getgid(), {"TMPDIR": str(tmp_path)})
     broken = Path(copy.folder) / copy.package / "agent" / "boot.py"
@@ -180,6 +182,7 @@ def test_the_copys_frames_are_gputops_not_the_jobs():
     assert user_frame([by_pyspy, by_agent, train]) == train
 
 
+@pytest.mark.slow  # starts a real process
 def test_a_gputop_run_process_whose_agent_fails_is_named_with_its_reason(tmp_path, monkeypatch):
     """The run copy's sitecustomize (inject/run_site.py) leaves failed-<pid> where gputop reads
     it (``Job.agent_failures``, then ``AgentLink.expect_agents``), and the job starts anyway."""

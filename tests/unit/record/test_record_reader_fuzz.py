@@ -737,6 +737,7 @@ def test_a_frame_that_inflates_past_the_cap_is_damage(folder, original, monkeypa
     assert 0 < len(got) < 40_000
 
 
+@pytest.mark.slow  # starts a real process
 def test_commands_say_a_damaged_file_in_one_line_and_exit_1(folder, original):
     """`report`, `replay --check` over a file damaged inside: what was before it, one line,
     exit 1; a file cut at its end (killed) is no error."""
@@ -783,6 +784,7 @@ def test_a_summary_whose_gpu_has_no_hottest_reading_still_reports(folder, origin
     assert gpus and all("temp_c_max" in g for g in gpus)
 
 
+@pytest.mark.slow  # starts a real process
 def test_sums_no_float_holds_are_reported_and_left_out_of_the_charts(folder, original):
     """A summary's numbers are any JSON number; three minutes of 1e308 sum to inf, and
     plotext aborts the whole process (std::bad_alloc) on a negative step time: `report`

@@ -232,6 +232,7 @@ def test_a_page_that_cannot_be_written_is_one_line(recorded, tmp_path, capsys):
     assert len(err.splitlines()) == 1 and "cannot write" in err and "Traceback" not in err
 
 
+@pytest.mark.slow  # starts a real process
 def test_the_text_report_does_not_import_matplotlib_and_the_page_needs_no_writable_home(
     recorded, tmp_path
 ):

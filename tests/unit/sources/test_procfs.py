@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from gputop.sources.procfs import read_environ, tree_facts
 
 
@@ -53,6 +55,7 @@ def test_an_environ_that_cannot_be_read_is_none(tmp_path):
     assert read_environ(10, str(tmp_path)) is None
 
 
+@pytest.mark.slow  # starts a real process
 def test_one_walk_of_the_tree_serves_every_source():
     """The host source, the agent link and the stack sampler read one walk of /proc."""
     import subprocess

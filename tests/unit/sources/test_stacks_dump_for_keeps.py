@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from gputop.model.stacks import Frame, ThreadStack
 from gputop.sources.stacks import PySpy, StackSource, explain
 
@@ -52,6 +54,7 @@ def test_every_try_failing_gives_the_last_error():
     assert len(spy.calls) == 3
 
 
+@pytest.mark.slow  # starts a real process
 def test_a_refusal_or_an_exited_process_is_not_tried_again():
     spy, me = ScriptedSpy(PTRACE), os.getpid()
     assert spy.dump_for_keeps(me)[1] == PTRACE.format(pid=me)
