@@ -5,10 +5,9 @@ labels as docs/prometheus.md gives them."""
 from __future__ import annotations
 
 import sys
-import time
 
 from test_tmux import tmux  # noqa: F401  (the fixture)
-from tests_support import free_port, scrape, steps_of
+from tests_support import free_port, scrape, steps_of, until
 
 
 def test_scrape_the_exporter_during_a_demo(tmux, tmp_path):  # noqa: F811
@@ -20,17 +19,18 @@ def test_scrape_the_exporter_during_a_demo(tmux, tmp_path):  # noqa: F811
         f"--config {config} --prometheus 127.0.0.1:{port}"
     )
     tmux.wait_for("SIMULATED", timeout=30)
-    deadline = time.monotonic() + 30
-    fams = None
-    while time.monotonic() < deadline:
+
+    def counting() -> dict | None:
         fams = scrape(port)
-        if steps_of(fams) and "gputop_verdict" in fams:
-            break
-        time.sleep(0.5)
-    assert fams and steps_of(fams), "no steps on /metrics during the demo"
-    first = steps_of(fams)
-    time.sleep(2.5)
-    again = scrape(port)
+        return fams if steps_of(fams) and "gputop_verdict" in fams else None
+
+    first = steps_of(until(counting, timeout=30, what="steps on /metrics during the demo"))
+
+    def more() -> dict | None:  # still counting while it trains
+        fams = scrape(port)
+        return fams if sum(steps_of(fams).values()) > sum(first.values()) else None
+
+    again = until(more, timeout=30, what="more steps on /metrics")
     tmux.keys("q")
     tmux.wait_for("READY$", timeout=30)
     assert again is not None
@@ -51,8 +51,7 @@ def test_scrape_the_exporter_during_a_demo(tmux, tmp_path):  # noqa: F811
     assert "data_wait" in phases
     states = [s.value for s in again["gputop_verdict"].samples]
     assert states.count(1.0) == 1 and set(states) <= {0.0, 1.0}
-    deadline = time.monotonic() + 15  # the prompt shows before the process has fully exited
-    while scrape(port) is not None and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert scrape(port) is None  # after gputop quits nothing listens any more
+    # after gputop quits nothing listens any more (the prompt shows before the process has fully
+    # exited)
+    until(lambda: scrape(port) is None, timeout=15, what="the port let go")
     assert "Traceback" not in tmux.screen()
