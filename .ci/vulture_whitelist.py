@@ -6,6 +6,12 @@
 # Made with `vulture gputop --min-confidence 60 --make-whitelist`, then grouped by hand.
 # Not Python to run or lint: pyproject.toml's ruff config excludes this file.
 
+# ---- ui/panes.discovered finds the panes by walking its package ----
+StacksPane
+StepPane
+RanksPane
+VerdictPane
+
 # ---- Textual looks these up by name ----
 # the App/Screen/Widget class attributes it reads
 CSS_PATH
@@ -13,6 +19,7 @@ TITLE
 ENABLE_COMMAND_PALETTE
 COMPONENT_CLASSES
 _.display  # Widget.display: setting it shows or hides the widget
+_.max_height  # Styles.max_height: the panes' box capped where the screen is short (ui/room.py)
 _.sub_title  # Screen.sub_title: drawn in the header
 # methods it calls: compose, on_<event>/on_<message>, overrides of its Widget and App
 _.compose
@@ -25,7 +32,7 @@ _.get_content_height
 container  # get_content_height's parameters, Textual's signature
 viewport
 _.render_line
-# action_<name>: the BINDINGS of ui/app.py, ui/replay_app.py and ui/load_agent.py name them
+# action_<name>: the BINDINGS of ui/app.py, ui/replay_app.py and ui/screens/load_agent.py name them
 _.action_cancel_capture
 _.action_capture_dump
 _.action_capture_flame

@@ -26,7 +26,7 @@ EXAMPLES = {
     "cpu-transform": (
         25,
         [sys.executable, str(REPO / "examples" / "mlp_plain.py"), "--workers", "0",
-         "--slow-transform-ms", "60"],
+         "--slow-transform-ms", "60", "--steps", "100000", "--seconds", "60"],
     ),
     "straggler": (
         30,
@@ -50,8 +50,11 @@ def run(name: str) -> Path:
         capture_output=True, text=True, cwd=REPO, timeout=seconds + 120,
     )  # fmt: skip
     doc = json.loads(out.stdout)
+    text = json.dumps(doc, indent=1, sort_keys=True) + "\n"
+    # as the README shows the command: from the checkout, with the user's python
+    text = text.replace(json.dumps(sys.executable)[1:-1], "python").replace(f"{REPO}/", "")
     path = HERE / f"diagnose-{name}.json"
-    path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    path.write_text(text)
     return path
 
 
