@@ -5,10 +5,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.slow  # each test starts real processes
+
 DRAW = """
 from gputop.ui.charts import line_chart
 
-pytestmark = pytest.mark.slow  # each test starts real processes
 far = [0.1, -1e300, 1e300, float("inf"), float("nan"), -(2**64), 50.0]
 for y_max in (100.0, -1e300, 1e300, float("nan"), 0.0):
     text = line_chart([("power W", far)], 80, 12, y_max, "power", True,

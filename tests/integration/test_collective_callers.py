@@ -13,6 +13,7 @@ import sys
 import pytest
 
 pytest.importorskip("torch")
+pytestmark = pytest.mark.slow  # each test starts real processes
 
 PROBE = """
 import json, os, sys
@@ -20,7 +21,6 @@ import torch, torch.distributed as dist
 import torch.multiprocessing as mp
 from torch import nn
 
-pytestmark = pytest.mark.slow  # each test starts real processes
 
 def sync_metrics(loss):
     dist.all_reduce(loss.detach().clone())

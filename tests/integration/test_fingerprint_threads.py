@@ -12,12 +12,12 @@ import sys
 import pytest
 
 pytest.importorskip("torch")
+pytestmark = pytest.mark.slow  # each test starts real processes
 
 SCRIPT = r"""
 import json, threading, torch
 from gputop.agent import torch_hooks as th
 
-pytestmark = pytest.mark.slow  # each test starts real processes
 default = torch.get_num_threads()
 asked, go, seen = threading.Event(), threading.Event(), []
 def agent_thread():
