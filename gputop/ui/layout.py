@@ -46,6 +46,8 @@ class MonitorPanes:
         self.room: Room | None = None
         """The rows last shared out (``ui/room.py``)."""
         self._fitting = False
+        self._composed: tuple[Pane, ...] = ()
+        """The panes composed, top to bottom: drawn from each state without a DOM query."""
         self._drawn: tuple[SessionState, float, str | None] | None = None
 
     def widgets(self) -> Iterator[Widget]:
@@ -53,13 +55,14 @@ class MonitorPanes:
         yield HeaderLine(id="header")
         if self.simulated:
             yield SimBanner(f"SIMULATED {self.simulated} (not a real GPU)", id="sim-banner")
-        yield Vertical(*self._panes(), id="panes")
+        self._composed = tuple(self._panes())
+        yield Vertical(*self._composed, id="panes")
         rows = [GpuRow(d, spark_width=self.spark_width) for d in self.devices]
         yield VerticalScroll(*rows, id="gpus")
         yield StatusLine(id="status")
         yield KeyBar()
 
-    def _panes(self) -> Iterator[Widget]:
+    def _panes(self) -> Iterator[Pane]:
         """The panes between the header and the GPUs, which give up their rows first: each the
         package holds, unless it needs a source this screen lacks."""
         for pane in discovered():
@@ -81,7 +84,7 @@ class MonitorPanes:
                 i = row.info.index
                 row.show(state.gpus.get(i), state.gpu_history(i, seconds))
         context = Context(self.devices, ended, principal_slice(state.verdict))
-        for pane in app.query(Pane):
+        for pane in self._composed:
             if changed is None or pane.READS is None or changed in pane.READS:
                 pane.draw(state, context)
         self.fit_soon()
