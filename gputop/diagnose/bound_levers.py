@@ -131,6 +131,15 @@ def saturated(sig: RuleInputs) -> float | None:
     return wants if wants >= SATURATED * h.effective_cpus else None
 
 
+def cpu_room(sig: RuleInputs) -> tuple[float, float] | None:
+    """(CPUs no process of the job wants, the effective CPUs): what a new worker could run on
+    without taking a CPU from the job's own threads. None without a CPU reading."""
+    h = sig.host
+    if h is None or not h.effective_cpus or h.cpu_cores is None:
+        return None
+    return max(0.0, h.effective_cpus - h.cpu_wanted), h.effective_cpus
+
+
 def cpu_transform(sig: RuleInputs, budget: Budget | None) -> tuple[str, ...]:
     """Batches that cost CPU to make: the transforms move to the GPU or get cheaper; more
     workers only while CPUs are free (without workers, the first ones). When the job already

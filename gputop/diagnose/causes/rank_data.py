@@ -10,7 +10,9 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
+from gputop.diagnose.bound_levers import cpu_room
 from gputop.diagnose.findings import Cause, Evidence
+from gputop.diagnose.lever import Lever
 from gputop.diagnose.signals.inputs import RuleInputs
 from gputop.model.roles import WORKER
 from gputop.model.setup import loader_workers
@@ -42,10 +44,10 @@ def workers_cores(sig: RuleInputs, pid: int) -> float | None:
 
 def data_cause(
     sig: RuleInputs, name: str, mine: int, others: Sequence[int], extra_ms: float,
-    mine_ms: float, typical_ms: float,
+    mine_ms: float, typical_ms: float, step_ms: float,
 ) -> Cause:  # fmt: skip
     """The slow rank (pid ``mine``) waits ``extra_ms`` a step longer for its batches than the
-    median other rank (pids ``others``)."""
+    median other rank (pids ``others``), of a ``step_ms`` step."""
     a = _agent(sig, mine)
     own_w = _workers(a)
     their_w = [w for p in others if (w := _workers(_agent(sig, p))) is not None]
@@ -64,12 +66,13 @@ def data_cause(
         evidence.append(Evidence(f"{name}'s training thread computes through {cpu:.0%} of its "
                                  f"batch waits{others_cpu}", "agent"))  # fmt: skip
     if own_w == 0 and typical_w:
+        give = (f"give {name}'s DataLoader workers as the others have (num_workers={typical_w}): "
+                "check the per-rank config that left it none")  # fmt: skip
         return Cause(
             f"{name} prepares its batches on its training thread (num_workers=0; the other "
             f"ranks have {typical_w}): it waits for them {longer}{computing}",
-            tuple(evidence),
-            (f"give {name}'s DataLoader workers as the others have (num_workers={typical_w}): "
-             "check the per-rank config that left it none",),
+            tuple(evidence) + _room_evidence(sig),
+            _on_free_cpus(sig, give, name, extra_ms, step_ms),
         )  # fmt: skip
     if own_w == 0:
         return Cause(
@@ -92,4 +95,37 @@ def data_cause(
         f"{name}: {workers} keep it waiting for batches {longer}{busy}",
         tuple(evidence),
         (MORE_WORKERS,),
+    )
+
+
+def _room_evidence(sig: RuleInputs) -> tuple[Evidence, ...]:
+    room = cpu_room(sig)
+    if room is None or sig.host is None:
+        return ()
+    free, cpus = room
+    return (Evidence(f"the job wants {sig.host.cpu_wanted:.1f} of the {cpus:g} CPUs it may use "
+                     f"({free:.1f} free)", "host"),)  # fmt: skip
+
+
+def _on_free_cpus(
+    sig: RuleInputs, give: str, name: str, extra_ms: float, step_ms: float
+) -> tuple[str, ...]:
+    """A worker takes the batches off the training thread only as far as a CPU is free for it:
+    the job's CPU work a step stays what it is, so its step cannot be shorter than that work
+    over the CPUs, which caps what the worker saves at ``step_ms`` x free / CPUs. Sized as
+    the share of the rank's extra it keeps (``Lever.removes``); with less than all of it, the
+    batches made cheaper come next, which saves whether a CPU is free or not."""
+    room = cpu_room(sig)
+    if room is None or extra_ms <= 0:
+        return (give,)
+    free, cpus = room
+    keeps = min(1.0, step_ms * free / cpus / extra_ms)
+    if keeps >= 1.0:
+        return (give,)
+    shared = (f"{free:.1f} of the {cpus:g} CPUs free: a worker shares the CPUs the job's threads "
+              "already want")  # fmt: skip
+    return (
+        Lever(give, removes=keeps, condition=shared),
+        f"make {name}'s batches cheaper to prepare (the work its worker would do), or free "
+        "CPUs for its worker",
     )

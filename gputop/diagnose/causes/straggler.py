@@ -174,11 +174,19 @@ def _sized(cause: Cause, budget: Budget, extra_ms: float, spread_ms: float, name
     part = min(1.0, extra_ms / wait_ms)
     band = ((extra_ms - spread_ms) / wait_ms, (extra_ms + spread_ms) / wait_ms)
     said = f"if {name}'s extra {extra_ms:.0f} ms a step went (the others wait {wait_ms:.0f} ms)"
-    levers = tuple(
-        x if isinstance(x, Lever) and x.advice else sized(x, SLICE, part, band, said)
-        for x in cause.levers
-    )
-    return replace(cause, levers=levers)
+    return replace(cause, levers=tuple(_of_extra(x, part, band, said) for x in cause.levers))
+
+
+def _of_extra(x: str, part: float, band: tuple[float, float], said: str) -> str:
+    """A lever sized as the share ``part`` of the wait; one its cause sized already
+    (``Lever.removes``: the share of the slow rank's extra it takes away, as a worker that
+    finds no free CPU) keeps that share of it, and says why."""
+    if isinstance(x, Lever) and x.advice:
+        return x
+    keeps = x.removes if isinstance(x, Lever) and x.removes is not None else 1.0
+    if keeps < 1.0 and isinstance(x, Lever) and x.condition:
+        said = f"{said}; {x.condition}"
+    return sized(x, SLICE, part * keeps, (band[0] * keeps, band[1] * keeps), said)
 
 
 def _part_cause(
@@ -189,7 +197,7 @@ def _part_cause(
     (``step``: the slow rank's step, ms)."""
     if top == slices.DATA:  # below the slice: who makes its batches, against the others
         return data_cause(sig, name, mine.pid, [r.pid for r in others], extra_ms,
-                          mine.shares[top] * step, typical(top))  # fmt: skip
+                          mine.shares[top] * step, typical(top), step)  # fmt: skip
     if top != slices.COMPUTE:
         return Cause(
             f"{name}: {slices.NAMES[top]} takes {extra_ms:.0f} ms a step more than on the "

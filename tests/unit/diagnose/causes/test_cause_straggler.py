@@ -199,6 +199,43 @@ def test_a_rank_left_without_workers_is_named_with_the_others_setting():
     )
 
 
+def cpu_host(cpus: float, cores: float) -> Window:
+    """Both ranks on ``cpus`` CPUs, each using ``cores`` of them."""
+    procs = tuple(a_proc(100 + r, "rank", ppid=50, rank=r, cpu_cores=cores, runq_wait=0.0)
+                  for r in (0, 1))  # fmt: skip
+    return Window(tuple(host_at(t, procs, cpus, pid=50) for t in range(5)), 0.0, 5.0)
+
+
+def test_a_worker_with_no_free_cpu_saves_nothing_and_cheaper_batches_come_next():
+    """Two ranks that already want both CPUs: rank 1's worker would take its CPU from them."""
+    sig = reduce_windows([], [], agents=loader_ranks((1, 0), (1.0, 13.0), cpu=0.95),
+                         host=cpu_host(2.0, 1.0))  # fmt: skip
+    v, _ = evaluate(sig, now=10.0)
+    p = v.principal
+    assert p is not None and p.bound == "straggler", p
+    assert p.levers[0].startswith("give rank 1's DataLoader workers"), p.levers
+    assert p.lever_savings[0] is None  # no CPU for it: nothing it can be said to save
+    assert p.levers[1].startswith("make rank 1's batches cheaper to prepare")
+    saving = p.lever_savings[1]
+    assert saving is not None and saving.condition.startswith("if rank 1's extra 12 ms")
+    assert any("the job wants 2.0 of the 2 CPUs it may use (0.0 free)" in e.text
+               for e in p.cause.evidence)  # fmt: skip
+
+
+def test_a_worker_with_part_of_a_cpu_free_saves_that_part():
+    """Half a CPU free of 4, a step of ~55 ms: the job's CPU work caps the step at 55 x 3.5/4,
+    so the worker saves at most ~7 ms of rank 1's 12."""
+    sig = reduce_windows([], [], agents=loader_ranks((1, 0), (1.0, 13.0), cpu=0.95),
+                         host=cpu_host(4.0, 1.75))  # fmt: skip
+    v, _ = evaluate(sig, now=10.0)
+    p = v.principal
+    assert p is not None and p.bound == "straggler", p
+    first, cheaper = p.lever_savings[0], p.lever_savings[1]
+    assert first is not None and cheaper is not None
+    assert 0.5 < first.share / cheaper.share < 0.65, (first, cheaper)
+    assert "0.5 of the 4 CPUs free" in first.condition
+
+
 def test_a_straggler_behind_a_larger_comms_wait_still_carries_its_cause():
     """The issue's job: comms the principal (a near tie), the straggler secondary, explained."""
     sig = reduce_windows(
