@@ -20,10 +20,11 @@ diagnose and /metrics.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from gputop.diagnose.signals.inputs import RuleInputs
+from gputop.diagnose.signals.rank_steps import RankSteps
 from gputop.diagnose.signals.steps import SPIKE
 from gputop.diagnose.step_sums import phase_slice, sums_of, sums_over
 from gputop.model.budget import AGREE, Budget, RankBudget, Slice, standard_error
@@ -106,11 +107,12 @@ def _stack_shares(p: MainPhases) -> dict[str, float]:
 
 
 def agent_budget(
-    a: AgentState, stacks: MainPhases | None, stalled: bool, stack_now: str | None = None
+    rank: RankSteps, stacks: MainPhases | None, stalled: bool, stack_now: str | None = None
 ) -> RankBudget | None:
-    """One agent's budget over its long window (``signals.long_window``), its unmarked time
+    """One agent's budget over its long window (``RankSteps.long``), its unmarked time
     split by the stacks where they say what it was; None before STEPS_MIN steps."""
-    sums = sums_of(a, STEPS_MIN)
+    a = rank.agent
+    sums = sums_of(rank, STEPS_MIN)
     if sums is None:
         return None
     acc = dict(sums.ns)
@@ -268,10 +270,10 @@ def budget_of(sig: RuleInputs, stalled: bool = False) -> Budget | None:
     per_pid = {p.pid: p for p in sig.stacks.per_process} if sig.stacks is not None else {}
     still = {m.pid: m for m in sig.stacks.still} if sig.stacks is not None else {}
     ranks: list[RankBudget] = []
-    agents: Iterable[AgentState] = sig.steps.agents if sig.steps is not None else ()
-    for a in agents:
-        now = still[a.pid].phase if a.pid in still else None
-        r = agent_budget(a, per_pid.get(a.pid), stalled, now)
+    for rank in sig.steps.per_rank if sig.steps is not None else ():
+        pid = rank.agent.pid
+        now = still[pid].phase if pid in still else None
+        r = agent_budget(rank, per_pid.get(pid), stalled, now)
         if r is not None:
             ranks.append(r)
     if not ranks:  # no agent has steps: the stacks speak for every process that trains

@@ -2,11 +2,11 @@
 
 The verdict runs after every reading of any source; an agent's steps change once a second,
 by a few steps at the new end and as many off the old one, while the window holds up to 512
-(``signals.long_window``). Each step is turned into its part once (its phases' time per
-slice, its unmarked time, its side work) and the sums follow the window: a new reading adds
-the new steps' parts and takes off the dropped ones, so a reading costs what changed, not
-what is held. Anything that is not such a slide (a restart, a window that jumped) sums the
-window afresh. Pure in effect: the same steps give the same sums, whatever was kept.
+(``RankSteps.long``). Each step is turned into its part once (its phases' time per slice,
+its unmarked time, its side work) and the sums follow the window: a new reading adds the new
+steps' parts and takes off the dropped ones, so a reading costs what changed, not what is
+held. Anything that is not such a slide (a restart, a window that jumped) sums the window
+afresh. Pure in effect: the same steps give the same sums, whatever was kept.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from gputop.diagnose.signals.steps import long_window
-from gputop.model.steps import AgentState, StepRecord
+from gputop.diagnose.signals.rank_steps import RankSteps
+from gputop.model.steps import StepRecord
 from gputop.vocab import budget as b
 from gputop.vocab import steps as step
 
@@ -194,14 +194,14 @@ def sums_over(steps: Sequence[StepRecord]) -> Sums | None:
     return window.sums()
 
 
-def sums_of(a: AgentState, least: int) -> Sums | None:
-    """The agent's long window (``signals.long_window``) summed; None under ``least`` steps."""
+def sums_of(r: RankSteps, least: int) -> Sums | None:
+    """The agent's long window (``RankSteps.long``) summed; None under ``least`` steps."""
+    a, steps = r.agent, r.long
     hit = _KEPT.get(a.pid)
     if hit is not None and hit[0] is a.steps:
         return hit[2]
     if hit is None and len(_KEPT) >= KEPT_AGENTS:
         _KEPT.clear()
-    steps = long_window(a)
     sliding = hit[1] if hit is not None and len(steps) >= least else _Sliding()
     sums = None
     if len(steps) >= least:

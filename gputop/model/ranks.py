@@ -24,6 +24,8 @@ from gputop.model.step_stats import usable, work_ns
 from gputop.model.steps import AgentsSample, AgentState, StepCursor, StepRecord, new_steps
 from gputop.vocab.steps import GRAD_SYNC
 
+T = TypeVar("T")
+
 STRAGGLER_EXCESS = 0.1
 """The slowest rank's work over the median rank's, as a share of the median step, from which
 it is the straggler (docs/facts/bounds.md, "straggler")."""
@@ -53,9 +55,13 @@ def ranked(agents: AgentsSample | Iterable[AgentState] | None) -> list[AgentStat
 def main_agent(agents: AgentsSample | Iterable[AgentState] | None) -> AgentState | None:
     """The agent whose steps stand for the job: rank 0 (or the one without a rank), else the
     first ranked one."""
-    candidates = ranked(agents)
+    return main_of(ranked(agents), lambda a: a)
+
+
+def main_of(candidates: Sequence[T], agent: Callable[[T], AgentState]) -> T | None:
+    """``main_agent`` among items already ranked, each holding its ``agent``."""
     return next(
-        (a for a in candidates if a.rank in (0, None)), candidates[0] if candidates else None
+        (c for c in candidates if agent(c).rank in (0, None)), candidates[0] if candidates else None
     )
 
 
@@ -210,9 +216,6 @@ class RankWork:
         return next((r for r in self.rows if r.pid == pid), None)
 
 
-T = TypeVar("T")
-
-
 def typical(items: Iterable[T], key: Callable[[T], Any]) -> T:
     """The typical one of several ranks (or nodes, or their work times): the lower median by
     ``key``, one of them rather than an average of two, so with one straggler among eight it is
@@ -245,12 +248,15 @@ def compare_ranks(rows: Sequence[RankRow], step_ms: float | None) -> RankWork:
 
 
 def rank_work(agents: AgentsSample | Iterable[AgentState] | None) -> RankWork:
-    """The straggler definition over the agents' recent steps: per rank the medians of step,
-    work and sync wait over ``usable`` steps; the bar from the main rank's median step."""
-    ranks = ranked(agents)
+    """The straggler definition over the agents' recent steps (``usable``)."""
+    return rank_work_of([(a, usable(a.steps)) for a in ranked(agents)])
+
+
+def rank_work_of(ranks: Sequence[tuple[AgentState, Sequence[StepRecord]]]) -> RankWork:
+    """The straggler definition over ranked agents with their recent steps: per rank the
+    medians of step, work and sync wait; the bar from the main rank's median step."""
     rows = []
-    for a in ranks:
-        st = usable(a.steps)
+    for a, st in ranks:
         if st:
             rows.append(
                 RankRow(
@@ -262,6 +268,6 @@ def rank_work(agents: AgentsSample | Iterable[AgentState] | None) -> RankWork:
                     statistics.median([s.phases.get(GRAD_SYNC, 0) for s in st]) / 1e6,
                 )
             )
-    main = main_agent(ranks)
+    main = main_of([a for a, _ in ranks], lambda a: a)
     bar = next((r for r in rows if main is not None and r.pid == main.pid), None)
     return compare_ranks(rows, bar.step_ms if bar and bar.steps >= MIN_STEPS else None)

@@ -6,6 +6,7 @@ same budget): time saved, not the speed-up ratio, which sits near 1 for a small 
 would pass any estimate. Issue 50: within a factor of 1.5.
 
     python tests/bench/bench_lever_savings.py [--seconds 30] [--only NAME,...] [--repeat N]
+        [--gputop PATH] [--job-python PATH]
 
 With --repeat N the two run in turn N times each (before, after, before, ...), so a neighbour
 or the page cache that slows one stretch of the bench slows both; the step times, the estimate
@@ -60,7 +61,11 @@ def diagnose(s: bv.Scenario, extra: tuple[str, ...], seconds: float) -> dict:
     out = subprocess.run(bv.gputop("--duration", str(seconds), "--", *script),
                          capture_output=True, text=True, timeout=seconds + 120,
                          cwd=bv.CORPUS)  # fmt: skip
-    return json.loads(out.stdout)
+    try:
+        return json.loads(out.stdout)
+    except json.JSONDecodeError:  # a run that failed: said, and counted as no figure
+        print(f"  {s.name} {' '.join(extra)}: no document ({bv._last_line(out.stderr)})")
+        return {}
 
 
 def step_ms(doc: dict) -> float | None:
@@ -96,7 +101,13 @@ def main() -> None:
     p.add_argument("--seconds", type=float, default=30.0)
     p.add_argument("--only", default="")
     p.add_argument("--repeat", type=int, default=1, help="pairs of runs per lever")
+    p.add_argument("--gputop", help="the gputop command to run (an install of its own)")
+    p.add_argument("--job-python", help="the Python the jobs run on (another environment)")
     args = p.parse_args()
+    if args.gputop:
+        bv.GPUTOP = [args.gputop]
+    if args.job_python:
+        bv.JOB_PYTHON = args.job_python
     chosen = [x for x in LEVERS if not args.only or x.scenario in args.only.split(",")]
     print(f"{'scenario':20} {'principal':10} {'first lever':44} {'estimate ms':>14} "
           f"{'saved ms':>8} {'ratio':>6}  lever applied")  # fmt: skip

@@ -13,7 +13,6 @@ from gputop.diagnose.findings import Cause, Evidence
 from gputop.diagnose.signals.inputs import RuleInputs
 from gputop.model.budget import Budget
 from gputop.model.setup import parallel_kind, parallel_setting
-from gputop.model.step_stats import usable
 from gputop.vocab import budget as slices
 from gputop.vocab.setup import DDP, DEEPSPEED, DIRECT, FSDP1, FSDP2, HOST_BLIND_BACKENDS
 
@@ -44,8 +43,9 @@ def find(sig: RuleInputs, budget: Budget | None) -> Cause | None:
     if budget is None or st is None:
         return None
     r = budget.typical
-    agent = next((a for a in st.agents if a.pid == r.pid), None)
-    got = [s.comm_bytes for s in usable(agent.steps) if s.comm_bytes] if agent else []
+    rank = st.of(r.pid)
+    recent = rank.recent if rank is not None else ()
+    got = [s.comm_bytes for s in recent if s.comm_bytes]
     if not got or not r.steps or not r.seconds:
         return None
     per_step = statistics.median(got)
@@ -54,7 +54,7 @@ def find(sig: RuleInputs, budget: Budget | None) -> Cause | None:
     fp = st.fingerprint
     kind = parallel_kind(fp)
     backend = parallel_setting(fp, "backend")
-    flights = [s.comm_ns for s in usable(agent.steps) if s.comm_ns] if agent else []
+    flights = [s.comm_ns for s in recent if s.comm_ns]
     flight_ms = (
         statistics.median(flights) / 1e6 if flights and backend not in HOST_BLIND_BACKENDS else None
     )
@@ -76,7 +76,7 @@ def find(sig: RuleInputs, budget: Budget | None) -> Cause | None:
             Evidence(f"{r.label}: a collective outstanding {flight_ms:.0f} ms a step "
                      f"(median of {len(flights)} steps, issue to completion)", "agent")
         )  # fmt: skip
-    callers = by_caller(usable(agent.steps)) if agent else []
+    callers = by_caller(recent)
     levers: tuple[str, ...] = ()
     if callers and (len(callers) > 1 or callers[0].name not in WRAPPERS):
         timed = backend not in HOST_BLIND_BACKENDS

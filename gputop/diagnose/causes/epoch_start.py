@@ -12,7 +12,6 @@ import statistics
 from gputop.diagnose.findings import Cause, Evidence
 from gputop.diagnose.lever import sized
 from gputop.diagnose.signals.inputs import RuleInputs
-from gputop.diagnose.signals.steps import long_window
 from gputop.model.budget import Budget
 from gputop.model.setup import loader_setting, loader_workers
 from gputop.vocab import budget as slices
@@ -43,13 +42,14 @@ def find(sig: RuleInputs, budget: Budget | None) -> Cause | None:
     starts its workers anew each epoch."""
     if budget is None or sig.steps is None:
         return None
-    agent = next((a for a in sig.steps.agents if a.pid == budget.typical.pid), None)
+    rank = sig.steps.of(budget.typical.pid)
+    agent = rank.agent if rank is not None else None
     workers = loader_workers(agent.fingerprint) if agent is not None else None
-    if agent is None or not workers:
+    if rank is None or agent is None or not workers:
         return None
     if loader_setting(agent.fingerprint, "persistent_workers") is not False:
         return None
-    steps = long_window(agent)
+    steps = rank.long
     waits = [s.phases.get(phases.DATA_WAIT, 0) / 1e6 for s in steps]
     total = sum(waits)
     if total <= 0:

@@ -11,7 +11,6 @@ from gputop.diagnose.bound_levers import GC_LEVERS, MANUAL_EVERY
 from gputop.diagnose.findings import Cause, Evidence
 from gputop.diagnose.lever import Lever, sized
 from gputop.diagnose.signals.inputs import RuleInputs
-from gputop.diagnose.signals.steps import long_window
 from gputop.model.budget import Budget
 from gputop.vocab import budget as slices
 
@@ -28,8 +27,8 @@ def find(sig: RuleInputs, budget: Budget | None) -> Cause | None:
     if budget is None or sig.steps is None:
         return None
     r = budget.typical
-    agent = next((a for a in sig.steps.agents if a.pid == r.pid), None)
-    timed = [s for s in long_window(agent) if s.gc_ns is not None] if agent is not None else []
+    rank = sig.steps.of(r.pid)
+    timed = [s for s in rank.long if s.gc_ns is not None] if rank is not None else []
     if not timed:
         return None
     young = [s.gc_ns or 0 for s in timed if not s.gc_full]

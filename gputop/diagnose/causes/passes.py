@@ -9,7 +9,6 @@ import statistics
 from dataclasses import dataclass
 
 from gputop.diagnose.signals.inputs import RuleInputs
-from gputop.diagnose.signals.steps import long_window
 from gputop.diagnose.step_sums import phase_slice
 from gputop.model.budget import Budget
 from gputop.model.steps import StepRecord
@@ -61,8 +60,8 @@ def passes(sig: RuleInputs, budget: Budget | None, slice_name: str) -> Passes | 
     needs several periods), None without its agent's steps or any pass."""
     if budget is None or sig.steps is None:
         return None
-    agent = next((a for a in sig.steps.agents if a.pid == budget.typical.pid), None)
-    steps = long_window(agent) if agent is not None else []
+    rank = sig.steps.of(budget.typical.pid)
+    steps = rank.long if rank is not None else ()
     took = [(i, ns) for i, s in enumerate(steps) if (ns := _in(s, slice_name)) >= NOTICED_NS]
     if not took:
         return None

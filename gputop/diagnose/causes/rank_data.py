@@ -14,25 +14,24 @@ from gputop.diagnose.bound_levers import cpu_room
 from gputop.diagnose.findings import Cause, Evidence
 from gputop.diagnose.lever import Lever
 from gputop.diagnose.signals.inputs import RuleInputs
+from gputop.diagnose.signals.rank_steps import RankSteps
 from gputop.model.roles import WORKER
 from gputop.model.setup import loader_workers
-from gputop.model.step_stats import data_cpu_share, usable
-from gputop.model.steps import AgentState
+from gputop.model.step_stats import data_cpu_share
 
 MORE_WORKERS = "more DataLoader workers on that rank, or cheaper batches there"
 
 
-def _agent(sig: RuleInputs, pid: int) -> AgentState | None:
-    agents = sig.steps.agents if sig.steps is not None else ()
-    return next((a for a in agents if a.pid == pid), None)
+def _rank(sig: RuleInputs, pid: int) -> RankSteps | None:
+    return sig.steps.of(pid) if sig.steps is not None else None
 
 
-def _workers(a: AgentState | None) -> int | None:
-    return loader_workers(a.fingerprint) if a is not None else None
+def _workers(r: RankSteps | None) -> int | None:
+    return loader_workers(r.agent.fingerprint) if r is not None else None
 
 
-def _cpu(a: AgentState | None) -> float | None:
-    return data_cpu_share(usable(a.steps)) if a is not None else None
+def _cpu(r: RankSteps | None) -> float | None:
+    return data_cpu_share(r.recent) if r is not None else None
 
 
 def workers_cores(sig: RuleInputs, pid: int) -> float | None:
@@ -48,12 +47,12 @@ def data_cause(
 ) -> Cause:  # fmt: skip
     """The slow rank (pid ``mine``) waits ``extra_ms`` a step longer for its batches than the
     median other rank (pids ``others``), of a ``step_ms`` step."""
-    a = _agent(sig, mine)
+    a = _rank(sig, mine)
     own_w = _workers(a)
-    their_w = [w for p in others if (w := _workers(_agent(sig, p))) is not None]
+    their_w = [w for p in others if (w := _workers(_rank(sig, p))) is not None]
     typical_w = int(statistics.median(their_w)) if their_w else None
     cpu = _cpu(a)
-    their_cpu = [c for p in others if (c := _cpu(_agent(sig, p))) is not None]
+    their_cpu = [c for p in others if (c := _cpu(_rank(sig, p))) is not None]
     longer = f"{extra_ms:.0f} ms a step more ({mine_ms:.0f} vs {typical_ms:.0f} ms)"
     computing = f", computing through {cpu:.0%} of it" if cpu is not None else ""
     evidence = [Evidence(f"{name}: data wait {mine_ms:.0f} ms a step, the median other rank "

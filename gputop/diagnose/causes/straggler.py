@@ -21,7 +21,6 @@ from gputop.model.host import Sharer
 from gputop.model.ranks import Slowest
 from gputop.model.setup import parallel_kind
 from gputop.model.shown import printable
-from gputop.model.step_stats import usable
 from gputop.vocab import budget as slices
 from gputop.vocab import setup
 from gputop.vocab import steps as phases
@@ -74,9 +73,8 @@ SIDE = {
 
 
 def _median_inputs(sig: RuleInputs, pid: int) -> float | None:
-    agents = sig.steps.agents if sig.steps is not None else ()
-    a = next((a for a in agents if a.pid == pid), None)
-    got = [s.inputs for s in usable(a.steps) if s.inputs] if a is not None else []
+    rank = sig.steps.of(pid) if sig.steps is not None else None
+    got = [s.inputs for s in rank.recent if s.inputs] if rank is not None else []
     return statistics.median(got) if got else None
 
 
@@ -313,11 +311,10 @@ def _compute_cause(
 def _compute_parts(sig: RuleInputs, pid: int, others: list[int]) -> list[tuple[str, float, float]]:
     """(phase, this rank's median ms a step, the median other rank's) for forward, backward
     and the optimizer step, from the agents' phases; empty where either was not timed."""
-    agents = {a.pid: a for a in sig.steps.agents} if sig.steps is not None else {}
 
     def median(p: int, phase: str) -> float | None:
-        a = agents.get(p)
-        got = [s.phases.get(phase, 0) / 1e6 for s in usable(a.steps)] if a is not None else []
+        rank = sig.steps.of(p) if sig.steps is not None else None
+        got = [s.phases.get(phase, 0) / 1e6 for s in rank.recent] if rank is not None else []
         return statistics.median(got) if got else None
 
     out = []

@@ -7,7 +7,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from gputop.model.ranks import RankWork, main_agent, rank_work, ranked
+from gputop.diagnose.signals.rank_steps import RankSteps, rank_steps
+from gputop.model.ranks import RankWork, main_of, rank_work_of
 from gputop.model.step_stats import (
     Mfu,
     data_cpu_share,
@@ -16,7 +17,6 @@ from gputop.model.step_stats import (
     mfu_of,
     phase_shares,
     tail_ms,
-    usable,
 )
 from gputop.model.steps import AgentsSample, AgentState, StepRecord
 from gputop.vocab import steps as step
@@ -49,6 +49,9 @@ class StepSignals:
     fingerprint: Mapping[str, object]
     mfu: float | None = None
     agents: tuple[AgentState, ...] = field(default_factory=tuple)
+    per_rank: tuple[RankSteps, ...] = ()
+    """Every ranked agent with its windows, taken once per reading (``rank_steps``): what the
+    budget and the causes read, never the agents' raw steps again."""
     mfu_detail: Mfu | None = None
     """MFU with the precision and peak it was computed against, or why it was not."""
     gc_share: float | None = None
@@ -66,12 +69,16 @@ class StepSignals:
     """The 99th percentile step (of the steps the agent keeps, about the slowest): the job's
     own longest normal step, which a hang is judged against."""
     spike_steps: int = 0
-    """Steps the spikes were looked for in (``SPIKE_STEPS``, ``SPIKE_WINDOW_S``; 0: ``steps``)."""
+    """Steps the spikes were looked for in (``RankSteps.long``; 0: ``steps``)."""
     spike_median_ms: float = 0
     """The median step of those (0: ``median_ms``)."""
     loop_share: float = 0.0
     """The typical step's share outside the phases the agent marks (``step_stats.loop_share``):
     the loop's own Python between batches, such as per-step metrics and logging."""
+
+    def of(self, pid: int) -> RankSteps | None:
+        """The agent ``pid`` with its windows, None when it is not one of the job's ranks."""
+        return next((r for r in self.per_rank if r.agent.pid == pid), None)
 
 
 SPIKE = 1.5
@@ -109,29 +116,8 @@ def _spikes(steps: Sequence[StepRecord], median_ns: float) -> tuple[Spike, ...]:
     return tuple(out)
 
 
-SPIKE_STEPS = 512
-SPIKE_WINDOW_S = 120.0
-"""Spikes are looked for over the last SPIKE_STEPS steps of the last SPIKE_WINDOW_S (at least
-the statistics' own window): periodic side work (an eval every 100 steps, a checkpoint every
-minute) needs a window of several periods, or its spikes enter and leave the window and the
-evidence comes and goes with them."""
-
-
-def _spike_window(main: AgentState, steps: list[StepRecord]) -> list[StepRecord]:
-    longer = long_window(main)
-    return longer if len(longer) > len(steps) else steps
-
-
-def long_window(agent: AgentState) -> list[StepRecord]:
-    """The agent's usable steps of the last SPIKE_WINDOW_S, SPIKE_STEPS at most: the window
-    periodic side work shows in (the spikes, the GC share and the step-time budget)."""
-    longer = usable(agent.steps, window=SPIKE_STEPS)
-    if not longer:
-        return longer
-    cut = longer[-1].t0_ns + longer[-1].dur_ns - SPIKE_WINDOW_S * 1e9
-    if longer[0].t0_ns >= cut:
-        return longer  # all of it within the time (512 steps of under 0.23 s)
-    return [s for s in longer if s.t0_ns >= cut]
+def _spike_window(rank: RankSteps) -> tuple[StepRecord, ...]:
+    return rank.long if len(rank.long) > len(rank.recent) else rank.recent
 
 
 _LAST_STEPS: list[tuple[AgentsSample, tuple[str, ...], StepSignals | None]] = []
@@ -153,32 +139,35 @@ def step_signals(agents: AgentsSample | None, gpu_names: Sequence[str] = ()) -> 
 
 
 def _step_signals(agents: AgentsSample, gpu_names: Sequence[str]) -> StepSignals | None:
-    ranked_agents = ranked(agents)
-    main = main_agent(ranked_agents)
-    if main is None:
+    per = rank_steps(agents)
+    ranked_agents = tuple(r.agent for r in per)
+    main_rank = main_of(per, lambda r: r.agent)
+    if main_rank is None:
         return None
-    steps = usable(main.steps)
+    main = main_rank.agent
+    steps = main_rank.recent
     if len(steps) < 3:
         return StepSignals(  # too few steps for statistics: who is there and where it is
-            ranks=len(ranked_agents),
+            ranks=len(per),
             steps=len(steps),
             open_phase=main.open_phase,
             open_age_s=main.open_age_s,
             since_step_s=main.since_step_s,
             fingerprint=main.fingerprint,
-            agents=tuple(ranked_agents),
+            agents=ranked_agents,
+            per_rank=per,
         )
     durs = sorted(s.dur_ns for s in steps)
     med = statistics.median(durs)
     mean = statistics.fmean(durs)
     cv = statistics.pstdev(durs) / mean if mean else 0.0
-    longer = _spike_window(main, steps)
+    longer = _spike_window(main_rank)
     long_med = statistics.median(s.dur_ns for s in longer) if longer is not steps else med
-    per_rank = rank_work(ranked_agents)
+    work = rank_work_of([(r.agent, r.recent) for r in per])
     mfu = mfu_of(steps, gpu_names, main.fingerprint)
     gc, gc_full = gc_share(longer)
     return StepSignals(
-        ranks=len(ranked_agents),
+        ranks=len(per),
         steps=len(steps),
         median_ms=med / 1e6,
         cv=cv,
@@ -190,11 +179,12 @@ def _step_signals(agents: AgentsSample, gpu_names: Sequence[str]) -> StepSignals
         fingerprint=main.fingerprint,
         mfu=mfu.value,
         mfu_detail=mfu,
-        agents=tuple(ranked_agents),
+        agents=ranked_agents,
+        per_rank=per,
         gc_share=gc,
         gc_full=gc_full,
         data_cpu=data_cpu_share(steps),
-        rank_work=per_rank,
+        rank_work=work,
         p99_ms=tail_ms(durs, 0.99),
         spike_steps=len(longer),
         spike_median_ms=long_med / 1e6,

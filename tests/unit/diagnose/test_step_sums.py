@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gputop.diagnose import step_sums
-from gputop.diagnose.signals.steps import long_window
+from gputop.diagnose.signals.rank_steps import of_agent
 from gputop.diagnose.step_sums import _Sliding, sums_of
 
 MS = 1_000_000
@@ -50,17 +50,16 @@ def test_sliding_sums_equal_fresh_sums(seed, readings):
         window = steps[start : start + length]
         if restart:  # a new run: the same step numbers from a new clock
             window = [replace(s, t0_ns=s.t0_ns + 1) for s in window]
-        a = agent(7, tuple(window))
-        got = sums_of(a, 3)
-        kept = long_window(a)
+        r = of_agent(agent(7, tuple(window)))
+        got = sums_of(r, 3)
+        kept = r.long
         want = fresh(kept) if len(kept) >= 3 else None
         assert got == want
 
 
 def test_a_step_replaced_with_its_gpu_times_is_the_same_step():
     steps = history(40, 1)
-    a = agent(8, tuple(steps))
     step_sums._KEPT.clear()
-    before = sums_of(a, 3)
+    before = sums_of(of_agent(agent(8, tuple(steps))), 3)
     resolved = [*steps[:-1], replace(steps[-1], gpu={"forward": 5 * MS})]
-    assert sums_of(agent(8, tuple(resolved)), 3) == before
+    assert sums_of(of_agent(agent(8, tuple(resolved))), 3) == before
