@@ -23,7 +23,8 @@ class Lever(str):
     job must have one of them. Empty: any job."""
     removes: float | None
     """Share of its slice it takes away, where it differs from the slice's estimate (0: an
-    amount the budget cannot size)."""
+    amount the budget cannot size; above 1 for one that also gives back time the slice's work
+    takes from another, ``sized``'s ``most``)."""
     condition: str
     """What that share assumes, where it differs from the slice's ("if it logged in a thread")."""
     band: tuple[float, float] | None
@@ -53,13 +54,16 @@ class Lever(str):
 
 
 def sized(
-    lever: str, saves: str, removes: float, band: tuple[float, float], condition: str
-) -> Lever:
+    lever: str, saves: str, removes: float, band: tuple[float, float], condition: str,
+    most: float = 1.0,
+) -> Lever:  # fmt: skip
     """``lever`` (a text, or a declared lever keeping its setups) sized by a cause from this
     job's numbers: the share of ``saves`` it removes, the least and most it may, and what
-    that rests on."""
+    that rests on. ``most``: the ceiling on that share, above 1 for a lever that also gives
+    back time its slice's work takes from another (the CPU busy workers take from the
+    training thread on saturated CPUs)."""
     setups = lever.setups if isinstance(lever, Lever) else ()
-    low, high = sorted(max(0.0, min(1.0, x)) for x in band)
+    low, high = sorted(max(0.0, min(most, x)) for x in band)
     mid = max(low, min(high, removes))
     return Lever(str(lever), saves, setups, mid, condition, band=(low, high))
 

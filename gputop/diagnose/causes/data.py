@@ -16,6 +16,7 @@ from gputop.diagnose.signals.inputs import RuleInputs
 from gputop.diagnose.thresholds import WORKERS_WAIT
 from gputop.model.budget import Budget, standard_error
 from gputop.model.frame_kinds import KIND_NAMES
+from gputop.model.roles import WORKER
 from gputop.model.setup import loader_workers
 from gputop.model.slice_work import WORKERS, SliceWork
 from gputop.vocab import budget as slices
@@ -49,7 +50,7 @@ def find(sig: RuleInputs, budget: Budget | None) -> Cause | None:
     if budget is not None and budget.typical.steps:
         r = budget.typical
         step = r.seconds / r.steps * 1000
-        timing = Timing(budget.share(SLICE) * step, step)
+        timing = Timing(budget.share(SLICE) * step, step, r.pid)
         wait = f" ({timing.wait_ms:.0f} ms a step)"
     if workers == 0:
         return _own_thread(sig, wait, timing)
@@ -64,14 +65,37 @@ class Timing:
 
     wait_ms: float
     step_ms: float
+    pid: int = 0
+    """The typical rank's process (its wait for a CPU is what cheaper batches may give back)."""
 
 
-def _kind_sized(levers: tuple[Lever, ...], work: SliceWork, timing: Timing | None,
-                workers: bool) -> tuple[Lever, ...]:  # fmt: skip
+def cpu_relief_ms(sig: RuleInputs, timing: Timing, k: float) -> float:
+    """The training process's wait for a CPU (ms a step) that goes when the workers' CPU drops
+    by the share ``k``. Outside its data wait the training thread computes; on CPUs the job
+    over-asks (CPU wanted above the effective CPUs) part of that time it waits for a CPU
+    instead, runq / (its CPU + runq) of it. The workers' demand cut by ``k`` frees ``k`` x
+    their demand, and that wait goes in the proportion the freed CPU covers of the excess.
+    0 where the CPUs are not over-asked or a reading is missing."""
+    h = sig.host
+    if h is None or not h.effective_cpus or h.workers_demand is None or k <= 0:
+        return 0.0
+    over = h.cpu_wanted - h.effective_cpus
+    trainer = next((p for p in h.process_cpu if p.pid == timing.pid), None)
+    if over <= 0 or trainer is None or not trainer.runq or trainer.cores is None:
+        return 0.0
+    waiting = trainer.runq / (trainer.cores + trainer.runq)
+    freed = k * h.workers_demand * sum(1 for p in h.process_cpu if p.role == WORKER)
+    return min(1.0, freed / over) * waiting * max(0.0, timing.step_ms - timing.wait_ms)
+
+
+def _kind_sized(sig: RuleInputs, levers: tuple[Lever, ...], work: SliceWork,
+                timing: Timing | None, workers: bool) -> tuple[Lever, ...]:  # fmt: skip
     """Each kind's levers sized by the share of the work in that kind (``k``, with its
     sampling error): the work a batch takes shrinks by ``k``. The training thread that makes
     its batches saves that share of its wait; workers that cannot keep up deliver a batch
-    every step * (1 - k), so the step saves min(wait, step * k)."""
+    every step * (1 - k), so the step saves min(wait, step * k), and on CPUs the job
+    over-asks, the CPU they no longer take shortens the training thread's own wait for one
+    (``cpu_relief_ms``): more than the data wait itself."""
     if timing is None or timing.wait_ms <= 0:
         return levers
     out = []
@@ -82,13 +106,21 @@ def _kind_sized(levers: tuple[Lever, ...], work: SliceWork, timing: Timing | Non
             continue
         k = work.share(kind)
         err = standard_error(k, work.samples)
+        t = timing
 
-        def part(x: float) -> float:
+        def part(x: float, t: Timing = t) -> float:
             x = max(0.0, min(1.0, x))
-            return min(1.0, timing.step_ms * x / timing.wait_ms) if workers else x
+            if not workers:
+                return x
+            return min(1.0, t.step_ms * x / t.wait_ms) + cpu_relief_ms(sig, t, x) / t.wait_ms
 
         said = f"if the {KIND_NAMES[kind]} ({k:.0%} of the samples) went"
-        out.append(sized(lever, SLICE, part(k), (part(k - err), part(k + err)), said))
+        relief = cpu_relief_ms(sig, timing, k) if workers else 0.0
+        if relief >= 0.5:
+            said += (f", and with the workers' CPU the training thread's wait for a CPU "
+                     f"({relief:.0f} ms a step)")  # fmt: skip
+        out.append(sized(lever, SLICE, part(k), (part(k - err), part(k + err)), said,
+                         most=part(1.0)))  # fmt: skip
     return tuple(out)
 
 
@@ -144,7 +176,7 @@ def _own_thread(sig: RuleInputs, wait: str, timing: Timing | None) -> Cause | No
         if saturated(sig) is not None
         else [_workers_sized(more_workers(sig, {"num_workers": 0}), sig, timing)]
     )
-    kinds = _kind_sized(levers_for(work, SLICE), work, timing, False) if work else ()
+    kinds = _kind_sized(sig, levers_for(work, SLICE), work, timing, False) if work else ()
     return Cause(text, tuple(evidence), (*first, *kinds))
 
 
@@ -170,5 +202,5 @@ def _from_workers(sig: RuleInputs, workers: int, wait: str, timing: Timing | Non
     if work is not None:
         text += f": {consumed(work)}"
         evidence += work_evidence("the workers' fetch", work)
-    kinds = _kind_sized(levers_for(work, SLICE), work, timing, True) if work else ()
+    kinds = _kind_sized(sig, levers_for(work, SLICE), work, timing, True) if work else ()
     return Cause(text, tuple(evidence), kinds)

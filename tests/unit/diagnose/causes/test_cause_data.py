@@ -101,6 +101,32 @@ def test_a_kinds_lever_saves_what_that_kind_takes_of_a_batch():
     assert got.low < got.share <= got.high
 
 
+def saturated_verdict(trainer_runq: float, cpus: float):
+    """Two text workers pegged, the training process waiting ``trainer_runq`` s/s for a CPU."""
+    procs = (proc_sample(100, "main", 0.6, runq=trainer_runq),
+             *(proc_sample(200 + i, "worker", 0.97) for i in range(2)))  # fmt: skip
+    threads = {(200 + i, "worker"): [TEXT] for i in range(2)}
+    sig = reduce_windows([], [], host=host_window(procs, cpus=cpus), agents=loader_job(2),
+                         stacks=stacks_window(threads))  # fmt: skip
+    v, _ = evaluate(sig, now=10.0)
+    assert v.principal is not None and v.principal.bound.startswith("data-input"), v.principal
+    p = v.principal
+    i = next(i for i, x in enumerate(p.levers) if x.startswith(TEXT_LEVER))
+    return p.lever_savings[i]
+
+
+def test_cheaper_batches_on_over_asked_cpus_also_give_the_trainer_its_cpu_back():
+    """2.8 CPUs wanted of 2: the trainer, 0.6 of a core, waits 0.3 s/s for one, a third of
+    the 15 ms a step it is not waiting for batches; the text gone, the workers free 1.9 CPUs
+    (more than the 0.8 over): the 60-ms wait goes and 5 ms more, 65 of the 75-ms step."""
+    got = saturated_verdict(0.3, cpus=2.0)
+    assert got is not None and abs(got.share - 65 / 75) < 0.02, got
+    assert "the training thread's wait for a CPU (5 ms a step)" in got.condition
+    alone = saturated_verdict(0.3, cpus=8.0)  # the same wait, CPUs to spare: not the workers'
+    assert alone is not None and abs(alone.share - 60 / 75) < 0.02, alone
+    assert "wait for a CPU" not in alone.condition
+
+
 def test_with_no_workers_the_training_thread_is_said_to_make_its_batches():
     next_batch = ("torch/utils/data/dataloader.py", "_BaseDataLoaderIter.__next__")
     main_fetch = [(*(x for x in TEXT if x != WORKER_LOOP), next_batch, ("train.py", "main"))]
