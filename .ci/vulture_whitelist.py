@@ -153,7 +153,7 @@ _.release_hangs  # sim/board.py: the tests' hooks into the simulated board
 _.set_power_limit
 _.calls  # sim/board.py: NVML calls and the simulator's CPU time, for the benches and tests
 _.sim_cpu_s
-_.walks  # sources/proc_tree.py: /proc walks made, for tests/unit/sources/test_procfs.py and the bench
+_.walks  # sources/proc_tree.py: /proc walks made, for tests/integration/test_procfs_processes.py and the bench
 _.turned_away  # agent/server.py: connections refused past the bounds, test_agent_server_bounds
 _.lagged
 _.address  # export/prometheus.py: the port the exporter got, for the tests that scrape it

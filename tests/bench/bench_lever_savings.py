@@ -122,11 +122,13 @@ def main() -> None:
                 t1s.append(t1)
                 saves.append(t0 - t1)
             saving = f.get("saving") or {}
-            ests.append(estimate_ms(saving, t0) if saving and t0 else (0.0, 0.0, 0.0))
+            if saving and t0:  # a run whose finding gave no figure is said, not a zero
+                ests.append(estimate_ms(saving, t0))
         t0 = statistics.median(t0s) if t0s else None
         t1 = statistics.median(t1s) if t1s else None
         saved = statistics.median(saves) if saves else None
-        low, mid, high = (statistics.median(e[i] for e in ests) for i in range(3))
+        low, mid, high = (statistics.median(e[i] for e in ests) if ests else 0.0
+                          for i in range(3))  # fmt: skip
         ratio = mid / saved if mid and saved and saved > 0 else None
         ok = ratio is not None and 1 / WITHIN <= ratio <= WITHIN
         within += ok
@@ -136,11 +138,12 @@ def main() -> None:
               f"{f'{saved:.1f}' if saved is not None else '-':>8} "
               f"{f'{ratio:.2f}' if ratio else '-':>6}  {lever.what}"
               f"{'' if ok else '  (outside 1.5x)'}")  # fmt: skip
-        spread = (
-            f"; saved in each pair {', '.join(f'{x:.1f}' for x in saves)}" if len(saves) > 1 else ""
-        )
-        print(f"{'':20} step {t0 or 0:.1f} -> {t1 or 0:.1f} ms; estimate {mid:.1f} ms{spread}; "
-              f"assumes: {(p_.get('saving') or {}).get('condition', '-')}")  # fmt: skip
+        each = ", ".join(f"{x:.1f}" for x in saves)
+        shown = ", ".join(f"{f.get('bound', '-')} {'sized' if f.get('saving') else 'unsized'}"
+                          for f, _, _ in pairs)  # fmt: skip
+        print(f"{'':20} step {t0 or 0:.1f} -> {t1 or 0:.1f} ms; estimate {mid:.1f} ms (from "
+              f"{len(ests)} of {len(pairs)} runs: {shown}); saved in each pair {each}")  # fmt: skip
+        print(f"{'':20} assumes: {(p_.get('saving') or {}).get('condition', '-')}")
     print(f"\nestimated time saved within {WITHIN}x of the measured: {within} of {len(chosen)}")
 
 

@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 import gc
-import os
-import subprocess
-import sys
 import threading
 import time
 from dataclasses import replace
 from types import MappingProxyType as M
-
-import pytest
 
 from gputop.agent.recorder import StepRecorder
 from gputop.agent.server import AgentServer
@@ -94,35 +89,6 @@ def test_gc_is_unknown_until_watched_and_the_callback_goes_with_the_agent():
     assert cb not in gc.callbacks
     r.watch_gc()  # a disabled agent stays off
     assert r._gc_cb is None
-
-
-FORK = """
-import gc, os
-os.environ["GPUTOP_NO_SERVER"] = "1"
-import gputop.agent as gt
-gt.init(torch_hooks=False)
-mine = gt._rec._gc_cb
-assert mine in gc.callbacks
-pid = os.fork()
-if pid == 0:  # a DataLoader worker: no recording, no callback on its collections
-    os._exit(0 if gt._rec._gc_cb is None and mine not in gc.callbacks else 1)
-_, status = os.waitpid(pid, 0)
-print(os.waitstatus_to_exitcode(status), mine in gc.callbacks)
-"""
-
-
-@pytest.mark.slow  # starts a real process
-def test_a_forked_child_drops_the_callback_and_the_parent_keeps_it():
-    out = subprocess.run([sys.executable, "-c", FORK], capture_output=True, text=True, timeout=60)
-    assert out.stdout.split() == ["0", "True"], out.stderr
-
-
-@pytest.mark.slow  # starts a real process
-def test_gputop_gc_0_leaves_gc_callbacks_alone():
-    code = "import gc, gputop.agent as gt; gt.init(torch_hooks=False); print(len(gc.callbacks))"
-    env = {**os.environ, "GPUTOP_NO_SERVER": "1", "GPUTOP_GC": "0"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-    assert out.stdout.strip() == "0", out.stderr
 
 
 def test_the_callback_never_raises_into_the_collector():

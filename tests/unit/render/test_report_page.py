@@ -11,73 +11,31 @@ import itertools
 import json
 import os
 import re
-import subprocess
-import sys
 import zlib
 from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import agent, device, gpu_sample, step
+from builders import SECONDS, record_session
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests_support import fuzz_examples
 
 from gputop import cli
-from gputop.diagnose.findings import Evidence, Finding, Verdict
-from gputop.diagnose.point import EvalPoint
-from gputop.model.steps import AgentsSample
 from gputop.record.fileformat import SUMMARY, Scan, frames, pack
 from gputop.record.reader import open_recording
 from gputop.record.report import build_report
-from gputop.record.writer import Recorder
 from gputop.render import report_charts
 from gputop.render.report_page import LIST_MAX, TEXT_MAX, build_page, report_page
 
-T0 = 1000.0
-SECONDS = 120
-CAPPED = range(40, 70)
-"""The readings at which GPU 0 shows sw_power_cap (each holds until the next: 40..70 s)."""
-SPLITS = {0: {"data_wait": 20.0, "forward": 80.0}, 1: {"forward": 60.0, "checkpoint": 40.0}}
-"""Each rank's step, in ms: rank 0 20 % data, 80 % compute; rank 1 40 % checkpoint."""
 SHARES = {0: {"compute": 0.8, "data": 0.2}, 1: {"compute": 0.6, "checkpoint": 0.4}}
-CRAFTED = "<script>alert(1)</script><img src=http://example.invalid/x.png>"
-
-
-def _finding(k: int) -> Verdict:
-    evidence = (Evidence(f"saves {CRAFTED}", "agent"),)
-    f = Finding("side-work", True, 0.6, f"checkpointing {CRAFTED}", evidence,
-                (f"save less often {CRAFTED}",))  # fmt: skip
-    return Verdict(f if k >= 5 else None, (), (f,) if k >= 5 else (), T0 + 5, "", ("agent",))
-
-
-def record(path: Path) -> None:
-    clock = [T0]
-    rec = Recorder(path, clock=lambda: clock[0])
-    rec.start((device(0),), {"mode": "diagnose", "pid": 7, "command": ["python", CRAFTED]})
-    done: dict[int, list] = {0: [], 1: []}
-    for k in range(SECONDS):
-        now = T0 + k
-        clock[0] = now
-        rec.verdict(EvalPoint(now), _finding(k))
-        rec.gpu([gpu_sample(0, now, ("sw_power_cap",) if k in CAPPED else ())])
-        for r in (0, 1):
-            for _ in range(10):
-                n = len(done[r])
-                done[r].append(step(n, 10**18 + n * 100 * 10**6, SPLITS[r]))
-        agents = tuple(agent(100 + r, tuple(done[r][-200:]), rank=r, world_size=2) for r in (0, 1))
-        rec.agents(AgentsSample(7, now, 1.7e9 + now, agents))
-        if k == 50:
-            rec.event(now, 1.7e9 + now, "capture",
-                      {"kind": "pyspy-flame", "pid": 7, "status": "done",
-                       "folder": f"/tmp/caps/{CRAFTED}"})  # fmt: skip
-    rec.close()
+"""Each rank's step as shares of its budget (the recording's ``SPLITS``)."""
 
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("page") / "session.gputop"
-    record(path)
+    record_session(path)
     return path
 
 
@@ -230,25 +188,6 @@ def test_a_page_that_cannot_be_written_is_one_line(recorded, tmp_path, capsys):
     assert cli.main(["report", str(recorded), "--html", str(blocked / "r.html")]) == 1
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "cannot write" in err and "Traceback" not in err
-
-
-@pytest.mark.slow  # starts a real process
-def test_the_text_report_does_not_import_matplotlib_and_the_page_needs_no_writable_home(
-    recorded, tmp_path
-):
-    code = ("import sys; from gputop import cli; cli.main(['report', sys.argv[1]]); "
-            "assert 'matplotlib' not in sys.modules; "
-            "cli.main(['report', sys.argv[1], '--html', sys.argv[2]]); "
-            "assert 'matplotlib' in sys.modules")  # fmt: skip
-    blocker = tmp_path / "blocker"
-    blocker.write_text("")
-    home = blocker / "home"  # cannot exist, even for root: no matplotlib cache can go there
-    env = {k: v for k, v in os.environ.items() if k != "MPLCONFIGDIR"}
-    r = subprocess.run([sys.executable, "-c", code, str(recorded), str(tmp_path / "p.html")],
-                       capture_output=True, text=True, env={**env, "HOME": str(home)},
-                       timeout=120)  # fmt: skip
-    assert r.returncode == 0, r.stderr
-    assert "Matplotlib" not in r.stderr and (tmp_path / "p.html").exists()
 
 
 def test_no_charts_leaves_the_page_without_them(recorded, tmp_path):

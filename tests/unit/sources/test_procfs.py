@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 
-import pytest
-
 from gputop.sources.procfs import read_environ, tree_facts
 
 
@@ -53,30 +51,6 @@ def test_an_environ_that_cannot_be_read_is_none(tmp_path):
     fake(tmp_path, 10, 1, "python", "python t.py", None)
     (tmp_path / "10" / "environ").mkdir()  # any OSError: denied, gone, not a file
     assert read_environ(10, str(tmp_path)) is None
-
-
-@pytest.mark.slow  # starts a real process
-def test_one_walk_of_the_tree_serves_every_source():
-    """The host source, the agent link and the stack sampler read one walk of /proc."""
-    import subprocess
-    import sys
-
-    from gputop.commands.target import attach
-
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
-    try:
-        attached = attach(os.getpid(), clock=lambda: 100.0)  # one tick, however slow
-        host = attached.host
-        assert host is not None
-        for _ in range(3):
-            host.sample()
-            attached.agents.sample()
-            pids = [pid for pid, _ in attached.stacks.tree()]
-        assert child.pid in pids
-        assert host.tree.walks == 1 and attached.stacks._tree is host.tree
-    finally:
-        child.kill()
-        child.wait()
 
 
 def test_a_walk_of_main_threads_keeps_what_another_thread_started(tmp_path):

@@ -5,33 +5,10 @@ last try; the errors a retry cannot mend are not retried."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
-import pytest
+from builders import MAIN, RACE, ScriptedSpy
 
-from gputop.model.stacks import Frame, ThreadStack
-from gputop.sources.stacks import PySpy, StackSource, explain
-
-RACE = explain("Error: Failed to get stack traces", 1, 0).replace(" 0:", " {pid}:")
-PTRACE = explain("Permission Denied", 1, 0).replace("pid 0's", "pid {pid}'s")
-MAIN = ThreadStack(1, "MainThread", True, (Frame("main", "job.py", 3),), "user code", None)
-
-
-class ScriptedSpy(PySpy):
-    """py-spy's answers in order, and the calls made (pid, blocking)."""
-
-    def __init__(self, *answers: str | None) -> None:
-        super().__init__(binary=sys.executable)  # never run: dump is replaced
-        self.answers = list(answers)
-        self.calls: list[tuple[int, bool]] = []
-
-    def dump(self, pid: int, blocking: bool = False, native: bool = False):
-        self.calls.append((pid, blocking))
-        error = self.answers.pop(0)
-        if error is None:
-            return [MAIN], None
-        return None, error.format(pid=pid)
+from gputop.sources.stacks import StackSource
 
 
 def test_a_lost_race_is_read_on_the_second_nonblocking_try():
@@ -52,18 +29,6 @@ def test_every_try_failing_gives_the_last_error():
     spy, me = ScriptedSpy(RACE, RACE, RACE), os.getpid()
     assert spy.dump_for_keeps(me) == (None, RACE.format(pid=me), "")
     assert len(spy.calls) == 3
-
-
-@pytest.mark.slow  # starts a real process
-def test_a_refusal_or_an_exited_process_is_not_tried_again():
-    spy, me = ScriptedSpy(PTRACE), os.getpid()
-    assert spy.dump_for_keeps(me)[1] == PTRACE.format(pid=me)
-    assert len(spy.calls) == 1
-    gone = subprocess.Popen([sys.executable, "-c", "pass"])
-    gone.wait()
-    spy = ScriptedSpy(RACE)
-    assert spy.dump_for_keeps(gone.pid)[1] == RACE.format(pid=gone.pid)
-    assert len(spy.calls) == 1
 
 
 def test_the_full_dump_key_retries_where_the_live_view_backs_off():
