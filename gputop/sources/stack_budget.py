@@ -15,6 +15,10 @@ core, on the machine the job needs. The budget is a token bucket: CPU seconds ac
    data: a worker's stack says why a rank waits for its batches (the transform, the reads, too
    few workers: docs/facts/bounds.md, "data-input"), and tells nothing while the rank does not
    wait;
+4. with tokens nothing above wants (beyond SPARE_KEEP dumps' worth, kept for what turns due
+   next), a waiting rank's workers again, up to one read a period per rank: what a batch is
+   made of is named from a handful of worker samples, and at one per WORKER_TURN periods a
+   small job (one process, its agent sampling it, two workers) took over 20 s to show five;
 
 and a process whose stack has not changed for SETTLED reads (a parked helper; a rank's workers
 when all of them are) is read SETTLED_SLOWER times less often. Pure bookkeeping: the caller
@@ -50,6 +54,8 @@ its agent or as the budget allows, are what say when its workers matter again)."
 WAITED_LATELY_S = 30.0
 """A rank seen waiting for data (any thread in the data-wait phase) this recently is waiting:
 at one read a second, a rank that waits 10% of its time is seen within it 19 times in 20."""
+SPARE_KEEP = 1.0
+"""Dumps' worth of tokens the spare reads of waiting ranks' workers (4.) leave in the bucket."""
 COST_WEIGHT = 0.2
 """Weight of the newest dump in the running cost estimate."""
 
@@ -140,18 +146,27 @@ class StackBudget:
             if last is None and not workers[0].parent_waits:
                 last = self._appeared[parent]  # a quiet rank's new workers wait a turn too
             lateness = _lateness(now, last, self.turn_of(workers))
-            if lateness >= 1.0:  # the worker read longest ago (never first) takes the turn
-                nxt = min(workers, key=lambda w: (w.last_read is not None, w.last_read, w.pid))
+            # the worker read longest ago (never first) takes the turn
+            nxt = min(workers, key=lambda w: (w.last_read is not None, w.last_read, w.pid))
+            if lateness >= 1.0:
                 ranked.append((2, -lateness, nxt.pid))
+            elif self._spare(workers) and (spare := _lateness(now, last, self.period)) >= 1.0:
+                ranked.append((3, -spare, nxt.pid))
         ranked.sort()
         out: list[int] = []
         budget = self.tokens
-        for _, _, pid in ranked:
-            if budget < self.cost:
+        for tier, _, pid in ranked:
+            if budget < self.cost * (1 + (SPARE_KEEP if tier == 3 else 0)):
                 break
             out.append(pid)
             budget -= self.cost
         return out
+
+    @staticmethod
+    def _spare(workers: Sequence[Candidate]) -> bool:
+        """A rank's workers that spare tokens may read: its rank waits for data and they are
+        not all parked."""
+        return workers[0].parent_waits and not all(w.still >= SETTLED for w in workers)
 
     def spent(self, cost: float) -> None:
         """One dump done: its CPU seconds leave the bucket and refine the estimate."""
