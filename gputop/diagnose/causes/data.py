@@ -16,7 +16,6 @@ from gputop.diagnose.signals.inputs import RuleInputs
 from gputop.diagnose.thresholds import WORKERS_WAIT
 from gputop.model.budget import Budget, standard_error
 from gputop.model.frame_kinds import KIND_NAMES
-from gputop.model.roles import WORKER
 from gputop.model.setup import loader_workers
 from gputop.model.slice_work import WORKERS, SliceWork
 from gputop.vocab import budget as slices
@@ -84,7 +83,7 @@ def cpu_relief_ms(sig: RuleInputs, timing: Timing, k: float) -> float:
     if over <= 0 or trainer is None or not trainer.runq or trainer.cores is None:
         return 0.0
     waiting = trainer.runq / (trainer.cores + trainer.runq)
-    freed = k * h.workers_demand * sum(1 for p in h.process_cpu if p.role == WORKER)
+    freed = k * h.workers_demand * h.workers
     return min(1.0, freed / over) * waiting * max(0.0, timing.step_ms - timing.wait_ms)
 
 
