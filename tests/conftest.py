@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import shutil
+import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+from machine_lock import DIR_KEY, MachineLock
 
 from gputop.sim import SimBoard, installed
 from gputop.sources.nvml import NvmlSource
+
+sys.path.insert(1, str(Path(__file__).resolve().parent / "corpus"))
+"""The corpus's table and harness (``from scenarios import by_name``, ``from harness import
+Harness``), as the benches import them; after tests/ itself, so a corpus script's name never
+hides a helper of the tests."""
 
 settings.register_profile("gputop", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("gputop")
@@ -68,3 +78,44 @@ def sim() -> Iterator[Callable[..., Sim]]:
             s.source.close()
         s.board.release_hangs()
         ctx.__exit__(None, None, None)
+
+
+# ---- xdist: tests marked `alone` get the machine to themselves (tests/machine_lock.py) ----
+
+
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: known only where xdist is installed
+def pytest_configure_node(node) -> None:
+    """The controller: one private folder for the lock, passed to every worker."""
+    folder = getattr(node.config, "_gputop_lock_dir", None)
+    if folder is None:
+        folder = tempfile.mkdtemp(prefix="gputop-tests-lock-")
+        node.config._gputop_lock_dir = folder
+    node.workerinput[DIR_KEY] = folder
+
+
+def pytest_unconfigure(config) -> None:
+    folder = getattr(config, "_gputop_lock_dir", None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    lock = _worker_lock(item.config)
+    if lock is None:
+        yield
+        return
+    lock.hold(item.module.__name__, item.get_closest_marker("alone") is not None)
+    yield
+    if nextitem is None or nextitem.module is not item.module:
+        lock.release()  # the module's fixtures have been torn down with this test
+
+
+def _worker_lock(config) -> MachineLock | None:
+    folder = getattr(config, "workerinput", {}).get(DIR_KEY)
+    if folder is None:
+        return None
+    lock = getattr(config, "_gputop_lock", None)
+    if lock is None:
+        lock = config._gputop_lock = MachineLock(Path(folder))
+    return lock

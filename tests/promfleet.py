@@ -37,7 +37,7 @@ from promseries import (
     samples,
     series_of,
 )
-from tests_support import free_port, kill_tree, scrape
+from tests_support import free_port, kill_tree, scrape, until_or_none
 
 REPO = Path(__file__).resolve().parents[1]
 FLEET_RULES = DEPLOY / "gputop-fleet.yml"
@@ -139,7 +139,7 @@ def record(sc: FleetScenario, logs: Path) -> list[list[dict[str, Any]]]:
         tick = time.monotonic()
         for _ in range(sc.window_s):
             tick += 1.0
-            time.sleep(max(0.0, tick - time.monotonic()))
+            time.sleep(max(0.0, tick - time.monotonic()))  # pacing: a scrape a second
             for n, port in enumerate(ports):
                 fams = scrape(port)
                 if fams is None:
@@ -156,20 +156,19 @@ def _tail(logs: Path, node: int) -> str:
 
 
 def _wait_ready(sc: FleetScenario, ports: list[int], procs: list[Any], logs: Path) -> None:
-    deadline = time.monotonic() + READY_S
-    while time.monotonic() < deadline:
+    def ready() -> bool:
         for n, p in enumerate(procs, start=1):
             if p.poll() is not None:
                 raise RuntimeError(
                     f"node-{n}'s gputop exited with {p.returncode}: {_tail(logs, n)}"
                 )
         fams = [scrape(port) for port in ports]
-        if all(f and _ready(sc.ready, f) for f in fams):
-            return
-        time.sleep(0.5)
-    raise RuntimeError(
-        f"{sc.name}: not every node {sc.ready} within {READY_S} s: {_tail(logs, ODD)}"
-    )
+        return all(f and _ready(sc.ready, f) for f in fams)
+
+    if until_or_none(ready, timeout=READY_S, every=0.5) is None:
+        raise RuntimeError(
+            f"{sc.name}: not every node {sc.ready} within {READY_S} s: {_tail(logs, ODD)}"
+        )
 
 
 def _ready(cond: str, fams: dict[str, Any]) -> bool:

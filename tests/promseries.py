@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests_support import free_port, kill_tree, scrape
+from tests_support import free_port, kill_tree, scrape, until_or_none
 
 REPO = Path(__file__).resolve().parents[1]
 DEPLOY = REPO / "deploy" / "prometheus"
@@ -183,7 +183,7 @@ def record(sc: Scenario, log: Path) -> list[dict[str, Any]]:
         tick = time.monotonic()
         for _ in range(sc.window_s):
             tick += 1.0
-            time.sleep(max(0.0, tick - time.monotonic()))
+            time.sleep(max(0.0, tick - time.monotonic()))  # pacing: a scrape a second
             fams = scrape(port)
             if fams is None:
                 raise RuntimeError(f"gputop stopped answering: {log.read_text()[-2000:]}")
@@ -195,18 +195,21 @@ def record(sc: Scenario, log: Path) -> list[dict[str, Any]]:
 
 
 def _wait_ready(sc: Scenario, port: int, job: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + READY_S
     seen: list[str | None] = []
-    while time.monotonic() < deadline:
+
+    def ready() -> bool:
         if job.poll() is not None:
             raise RuntimeError(f"gputop exited with {job.returncode}: {log.read_text()[-2000:]}")
         fams = scrape(port)
         if fams and _ready(sc.ready, fams):
-            return
+            return True
         bound = _bound(fams) if fams else None
         if not seen or seen[-1] != bound:
             seen.append(bound)
-        time.sleep(0.5)
+        return False
+
+    if until_or_none(ready, timeout=READY_S, every=0.5):
+        return
     job.send_signal(signal.SIGINT)  # gputop closes its recording, which says why
     with contextlib.suppress(subprocess.TimeoutExpired):
         job.wait(timeout=30)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
+import math
 import os
 import socket
 import time
@@ -78,12 +79,21 @@ def _fresh_cgroup(controller: str, v1_files: dict[str, str], v2_files: dict[str,
         yield made, version
     finally:
         if made is not None:
-            for _ in range(50):  # the members (DataLoader workers outlive main ~2 s) go first
-                try:
-                    made.rmdir()
-                    break
-                except OSError:
-                    time.sleep(0.1)
+            remove_cgroup(made)  # its members (DataLoader workers outlive main ~2 s) go first
+
+
+def remove_cgroup(d: Path) -> None:
+    """A test's cgroup, once the kernel has let its killed processes go; one still busy after
+    5 s is left behind rather than fail the test that used it."""
+
+    def removed() -> bool:
+        try:
+            d.rmdir()
+        except OSError:
+            return False
+        return True
+
+    until_or_none(removed, timeout=5, every=0.1)
 
 
 @contextlib.contextmanager
@@ -148,9 +158,12 @@ def trainer_with_workers(*knobs: str, preexec_fn=None):
          "--threads", "1", "--workers", "2", *knobs],
         preexec_fn=preexec_fn, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while len(psutil.Process(job.pid).children()) < 2 and time.monotonic() < deadline:
-        time.sleep(0.2)
+    try:
+        until(lambda: len(psutil.Process(job.pid).children()) >= 2, timeout=60,
+              what="the trainer's two DataLoader workers", every=0.2)  # fmt: skip
+    except BaseException:
+        kill_tree(job)
+        raise
     return job
 
 
@@ -201,6 +214,20 @@ async def until_drawn(pilot, check, timeout: float = 10.0, what: str = ""):
         _still_in_time(began, timeout, what or check)
         await pilot.pause(0.05)
     return got
+
+
+def until_or_none(check, timeout: float = 30.0, every: float = 0.05):
+    """``until`` for a wait whose timeout is no failure of its own (a best-effort cleanup, or a
+    caller that fails with what it saw): ``check()``'s value, or None after ``timeout``."""
+    began, got = time.monotonic(), None
+
+    def done():
+        nonlocal got
+        got = check()
+        return got or time.monotonic() - began >= timeout
+
+    until(done, timeout=math.inf, every=every)
+    return got or None
 
 
 def _still_in_time(began: float, timeout: float, what: object) -> None:
@@ -254,20 +281,6 @@ def job_env(environ: dict[str, str]) -> dict[str, str]:
         _copy = place_for_run()
         atexit.register(lambda: (_copy.remove(), _copy.close()))
     return child_env(_copy.folder, environ)
-
-
-def bench_verdicts(name: str = "bench_verdicts") -> Any:
-    """tests/bench/bench_verdicts.py as a module (the corpus harness the scenario tests share),
-    loaded under ``name`` so that each test module may set its own GPUTOP and JOB_PYTHON."""
-    import importlib.util
-    import sys
-
-    spec = importlib.util.spec_from_file_location(name, REPO / "tests/bench/bench_verdicts.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
 
 
 MARGINS = os.environ.get("GPUTOP_MARGINS")

@@ -23,8 +23,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_verdicts as bv
+TESTS = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(TESTS / "corpus"), str(TESTS)]
+from harness import Harness, last_line  # noqa: E402
+from scenarios import CORPUS, Scenario, by_name  # noqa: E402
 
 WITHIN = 1.5
 
@@ -55,16 +57,16 @@ LEVERS = (
 )
 
 
-def diagnose(s: bv.Scenario, extra: tuple[str, ...], seconds: float) -> dict:
-    script = bv.command(s, seconds + 30)
+def diagnose(harness: Harness, s: Scenario, extra: tuple[str, ...], seconds: float) -> dict:
+    script = harness.command(s, seconds + 30)
     script = [*script[: script.index("--seconds")], *extra, *script[script.index("--seconds") :]]
-    out = subprocess.run(bv.gputop("--duration", str(seconds), "--", *script),
+    out = subprocess.run(harness.diagnose("--duration", str(seconds), "--", *script),
                          capture_output=True, text=True, timeout=seconds + 120,
-                         cwd=bv.CORPUS)  # fmt: skip
+                         cwd=CORPUS)  # fmt: skip
     try:
         return json.loads(out.stdout)
     except json.JSONDecodeError:  # a run that failed: said, and counted as no figure
-        print(f"  {s.name} {' '.join(extra)}: no document ({bv._last_line(out.stderr)})")
+        print(f"  {s.name} {' '.join(extra)}: no document ({last_line(out.stderr)})")
         return {}
 
 
@@ -88,11 +90,13 @@ def finding(doc: dict, bound: str) -> dict:
     return next((f for f in shown if not bound or f.get("bound") == bound), {})
 
 
-def one_pair(lever: Lever, seconds: float) -> tuple[dict, float | None, float | None]:
+def one_pair(
+    harness: Harness, lever: Lever, seconds: float
+) -> tuple[dict, float | None, float | None]:
     """The finding as gputop showed it on the job as built, and both runs' step times (ms)."""
-    s = bv.by_name(lever.scenario)
-    before = diagnose(s, (), seconds)
-    after = diagnose(s, lever.applied, seconds)
+    s = by_name(lever.scenario)
+    before = diagnose(harness, s, (), seconds)
+    after = diagnose(harness, s, lever.applied, seconds)
     return finding(before, lever.finding), step_ms(before), step_ms(after)
 
 
@@ -104,16 +108,16 @@ def main() -> None:
     p.add_argument("--gputop", help="the gputop command to run (an install of its own)")
     p.add_argument("--job-python", help="the Python the jobs run on (another environment)")
     args = p.parse_args()
-    if args.gputop:
-        bv.GPUTOP = [args.gputop]
-    if args.job_python:
-        bv.JOB_PYTHON = args.job_python
+    harness = Harness(
+        gputop=(args.gputop,) if args.gputop else Harness.gputop,
+        job_python=args.job_python or Harness.job_python,
+    )
     chosen = [x for x in LEVERS if not args.only or x.scenario in args.only.split(",")]
     print(f"{'scenario':20} {'principal':10} {'first lever':44} {'estimate ms':>14} "
           f"{'saved ms':>8} {'ratio':>6}  lever applied")  # fmt: skip
     within = 0
     for lever in chosen:
-        pairs = [one_pair(lever, args.seconds) for _ in range(max(1, args.repeat))]
+        pairs = [one_pair(harness, lever, args.seconds) for _ in range(max(1, args.repeat))]
         p_ = pairs[0][0]
         ests, saves, t0s, t1s = [], [], [], []
         for f, t0, t1 in pairs:

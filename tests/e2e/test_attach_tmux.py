@@ -7,11 +7,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from test_tmux import shell
+from tests_support import until
 
 from gputop.inject.debugger import find_debugger
 
@@ -68,12 +68,12 @@ def _load_and_read_steps(tmux, tmp_path, job, agents) -> None:
     # the chart takes its rows a frame after the first steps are drawn (until then the GPU's
     # history fills them: a filled screen without it), so it is waited for first
     tmux.wait_for("budget ", timeout=30)
-    deadline = time.monotonic() + 30  # a frame drawn between two layouts may lack one: polled
-    screen = tmux.wait_filled(40)
-    while not ("budget " in screen and "SM clk" in screen) and time.monotonic() < deadline:
-        time.sleep(0.2)
+
+    def both() -> str:  # a frame drawn between two layouts may lack one: polled
         screen = tmux.wait_filled(40)
-    assert "budget " in screen and "SM clk" in screen, screen
+        return screen if "budget " in screen and "SM clk" in screen else ""
+
+    until(both, timeout=30, what="a filled screen with the budget and SM clk charts", every=0.2)
     tmux.resize(200, 50)
     tmux.wait_filled(50)
     tmux.keys("q")

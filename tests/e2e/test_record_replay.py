@@ -10,6 +10,7 @@ import sys
 import time
 
 from test_tmux import Tmux, tmux  # noqa: F401  (the fixture)
+from tests_support import until_or_none
 
 from gputop.record.playback import Playback
 from gputop.record.reader import open_recording
@@ -54,7 +55,7 @@ def test_record_a_demo_then_replay_it(tmux, tmp_path):  # noqa: F811
     deadline = time.monotonic() + RECORD_S
     while time.monotonic() < deadline:
         live.append(_shown(tmux.screen()))
-        time.sleep(0.5)
+        time.sleep(0.5)  # pacing: the live screen's verdict read twice a second while recording
     tmux.keys("q")
     tmux.wait_for("recorded to", timeout=30)
 
@@ -82,7 +83,7 @@ def test_record_a_demo_then_replay_it(tmux, tmp_path):  # noqa: F811
     tmux.type(f"{sys.executable} -m gputop replay {path} --speed 64 --config {config}")
     screen = tmux.wait_for("64x end", timeout=60)
     assert "REPLAY demo.rec" in screen
-    assert _settles_on(tmux, final), tmux.screen()
+    _settles_on(tmux, final)
     tmux.keys("q")
     tmux.wait_for("READY$")
 
@@ -91,15 +92,11 @@ def _bound(verdict) -> str | None:
     return verdict.principal.bound if verdict is not None and verdict.principal else None
 
 
-def _settles_on(term: Tmux, bound: str | None, timeout: float = 15.0) -> bool:
-    """Whether the screen shows ``bound`` within ``timeout``. The banner ("64x end") is the
-    top line of the frame that also redraws the verdict below it; tmux 3.3 does not take
-    synchronised output, so on a busy machine capture-pane can read that frame half applied
-    (the banner new, the verdict line still the one before: a verdict that changed in the
-    last 6.4 s of the recording, one tick at 64x, read as the previous one)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if _shown(term.screen()) == bound:
-            return True
-        time.sleep(0.2)
-    return False
+def _settles_on(term: Tmux, bound: str | None, timeout: float = 15.0) -> None:
+    """Waits until the screen shows ``bound`` (a timeout fails the test). The banner ("64x
+    end") is the top line of the frame that also redraws the verdict below it; tmux 3.3 does
+    not take synchronised output, so on a busy machine capture-pane can read that frame half
+    applied (the banner new, the verdict line still the one before: a verdict that changed in
+    the last 6.4 s of the recording, one tick at 64x, read as the previous one)."""
+    if until_or_none(lambda: _shown(term.screen()) == bound, timeout, every=0.2) is None:
+        raise AssertionError(f"{bound!r} never shown; screen was:\n{term.screen()}")

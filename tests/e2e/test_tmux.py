@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests_support import longest_blank
+from tests_support import longest_blank, until, until_or_none
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -66,22 +66,17 @@ class Tmux:
         return self._tmux("capture-pane", "-p", *(["-e"] if escapes else []), "-t", "t")
 
     def wait_for(self, text: str, timeout: float = 20.0) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            screen = self.screen()
-            if text in screen:
-                return screen
-            time.sleep(0.1)
-        raise AssertionError(f"{text!r} never appeared; screen was:\n{self.screen()}")
+        screen = until_or_none(lambda: s if text in (s := self.screen()) else "", timeout, 0.1)
+        if screen is None:
+            raise AssertionError(f"{text!r} never appeared; screen was:\n{self.screen()}")
+        return screen
 
     def wait_gone(self, text: str, timeout: float = 20.0) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            screen = self.screen()
-            if text not in screen:
-                return screen
-            time.sleep(0.1)
-        raise AssertionError(f"{text!r} never went away; screen was:\n{self.screen()}")
+        # a screen without the text is never empty: the prompt or a frame stays
+        screen = until_or_none(lambda: s if text not in (s := self.screen()) else "", timeout, 0.1)
+        if screen is None:
+            raise AssertionError(f"{text!r} never went away; screen was:\n{self.screen()}")
+        return screen
 
     def resize(self, width: int, height: int) -> None:
         self._tmux("resize-window", "-t", "t", "-x", str(width), "-y", str(height))
@@ -89,15 +84,17 @@ class Tmux:
     def wait_filled(self, height: int, timeout: float = 60.0) -> str:
         """The screen once it is ``height`` rows with no more than 2 empty rows in a row (the
         rows are shared out a frame after the panes are drawn: polled, never assumed)."""
-        deadline = time.monotonic() + timeout
-        screen = ""
-        while time.monotonic() < deadline:
+
+        def filled() -> str:
             screen = self.screen()
             rows = screen.split("\n")[:height]
-            if len(rows) == height and "SIMULATED" in screen and longest_blank(rows) <= 2:
-                return screen
-            time.sleep(0.2)
-        raise AssertionError(f"a block of empty rows stayed; screen was:\n{screen}")
+            full = len(rows) == height and "SIMULATED" in screen and longest_blank(rows) <= 2
+            return screen if full else ""
+
+        screen = until_or_none(filled, timeout, every=0.2)
+        if screen is None:
+            raise AssertionError(f"a block of empty rows stayed; screen was:\n{self.screen()}")
+        return screen
 
     def kill(self) -> None:
         """The server and every process still running in its panes: a program that outlives its
@@ -190,21 +187,21 @@ def test_demo_keys_in_a_real_terminal(tmux, tmp_path):
     assert_shell_is_sane(tmux)
 
 
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
 def test_sighup_restores_the_terminal(tmux, tmp_path):
     pidfile = tmp_path / "pid"
     tmux.type(demo_command(tmp_path, pidfile))
     tmux.wait_for("SIMULATED")
     pid = int(pidfile.read_text())
     os.kill(pid, 1)  # SIGHUP, as when the ssh link drops
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.05)
-    else:
-        pytest.fail("gputop did not exit on SIGHUP")
+    until(lambda: _gone(pid), timeout=10, what="gputop to exit on SIGHUP")
     tmux.wait_for("READY$")
     assert_shell_is_sane(tmux)
 
@@ -357,7 +354,7 @@ def test_no_color_draws_the_demo_in_black_and_white(tmux, tmp_path):
     tmux.wait_for("READY$")
     tmux.type("clear; NO_COLOR=1 " + demo_command(tmp_path))
     tmux.wait_for("held: POWER CAP")
-    time.sleep(1.0)  # a few refreshes
+    time.sleep(1.0)  # pacing: two refreshes at --interval 0.5 for a colour to show (none may)
     screen = tmux.screen(escapes=True)
     assert colours(screen) <= BLACK_AND_WHITE, sorted(colours(screen) - BLACK_AND_WHITE)
     tmux.keys("q")

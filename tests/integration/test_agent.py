@@ -39,26 +39,24 @@ def trainer(script: str, *args: str, agent_dir: Path, **kw) -> subprocess.Popen:
 
 
 def wait_for_socket(pid: int, agent_dir: Path, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not socket_path(pid, agent_dir).exists():
-        assert time.monotonic() < deadline, "the agent never opened its socket"
-        time.sleep(0.05)
+    until(lambda: socket_path(pid, agent_dir).exists(), timeout, what="the agent's socket")
 
 
 def link_for(pid: int, agent_dir: Path) -> AgentLink:
     return AgentLink(pid, directories=lambda: [agent_dir])
 
 
-def collect(link: AgentLink, until, timeout: float = 60):
-    deadline = time.monotonic() + timeout
-    while True:
-        sample = link.sample()
-        if sample.agents and until(sample.agents[0]):
-            return sample.agents[0]
-        assert time.monotonic() < deadline, sample
-        time.sleep(0.1)
+def collect(link: AgentLink, done, timeout: float = 60):
+    """The first agent's state once ``done(state)``, the link sampled every 0.1 s."""
+
+    def first_done():
+        agents = link.sample().agents
+        return agents[0] if agents and done(agents[0]) else None
+
+    return until(first_done, timeout, what="the agent's state to be as awaited", every=0.1)
 
 
+@pytest.mark.alone
 def test_slow_transform_shows_as_data_wait_of_the_transform_time(tmp_path):
     p = trainer("mlp_train.py", "--steps", "12", "--workers", "0", "--slow-transform-ms", "50",
                 agent_dir=tmp_path)  # fmt: skip
@@ -201,7 +199,7 @@ def test_a_flood_of_garbage_costs_a_bounded_read_and_is_dropped(tmp_path):
     listener = socket.socket(socket.AF_UNIX)
     listener.bind(str(path))
     listener.listen(1)
-    stop = threading.Event()
+    stop, sent = threading.Event(), threading.Event()
 
     def flood() -> None:
         conn, _ = listener.accept()
@@ -209,6 +207,7 @@ def test_a_flood_of_garbage_costs_a_bounded_read_and_is_dropped(tmp_path):
         try:
             while not stop.is_set():
                 conn.sendall(junk)
+                sent.set()
         except OSError:
             pass
 
@@ -217,7 +216,7 @@ def test_a_flood_of_garbage_costs_a_bounded_read_and_is_dropped(tmp_path):
     link = AgentLink(fake_pid, pids=lambda: [fake_pid], directories=lambda: [d])
     try:
         link.sample()
-        time.sleep(0.2)
+        until(sent.is_set, timeout=10, what="the flooder's first 1000 garbage lines sent")
         states = []
         for _ in range(5):
             states.append(link.sample().agents[0])

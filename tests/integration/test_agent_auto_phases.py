@@ -15,7 +15,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from tests_support import free_port, job_env  # noqa: E402
+from tests_support import free_port, job_env, until  # noqa: E402
 
 from gputop.sources.agent_link import AgentLink  # noqa: E402
 
@@ -40,7 +40,7 @@ def run_plain(agent_dir: Path, *argv: str, timeout: float = 120):
             for a in link.sample().agents:
                 if a.steps:
                     agents[a.pid] = a
-            time.sleep(0.1)
+            time.sleep(0.1)  # pacing: the agents' states read ten times a second until it exits
         for a in link.sample().agents:
             if a.steps:
                 agents[a.pid] = a
@@ -268,16 +268,16 @@ def test_a_rank_that_waits_for_a_stuck_peer_inside_backward_is_in_grad_sync(tmp_
     p = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          start_new_session=True)  # fmt: skip
     link = AgentLink(p.pid, directories=lambda: [tmp_path])
+
+    def waiting_rank_0():
+        a = {a.rank: a for a in link.sample().agents}.get(0)
+        if a is not None and a.open_phase == "grad_sync" and (a.open_age_s or 0) > 1:
+            return a
+        return None
+
     try:
-        deadline, beat = time.monotonic() + 90, None
-        while time.monotonic() < deadline:
-            ranked = {a.rank: a for a in link.sample().agents if a.rank is not None}
-            a = ranked.get(0)
-            if a is not None and a.open_phase == "grad_sync" and (a.open_age_s or 0) > 1:
-                beat = a
-                break
-            time.sleep(0.2)
-        assert beat is not None, [(a.rank, a.open_phase, a.open_age_s) for a in ranked.values()]
+        beat = until(waiting_rank_0, timeout=90, what="rank 0 open in grad_sync for over 1 s",
+                     every=0.2)  # fmt: skip
         assert len(beat.steps) == 5 and p.poll() is None  # stuck at step 5, still waiting
     finally:
         link.close()

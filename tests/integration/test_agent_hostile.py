@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tests_support import as_nobody, until
+from tests_support import as_nobody, until, until_or_none
 
 from gputop.agent.paths import socket_path
 from gputop.agent.server import MAX_CLIENTS
@@ -98,13 +98,9 @@ def trainers(tmp_path):
 
 
 def read_until(link: AgentLink, check, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        sample = link.sample()
-        if check(sample):
-            return sample
-        assert time.monotonic() < deadline, sample
-        time.sleep(0.1)
+    """The link's first sample for which ``check(sample)``, sampled every 0.1 s."""
+    return until(lambda: s if check(s := link.sample()) else None, timeout,
+                 what="a sample of the link as awaited", every=0.1)  # fmt: skip
 
 
 FAKE_STEPS = [{"seq": i, "step": i, "t0_ns": i * 10**6, "dur_ns": 10**6,
@@ -150,7 +146,8 @@ def test_a_socket_served_by_another_process_is_not_believed(tmp_path):
     try:
         for _ in range(6):
             samples.append(link.sample())
-            time.sleep(0.1)
+            time.sleep(0.1)  # pacing: six readings over 0.6 s, any of which might believe it
+        until(lambda: accepted, timeout=10, what="the fake agent to accept the link")
     finally:
         link.close()
         listener.close()
@@ -246,25 +243,29 @@ def _nobody_fake_agent(path: Path, pid: int) -> int:
             os.setuid(nobody.pw_uid)
             fake_agent(path, pid)
             while True:
-                time.sleep(1)
+                time.sleep(1)  # pacing: the child idles, serving from its thread, until killed
         finally:
             os._exit(0)
     return child
 
 
 def dial(path: Path) -> socket.socket | None:
+    """A client connected to ``path``, or None when the agent left its listen queue full for
+    10 s (the caller counts those)."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.setblocking(False)
-    deadline = time.monotonic() + 10
-    while True:
+
+    def connected() -> bool:
         try:
             s.connect(str(path))
-            return s
+            return True
         except BlockingIOError:  # the listen queue is full: wait for the agent to take some
-            if time.monotonic() > deadline:
-                s.close()
-                return None
-            time.sleep(0.005)
+            return False
+
+    if until_or_none(connected, timeout=10, every=0.005):
+        return s
+    s.close()
+    return None
 
 
 def answered(s: socket.socket) -> bool:
@@ -283,7 +284,7 @@ def settled(t) -> bool:
     """Two looks a tenth of a second apart see the same fds and threads: the trainer's own
     start (its pools, its agent) is over."""
     before = (t.fds(), t.proc("Threads"))
-    time.sleep(0.1)
+    time.sleep(0.1)  # pacing: the span between the two looks
     return (t.fds(), t.proc("Threads")) == before
 
 
@@ -344,7 +345,7 @@ def test_a_process_of_the_job_serving_as_another_user_is_not_believed(tmp_path):
                 sample = link.sample()
                 said += sample.problems
                 assert not any(a.steps for a in sample.agents)
-                time.sleep(0.1)
+                time.sleep(0.1)  # pacing: five readings over 0.5 s, none may believe it
             link.close()
         finally:
             os.kill(child, signal.SIGKILL)

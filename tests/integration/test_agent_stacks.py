@@ -7,10 +7,9 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from tests_support import note_timeline
+from tests_support import note_timeline, until
 
 from gputop.agent.paths import socket_path
 from gputop.sources.agent_link import AgentLink
@@ -57,10 +56,8 @@ def start(tmp_path: Path, seconds: float, then: str) -> subprocess.Popen:
     p = subprocess.Popen([sys.executable, str(script), str(seconds), then], env=env,
                          stdout=subprocess.PIPE, text=True)  # fmt: skip
     assert p.stdout is not None and p.stdout.readline().strip() == "ready"
-    deadline = time.monotonic() + 30
-    while not socket_path(p.pid, tmp_path / "run").exists():
-        assert time.monotonic() < deadline, "the agent never opened its socket"
-        time.sleep(0.05)
+    until(lambda: socket_path(p.pid, tmp_path / "run").exists(), timeout=30,
+          what="the agent's socket")  # fmt: skip
     return p
 
 
@@ -70,14 +67,11 @@ def stop(p: subprocess.Popen) -> None:
 
 
 def agent_stacks(link: AgentLink, pid: int, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def got():
         link.sample()
-        got = link.stacks().get(pid)
-        if got is not None:
-            return got
-        time.sleep(0.2)
-    raise AssertionError("the agent sent no stacks")
+        return link.stacks().get(pid)  # a NamedTuple: true once there
+
+    return until(got, timeout, what="the agent's stacks", every=0.2)
 
 
 def test_the_agent_names_frames_as_py_spy_does(tmp_path):

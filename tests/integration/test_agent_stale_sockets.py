@@ -10,8 +10,9 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from tests_support import until
 
 from gputop.agent.paths import socket_path
 from gputop.sources.agent_link import AgentLink
@@ -52,14 +53,13 @@ def start(agent_dir: Path, *go: Path) -> subprocess.Popen:
 
 def read_steps(link: AgentLink, job: subprocess.Popen, timeout: float = 60.0):
     """The first reading with three steps of the job's agent; the link closed, the job ended."""
-    deadline = time.monotonic() + timeout
+
+    def three_steps():
+        sample = link.sample()
+        return sample if sample.agents and len(sample.agents[0].steps) >= 3 else None
+
     try:
-        while True:
-            sample = link.sample()
-            if sample.agents and len(sample.agents[0].steps) >= 3:
-                return sample
-            assert time.monotonic() < deadline, sample
-            time.sleep(0.1)
+        return until(three_steps, timeout, what="three steps of the job's agent", every=0.1)
     finally:
         link.close()
         job.kill()

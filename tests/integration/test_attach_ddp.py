@@ -11,11 +11,10 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from tests_support import free_port, kill_tree
+from tests_support import free_port, kill_tree, until
 
 pytest.importorskip("torch")
 
@@ -53,16 +52,17 @@ def launch(how: str, agent_dir: Path) -> subprocess.Popen:
 def ranks_of(tree: Attached, job: subprocess.Popen, timeout: float = 90) -> dict[int, str]:
     """The tree's roles once both ranks are up, from all the monitor's evidence (the tree and
     the stacks: a spawned rank shows ``torch.multiprocessing.spawn``'s ``_wrap``)."""
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def both_ranks() -> dict[int, str] | None:
         tree.stacks.sample()
         sample = tree.host.sample()
         roles = {p.pid: p.role for p in sample.processes}
         if sum(1 for r in roles.values() if r == "rank") == 2:
             return roles
         assert job.poll() is None, job.stderr.read().decode()[-2000:] if job.stderr else ""
-        assert time.monotonic() < deadline, roles
-        time.sleep(0.5)
+        return None
+
+    return until(both_ranks, timeout, what="both ranks told apart", every=0.5)
 
 
 def median_ms(agent, phase: str) -> float:
@@ -85,14 +85,16 @@ def test_a_ddp_job_started_without_gputop_shows_every_phase_per_rank_once_attach
         # agent when that returns; the ranks train in Python and get theirs at once
         assert set(ranks) <= set(report.loaded) and not report.problems, report.line()
         link = AgentLink(job.pid, directories=lambda: [agent_dir])
-        deadline = time.monotonic() + 90
-        while True:
+
+        def two_ranked() -> list | None:
             agents = [a for a in link.sample().agents if a.rank is not None and len(a.steps) >= 12]
             if len(agents) == 2:
-                break
+                return agents
             assert job.poll() is None, job.stderr.read().decode()[-2000:] if job.stderr else ""
-            assert time.monotonic() < deadline, [(a.pid, a.rank, len(a.steps)) for a in agents]
-            time.sleep(0.3)
+            return None
+
+        agents = until(two_ranked, timeout=90, what="12 steps from each of the two ranks",
+                       every=0.3)  # fmt: skip
         by_rank = {a.rank: a for a in agents}
         assert set(by_rank) == {0, 1} and {a.world_size for a in agents} == {2}
         for a in agents:

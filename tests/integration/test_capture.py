@@ -182,7 +182,7 @@ def _median_step_ms(link, seconds: float = 2.0) -> tuple[float, int]:
     deadline = time.monotonic() + seconds
     sample = link.sample()
     while time.monotonic() < deadline:
-        time.sleep(0.2)
+        time.sleep(0.2)  # pacing: the link read five times a second over the span measured
         sample = link.sample()
     steps = [s for a in sample.agents for s in a.steps][-50:]
     return statistics.median(s.dur_ns for s in steps) / 1e6, max(s.step for s in steps)

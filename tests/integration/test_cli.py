@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from tests_support import until
 
 from gputop.commands import SUBCOMMANDS
 
@@ -203,7 +204,6 @@ def test_a_job_gputop_started_for_itself_dies_with_it(tmp_path):
     gputop is killed outright (an ssh drop mid-shutdown, kill -9)."""
     import os
     import signal
-    import time
 
     import psutil
 
@@ -214,12 +214,8 @@ def test_a_job_gputop_started_for_itself_dies_with_it(tmp_path):
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 20
-        children: list[psutil.Process] = []
-        while not children and time.monotonic() < deadline:
-            children = psutil.Process(gputop.pid).children()
-            time.sleep(0.1)
-        assert children, "the job never started"
+        children = until(lambda: psutil.Process(gputop.pid).children(), timeout=20,
+                         what="the job gputop starts", every=0.1)  # fmt: skip
         job = children[0]
         os.kill(gputop.pid, signal.SIGKILL)
         gputop.wait(timeout=10)

@@ -108,6 +108,7 @@ def log():
     path.unlink(missing_ok=True)
 
 
+@pytest.mark.alone
 @needs_promtool
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SCENARIOS))

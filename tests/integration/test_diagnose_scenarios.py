@@ -31,6 +31,10 @@ from tests_support import (
 
 from gputop import schemas
 
+# The simulated boards' classes and the hangs judge what the CPU cannot change (the board's
+# readings, a job doing nothing); every other test here judges a real job's use of the CPU and is
+# marked ``alone`` (tests/machine_lock.py)
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 SCHEMA = schemas.load("diagnose")
@@ -105,6 +109,7 @@ def trainer(*knobs: str) -> list[str]:
             "--seconds", "22", "--threads", "1", *knobs]  # fmt: skip
 
 
+@pytest.mark.alone
 def test_main_thread_transform_is_data_input_cpu_transform():
     # the simulated GPU follows the real process: busy only while it computes
     # the job's own limit far past the 20-s watch: diagnose must be what stops it (a 22-s limit
@@ -125,6 +130,7 @@ MORE_WORKERS = re.compile(r"num_workers=\d+[^;]*: try \d+|DataLoader\(num_worker
 a 16-CPU machine: try 15", "num_workers=2: try 4", "DataLoader(num_workers=15)")."""
 
 
+@pytest.mark.alone
 def test_pegged_workers_are_cpu_transform_and_the_lever_is_not_more_workers():
     # each worker burns 80 ms of CPU per batch, one thread per process: the transform is the
     # cost (docs/facts/bounds.md, "data-input/cpu-transform": workers pegged near a core), and
@@ -139,6 +145,7 @@ def test_pegged_workers_are_cpu_transform_and_the_lever_is_not_more_workers():
     assert not [lv for lv in levers if MORE_WORKERS.search(lv)], levers
 
 
+@pytest.mark.alone
 def test_slow_remote_reads_are_plain_data_input_and_the_lever_is_more_workers():
     # the workers sleep on every batch (remote storage latency): no CPU, no disk, still starved
     # right and held from 3 s under a busy core (tests/bench/margins.py): 12 s of margin at 15
@@ -173,6 +180,7 @@ def cold_dataset(tmp_path_factory) -> Iterator[str]:
     pytest.skip("no filesystem here takes O_DIRECT reads")
 
 
+@pytest.mark.alone
 def test_workers_asleep_on_the_disk_are_data_input_io(cold_dataset):
     doc = diagnose(*trainer("--workers", "2", "--data-file", cold_dataset))
     assert principal(doc) == "data-input/io", doc["timeline"]
@@ -182,6 +190,7 @@ def test_workers_asleep_on_the_disk_are_data_input_io(cold_dataset):
     assert p["levers"][0].startswith("stage the data on local NVMe")
 
 
+@pytest.mark.alone
 def test_a_main_thread_reading_from_disk_is_data_input_io(cold_dataset):
     # held from 3 s under a busy core (tests/bench/margins.py): 12 s of margin at 15
     knobs = ("--workers", "0", "--data-file", cold_dataset)
@@ -191,6 +200,7 @@ def test_a_main_thread_reading_from_disk_is_data_input_io(cold_dataset):
     assert any(lever.startswith("DataLoader num_workers=0 on a") for lever in p["levers"])
 
 
+@pytest.mark.alone
 def test_a_main_thread_asleep_on_remote_reads_is_plain_data_input():
     doc = diagnose("--sim-board", "h100", *trainer("--workers", "0", "--read-latency-ms", "40"))
     assert principal(doc) == "data-input", doc["timeline"]
@@ -209,12 +219,14 @@ def two_gloo_ranks(*knobs: str, seconds: int = 22) -> list[str]:
             "--seconds", str(seconds), *knobs]  # fmt: skip
 
 
+@pytest.mark.alone
 def test_a_slow_gloo_rank_is_the_straggler():
     doc = diagnose(*two_gloo_ranks("--slow-rank", "1", "--slow-ms", "40"), duration=GLOO_WATCH_S)
     assert principal(doc) == "straggler", doc["timeline"]
     assert any("rank 1 works" in e["text"] for e in doc["verdict"]["principal"]["evidence"])
 
 
+@pytest.mark.alone
 def test_a_rank_with_bigger_batches_is_the_straggler():
     # data skew: rank 1's shard gives it three times the samples per step. The gradients are
     # kept small next to the compute: with --hidden 2048 the all-reduce of the gradients over
@@ -226,6 +238,7 @@ def test_a_rank_with_bigger_batches_is_the_straggler():
     assert any("rank 1 works" in e["text"] for e in doc["verdict"]["principal"]["evidence"])
 
 
+@pytest.mark.alone
 def test_big_gradients_on_equal_ranks_are_comms_not_a_straggler():
     # 8.4M parameters all_reduced every step of a tiny batch: the sync, not a rank, is slow
     knobs = ("--hidden", "4096", "--dim", "2048", "--batch", "8", "--threads", "1")
@@ -237,6 +250,7 @@ def test_big_gradients_on_equal_ranks_are_comms_not_a_straggler():
     assert not any(f["bound"] == "straggler" for f in doc["verdict"]["secondary"])
 
 
+@pytest.mark.alone
 def test_many_small_gradients_on_equal_ranks_are_comms():
     # 50 small tensors, each its own all_reduce: latency per call, not bandwidth, adds up
     knobs = ("--layers", "24", "--hidden", "128", "--dim", "128", "--batch", "16", "--threads", "1")
@@ -246,6 +260,7 @@ def test_many_small_gradients_on_equal_ranks_are_comms():
     assert not any(f["bound"] == "straggler" for f in doc["verdict"]["secondary"])
 
 
+@pytest.mark.alone
 def test_periodic_checkpoints_are_side_work():
     # a save every 10 steps costs 12-13% of the time here alone and fell under the 10% floor
     # once with another process on a core (compute slows, the write less); every 4 steps costs
@@ -259,6 +274,7 @@ def test_periodic_checkpoints_are_side_work():
     assert any("checkpoint" in lever for lever in doc["verdict"]["principal"]["levers"])
 
 
+@pytest.mark.alone
 def test_garbage_collection_pauses_are_side_work():
     # 100k long-lived Python records, 5% replaced per step: a full collection every ~10-13
     # steps pauses a ~20 ms step for ~150 ms; the agent times it through gc.callbacks (the
@@ -314,6 +330,7 @@ def test_workers_blocked_for_good_hang_the_job():
     assert any(lever.startswith("DataLoader(timeout=...)") for lever in p["levers"])
 
 
+@pytest.mark.alone
 def test_threads_over_a_cpu_quota_are_cpu_oversubscribed():
     # four intra-op threads in a half-CPU cgroup: runnable threads queue, the quota throttles
     doc = _quota_scenario(0.5, "--threads", "4")
@@ -326,6 +343,7 @@ def test_threads_over_a_cpu_quota_are_cpu_oversubscribed():
     assert "torch threads 4 on a 0.5-CPU quota: cap them at 1" in p["levers"][0]
 
 
+@pytest.mark.alone
 def test_workers_and_threads_over_one_cpu_are_cpu_oversubscribed_not_data_input():
     # the loader is starved too, but of CPU: more workers (its lever) would make it worse
     # the data wait shows first (~4 s in); its cause is named once the host's readings hold it:
@@ -353,7 +371,7 @@ def _settled(cg, within: float = 0.02) -> int:
     """The cgroup's memory once two readings a second apart agree (the copies are made)."""
     before = cg.usage()
     for _ in range(60):
-        time.sleep(1)
+        time.sleep(1)  # pacing: the readings compared are a second apart
         now = cg.usage()
         if abs(now - before) <= within * now:
             return now
@@ -361,6 +379,7 @@ def _settled(cg, within: float = 0.02) -> int:
     return before
 
 
+@pytest.mark.alone
 def test_workers_copying_the_dataset_to_the_limit_are_host_memory_pressure():
     # steady at ~96% of the limit: "more workers" would be the next OOM kill (at 94% the job
     # read as data-input/cpu-transform once in three runs with a core busy; 96%: 4 of 4 right)
@@ -384,6 +403,7 @@ def test_workers_copying_the_dataset_to_the_limit_are_host_memory_pressure():
     )
 
 
+@pytest.mark.alone
 def test_memory_creeping_to_an_oom_kill_is_host_memory_pressure():
     # slow workers copy ~12 MiB/s more of the dataset until the OOM killer ends the job
     with memory_cgroup() as cg:
@@ -391,7 +411,7 @@ def test_memory_creeping_to_an_oom_kill_is_host_memory_pressure():
             pytest.skip("needs root and a writable cgroup memory controller")
         job = _start_in(cg, "--seconds", "60", "--read-latency-ms", "80")
         try:
-            time.sleep(1)
+            time.sleep(1)  # pacing: the workers copy for a second before the base is read
             cg.limit(cg.usage() + 100 * 2**20)
             doc = diagnose("--pid", str(job.pid), duration=25)
         finally:

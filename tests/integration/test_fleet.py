@@ -36,7 +36,7 @@ import jsonschema
 import pytest
 from promfleet import NODES, node_command, start_node
 from promseries import dashboard_queries
-from tests_support import free_port, kill_tree, scrape, steps_of
+from tests_support import free_port, kill_tree, scrape, steps_of, until_or_none
 
 from gputop import schemas
 
@@ -60,6 +60,7 @@ FIRES_WITHIN_S = 60.0
 START_S = 60.0
 
 pytestmark = [
+    pytest.mark.alone,
     pytest.mark.slow,
     pytest.mark.skipif(
         PROMETHEUS is None,
@@ -95,14 +96,17 @@ def _running(nodes: dict, tmp: Path) -> None:
 
 def _warm(ports: dict[tuple[str, str], int], nodes: dict, tmp: Path) -> None:
     """Until every node's exporter counts WARM_STEPS steps for each of its two ranks."""
-    deadline = time.monotonic() + START_S + 60  # torch and a rendezvous per job, on 2 CPUs
-    while time.monotonic() < deadline:
+    counted: list[dict[str, float]] = []
+
+    def warm() -> bool:
+        nonlocal counted
         _running(nodes, tmp)
         counted = [steps_of(scrape(port)) for port in ports.values()]
-        if all(len(c) == 2 and min(c.values()) >= WARM_STEPS for c in counted):
-            return
-        time.sleep(1.0)
-    pytest.fail(f"the nodes did not all count {WARM_STEPS} steps per rank: {counted}")
+        return all(len(c) == 2 and min(c.values()) >= WARM_STEPS for c in counted)
+
+    # torch and a rendezvous per job, on 2 CPUs
+    if until_or_none(warm, timeout=START_S + 60, every=1.0) is None:
+        pytest.fail(f"the nodes did not all count {WARM_STEPS} steps per rank: {counted}")
 
 
 def _rules(tmp: Path) -> Path:
@@ -137,18 +141,17 @@ def _prometheus(tmp: Path, targets: dict[tuple[str, str], int], port: int) -> su
 
 
 def _wait_up(url: str, server: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + START_S
-    while time.monotonic() < deadline:
+    def ready() -> bool:
         if server.poll() is not None:
             pytest.fail(f"Prometheus exited with {server.returncode}: {log.read_text()[-2000:]}")
         try:
             with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as r:
-                if r.status == 200:
-                    return
+                return r.status == 200
         except OSError:
-            pass
-        time.sleep(0.5)
-    pytest.fail(f"Prometheus did not become ready in {START_S:g} s: {log.read_text()[-2000:]}")
+            return False
+
+    if until_or_none(ready, timeout=START_S, every=0.5) is None:
+        pytest.fail(f"Prometheus did not become ready in {START_S:g} s: {log.read_text()[-2000:]}")
 
 
 def _fleet_alerts(url: str) -> list[dict]:
@@ -170,8 +173,8 @@ def test_the_slow_node_is_named_by_the_alert_and_listed_first(tmp_path):
         _wait_up(url, server, tmp_path / "prometheus.log")
         started = time.monotonic()
         slow = f"127.0.0.1:{ports[SLOW]}"
-        fired: list[dict] = []
-        while time.monotonic() - started < FIRES_WITHIN_S:
+
+        def fired_alone() -> list[dict]:
             _running(nodes, tmp_path)
             fleet = _fleet_alerts(url)
             others = [
@@ -183,8 +186,10 @@ def test_the_slow_node_is_named_by_the_alert_and_listed_first(tmp_path):
             fired = [a for a in fleet if a["state"] == "firing"]
             if fired:
                 assert not others, others  # nothing for the equal job, nothing else for this one
-                break
-            time.sleep(1.0)
+            return fired
+
+        # the verdict on a timeout is the assertion below, with the ratios Prometheus computed
+        fired = until_or_none(fired_alone, timeout=FIRES_WITHIN_S, every=1.0) or []
         ratios = _get(f"{url}/api/v1/query?query=gputop:node_work_ratio")["data"]
         assert fired, f"no GputopSlowNode in {FIRES_WITHIN_S:g} s; node work ratios: {ratios}"
         print(f"fired {time.monotonic() - started:.0f} s after Prometheus was ready")

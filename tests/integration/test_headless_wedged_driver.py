@@ -54,7 +54,7 @@ def test_record_stops_on_sigint_with_a_wedged_driver(tmp_path):
         assert p.stderr is not None
         while "recording pid" not in p.stderr.readline():
             pass
-        time.sleep(4)  # past the wedge and the watchdog's deadline
+        time.sleep(4)  # pacing: the run goes past the wedge (1 s in) and the 2 s watchdog deadline
         p.send_signal(signal.SIGINT)
         err = p.communicate(timeout=60)[1]  # it used to ignore SIGINT
     finally:

@@ -13,7 +13,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from tests_support import as_nobody
+from tests_support import as_nobody, remove_cgroup
 
 from gputop.model.roles import DATALOADER_WORKER
 from gputop.sources.host import DENIED, HostSource
@@ -83,11 +83,12 @@ def watch(pid: int, seconds: float = 2.0, **kw):
     sample = src.sample()
     end = time.monotonic() + seconds
     while time.monotonic() < end:
-        time.sleep(0.5)
+        time.sleep(0.5)  # pacing: the rates are measured over half a second between readings
         sample = src.sample()
     return sample
 
 
+@pytest.mark.alone
 def test_oversubscribed_threads_show_run_queue_wait():
     one = start(BUSY_THREADS, "1")
     try:
@@ -126,6 +127,7 @@ def test_dataloader_workers_are_found_and_the_spinning_one_uses_a_core():
     assert s.processes[0].role == "main"
 
 
+@pytest.mark.alone
 def test_an_idle_worker_is_read_less_often_than_a_busy_one():
     p = start(WORKERS)
     try:
@@ -138,7 +140,7 @@ def test_an_idle_worker_is_read_less_often_than_a_busy_one():
                 if last.get(w.pid) is not w:  # a reading that stands is the same object
                     readings[w.pid] = readings.get(w.pid, 0) + 1
                     last[w.pid] = w
-            time.sleep(0.05)
+            time.sleep(0.05)  # pacing: readings asked for 20 times a second, over 5 s
     finally:
         stop(p)
     counts = sorted(readings.values())
@@ -216,7 +218,7 @@ def test_a_cpu_rate_is_never_taken_over_a_few_milliseconds():
         host = HostSource.open(busy.pid)
         host.sample()  # the first look
         assert host.sample().main.cpu_cores is None  # too soon to say, not "0.00"
-        time.sleep(0.5)  # the span the rate is measured over (not a wait for a state)
+        time.sleep(0.5)  # pacing: the span the rate is measured over (not a wait for a state)
         assert host.sample().main.cpu_cores > 0.1  # measured from the first look
     finally:
         busy.kill()
@@ -241,7 +243,7 @@ def test_target_of_another_user_gives_reasons_not_a_crash():
     def read() -> str:  # gputop's host source as another, unprivileged user
         src = HostSource.open(target.pid, thread_tier_s=0.2)
         for _ in range(3):
-            time.sleep(0.3)
+            time.sleep(0.3)  # pacing: three readings, each a rate over 0.3 s
             s = src.sample()
         return json.dumps({"na": dict(s.main.na), "env_na": dict(s.na), "cpu": s.main.cpu_cores,
                            "state": s.state, "runq": s.main.runq_wait})  # fmt: skip
@@ -257,16 +259,6 @@ def test_target_of_another_user_gives_reasons_not_a_crash():
     assert doc["na"]["read_bytes_rate"] == DENIED
     assert doc["na"]["open_fds"] == DENIED
     assert doc["env_na"]["env"] == DENIED
-
-
-def remove_cgroup(d: Path) -> None:
-    """A test's cgroup, once the kernel has let its killed process go."""
-    for _ in range(50):
-        try:
-            d.rmdir()
-            return
-        except OSError:
-            time.sleep(0.1)
 
 
 def _v1_cpu_root() -> Path | None:
@@ -339,7 +331,7 @@ def test_a_process_moved_into_another_cgroup_is_followed_within_a_tier():
         limit = d / ("memory.max" if (d / "memory.max").exists() else "memory.limit_in_bytes")
         limit.write_text(str(512 << 20))
         (d / "cgroup.procs").write_text(str(p.pid))
-        time.sleep(0.3)
+        time.sleep(0.3)  # pacing: over one thread tier (0.2 s), the span to follow it within
         after = src.sample()
     finally:
         stop(p)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 
 import pytest
+from tests_support import until, until_or_none
 
 from gputop.model.stacks import pipe_read
 from gputop.sources.procfs import tree_facts
@@ -21,12 +21,14 @@ pytestmark = pytest.mark.skipif(not table(), reason="no system call table for th
 def parked(pid: int, want: str, timeout: float = 10.0) -> str:
     """The main thread's kernel wait once it starts with ``want`` (a busy machine may take a
     while to start Python)."""
-    deadline, got = time.monotonic() + timeout, ""
-    while time.monotonic() < deadline:
+    got = ""
+
+    def waits() -> bool:
+        nonlocal got
         got = waits_in(pid, pid)
-        if got.startswith(want):
-            return got
-        time.sleep(0.05)
+        return got.startswith(want)
+
+    until_or_none(waits, timeout)  # a timeout: the caller's assertion says what it waits in
     return got
 
 
@@ -78,6 +80,11 @@ def test_syscall_lines_that_say_nothing():
     assert parse_syscall("0 0x5 0x7ffd 0x100 0x0 0x0 0x0 0x7ffd 0x7f00", calls) == ("read", 5)
 
 
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
 def test_a_zombie_child_is_not_in_the_tree():
     code = ("import subprocess, sys, time\n"
             "p = subprocess.Popen([sys.executable, '-c', 'pass'])\n"
@@ -86,12 +93,7 @@ def test_a_zombie_child_is_not_in_the_tree():
     parent = child(code, stdout=subprocess.PIPE, text=True)
     try:
         kid = int(parent.stdout.readline())
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            with open(f"/proc/{kid}/stat") as f:
-                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    break
-            time.sleep(0.05)
+        until(lambda: _state(kid) == "Z", timeout=15, what="the unreaped child to be a zombie")
         pids = [f.pid for f in tree_facts(parent.pid)]
         assert pids == [parent.pid]
     finally:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
+
+from tests_support import until
 
 from gputop.sources.host import HostSource
 
@@ -28,12 +29,9 @@ def test_the_holder_of_the_lock_a_process_waits_for_is_named(tmp_path):
         assert holder.stdout.readline().strip() == "held"
         waiter = subprocess.Popen([sys.executable, "-c", WAIT, str(lock)])
         source = HostSource.open(waiter.pid)
-        waits = ()
-        for _ in range(100):  # until the waiter reaches flock (its interpreter starts first)
-            waits = source.sample().lock_waits
-            if waits:
-                break
-            time.sleep(0.05)
+        # its interpreter starts first
+        waits = until(lambda: source.sample().lock_waits, timeout=30,
+                      what="the waiter to reach flock")  # fmt: skip
         (w,) = waits
         assert (w.waiter, w.holder, w.kind) == (waiter.pid, holder.pid, "FLOCK")
         assert not w.holder_in_job and "import fcntl" in w.holder_cmd

@@ -7,13 +7,12 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import jsonschema
 import psutil
 import pytest
-from tests_support import kill_tree
+from tests_support import kill_tree, until
 
 from gputop import schemas
 
@@ -59,10 +58,8 @@ def test_a_job_run_under_nsys_gets_a_window_on_its_session(standin, tmp_path):
     run = subprocess.Popen([sys.executable, "-m", "gputop", "run", "--nsys", "--no-tui", "--",
                             *SLEEPER], env=standin, stdout=subprocess.DEVNULL)  # fmt: skip
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not psutil.Process(run.pid).children():
-            time.sleep(0.1)
-        (job,) = psutil.Process(run.pid).children()
+        (job,) = until(lambda: psutil.Process(run.pid).children(), timeout=30,
+                       what="the job `gputop run` starts", every=0.1)  # fmt: skip
         out = gputop("capture", "nsys", "--pid", str(job.pid), "--seconds", "1",
                      "--dir", str(tmp_path / "caps"), "--json", env=standin)  # fmt: skip
     finally:

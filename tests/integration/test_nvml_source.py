@@ -13,6 +13,7 @@ import sys
 
 import pynvml as N
 import pytest
+from tests_support import until
 
 from gputop.sim import BOARDS, DRIVERS, Fault, SimProcess, uninstall
 from gputop.sim.activity import Activity, constant
@@ -379,12 +380,7 @@ def test_wedged_driver_call_times_out_and_recovers(sim):
         wd.call(src.sample)
     s.board.faults.clear()
     s.board.release_hangs()
-    for _ in range(100):
-        if not wd.stalled:
-            break
-        import time
-
-        time.sleep(0.01)
+    until(lambda: not wd.stalled, timeout=20, what="the released call to return", every=0.01)
     assert len(wd.call(src.sample)) == 2
 
 

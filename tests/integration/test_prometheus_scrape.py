@@ -7,11 +7,10 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
-from tests_support import free_port, kill_tree, scrape, steps_of, until
+from tests_support import free_port, kill_tree, scrape, steps_of, until, until_or_none
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -20,15 +19,16 @@ pytestmark = pytest.mark.slow
 
 
 def wait_for_steps(port: int, job: subprocess.Popen, log: Path, timeout: float = 20) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def counted() -> dict | None:
         if job.poll() is not None:
             pytest.fail(f"gputop diagnose exited with {job.returncode}: {log.read_text()[-2000:]}")
         fams = scrape(port)
-        if steps_of(fams) and any(v > 0 for v in steps_of(fams).values()):
-            return fams  # type: ignore[return-value]
-        time.sleep(0.25)
-    pytest.fail(f"no steps on /metrics within {timeout} s: {log.read_text()[-2000:]}")
+        return fams if any(v > 0 for v in steps_of(fams).values()) else None
+
+    fams = until_or_none(counted, timeout, every=0.25)
+    if fams is None:
+        pytest.fail(f"no steps on /metrics within {timeout} s: {log.read_text()[-2000:]}")
+    return fams
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tests_support import free_port, kill_tree, sample_until
+from tests_support import free_port, kill_tree, sample_until, until
 
 from gputop.model.roles import DATALOADER_WORKER, RANK, WORKER
 from gputop.sources.agent_link import AgentLink
@@ -232,7 +232,7 @@ def test_spawned_ranks_without_workers_are_ranks_by_their_stacks(tmp_path):
         got = {q.pid: (q.role, q.rank) for q in sample.processes}
         assert sorted(v for v in got.values() if v[0] == RANK) == [(RANK, 0), (RANK, 1)], got
         host.hints = stacks.hints
-        time.sleep(0.15)
+        time.sleep(0.15)  # pacing: past a thread tier (0.1 s): the next reading names roles anew
         got = {q.pid: (q.role, q.rank) for q in host.sample().processes}
         assert sorted(v for v in got.values() if v[0] == RANK) == [(RANK, 0), (RANK, 1)], got
     finally:
@@ -253,10 +253,8 @@ def test_the_agent_link_finds_an_agent_in_every_spawned_rank(tmp_path):
     try:
         link = AgentLink(p.pid, directories=lambda: [agents])
         ranks = {pid for pid, (role, _, _) in roles_of(p.pid).items() if role == RANK}
-        deadline = time.monotonic() + 30
-        while {a.pid for a in link.sample().agents} != ranks:
-            assert time.monotonic() < deadline, (link.sample().agents, ranks)
-            time.sleep(0.2)
+        until(lambda: {a.pid for a in link.sample().agents} == ranks, timeout=30,
+              what=f"an agent in each rank {sorted(ranks)}", every=0.2)  # fmt: skip
     finally:
         link.close()
         kill_tree(p)

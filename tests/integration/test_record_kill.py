@@ -18,6 +18,7 @@ from pathlib import Path
 import jsonschema
 import psutil
 import pytest
+from tests_support import until_or_none
 
 from gputop import schemas
 from gputop.record.reader import open_recording
@@ -81,18 +82,18 @@ def killed(tmp_path_factory):
                                preexec_fn=lambda: os.umask(0))  # fmt: skip
     started = time.monotonic()
     below: list[psutil.Process] = []
+
+    def recorded() -> bool:
+        nonlocal below
+        if job.poll() is not None:
+            pytest.fail(f"gputop exited with {job.returncode}: {log.read_text()[-2000:]}")
+        with contextlib.suppress(psutil.Error):
+            below = psutil.Process(job.pid).children(recursive=True) or below
+        size = path.stat().st_size if path.exists() else 0
+        return time.monotonic() - started >= 4 and size > 4096 and rank0_steps(path) >= 5
+
     try:
-        deadline = started + 25
-        while time.monotonic() < deadline:
-            if job.poll() is not None:
-                pytest.fail(f"gputop exited with {job.returncode}: {log.read_text()[-2000:]}")
-            with contextlib.suppress(psutil.Error):
-                below = psutil.Process(job.pid).children(recursive=True) or below
-            size = path.stat().st_size if path.exists() else 0
-            if time.monotonic() - started >= 4 and size > 4096 and rank0_steps(path) >= 5:
-                break
-            time.sleep(0.25)
-        else:
+        if until_or_none(recorded, timeout=25, every=0.25) is None:
             pytest.fail(f"no steps recorded within 25 s: {log.read_text()[-2000:]}")
         with contextlib.suppress(psutil.Error):
             below = psutil.Process(job.pid).children(recursive=True) or below

@@ -11,10 +11,10 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
+from tests_support import until
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="process groups and ptys: Linux")
 
@@ -37,13 +37,6 @@ sys.exit(100 + got[0] if got else 3)
 """
 WAIT = 90.0
 """Seconds for anything to happen: generous, the machine may be busy."""
-
-
-def _wait_for(what, timeout: float = WAIT) -> None:
-    deadline = time.monotonic() + timeout
-    while not what():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def _ended(pid_file: Path) -> bool:
@@ -101,7 +94,7 @@ def test_no_tui_passes_each_signal_on_once_and_exits_with_the_jobs_status(tmp_pa
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        _wait_for(lambda: Path(f"{got}.ready").exists())
+        until(lambda: Path(f"{got}.ready").exists(), WAIT, what="the job's handlers set")
         os.kill(p.pid, sig)
         out, err = p.communicate(timeout=WAIT)
     finally:
@@ -117,7 +110,8 @@ def test_the_screen_passes_sigterm_and_sighup_on_then_waits_for_the_job(tmp_path
     command, got = _job(tmp_path)
     term = Terminal(_gputop("--", *command), tmp_path)
     try:
-        _wait_for(lambda: Path(f"{got}.ready").exists() and b"Quit" in term.screen)
+        until(lambda: Path(f"{got}.ready").exists() and b"Quit" in term.screen, WAIT,
+              what="the job's handlers set and the screen drawn")  # fmt: skip
         if sig == signal.SIGHUP:
             term.hang_up()  # the terminal is gone: what gputop prints now goes nowhere
         os.kill(term.proc.pid, sig)
@@ -138,9 +132,11 @@ def test_the_screen_passes_sigint_on_and_q_then_leaves_with_the_jobs_status(tmp_
     command, got = _job(tmp_path)
     term = Terminal(_gputop("--", *command), tmp_path)
     try:
-        _wait_for(lambda: Path(f"{got}.ready").exists() and b"Quit" in term.screen)
+        until(lambda: Path(f"{got}.ready").exists() and b"Quit" in term.screen, WAIT,
+              what="the job's handlers set and the screen drawn")  # fmt: skip
         os.kill(term.proc.pid, signal.SIGINT)
-        _wait_for(lambda: _ended(Path(f"{got}.ready")))  # a second delivery would be written
+        # a second delivery would be written meanwhile
+        until(lambda: _ended(Path(f"{got}.ready")), WAIT, what="the job to end")
         assert term.proc.poll() is None  # the screen stays
         os.write(term.master, b"q")
         term.proc.wait(WAIT)
@@ -172,7 +168,8 @@ def test_every_process_of_the_job_is_signalled_exactly_once(tmp_path, monkeypatc
     script.write_text(TREE)
     job = Job([sys.executable, str(script), str(pids)], log=tmp_path / "log")
     try:
-        _wait_for(lambda: pids.exists() and len(pids.read_text().split()) == 2)
+        until(lambda: pids.exists() and len(pids.read_text().split()) == 2, WAIT,
+              what="the job's two children started")  # fmt: skip
         same, own = (int(p) for p in pids.read_text().split())
         hits: list[int] = []
         real_kill, real_killpg = os.kill, os.killpg

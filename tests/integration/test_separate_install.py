@@ -29,16 +29,20 @@ import time
 from pathlib import Path
 
 import pytest
+from harness import ATTACH_DELAY, Harness, descendants, judge, progress, unfit
 from linked_venv import linked_venv
-from tests_support import REPO, as_nobody, bench_verdicts, note_timeline
+from scenarios import by_name
+from tests_support import REPO, as_nobody, free_port, note_timeline, until
 
 from gputop import __version__
+from gputop.agent.paths import socket_path
 from gputop.inject.debugger import find_debugger
 from gputop.sources.stacks import find_py_spy
 
 pytest.importorskip("torch")
 
 pytestmark = [
+    pytest.mark.alone,
     pytest.mark.slow,
     pytest.mark.skipif(find_py_spy() is None, reason="py-spy is not installed"),
     pytest.mark.skipif(
@@ -62,9 +66,6 @@ ATTACHED_WATCH_S = 13.0
 """Once attached, each held its final verdict from the first reading under a busy core (15 s
 of margin at 16 s, two CI runs): 12 s of margin here."""
 SCENARIOS = ("eval_every_n", "gc_pressure", "torchrun_straggler", "remote_reads")
-
-
-bench = bench_verdicts("bench_verdicts_separate")
 
 
 def _venv(path: Path, *packages: str) -> Path:
@@ -98,11 +99,10 @@ def installs(tmp_path_factory) -> tuple[Path, Path]:
 
 
 @pytest.fixture
-def separate(installs, monkeypatch):
+def separate(installs) -> Harness:
+    """The corpus harness with gputop from its wheel and the jobs in the other venv."""
     gputop, job = installs
-    monkeypatch.setattr(bench, "GPUTOP", [str(gputop)])
-    monkeypatch.setattr(bench, "JOB_PYTHON", str(job))
-    return installs
+    return Harness(gputop=(str(gputop),), job_python=str(job))
 
 
 def check(result, watched_s: float = WATCH_S) -> None:
@@ -113,17 +113,17 @@ def check(result, watched_s: float = WATCH_S) -> None:
     assert result.source == "agent", seen  # the agent ran in the job and measured the budget
     assert not any("agent" in p for p in result.problems), seen
     assert result.cause_right is not False, (result.cause, seen)  # the cause it is built with
-    assert not bench.unfit(result), (result.levers, result.setup)  # levers for its own setup
+    assert not unfit(result), (result.levers, result.setup)  # levers for its own setup
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_separate_install_started_by_diagnose(name, separate):
-    check(bench.run_mode(bench.by_name(name), WATCH_S))
+    check(separate.run_mode(by_name(name), WATCH_S))
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_separate_install_attached_by_pid(name, separate):
-    check(bench.attached_mode(bench.by_name(name), ATTACHED_WATCH_S), ATTACHED_WATCH_S)
+    check(separate.attached_mode(by_name(name), ATTACHED_WATCH_S), ATTACHED_WATCH_S)
 
 
 # ---- a container: its own mount and PID namespaces ------------------------------------------
@@ -150,28 +150,29 @@ find /tmp -mindepth 1
 
 def _launcher(outer: int, timeout: float = 60) -> int:
     """The torchrun launcher's host PID inside the namespace ``outer`` (unshare) made."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for pid in bench.descendants(outer):
+
+    def found() -> int | None:
+        for pid in descendants(outer):
             try:
                 cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
             except OSError:
                 continue
             if cmdline.split(b"\0")[1:3] == [b"-m", b"torch.distributed.run"]:
                 return pid
-        time.sleep(0.2)
-    raise AssertionError("torchrun did not start in the namespace")
+        return None
+
+    return until(found, timeout, what="torchrun to start in the namespace", every=0.2)
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
                     reason="making mount and PID namespaces needs root and unshare")  # fmt: skip
 def test_separate_install_into_a_container_by_host_pid(installs):
     gputop, job = installs
-    s = bench.by_name("torchrun_straggler")
+    s = by_name("torchrun_straggler")
     linked = Path(str(importlib.metadata.distribution("torch").locate_file("")))
     env = {**os.environ, "JOB_VENV": str(job.parent.parent), "CORPUS": str(CORPUS),
            "LINKED": str(linked),
-           "REPO": str(REPO), "PORT": str(bench.free_port()),
+           "REPO": str(REPO), "PORT": str(free_port()),
            "SECONDS_": str(WATCH_S + JOB_OUTLIVES_S)}  # fmt: skip
     outer = subprocess.Popen(
         ["unshare", "--mount", "--pid", "--fork", "--mount-proc", "bash", "-c", IN_NAMESPACE],
@@ -186,15 +187,15 @@ def test_separate_install_into_a_container_by_host_pid(installs):
         ns_pid = line.split()[1:]
         assert len(ns_pid) == 2 and ns_pid[0] != ns_pid[1]  # in a PID namespace of its own
         assert os.stat(f"/proc/{launcher}/ns/mnt").st_ino != os.stat("/proc/self/ns/mnt").st_ino
-        time.sleep(bench.ATTACH_DELAY)
+        time.sleep(ATTACH_DELAY)  # pacing: the job runs on its own before gputop attaches
         out = subprocess.run(
             [str(gputop), "diagnose", "--json", "--sim-board", "h100", "--pid", str(launcher),
              "--attach", "--duration", str(WATCH_S)],
             capture_output=True, text=True, timeout=WATCH_S + 120, cwd="/",
         )  # fmt: skip
         doc = json.loads(out.stdout)
-        result = bench.judge(s, "attached", doc, lead=bench.ATTACH_DELAY)
-        print(f"in a namespace: {bench.progress(result)}, right at {result.first_right_s} s; "
+        result = judge(s, "attached", doc, lead=ATTACH_DELAY)
+        print(f"in a namespace: {progress(result)}, right at {result.first_right_s} s; "
               f"the watch ended {time.monotonic() - born:.0f} s after the job started")  # fmt: skip
         assert "agent loaded into pid" in out.stderr, out.stderr
         check(result)
@@ -214,12 +215,15 @@ def test_separate_install_into_a_container_by_host_pid(installs):
 
 def _connected(link, timeout: float = 15.0) -> list:
     """The link's agents once one is connected (and its hello read)."""
-    deadline = time.monotonic() + timeout
-    while not (link.connected() and link.connected()[0][1]):
-        assert time.monotonic() < deadline, link.problems
+
+    def hello() -> list | None:
+        connected = link.connected()
+        if connected and connected[0][1]:
+            return connected
         link.sample()
-        time.sleep(0.2)
-    return link.connected()
+        return None
+
+    return until(hello, timeout, what="an agent connected and its hello read", every=0.2)
 
 
 LOOP = "import time\nwhile True:\n    sum(range(100_000)); time.sleep(0.01)\n"
@@ -252,7 +256,7 @@ def test_separate_install_root_attaches_to_another_users_job_and_not_the_reverse
                            preexec_fn=_as_user(nobody.pw_uid, nobody.pw_gid))  # fmt: skip
     mine = subprocess.Popen([SYSTEM_PYTHON, "-c", LOOP], cwd="/")
     try:
-        time.sleep(1.0)
+        time.sleep(1.0)  # pacing: both loops get past the interpreter's start-up before attaching
         said: list[str] = []
         problem = offer_agent(attach(job.pid), load=True, say=said.append)
         assert problem is None and said[-1] == f"agent loaded into pid {job.pid}", said
@@ -311,7 +315,10 @@ def test_separate_install_a_job_with_its_own_older_gputop(tmp_path, installs):
     jobs = [subprocess.Popen([str(job_python), "-c", code], env=env, cwd=tmp_path)
             for code in (quiet, started)]  # fmt: skip
     try:
-        time.sleep(1.5)
+        # the job that starts its own agent serves (what `nothing_to_do` below reads); the quiet
+        # one, started with it, has only `import gputop` of that to do by then
+        until(lambda: socket_path(jobs[1].pid, agents).exists(), timeout=30,
+              what="the job's own agent serving")  # fmt: skip
         report = load_agent(plan_load(jobs[0].pid), wait_s=20)
         assert report.ok, report.line()
         again = plan_load(jobs[1].pid)

@@ -20,7 +20,10 @@ from tests_support import as_nobody, sample_until
 from gputop.sources.procfs import descendants
 from gputop.sources.stacks import PySpy, StackSource, find_py_spy
 
-pytestmark = pytest.mark.skipif(find_py_spy() is None, reason="py-spy is not installed")
+pytestmark = [
+    pytest.mark.skipif(find_py_spy() is None, reason="py-spy is not installed"),
+    pytest.mark.alone,  # shares of stack samples: a neighbour's CPU would move them
+]
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 THREADS = """
@@ -187,7 +190,9 @@ def test_the_fast_rank_is_parked_in_all_reduce():
                       "--slow-ms", "150", "--steps", "100000", "--seconds", "30"])  # fmt: skip
     try:
         source = StackSource(launcher.pid)
-        time.sleep(10)  # torch import, gloo rendezvous, and the first optimizer step's imports
+        # torch import, gloo rendezvous, and the first optimizer step's imports: the readings
+        # below skip the first two by their frames; the last has no sign of its own to wait for
+        time.sleep(10)  # pacing: the ranks' start-up, which the readings must not see
         ranks: dict[int, Counter] = {}
         counted: set[tuple[int, float | None]] = set()  # one read once, not once per tick
         deadline = time.monotonic() + 60
@@ -209,7 +214,7 @@ def test_the_fast_rank_is_parked_in_all_reduce():
                             and not any("init_process_group" in f.name for f in t.frames)
                         ]
                         ranks.setdefault(rank, Counter()).update(t.phase for t in main)
-            time.sleep(0.2)
+            time.sleep(0.2)  # pacing: the ranks' stacks read five times a second
     finally:
         stop(launcher)
     assert set(ranks) == {0, 1}, ranks

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
-from tests_support import kill_tree
+from tests_support import kill_tree, until
 
 from gputop.model.roles import WORKER
 from gputop.model.stacks import Frame, ThreadStack
@@ -51,11 +50,14 @@ def worker_reads(rank_phase: str, seconds: int = 240) -> tuple[int, int]:
         now = [0.0]
         spy = Spy(p.pid, rank_phase)
         source = StackSource(p.pid, spy=spy, clock=lambda: now[0], budget=StackBudget(1.0))  # type: ignore[arg-type]
-        deadline = time.monotonic() + 20
-        while len([r for _, r in source.tree() if r == WORKER]) < 4:
-            assert time.monotonic() < deadline, source.tree()
-            time.sleep(0.05)
+
+        def four_workers() -> bool:
+            if len([r for _, r in source.tree() if r == WORKER]) >= 4:
+                return True
             now[0] += 60.0  # the tree is walked again (forked children name themselves late)
+            return False
+
+        until(four_workers, timeout=20, what="the tree's four workers named")
         workers = {pid for pid, r in source.tree() if r == WORKER}
         start = now[0]
         for second in range(seconds):

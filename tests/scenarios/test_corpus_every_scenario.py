@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 
 import pytest
-from tests_support import bench_verdicts
+from harness import Harness, unfit
+from scenarios import SCENARIOS, by_name
 
 from gputop.sources.stacks import find_py_spy
 
@@ -21,7 +22,6 @@ pytest.importorskip("torch")
 if os.environ.get("GPUTOP_CORPUS") != "all":
     pytest.skip("the whole corpus runs only with GPUTOP_CORPUS=all", allow_module_level=True)
 
-bench = bench_verdicts("bench_verdicts_every")
 WATCH_S = 40.0
 """As the bench's default: the longest onset (13 s of warm-up) plus a hang's 10 s, with room."""
 
@@ -31,25 +31,25 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def installs():
-    """gputop's own install and the jobs' Python, when given."""
-    if os.environ.get("GPUTOP_CORPUS_GPUTOP"):
-        bench.GPUTOP = [os.environ["GPUTOP_CORPUS_GPUTOP"]]
-    if os.environ.get("GPUTOP_CORPUS_PYTHON"):
-        bench.JOB_PYTHON = os.environ["GPUTOP_CORPUS_PYTHON"]
+corpus = Harness(
+    gputop=(os.environ["GPUTOP_CORPUS_GPUTOP"],)
+    if os.environ.get("GPUTOP_CORPUS_GPUTOP")
+    else Harness.gputop,
+    job_python=os.environ.get("GPUTOP_CORPUS_PYTHON") or Harness.job_python,
+)
+"""gputop's own install and the jobs' Python, when given."""
 
 
 @pytest.mark.parametrize("mode", ["run", "attached"])
-@pytest.mark.parametrize("name", [s.name for s in bench.SCENARIOS])
+@pytest.mark.parametrize("name", [s.name for s in SCENARIOS])
 def test_every_scenario(name, mode):
-    s = bench.by_name(name)
-    result = (bench.run_mode if mode == "run" else bench.attached_mode)(s, WATCH_S)
+    s = by_name(name)
+    result = (corpus.run_mode if mode == "run" else corpus.attached_mode)(s, WATCH_S)
     if s.memory_mib:
-        bench.remove_cgroups()
+        corpus.remove_cgroups()
     seen = " ".join(f"{t:.0f}s:{b}" for t, b in result.timeline) or result.problem
     assert result.final in s.expected, seen
     assert not result.never_seen, seen
     assert result.cause_right is not False, (result.cause, seen)
     assert result.risk_right is not False, (result.risks, seen)
-    assert not bench.unfit(result), (result.levers, result.setup)
+    assert not unfit(result), (result.levers, result.setup)

@@ -1,7 +1,7 @@
-"""A few scripts of the verdict corpus (tests/corpus/) through the bench's own harness
-(tests/bench/bench_verdicts.py): a healthy loop and a slow-but-moving job started by `gputop
-diagnose -- CMD`, and a hang attached to by PID, all in this venv. The data-input case (workers
-waiting on remote reads) runs from a separate install in both modes, with three more
+"""A few scripts of the verdict corpus (tests/corpus/) through the harness the verdict bench
+runs them with (tests/corpus/harness.py): a healthy loop and a slow-but-moving job started by
+`gputop diagnose -- CMD`, and a hang attached to by PID, all in this venv. The data-input
+case (workers waiting on remote reads) runs from a separate install in both modes, with three more
 (tests/integration/test_separate_install.py), among them torchrun_straggler attached by PID
 with its cause (a rank's larger inputs) checked: it is not run again here.
 straggler_cpu_shared stays in the bench: on two cores, a busy loop beside the test moves onto
@@ -20,7 +20,9 @@ from __future__ import annotations
 import sys
 
 import pytest
-from tests_support import bench_verdicts, note_timeline
+from harness import Harness, unfit
+from scenarios import by_name
+from tests_support import note_timeline
 
 from gputop.inject.debugger import find_debugger
 from gputop.sources.stacks import find_py_spy
@@ -36,7 +38,7 @@ imports) and a hang is only a hang after 10 s of no progress: ~20 s, with margin
 machine."""
 
 
-bench = bench_verdicts()
+corpus = Harness()
 
 pytestmark = [
     pytest.mark.slow,
@@ -55,25 +57,26 @@ def check(result, watched_s: float = WATCH_S) -> None:
     assert result.final in result.scenario.expected, seen
     assert not result.never_seen, seen
     assert result.cause_right is not False, (result.cause, seen)  # the cause it is built with
-    assert not bench.unfit(result), (result.levers, result.setup)
+    assert not unfit(result), (result.levers, result.setup)
 
 
 def test_corpus_file_lock_hang_names_the_holder():
     """Started by gputop: the hang, and the process outside the job that holds the lock."""
-    check(bench.run_mode(bench.by_name("hang_file_lock"), HANG_WATCH_S), HANG_WATCH_S)
+    check(corpus.run_mode(by_name("hang_file_lock"), HANG_WATCH_S), HANG_WATCH_S)
 
 
 def test_corpus_pipe_hang_names_the_dead_writer():
     """Started by gputop: the hang, read from the kernel (a pipe read) and the pipe's write
     ends (only the reader's own is left: its writer died)."""
-    check(bench.run_mode(bench.by_name("hang_pipe_dead_writer"), HANG_WATCH_S), HANG_WATCH_S)
+    check(corpus.run_mode(by_name("hang_pipe_dead_writer"), HANG_WATCH_S), HANG_WATCH_S)
 
 
+@pytest.mark.alone
 @pytest.mark.parametrize("name", ["healthy_mlp", "slow_steps"])
 def test_corpus_run_mode(name):
-    check(bench.run_mode(bench.by_name(name), WATCH_S))
+    check(corpus.run_mode(by_name(name), WATCH_S))
 
 
 @can_attach
 def test_corpus_hang_attached():
-    check(bench.attached_mode(bench.by_name("hang_dead_producer"), HANG_WATCH_S), HANG_WATCH_S)
+    check(corpus.attached_mode(by_name("hang_dead_producer"), HANG_WATCH_S), HANG_WATCH_S)

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 from conftest import fed, record
+from tests_support import until_drawn
 
 from gputop.ui.app import Target
 from gputop.ui.panes.captures import CapturesPane, CaptureView
@@ -25,11 +26,10 @@ def python_target():
 
 
 async def wait_for(pilot, app, done, seconds: float = 30.0):
-    for _ in range(int(seconds / 0.1)):
-        await pilot.pause(0.1)
-        if done():
-            return
-    raise AssertionError(f"still {list(app.capture_keys.views.values())}")
+    try:
+        await until_drawn(pilot, done, timeout=seconds, what="the capture")
+    except AssertionError:
+        raise AssertionError(f"still {list(app.capture_keys.views.values())}") from None
 
 
 async def test_f_records_a_flame_graph_and_the_pane_follows_it(make_app, python_target, tmp_path):
@@ -58,7 +58,9 @@ async def test_x_cancels_a_running_capture(make_app, python_target, tmp_path):
     async with app.run_test(size=(160, 48)) as pilot:
         assert app.check_action("cancel_capture", ()) is None  # nothing to cancel yet
         await pilot.press("f")
-        await pilot.pause(1.5)
+        views = app.capture_keys.views
+        await until_drawn(pilot, lambda: any(v.done >= 1.0 for v in views.values()), timeout=30,
+                          what="py-spy recording for a second")  # fmt: skip
         await pilot.press("x")
         await wait_for(pilot, app, lambda: not app.capture_keys.running)
         (view,) = app.capture_keys.views.values()

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 from conftest import FixedHost, host_sample, ingest_all, record
+from tests_support import until_drawn
 
 from gputop.config import Config
 from gputop.ui.app import GputopApp, Target
@@ -72,10 +73,12 @@ async def test_a_real_process_feeds_the_pane_through_the_sampler_thread():
             host = HostSource.open(child.pid)
             app = GputopApp(src, config=Config(interval=0.5), host=host)
             async with app.run_test() as pilot:
-                for _ in range(60):
-                    await pilot.pause(0.05)
-                    if app.session.state.host is not None and "main" in pane(app):
-                        break
+                await until_drawn(
+                    pilot,
+                    lambda: app.session.state.host is not None and "main" in pane(app),
+                    timeout=20,
+                    what="the sampler's first host reading drawn",
+                )
                 assert "main" in pane(app) and "CPU" in pane(app)
             src.close()
     finally:

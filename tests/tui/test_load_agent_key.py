@@ -11,7 +11,7 @@ from conftest import agents_sample
 from tests_support import until_drawn
 
 from gputop.ui.app import Target
-from gputop.ui.screens.load_agent import AgentOffer, LoadAgentScreen
+from gputop.ui.screens.load_agent import WORKERS, AgentOffer, LoadAgentScreen
 from gputop.ui.widgets import StatusLine
 
 PID = 4242
@@ -112,8 +112,14 @@ async def test_attach_flag_loads_at_start_without_asking(make_app):
 async def test_no_key_and_no_line_when_the_agent_is_there_or_nothing_can_be_loaded(make_app):
     app, calls = offered(make_app, FakePlan(todo=False, loaded=True))
     async with app.run_test(size=(120, 40)) as pilot:
-        await until_drawn(pilot, lambda: calls.plans == 1)
-        await pilot.pause(0.1)
+        # the first look done, its line (none) drawn: the worker calls back before it ends
+        await until_drawn(
+            pilot,
+            lambda: (
+                calls.plans == 1 and all(w.is_finished for w in app.workers if w.group == WORKERS)
+            ),
+            what="the first look",
+        )
         assert "press a" not in status(app)
     plain = make_app()  # no target: no offer, the key is neither shown nor listed
     async with plain.run_test(size=(120, 40)) as pilot:

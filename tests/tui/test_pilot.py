@@ -7,6 +7,7 @@ import os
 import stat
 
 from conftest import WALL0, ingest_all, record, snapshot_dir_files
+from tests_support import until_drawn
 
 from gputop.config import Config
 from gputop.ui.app import GputopApp
@@ -155,12 +156,18 @@ async def test_next_and_previous_gpu_move_the_selection(make_app):
         assert app.selected == 7  # wraps around
 
 
+def _detail_drawn(app) -> bool:
+    """The detail screen is open and has drawn its GPU's facts."""
+    facts = app.screen.query("#detail-facts") if isinstance(app.screen, DetailScreen) else None
+    return bool(facts) and bool(facts.first().content)
+
+
 async def test_enter_opens_the_detail_of_the_selected_gpu(make_app):
     app = make_app(record("h100x2", "power-throttled", ticks=30))
     async with app.run_test(size=(120, 60)) as pilot:
         await ingest_all(app, pilot)
         await pilot.press("j", "enter")
-        await pilot.pause(0.1)
+        await until_drawn(pilot, lambda: _detail_drawn(app), what="the detail screen drawn")
         assert isinstance(app.screen, DetailScreen) and app.screen.index == 1
         facts = _plain(app.screen.query_one("#detail-facts").content)
         assert "1  NVIDIA H100 80GB HBM3  00000000:64:00.0" in facts
@@ -302,10 +309,7 @@ async def test_live_sampler_thread_feeds_the_rows():
         src = NvmlSource.open()
         app = GputopApp(src, config=Config(interval=0.5))
         async with app.run_test() as pilot:
-            for _ in range(40):
-                await pilot.pause(0.05)
-                if len(app.session.timeline) >= 2:
-                    break
-            assert len(app.session.timeline) >= 2
+            await until_drawn(pilot, lambda: len(app.session.timeline) >= 2, timeout=20,
+                              what="two readings from the sampler thread")  # fmt: skip
             assert "SM 1590/1590MHz" in row_text(app, 0)
         src.close()

@@ -80,8 +80,7 @@ async def test_replay_plays_the_recorded_verdicts_in_order(recording):
 
     player.apply = spy  # type: ignore[method-assign]
     async with app.run_test(size=(120, 40)) as pilot:
-        while app.playing:
-            await pilot.pause(0.05)
+        await until_drawn(pilot, lambda: not app.playing, timeout=60, what="the playback's end")
         assert app.at == pytest.approx(app.playback.total)
         assert "end" in str(app.query_one("#sim-banner").render())
     assert seen == [bound for _, bound in expected.changes]
@@ -93,7 +92,7 @@ async def test_pause_seek_and_speed_keys(recording):
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("space")  # pause
         at = app.at
-        await pilot.pause(0.3)
+        await pilot.pause(0.3)  # pacing: three ticks (0.1 s) of the paused playback
         assert app.at == at and not app.playing
         await pilot.press("right", "right")
         assert app.at == pytest.approx(at + 20, abs=0.2)
@@ -169,8 +168,7 @@ async def test_a_verdict_that_recomputes_differently_is_said(tmp_path):
     assert not check(recording).ok
     app = ReplayApp(recording, speed=64.0)
     async with app.run_test(size=(120, 40)) as pilot:
-        while app.playing:
-            await pilot.pause(0.05)
+        await until_drawn(pilot, lambda: not app.playing, timeout=60, what="the playback's end")
         assert shown(app) == "memory-bandwidth"  # the recorded verdict is what is shown
         assert app.playback.mismatch and "differs from the recorded one" in app.playback.mismatch
         assert "differs from the recorded one" in str(app.query_one("#status").render())
@@ -244,8 +242,7 @@ async def test_a_recording_of_numbers_no_board_gives_replays_every_screen(tmp_pa
     app = ReplayApp(recording, speed=64.0)
     async with app.run_test(size=SIZES[size]) as pilot:
         await pilot.press("enter")  # the GPU detail: charts of the history
-        while app.playing:
-            await pilot.pause(0.05)
+        await until_drawn(pilot, lambda: not app.playing, timeout=60, what="the playback's end")
         await pilot.press("escape", "v")  # why: every rule with its numbers
         await pilot.pause()
         await pilot.press("escape", "j", "enter")

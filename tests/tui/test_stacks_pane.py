@@ -7,6 +7,7 @@ import stat
 
 import pytest
 from conftest import FixedStacks, fed, ingest_all, record, stacks_window
+from tests_support import until_drawn
 
 from gputop.ui.app import Target
 from gputop.ui.panes.stacks import StacksPane
@@ -42,11 +43,8 @@ async def test_d_dumps_every_thread_to_a_screen_and_a_private_file(make_app, tmp
     app = make_app(stacks=FixedStacks(stacks_window()))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("d")
-        for _ in range(50):
-            await pilot.pause(0.05)
-            if type(app.screen).__name__ == "DumpScreen":
-                break
-        assert type(app.screen).__name__ == "DumpScreen"
+        await until_drawn(pilot, lambda: type(app.screen).__name__ == "DumpScreen", timeout=20,
+                          what="the dump screen")  # fmt: skip
         text = str(app.screen.query_one("#dump-text").content)
         assert (
             "== pid 4242 (main)" in text and "Module._call_impl" in text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import FixedAgents, FixedHost, agents_sample, host_sample, ingest_all, record
+from tests_support import until_drawn
 
 from gputop.ui.panes.verdict import VerdictPane
 
@@ -74,7 +75,8 @@ async def test_v_opens_every_rule_with_its_numbers(make_app):
     async with app.run_test(size=(120, 40)) as pilot:
         await ingest_all(app, pilot)
         await pilot.press("v")
-        await pilot.pause(0.2)
+        await until_drawn(pilot, lambda: bool(app.screen.query("#dump-text")),
+                          what="the why screen")  # fmt: skip
         text = str(app.screen.query_one("#dump-text").content)
         assert "[FIRED" in text and "throttled-power" in text
         assert text.count("[not fired]") >= 8  # the rules that did not fire are listed too

@@ -35,3 +35,12 @@ def test_the_readme_shows_what_the_code_prints(path):
     readme = (REPO / "README.md").read_text()
     shown = "\n".join(f"    {line}".rstrip() for line in block)
     assert shown in readme, f"README.md should show, as {path.name} renders:\n{shown}"
+
+
+def test_ci_runs_the_test_command_the_readme_gives():
+    """README's "then the test command:" block is a line of .ci/run, as it is written."""
+    lines = (REPO / "README.md").read_text().splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.endswith("then the test command:"))
+    command = lines[at + 2].strip()
+    assert command.startswith("pytest"), command
+    assert command in (REPO / ".ci" / "run").read_text().splitlines(), command

@@ -97,12 +97,11 @@ def reasoning_text(v: Verdict | None, setup: Mapping[str, Any] | None = None) ->
         return "No verdict yet: waiting for readings.\n"
     out = [*setup_lines(setup), f"Inputs: {', '.join(v.inputs) or 'none'}"]
     if v.principal:
-        out.append(f"Principal: {v.principal.bound} ({v.principal.confidence:.0%})")
-        if v.principal.cause is not None:
-            out.append(f"Cause: {v.principal.cause.text}")
-            out += [f"    + {e.text} [{e.source}]" for e in v.principal.cause.evidence]
-        if v.principal.saving is not None:
-            out.append(f"First lever saves: {v.principal.saving.text}")
+        p = v.principal
+        # as every output says it (render/verdict.py), the cause's own measurements under it
+        measured = [f"+ {e.text} [{e.source}]" for e in p.cause.evidence] if p.cause else []
+        out.append(f"Principal: {p.bound} ({p.confidence:.0%}): {p.summary}")
+        out += said_lines(said(p), "    ", step=measured, missing=True)
     elif v.note:
         out.append(v.note)
     out.append("")

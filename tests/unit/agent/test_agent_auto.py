@@ -258,7 +258,7 @@ class _Items(torch.utils.data.Dataset):
             while time.thread_time() < end:
                 pass
         else:
-            time.sleep(self.ms / 1000)
+            time.sleep(self.ms / 1000)  # pacing: an item read, slept through
         return torch.zeros(2)
 
 

@@ -7,27 +7,30 @@ import json
 import threading
 import time
 
+from tests_support import until
+
 from gputop.agent.stacks import StackSampler, _library_dirs, own_line
 from gputop.sources import agent_decode as dec
 
 
 def test_the_line_of_a_c_call_in_the_jobs_code_is_sent_and_read_back():
-    stop = threading.Event()
+    stop, entered = threading.Event(), threading.Event()
 
     def in_a_c_call():
+        entered.set()  # it keeps the GIL from here until its sleep lets it go
         while not stop.is_set():
-            time.sleep(0.05)  # the line the monitor should read
+            time.sleep(0.05)  # pacing: the line the monitor should read
 
     t = threading.Thread(target=in_a_c_call, name="caller")
     t.start()
     try:
-        time.sleep(0.1)
+        until(entered.is_set, timeout=10, what="the thread to start")
         sample = StackSampler().sample()
     finally:
         stop.set()
         t.join()
     (caller,) = [x for x in sample if x["name"] == "caller"]
-    assert caller["frames"][0][3] == "time.sleep(0.05)  # the line the monitor should read"
+    assert caller["frames"][0][3] == "time.sleep(0.05)  # pacing: the line the monitor should read"
     assert all(len(f) == 3 for f in caller["frames"][1:])  # the innermost frame only
     msg = json.loads(json.dumps({"threads": sample}))
     (back,) = [x for x in dec.parse_stacks(msg) if x[1] == "caller"]

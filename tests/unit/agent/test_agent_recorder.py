@@ -13,9 +13,9 @@ def test_phases_accumulate_into_one_step_record():
     r = StepRecorder()
     for _ in range(3):
         with r.phases["data_wait"]:
-            time.sleep(0.002)
+            time.sleep(0.002)  # pacing: 2 ms in data_wait
     with r.phases["forward"]:
-        time.sleep(0.001)
+        time.sleep(0.001)  # pacing: 1 ms in forward
     r.step(samples=64, tokens=1000, flops=1e9)
     (rec,) = r.records
     seq, step, t0, t1, durations, samples, tokens, flops = rec[:8]
@@ -130,7 +130,7 @@ def test_time_is_exclusive_and_markers_closed_out_of_order_leave_nothing_open():
     r = StepRecorder()
     fwd, h2d = r.phases["forward"], r.phases["h2d"]
     with fwd, h2d:
-        time.sleep(0.01)
+        time.sleep(0.01)  # pacing: 10 ms with both open
     t0 = r.step_t0
     r.step()
     _, _, start, end, durations, *_ = r.records[-1]
@@ -144,7 +144,7 @@ def test_time_is_exclusive_and_markers_closed_out_of_order_leave_nothing_open():
     h2d.__exit__(None, None, None)
     r.step()  # the boundary notices nothing is really open
     assert r.open_phase[0] is None
-    time.sleep(0.005)
+    time.sleep(0.005)  # pacing: time passes with nothing open
     r.step()
     assert sum(r.records[-1][4]) == 0  # no phantom time for a phase closed long ago
 
@@ -159,7 +159,7 @@ def test_an_idle_recorder_records_nothing_and_wakes_clean():
     r.idle()
     assert not r.on
     with r.phases["backward"]:
-        time.sleep(0.001)
+        time.sleep(0.001)  # pacing: 1 ms in a marker while idle
     r.step()  # a boundary while idle: nothing recorded
     assert len(r.records) == 1
     r.wake()
@@ -167,7 +167,7 @@ def test_an_idle_recorder_records_nothing_and_wakes_clean():
     r.step()  # the first boundary after waking starts clean
     assert len(r.records) == 1 and r.user_open == 0 and r.open_id == -1
     with r.phases["data_wait"]:
-        time.sleep(0.002)
+        time.sleep(0.002)  # pacing: 2 ms in data_wait
     auto = r.auto["forward"]
     assert auto.open() == 1  # automatic phases are not shut by a stale user marker
     auto.close()

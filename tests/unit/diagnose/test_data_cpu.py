@@ -29,7 +29,7 @@ def test_the_agent_sends_the_waits_cpu_and_the_monitor_reads_it():
     r = StepRecorder()
     r.step()
     r.data_cpu_ns = 400_000  # what torch_hooks' DataLoader wrapper adds up in a step
-    time.sleep(0.001)  # a step longer than its wait's CPU
+    time.sleep(0.001)  # pacing: a step longer than its wait's CPU
     r.step()
     r.step()  # a step with no wait timed
     line = AgentServer(r)._steps_message(list(r.records))

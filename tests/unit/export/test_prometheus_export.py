@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 from builders import agent, device, gpu_sample, step
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
+from tests_support import until
 
 from gputop.diagnose import evaluate, reduce_windows
 from gputop.diagnose.bounds import NAMES
@@ -425,20 +425,35 @@ def test_slow_clients_cannot_pile_up_threads_and_scrapes_resume():
     try:
         for _ in range(500):
             idle.append(socket.create_connection(addr, timeout=5))
-        time.sleep(0.5)
+        for s in idle:
+            s.setblocking(False)  # looked at below without waiting
+        # the server has taken every connection once those over the cap are closed unserved
+        until(lambda: sum(map(_hung_up, idle)) >= len(idle) - MAX_CLIENTS, timeout=15,
+              what="the connections over the cap closed")  # fmt: skip
         assert threading.active_count() <= base + MAX_CLIENTS
     finally:
         for s in idle:
             s.close()
+
+    def scraped() -> bool:  # the slots free as their idle clients hang up
+        try:
+            with urllib.request.urlopen(f"http://{addr[0]}:{addr[1]}/metrics", timeout=5) as r:
+                assert b"gputop_info" in r.read()
+            return True
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            return False
+
     try:
-        deadline = time.monotonic() + 15
-        while True:  # the slots free as their idle clients hang up
-            try:
-                with urllib.request.urlopen(f"http://{addr[0]}:{addr[1]}/metrics", timeout=5) as r:
-                    assert b"gputop_info" in r.read()
-                break
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                assert time.monotonic() < deadline
-                time.sleep(0.2)
+        until(scraped, timeout=15, what="a scrape answered once the slots free", every=0.2)
     finally:
         sink.close()
+
+
+def _hung_up(s: socket.socket) -> bool:
+    """Whether the server closed ``s`` (a nonblocking socket it never sends to)."""
+    try:
+        return s.recv(1, socket.MSG_PEEK) == b""
+    except BlockingIOError:
+        return False
+    except OSError:  # reset
+        return True

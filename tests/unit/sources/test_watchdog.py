@@ -6,6 +6,7 @@ import threading
 import time
 
 import pytest
+from tests_support import until
 
 from gputop.sources.watchdog import SourceStalled, Watchdog
 
@@ -30,7 +31,5 @@ def test_hung_call_times_out_then_recovers():
         wd.call(lambda: 1)  # fails fast instead of queueing behind the stuck call
     assert time.monotonic() - t1 < 0.1
     release.set()
-    deadline = time.monotonic() + 2
-    while wd.stalled and time.monotonic() < deadline:
-        time.sleep(0.01)
+    until(lambda: not wd.stalled, timeout=20, what="the released call to return", every=0.01)
     assert wd.call(lambda: 2) == 2
