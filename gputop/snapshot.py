@@ -24,6 +24,7 @@ from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample, AgentState
 from gputop.sources.nvml import Capabilities, NvmlSource
 from gputop.sources.watchdog import Watchdog
+from gputop.vocab.budget import JSON_DECIMALS
 
 SCHEMA_VERSION = 1
 SETTLE_S = 0.25
@@ -40,7 +41,7 @@ def jsonable(obj: Any) -> Any:
     if isinstance(obj, list | tuple):
         return [jsonable(v) for v in obj]
     if isinstance(obj, float):
-        return round(obj, 3)
+        return round(obj, JSON_DECIMALS)
     return obj
 
 

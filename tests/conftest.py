@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -15,6 +16,12 @@ from machine_lock import DIR_KEY, MachineLock
 
 from gputop.sim import SimBoard, installed
 from gputop.sources.nvml import NvmlSource
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # xdist gives its workers a terminal size (COLUMNS=80, LINES=24) that a plain run lacks, and
+    # every gputop a test starts would take it for its terminal's (a tmux pane's resize unseen)
+    for _name in ("COLUMNS", "LINES"):
+        os.environ.pop(_name, None)
 
 sys.path.insert(1, str(Path(__file__).resolve().parent / "corpus"))
 """The corpus's table and harness (``from scenarios import by_name``, ``from harness import

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gputop.model.budget import Budget
+from gputop.vocab.budget import JSON_DECIMALS
 
 NO_PROGRESS = "no progress for"
 """How the note starts while the job stands still but not yet for its hang limit."""
@@ -55,6 +56,12 @@ class Saving:
     error, the numbers the cause sized it from)."""
     high: float = 0.0
     """The most."""
+
+    def __post_init__(self) -> None:
+        # the shares to the decimals JSON keeps: "saves 9-16%" said from this object and from
+        # diagnose's JSON or a report (which read these back) alike, never rounded twice
+        for name in ("share", "low", "high"):
+            object.__setattr__(self, name, round(getattr(self, name), JSON_DECIMALS))
 
     @property
     def text(self) -> str:

@@ -46,8 +46,8 @@ def saving_of(lever: str, sig: RuleInputs, budget: Budget | None) -> Saving | No
     if work is not None and work.slowest is not None:
         slow = f"rank {work.slowest.row.name}"
     condition = lever.condition or (default[1] if default else "")
-    return Saving(round(share, 4), speedup_of(share), condition.format(slow=slow),
-                  round(low, 4), round(max(high, share), 4))  # fmt: skip
+    return Saving(share, speedup_of(share), condition.format(slow=slow), low,
+                  max(high, share))  # fmt: skip
 
 
 def savings_of(

@@ -8,6 +8,11 @@ a slice is the loss of lives with the bound registry (``gputop/diagnose/bounds.p
 
 from __future__ import annotations
 
+JSON_DECIMALS = 3
+"""Decimals every JSON output keeps of a number (``snapshot.jsonable``): a share said in whole
+percents from a value read back says what it said from the value it was made of only when that
+value had no more decimals than these (``diagnose.findings.Saving``)."""
+
 COMPUTE = "compute"
 """Forward, backward and the optimizer: the model's own work (the only slice that is no loss)."""
 DATA = "data"

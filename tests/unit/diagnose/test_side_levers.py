@@ -11,6 +11,7 @@ from builders import agent, step
 from gputop.diagnose import evaluate, reduce_windows
 from gputop.diagnose.causes.garbage import FULLS_GONE
 from gputop.model.steps import AgentsSample
+from gputop.vocab.budget import JSON_DECIMALS
 
 PHASES = {"forward": 20.0, "backward": 20.0, "optimizer": 2.0}
 
@@ -72,11 +73,13 @@ def test_each_lever_saves_from_the_slice_it_declares():
     threshold = next(x for x in p.levers if x.startswith("gc.set_threshold"))
     eval_share, gc_share = v.budget.share("eval"), v.budget.share("gc")
     assert eval_share > 0.2 and gc_share > 0.05, (eval_share, gc_share)
-    assert by_lever[less].share == round(eval_share * 0.5, 4)  # half as often: half the eval
+    assert by_lever[less].share == round(
+        eval_share * 0.5, JSON_DECIMALS
+    )  # half as often: half the eval
     assert by_lever[less].condition == "if it evaluated half as often"
     assert by_lever[batch] is None  # a larger eval batch: by how much, the budget cannot say
     # sized by the collector's own timings (its cause), under the eval's finding too: every
     # collection here is a full one, and higher thresholds take FULLS_GONE of those away
-    assert by_lever[threshold].share == round(gc_share * FULLS_GONE, 4)
+    assert by_lever[threshold].share == round(gc_share * FULLS_GONE, JSON_DECIMALS)
     assert by_lever[threshold].condition.startswith("if its 7 full collections in 39 steps")
     assert p.saving == p.lever_savings[0]
