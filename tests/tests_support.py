@@ -5,7 +5,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
-import math
 import os
 import socket
 import time
@@ -200,10 +199,8 @@ def until(check, timeout: float = 30.0, what: str = "", every: float = 0.05):
     """Polls ``check()`` until it is true and returns its value; a timeout fails the test with
     ``what``. Every test that waits for a state waits through this (a fixed sleep passes when
     things are merely slow, or fails on a busy machine)."""
-    began = time.monotonic()
-    while not (got := check()):
-        _still_in_time(began, timeout, what or check)
-        time.sleep(every)
+    got = until_or_none(check, timeout, every)
+    assert got, f"timed out after {timeout:g} s: {what or check}"
     return got
 
 
@@ -219,15 +216,12 @@ async def until_drawn(pilot, check, timeout: float = 10.0, what: str = ""):
 def until_or_none(check, timeout: float = 30.0, every: float = 0.05):
     """``until`` for a wait whose timeout is no failure of its own (a best-effort cleanup, or a
     caller that fails with what it saw): ``check()``'s value, or None after ``timeout``."""
-    began, got = time.monotonic(), None
-
-    def done():
-        nonlocal got
-        got = check()
-        return got or time.monotonic() - began >= timeout
-
-    until(done, timeout=math.inf, every=every)
-    return got or None
+    began = time.monotonic()
+    while not (got := check()):
+        if time.monotonic() - began >= timeout:
+            return None
+        time.sleep(every)
+    return got
 
 
 def _still_in_time(began: float, timeout: float, what: object) -> None:

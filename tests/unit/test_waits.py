@@ -12,7 +12,7 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parents[1]
 PROGRAMS = ("bench", "corpus", "gpu/gpu_check.py", "gpu/nvml_phases.py")
 """Scripts under tests/ that pace jobs or measure them (their sleeps are their purpose)."""
-POLLERS = {("tests_support.py", "until"), ("tests_support.py", "sample_until")}
+POLLERS = {("tests_support.py", "until_or_none"), ("tests_support.py", "sample_until")}
 """The polling helpers themselves: their sleep is the interval between looks."""
 
 
