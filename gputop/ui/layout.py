@@ -6,12 +6,14 @@ state drawn into them, each pane when a reading it shows changed."""
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterable, Iterator, Sequence
 
 from textual.app import App
 from textual.containers import Vertical, VerticalScroll
 from textual.widget import Widget
 
+from gputop.config import INTERVAL_MIN
 from gputop.model import DeviceInfo
 from gputop.session import SessionState
 from gputop.ui.budget_cells import principal_slice
@@ -23,6 +25,9 @@ from gputop.ui.widgets import GpuRow, HeaderLine, KeyBar, SimBanner, StatusLine
 
 TARGET_PANES = sources()
 """Panes shown only with their source (a target's tree, its agents, its stacks)."""
+FIT_LOST_S = 2 * INTERVAL_MIN
+"""A share of the rows asked and not made for this long was dropped (its screen closed
+before refreshing): asked again. Two of the fastest refreshes, far above a frame."""
 
 
 class MonitorPanes:
@@ -45,7 +50,10 @@ class MonitorPanes:
         self.spark_width = spark_width
         self.room: Room | None = None
         """The rows last shared out (``ui/room.py``)."""
-        self._fitting = False
+        self._fitting: tuple[object, float] | None = None
+        """The screen a share of the rows was asked of, and when (monotonic s): Textual runs
+        it after the refresh of the screen current when its message is read, and drops it when
+        that screen closes first (a question opened and answered in between)."""
         self._composed: tuple[Pane, ...] = ()
         """The panes composed, top to bottom: drawn from each state without a DOM query."""
         self._drawn: tuple[SessionState, float, str | None] | None = None
@@ -91,16 +99,25 @@ class MonitorPanes:
 
     def fit_soon(self) -> None:
         """Shares the free rows out once the panes just drawn have been measured (after the
-        next refresh); one pending at a time."""
-        if not self._fitting:
-            self._fitting = True
-            self.app.call_after_refresh(self.fit)
+        next refresh); one pending at a time, asked again where it may have been dropped: on
+        another screen, or unanswered for ``FIT_LOST_S``."""
+        try:
+            screen = self.app.screen
+        except Exception:  # no screen: starting or leaving
+            return
+        now = time.monotonic()
+        if self._fitting is not None:
+            asked_of, asked_at = self._fitting
+            if asked_of is screen and now - asked_at < FIT_LOST_S:
+                return
+        self._fitting = (screen, now)
+        self.app.call_after_refresh(self.fit)
 
     def fit(self) -> None:
         """The screen's rows shared out (``ui/room.py``): the key bar, header and status line,
         a line per GPU, the panes as far as they fit, then the chart and the GPUs' histories;
         the GPU rows redrawn when theirs changed (a longer history)."""
-        self._fitting = False
+        self._fitting = None
         app = self.app
         try:
             scroll = app.query_one("#gpus")

@@ -10,7 +10,8 @@ from itertools import pairwise
 import pytest
 from builders import job_readings
 from conftest import FixedAgents, ingest_all, record, screen_rows
-from tests_support import longest_blank
+from tests_support import longest_blank, until_drawn
+from textual.screen import ModalScreen
 
 from gputop.ui.app import Target
 from gputop.ui.panes.chart import BudgetChart
@@ -202,3 +203,38 @@ async def test_80x24_attached_to_ranks_keeps_the_key_bar_and_a_line_per_gpu(make
             first = row.text().splitlines()[0]
             assert first[:30] in screen, f"GPU {row.info.index} not on screen:\n{screen}"
         assert "STRAGGLER" in screen and "try:" in screen, screen  # the verdict whole
+
+
+class ClosedUnrefreshed(ModalScreen[None]):
+    """A question closed before it refreshed: what was to run after its refresh never runs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dropped: list[object] = []
+
+    def _invoke_later(self, callback, sender) -> None:
+        self.dropped.append(callback)
+
+
+async def test_rows_are_shared_after_a_question_closes(make_app):
+    """A reading drawn while a question is on the screen (key a's "Load gputop's agent?")
+    asks for the rows to be shared once that screen has refreshed; a screen closed before it
+    refreshed drops what it was asked (Textual keeps such callbacks per screen). The next
+    reading asks again: the chart comes when the steps do (it never came, once, in CI)."""
+    gpus, readings = scene()
+    app = make_app(gpus, agents=FixedAgents(readings[-1]), target=Target(7000, JOB))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ingest_all(app, pilot)
+        assert not app.query_one(BudgetChart).display  # no steps yet
+        question = ClosedUnrefreshed()
+        await app.push_screen(question)
+        for r in readings[:-2]:
+            app.session.take("agents", r, evaluate=False)
+        app.take("agents", readings[-2])  # drawn under the question
+        await until_drawn(pilot, lambda: question.dropped, what="the rows asked of the question")
+        app.pop_screen()
+        app.take("agents", readings[-1])
+        await pilot.pause()
+        await pilot.pause()
+        chart = app.query_one(BudgetChart)
+        assert chart.display and chart.rows >= 6
