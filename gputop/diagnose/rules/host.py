@@ -21,6 +21,7 @@ from gputop.vocab.bounds import (
     DATA_BOUNDS,
     DATA_CPU_TRANSFORM,
     HOST_MEMORY_PRESSURE,
+    HOST_OVERHEAD,
 )
 
 LIMIT_HITS = 0.5
@@ -143,7 +144,12 @@ def cpu_oversubscribed(sig: RuleInputs) -> Finding:
       itself saturates the CPUs. That finding explains this one, which stays as a secondary:
       there is no pool to cap, and the lever is a cheaper transform or one moved to the GPU,
       not more workers;
-    - anything else (workers that wait, a plain data-input): the CPU fight explains it."""
+    - anything else (workers that wait, a plain data-input): the CPU fight explains it.
+
+    The loop's own Python (host-overhead) is CPU work of the training thread, which the fight
+    stops like every other thread: a quota throttles the whole cgroup, a queue longer than the
+    CPUs delays every runnable thread. Its slice is stretched by the fight, which is named
+    under it: oversubscription is a cause that stretches a slice."""
     h = sig.host
     if h is None or h.exited or not h.effective_cpus:
         return finding(CPU_OVERSUBSCRIBED, [], [], ["host"], "too many threads for the CPUs")
@@ -182,4 +188,5 @@ def cpu_oversubscribed(sig: RuleInputs) -> Finding:
     # (data_input then explains this finding: the transform fills the CPUs)
     if not f.fired:
         return f
-    return replace(f, explains=DATA_BOUNDS[:2] if pools_crowd(sig) else DATA_BOUNDS[:1])
+    data = DATA_BOUNDS[:2] if pools_crowd(sig) else DATA_BOUNDS[:1]
+    return replace(f, explains=(*data, HOST_OVERHEAD))

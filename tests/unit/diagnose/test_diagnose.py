@@ -496,6 +496,17 @@ def test_a_throttled_quota_explains_a_starved_loader():
     assert v.principal.levers[1] == "do not add DataLoader workers: they compete for the same CPUs"
 
 
+def test_a_throttled_quota_is_the_cause_under_the_loops_own_time():
+    # a half-CPU quota stops the training thread in every slice alike: the loop's own Python,
+    # the largest loss, is stretched by the fight, and capping the threads is the lever
+    v = verdict("starved", agents=agents({"forward": 30, "backward": 40, "other": 25}),
+                host=host(cpus=0.5, running=4, runq=2.0, throttled=0.9))  # fmt: skip
+    assert bound(v) == "cpu-oversubscribed", v
+    assert v.principal.summary.startswith("the loop's own Python "), v.principal.summary
+    assert "because threads fight over too few CPUs" in v.principal.summary
+    assert any(f.bound == "host-overhead" for f in v.findings)
+
+
 def test_workers_busy_on_shared_cores_are_cpu_transform_and_get_no_wait_lever():
     # 70% of a core each (the machine's cores are shared): computing, not waiting
     loader = {"dataloader": M({"num_workers": 2, "pin_memory": True, "persistent_workers": True})}
