@@ -32,8 +32,10 @@ from tests_support import (
 from gputop import schemas
 
 # The simulated boards' classes and the hangs judge what the CPU cannot change (the board's
-# readings, a job doing nothing); every other test here judges a real job's use of the CPU and is
-# marked ``alone`` (tests/machine_lock.py)
+# readings, a job doing nothing); so do the jobs that wait on sleeps, the disk or memory (a
+# remote read, a cold file, a cgroup's limit): beside two busy cores they held their verdicts
+# 8-22 s before their watches ended (two runs each). Every other test here judges a real job's
+# use of the CPU and is marked ``alone`` (tests/machine_lock.py)
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -147,7 +149,6 @@ def test_pegged_workers_are_cpu_transform_and_the_lever_is_not_more_workers():
     assert not [lv for lv in levers if MORE_WORKERS.search(lv)], levers
 
 
-@pytest.mark.alone
 def test_slow_remote_reads_are_plain_data_input_and_the_lever_is_more_workers():
     # the workers sleep on every batch (remote storage latency): no CPU, no disk, still starved
     # right and held from 3 s under a busy core (tests/bench/margins.py): 12 s of margin at 15
@@ -182,7 +183,6 @@ def cold_dataset(tmp_path_factory) -> Iterator[str]:
     pytest.skip("no filesystem here takes O_DIRECT reads")
 
 
-@pytest.mark.alone
 def test_workers_asleep_on_the_disk_are_data_input_io(cold_dataset):
     doc = diagnose(*trainer("--workers", "2", "--data-file", cold_dataset))
     assert principal(doc) == "data-input/io", doc["timeline"]
@@ -192,7 +192,6 @@ def test_workers_asleep_on_the_disk_are_data_input_io(cold_dataset):
     assert p["levers"][0].startswith("stage the data on local NVMe")
 
 
-@pytest.mark.alone
 def test_a_main_thread_reading_from_disk_is_data_input_io(cold_dataset):
     # held from 3 s under a busy core (tests/bench/margins.py): 12 s of margin at 15
     knobs = ("--workers", "0", "--data-file", cold_dataset)
@@ -202,7 +201,6 @@ def test_a_main_thread_reading_from_disk_is_data_input_io(cold_dataset):
     assert any(lever.startswith("DataLoader num_workers=0 on a") for lever in p["levers"])
 
 
-@pytest.mark.alone
 def test_a_main_thread_asleep_on_remote_reads_is_plain_data_input():
     # held from 3 s quiet and beside a busy core with two test workers (tests/bench/margins.py,
     # two CI runs): 9 s of margin at 12
@@ -385,7 +383,6 @@ def _settled(cg, within: float = 0.02) -> int:
     return before
 
 
-@pytest.mark.alone
 def test_workers_copying_the_dataset_to_the_limit_are_host_memory_pressure():
     # steady at ~96% of the limit: "more workers" would be the next OOM kill (at 94% the job
     # read as data-input/cpu-transform once in three runs with a core busy; 96%: 4 of 4 right)
@@ -409,7 +406,6 @@ def test_workers_copying_the_dataset_to_the_limit_are_host_memory_pressure():
     )
 
 
-@pytest.mark.alone
 def test_memory_creeping_to_an_oom_kill_is_host_memory_pressure():
     # slow workers copy ~12 MiB/s more of the dataset until the OOM killer ends the job
     with memory_cgroup() as cg:

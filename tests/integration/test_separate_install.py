@@ -52,20 +52,26 @@ pytestmark = [
 ]
 
 CORPUS = REPO / "tests" / "corpus"
-WATCH_S = 16.0
+WATCH_S = 14.0
 """Each scenario's watch. Under a busy core (tests/bench/margins.py over a CI run) the final
 verdict held from 6 s at the latest started by diagnose (torchrun_straggler; the others from
-3 s) and from the first reading once attached: 10 s of margin or more (quiet, each is right
+3 s) and from the first reading once attached: 8 s of margin or more (quiet, each is right
 within 1-9 s: bench_verdicts, stop 35)."""
 JOB_OUTLIVES_S = 14.0
 """The container's job trains this much longer than the watch (it was 30 s, waited for in full
 to see what it left in /tmp): the attach delay, loading the agent and a margin. Under a busy
 core gputop's watch ended 22 s after the job started (two runs), and the job trains 30 s after
 its imports: 8 s or more to spare."""
-ATTACHED_WATCH_S = 13.0
+ATTACHED_WATCH_S = 10.0
 """Once attached, each held its final verdict from the first reading under a busy core (15 s
-of margin at 16 s, two CI runs): 12 s of margin here."""
+of margin at 16 s, two CI runs; 12 s at 13 s, three): 9 s of margin here."""
 SCENARIOS = ("eval_every_n", "gc_pressure", "torchrun_straggler", "remote_reads")
+CAN_NAMESPACE = os.geteuid() == 0 and shutil.which("unshare") is not None
+"""The container test can run (it attaches to torchrun_straggler by its host PID, from the
+wheel's venv: the attached run of that scenario here, and more)."""
+ATTACHED = tuple(n for n in SCENARIOS if not (CAN_NAMESPACE and n == "torchrun_straggler"))
+"""The scenarios attached by PID here: the container test attaches to the straggler where it
+can run."""
 
 
 def _venv(path: Path, *packages: str) -> Path:
@@ -121,7 +127,7 @@ def test_separate_install_started_by_diagnose(name, separate):
     check(separate.run_mode(by_name(name), WATCH_S))
 
 
-@pytest.mark.parametrize("name", SCENARIOS)
+@pytest.mark.parametrize("name", ATTACHED)
 def test_separate_install_attached_by_pid(name, separate):
     check(separate.attached_mode(by_name(name), ATTACHED_WATCH_S), ATTACHED_WATCH_S)
 
@@ -164,8 +170,7 @@ def _launcher(outer: int, timeout: float = 60) -> int:
     return until(found, timeout, what="torchrun to start in the namespace", every=0.2)
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
-                    reason="making mount and PID namespaces needs root and unshare")  # fmt: skip
+@pytest.mark.skipif(not CAN_NAMESPACE, reason="mount and PID namespaces need root and unshare")
 def test_separate_install_into_a_container_by_host_pid(installs):
     gputop, job = installs
     s = by_name("torchrun_straggler")
