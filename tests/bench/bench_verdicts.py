@@ -9,7 +9,13 @@ after it, and any bound the scenario must never be given (a slow job called hung
 accuracy and the median time to a right verdict.
 
     python tests/bench/bench_verdicts.py [--only NAME[,NAME...]] [--mode run|attached|both]
-                                         [--seconds 40]
+                                         [--seconds 40] [--repeat N] [--save RUNS.jsonl]
+                                         [--label NAME]
+
+``--repeat N`` runs the corpus N times over (each scenario's runs apart in time) and prints,
+after the table of every run, how far each scenario's readings spread across the runs
+(``tests/corpus/runs.py``). ``--save`` appends each run as a JSON line as it ends, labelled with
+``--label`` (a build's name); `tests/bench/bench_compare_runs.py` sets two labels side by side.
 
 Scenarios run one after another: they are judged on what they do with the CPU, so two at once
 on a small machine would change each other's verdicts (there is no --jobs).
@@ -25,6 +31,7 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(TESTS / "corpus"), str(TESTS)]
 from harness import NO_CAUSE, Harness, Result, progress, unfit  # noqa: E402
+from runs import row, save, spread_table  # noqa: E402
 from scenarios import SCENARIOS  # noqa: E402
 
 
@@ -129,7 +136,12 @@ def main() -> None:
     ap.add_argument("--gputop", help="the gputop command to run (an install of its own); "
                     "default: this Python's -m gputop")  # fmt: skip
     ap.add_argument("--job-python", help="the Python the jobs run on (another environment)")
+    ap.add_argument("--repeat", type=int, default=1, help="runs of the whole corpus")
+    ap.add_argument("--save", type=Path, help="append each run to this JSON-lines file")
+    ap.add_argument("--label", default="", help="the build's name in the saved runs")
     args = ap.parse_args()
+    if args.repeat < 1:
+        raise SystemExit("--repeat takes 1 or more")
     harness = Harness(
         gputop=(args.gputop,) if args.gputop else Harness.gputop,
         job_python=args.job_python or Harness.job_python,
@@ -140,17 +152,25 @@ def main() -> None:
         known = ", ".join(s.name for s in SCENARIOS)
         raise SystemExit(f"no scenario {', '.join(unknown)}: {known}")
     chosen = [s for s in SCENARIOS if names is None or s.name in names]
-    results = []
-    for s in chosen:
-        if args.mode in ("run", "both"):
-            results.append(harness.run_mode(s, args.seconds))
-            print(progress(results[-1]), file=sys.stderr, flush=True)
-        if args.mode in ("attached", "both"):
-            results.append(harness.attached_mode(s, args.seconds))
-            print(progress(results[-1]), file=sys.stderr, flush=True)
-        if s.memory_mib:
-            harness.remove_cgroups()
+    results: list[Result] = []
+    kept: list[dict] = []
+    for run in range(1, args.repeat + 1):
+        for s in chosen:
+            for mode in ("run", "attached"):
+                if args.mode not in (mode, "both"):
+                    continue
+                go = harness.run_mode if mode == "run" else harness.attached_mode
+                results.append(go(s, args.seconds))
+                print(progress(results[-1]), file=sys.stderr, flush=True)
+                kept.append(row(results[-1], args.label, run))
+                if args.save:
+                    save(args.save, kept[-1:])
+            if s.memory_mib:
+                harness.remove_cgroups()
     print(table(results))
+    if args.repeat > 1:
+        print("\nacross the runs:\n")
+        print("\n".join(spread_table(kept)))
 
 
 if __name__ == "__main__":

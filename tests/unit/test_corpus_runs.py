@@ -1,0 +1,48 @@
+"""The corpus runs kept and compared (tests/corpus/runs.py): a run saved is read back the same,
+a line that is not a run is skipped with its place said, the spread across runs is each
+slice's range in points, and a scenario whose finals differ between two builds is marked."""
+
+from __future__ import annotations
+
+from harness import Result
+from runs import compare_table, load, row, save, spread_table
+from scenarios import by_name
+
+
+def run(final: str | None, loop: float, n: int, label: str = "a") -> dict:
+    s = by_name("mixed_wait10_loop35")
+    r = Result(s, "run", final, 3.0, 0, budget={"loop": loop, "data": 0.10, "gc": 0.001})
+    return row(r, label, n)
+
+
+def test_a_saved_run_reads_back_and_a_broken_line_is_skipped(tmp_path, capsys):
+    path = tmp_path / "runs.jsonl"
+    save(path, [run("host-overhead", 0.35, 1)])
+    with path.open("a") as f:
+        f.write("{not json\n")
+    save(path, [run("host-overhead", 0.37, 2)])
+    back = load([path])
+    assert [r["run"] for r in back] == [1, 2]
+    assert back[0] == run("host-overhead", 0.35, 1)
+    assert back[0]["right"] is True
+    assert f"{path}:2: not a JSON line, skipped" in capsys.readouterr().out
+
+
+def test_the_spread_is_each_slices_range_in_points():
+    lines = spread_table([run("host-overhead", 0.33, 1), run("host-overhead", 0.41, 2),
+                          run("data-input", 0.36, 3)])  # fmt: skip
+    (case,) = [ln for ln in lines if ln.startswith("mixed_wait10_loop35")]
+    assert "host-overhead x2, data-input" in case
+    assert "loop 33-41 (8)" in case and "data 10-10 (0)" in case
+    assert "gc" not in case  # under 1% in every run
+    assert "one final verdict in every run: 0 of 1" in lines
+    assert "every slice within 5 points across runs: 0 of 1" in lines
+
+
+def test_finals_that_differ_between_builds_are_marked():
+    before = [run("host-overhead", 0.35, n, "old") for n in (1, 2)]
+    kept = compare_table(before, [run("host-overhead", 0.36, n, "new") for n in (1, 2)])
+    moved = compare_table(before, [run("data-input", 0.36, 1, "new")])
+    assert "same " in kept[1] and "2/2->2/2" in kept[1]
+    assert "MOVED host-overhead x2  ->  data-input" in moved[1] and "2/2->0/1" in moved[1]
+    assert "the same finals before and after: 0 of 1" in moved
