@@ -12,6 +12,9 @@ eval (ARCHITECTURE.md, "How each phase is found"). Imported only once torch is l
   the last bucket's completion, which backward spends waiting for the other ranks, is moved
   from backward to grad_sync.
 - checkpoint: ``torch.save``, ``torch.distributed.checkpoint.save``/``async_save``.
+- an eval pass from ``model.eval()`` to ``model.train()`` on the model that trains
+  (``eval_pass.py``), and the side calls' entry points (``side_calls.py``: logging, library
+  checkpoints, the gradient work outside ``optimizer.step()``, functional losses).
 
 Every hook swallows its own errors (counted in ``rec.errors``) and lets the user's pass; none
 acts while torch.compile traces (``torch.compiler.is_compiling()``), during CUDA graph capture,
@@ -32,8 +35,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..vocab.setup import HOST_BLIND_BACKENDS
-from . import setup
+from . import setup, side_calls
 from .callers import caller
+from .eval_pass import EvalPass
 from .recorder import StepRecorder, _now
 
 MAIN = threading.main_thread().ident
@@ -56,6 +60,8 @@ COLLECTIVES = (
 CHECKPOINT_SAVES = ("save", "async_save", "save_state_dict")
 
 _installed: set[str] = set()
+_side: list[tuple[side_calls.Site, side_calls.Choose]] = []
+"""The side calls not wrapped yet (``side_calls.py``): their modules are not imported."""
 _pending: list[Any] = []
 """Registrations waiting for the training thread (see the module docstring)."""
 _ddp_types: dict[type, bool] = {}
@@ -130,6 +136,11 @@ def install(rec: StepRecorder, training_thread: bool) -> None:
         if "compiled" not in _installed and _FORWARD and ready("torch._dynamo.eval_frame"):
             _wrap_compiled_modules(rec)
             _installed.add("compiled")
+        if "side" not in _installed:
+            _side[:] = side_calls.sites(rec, _loss_phase(rec, torch))
+            _installed.add("side")
+        if _side:
+            side_calls.install(_side, ready, lambda o, a, c: _wrap_choosing(o, a, c, rec))
         if training_thread:
             run_pending(rec)
     except Exception:
@@ -190,6 +201,11 @@ class _Forward:
         self.wrapped: set[type] = set()
         self.learning: dict[type, bool] = {}
         self.steps = 0
+        self.eval_pass = EvalPass(rec)
+        """model.eval() to model.train() on the model that trains (``eval_pass.py``)."""
+        self.trained = 0
+        """The id of the module the last training forward was of: the one whose eval mode
+        is an evaluation (a teacher's or an EMA copy's eval() is not)."""
 
     def enter(self, module: Any, args: Any = (), kwargs: Any = None) -> None:
         d = self.depth
@@ -211,6 +227,7 @@ class _Forward:
                 self.rec.inputs += elements(self.torch.Tensor, args) + (
                     elements(self.torch.Tensor, tuple(kwargs.values())) if kwargs else 0
                 )
+                self.trained = id(module)
             ph = self.fwd if training else self.ev
             self.open = ph if ph.open() else None
         except Exception:
@@ -278,6 +295,8 @@ class _Forward:
 
     def wrap_class(self, cls: type, attr: str = "forward") -> None:
         self.wrapped.add(cls)
+        if attr == "forward" and self.learning.get(cls):
+            self.wrap_train(cls)
         orig = getattr(cls, attr)
         if getattr(orig, "__gputop__", False):
             return
@@ -303,6 +322,32 @@ class _Forward:
 
         forward.__gputop__ = True  # type: ignore[attr-defined]
         setattr(cls, attr, forward)
+
+    def wrap_train(self, cls: type) -> None:
+        """A root that learns: its ``train(mode)`` (what ``eval()`` calls, and what a parent's
+        ``train``/``eval`` calls on it) tells the eval pass when it is the model that trains;
+        other modules' cost nothing."""
+        orig = getattr(cls, "train", None)
+        if orig is None or getattr(orig, "__gputop__", False):
+            return  # a base class's, already telling (it serves this class too)
+        st, rec = self, self.rec
+
+        @functools.wraps(orig)
+        def train(self: Any, mode: bool = True) -> Any:
+            try:
+                if (
+                    id(self) == st.trained
+                    and threading.get_ident() == MAIN
+                    and not _Guard.compiling()
+                    and not _capturing(rec)
+                ):
+                    st.eval_pass.mode(bool(mode))
+            except Exception:
+                rec.errors += 1
+            return orig(self, mode)
+
+        train.__gputop__ = True  # type: ignore[attr-defined]
+        cls.train = train  # type: ignore[attr-defined]
 
 
 ELEMENTS_FAN = 16
@@ -401,6 +446,7 @@ def _wrap_backward(rec: StepRecorder, autograd: Any) -> None:
     def wrap(orig: Any) -> Any:
         @functools.wraps(orig)
         def timed(*args: Any, **kwargs: Any) -> Any:
+            _trains()
             opened = _start(bwd, rec)
             if opened == 1:
                 LEDGER.begin()
@@ -425,6 +471,15 @@ def _wrap_backward(rec: StepRecorder, autograd: Any) -> None:
         orig = getattr(autograd, name, None)
         if orig is not None and not getattr(orig, "__gputop__", False):
             setattr(autograd, name, wrap(orig))
+
+
+def _trains() -> None:
+    """A backward on the training thread: an eval pass still open was training (eval mode)."""
+    try:
+        if _FORWARD and _FORWARD[0].eval_pass.open and threading.get_ident() == MAIN:
+            _FORWARD[0].eval_pass.trains()
+    except Exception:
+        pass
 
 
 # ---- collectives and checkpoints -------------------------------------------------------------
@@ -454,6 +509,44 @@ def _timed(orig: Any, phase: Any, rec: StepRecorder) -> Any:
 
     timed.__gputop__ = True  # type: ignore[attr-defined]
     return timed
+
+
+def _loss_phase(rec: StepRecorder, torch: Any) -> side_calls.Choose:
+    """A functional loss is the forward's while training, the evaluation's under no_grad or
+    inside an eval pass."""
+    fwd, ev, grad_enabled = rec.auto["forward"], rec.auto["eval"], torch.is_grad_enabled
+
+    def choose() -> Any:
+        passing = bool(_FORWARD) and _FORWARD[0].eval_pass.open
+        return fwd if grad_enabled() and not passing else ev
+
+    return choose
+
+
+def _wrap_choosing(owner: Any, name: str, choose: side_calls.Choose, rec: StepRecorder) -> bool:
+    """``owner.name`` timed in the phase ``choose()`` gives at each call; False when there is
+    nothing callable there (or it is wrapped already)."""
+    orig = getattr(owner, name, None)
+    if not callable(orig) or getattr(orig, "__gputop__", False):
+        return False
+
+    @functools.wraps(orig)
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        phase = None
+        try:
+            phase = choose()
+        except Exception:
+            rec.errors += 1
+        opened = _start(phase, rec) if phase is not None else 0
+        try:
+            return orig(*args, **kwargs)
+        finally:
+            if opened and phase is not None:
+                phase.close()
+
+    timed.__gputop__ = True  # type: ignore[attr-defined]
+    setattr(owner, name, timed)
+    return True
 
 
 def _wrap_attr(owner: Any, name: str, phase: Any, rec: StepRecorder) -> None:

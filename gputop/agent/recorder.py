@@ -203,6 +203,9 @@ class StepRecorder:
         self.auto: dict[str, AutoPhase] = {
             n: AutoPhase(self, i, n) for i, n in enumerate(STANDARD_PHASES)
         }
+        self.spans: list[AutoPhase] = []
+        """Automatic phases held open across calls (``eval_pass.EvalPass``: model.eval() to
+        model.train()), beside the ones ``auto`` keeps by name."""
         self.step_no = 0
         self.seq = 0
         self.step_t0 = _now()
@@ -362,7 +365,11 @@ class StepRecorder:
     def _really_open(self, phase_id: int) -> bool:
         name = self.names[phase_id]
         p, a = self.phases.get(name), self.auto.get(name)
-        return bool((p is not None and p._t0) or (a is not None and a.depth))
+        return bool(
+            (p is not None and p._t0)
+            or (a is not None and a.depth)
+            or any(s.depth and s.id == phase_id for s in self.spans)
+        )
 
     # ---- GPU time from CUDA events, never synchronising ----------------------------------------
 

@@ -73,14 +73,16 @@ def _wrap_dataloader(rec: StepRecorder) -> None:
 
     def __next__(self):
         # a batch fetched with gradients off (no_grad, inference_mode: a validation loop,
-        # Lightning's and transformers' included) is the eval pass's wait, not training's
+        # Lightning's and transformers' included) or while the model is in eval mode is the
+        # eval pass's wait, not training's
         ph = wait
         try:
             training = grad_enabled()
             if rec.on and not _loader_config and training:  # the training loader's settings
                 _note_loader(self)
             if auto._on_training_thread(rec):
-                ph = wait if training else evaluating
+                passing = auto._FORWARD and auto._FORWARD[0].eval_pass.open
+                ph = wait if training and not passing else evaluating
                 opened = ph.open()
             else:
                 opened = 0

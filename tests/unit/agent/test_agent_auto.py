@@ -28,6 +28,9 @@ def agent(monkeypatch):
     gt.init(server=False)  # installs on this (the main) thread: every hook at once
     REC.step()  # start from a clean step
     yield
+    if auto._FORWARD:  # no eval pass left open for the next test
+        auto._FORWARD[0].eval_pass.mode(True)
+        auto._FORWARD[0].eval_pass.off = False
     REC.step()
 
 
@@ -273,3 +276,118 @@ def test_the_batch_waits_carry_the_cpu_the_training_thread_spent_in_them():
         wait = REC.records[-1][4][REC.names.index("data_wait")]
         assert wait >= 24_000_000  # 8 items of 3 ms
         assert (data_cpu >= 0.9 * 24_000_000) if busy else (data_cpu < 0.2 * wait), (busy, data_cpu)
+
+
+class Student(Root):
+    """A model of its own class (so a test wraps its class alone)."""
+
+
+def trained(monkeypatch) -> tuple[nn.Module, torch.Tensor]:
+    """A Student trained past the discovery of the roots: its class's forward and train are
+    wrapped, and it is the model that trains."""
+    monkeypatch.setattr(auto, "_compiled_now", lambda: False)
+    m, x = Student(), torch.randn(3, 4)
+    st = auto._FORWARD[0]
+    st.arm()
+    for _ in range(auto.DISCOVER_STEPS + 1):
+        m(x).sum().backward()
+        REC.step()
+    assert Student.train.__gputop__
+    m(x).sum().backward()
+    REC.step()
+    return m, x
+
+
+def spin(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def test_from_eval_to_train_everything_is_the_evaluation(monkeypatch):
+    # the metrics in Python between the eval's forwards, and its loader's waits with gradients
+    # on, are the evaluation's: the pass is timed by its clock, not by stack samples
+    m, _ = trained(monkeypatch)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(16, 4)),
+                                         batch_size=8)  # fmt: skip
+    m.eval()
+    for (batch,) in loader:
+        m(batch)
+        spin(0.02)  # the metrics, in the loop's own Python
+    m.train()
+    spin(0.01)  # back in the training loop: its own time again
+    got = last_step()
+    assert set(got) == {"eval"}, got
+    assert got["eval"] >= 40_000_000  # both stretches of metrics
+    # a teacher of the same class put in eval mode is no evaluation
+    teacher = Student()
+    teacher.eval()
+    spin(0.01)
+    assert "eval" not in last_step()
+
+
+def test_training_in_eval_mode_ends_the_pass_at_the_first_backward(monkeypatch):
+    m, x = trained(monkeypatch)
+    m.eval()  # to freeze dropout and batch norm, then it trains
+    m(x).sum().backward()
+    got = last_step()
+    assert "backward" in got
+    m.eval()
+    spin(0.01)
+    assert "eval" not in last_step()  # the mode is no clock for this process any more
+
+
+def test_logging_printing_and_saving_through_a_library_are_timed_where_they_are_called(
+    tmp_path, capsys
+):
+    import logging
+
+    class Slow(logging.Handler):
+        def emit(self, record):
+            time.sleep(0.02)  # pacing: a log service that answers slowly
+
+    log = logging.getLogger("gputop-test-side")
+    log.addHandler(Slow())
+    log.propagate = False
+    log.setLevel(logging.INFO)
+    log.info("step %d", 1)
+    log.debug("not emitted: costs nothing")
+    print("loss 0.1")
+    got = last_step()
+    assert set(got) == {"log"} and got["log"] >= 20_000_000, got
+    safetensors = pytest.importorskip("safetensors.torch")
+    gt.init(server=False)  # the agent's next pass wraps what was imported since
+    safetensors.save_file({"w": torch.zeros(4)}, str(tmp_path / "w.safetensors"))
+    assert set(last_step()) == {"checkpoint"}
+
+
+def test_gradient_work_outside_the_optimizer_step_and_a_functional_loss_are_compute():
+    m, x = net(), torch.randn(3, 4)
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    REC.auto_step = False  # the optimizer's hooks take no step boundary here
+    try:
+        out = m(x)
+        REC.step()
+        loss = torch.nn.functional.cross_entropy(out.detach(), torch.tensor([0, 1, 0]))
+        assert set(last_step()) == {"forward"}
+        loss = m(x).sum()
+        loss.backward()
+        REC.step()
+        torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+        opt.zero_grad()
+        assert set(last_step()) == {"optimizer"}
+        with torch.no_grad():
+            torch.nn.functional.mse_loss(out, out)
+        assert set(last_step()) == {"eval"}
+    finally:
+        REC.auto_step = True
+
+
+def test_the_side_calls_keep_what_they_wrap():
+    import builtins
+    import logging
+
+    for fn in (builtins.print, logging.Logger.handle, torch.nn.functional.cross_entropy,
+               torch.nn.utils.clip_grad_norm_, torch.optim.Optimizer.zero_grad):  # fmt: skip
+        assert fn.__gputop__ and fn.__wrapped__ is not None, fn
+    assert torch.nn.functional.cross_entropy.__name__ == "cross_entropy"
