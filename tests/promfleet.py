@@ -107,9 +107,13 @@ def node_command(
 
 
 def start_node(cmd: list[str], log: Path) -> subprocess.Popen:
+    """A node's gputop with its job; everything both print goes to ``log`` (the verdicts as
+    they change and how the watch ended: a node that stops early says why there)."""
     env = {**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONPATH": str(REPO)}
-    with log.open("wb") as err:
-        return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, cwd=REPO, env=env)
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env, start_new_session=True
+        )
 
 
 def odd_opts(sc: FleetScenario, node: int) -> tuple[str, ...]:

@@ -4,12 +4,14 @@ evaluation, checkpointing, logging, GC, the loop's own Python, no progress). Pur
 
 Each slice comes from the best source present: the agent's phases (its clock, every step),
 then the main thread's stack samples (one a second), then NVML for what the host cannot see
-(a GPU busy through a ``.item()`` the loop waits in is computing, not looping). The agent's
-unmarked time is split by the stacks where they say what it was (an eval pass's metrics, a
-logging call). Every source that measured a slice is kept beside it; those within ``AGREE`` of
-the chosen size are its agreement, which is the verdict's confidence, never its rank
-(TensorFlow Profiler's step-time breakdown, HTA's temporal breakdown, Lightning's
-SimpleProfiler: the biggest share first).
+(a GPU busy through a ``.item()`` the loop waits in is computing, not looping). Clocks first:
+the agent's unmarked time is the loop's own, split only by samples taken from outside the
+process (py-spy, whatever its GIL does) where they say what it was (a logger the agent's
+entry points do not know), with their sampling error; the agent's own samples, which wait
+for the GIL, name what runs and never size it. Every source that measured a slice is kept
+beside it; those within ``AGREE`` of the chosen size are its agreement, which is the
+verdict's confidence, never its rank (TensorFlow Profiler's step-time breakdown, HTA's
+temporal breakdown, Lightning's SimpleProfiler: the biggest share first).
 
 The job's budget is its typical rank's (``model/ranks.typical``: the lower median by work), so
 the rank shown waits as long as most ranks do (with one straggler among eight, a rank that
@@ -99,9 +101,9 @@ def _in_progress(a: AgentState, median_s: float) -> float:
     return since if since > max(OVERDUE_S, SPIKE * median_s) else 0.0
 
 
-def _stack_shares(p: MainPhases) -> dict[str, float]:
+def _stack_shares(counts: Sequence[tuple[str, int]]) -> dict[str, float]:
     acc = _zero()
-    for phase, n in p.counts:
+    for phase, n in counts:
         acc[STACK_SLICE.get(phase, b.LOOP)] += n
     return _normalised(acc)
 
@@ -109,8 +111,11 @@ def _stack_shares(p: MainPhases) -> dict[str, float]:
 def agent_budget(
     rank: RankSteps, stacks: MainPhases | None, stalled: bool, stack_now: str | None = None
 ) -> RankBudget | None:
-    """One agent's budget over its long window (``RankSteps.long``), its unmarked time
-    split by the stacks where they say what it was; None before STEPS_MIN steps."""
+    """One agent's budget over its long window (``RankSteps.long``): every slice the agent's
+    clocks time, and its unmarked time as the loop's own; split by stack samples only where
+    samples taken from outside (py-spy, whatever the job's GIL does) say what it was, with
+    their sampling error. The agent's own samples name what runs, beside the clock (they
+    wait for the GIL: their shares are biased). None before STEPS_MIN steps."""
     a = rank.agent
     sums = sums_of(rank, STEPS_MIN)
     if sums is None:
@@ -136,8 +141,10 @@ def agent_budget(
     estimates: dict[str, Mapping[str, float]] = {"agent": raw}
     if stacks is not None and stacks.samples >= STACKS_MIN:
         samples = stacks.samples
-        estimates["stacks"] = seen = _stack_shares(stacks)
-        shares, errors = _split_unmarked(raw, seen, samples)
+        estimates["stacks"] = _stack_shares(stacks.counts)  # beside the clock: agreement
+        outside = stacks.outside_samples  # only samples the GIL did not time may size
+        if outside >= STACKS_MIN:
+            shares, errors = _split_unmarked(raw, _stack_shares(stacks.outside), outside)
     return RankBudget(a.pid, a.rank, "agent", shares, total / 1e9, sums.steps, samples,
                       estimates, errors)  # fmt: skip
 
@@ -190,7 +197,7 @@ def stacks_budget(p: MainPhases, stalled_s: float | None) -> RankBudget | None:
     progress when the job is stalled."""
     if p.samples < STACKS_MIN or p.span_s <= 0:
         return None
-    shares = _stack_shares(p)
+    shares = _stack_shares(p.counts)
     if stalled_s:
         stall = min(1.0, stalled_s / p.span_s)
         shares = {k: v * (1 - stall) for k, v in shares.items()}

@@ -307,6 +307,15 @@ class MainPhases:
     """(phase, samples), largest first."""
     span_s: float
     """From its first training sample to its last sample."""
+    outside: tuple[tuple[str, int], ...] = ()
+    """(phase, samples) of the reads taken from outside the process (py-spy), largest first:
+    taken whatever the job's GIL does, so their shares may size a slice. The agent's own
+    samples wait for the GIL (a stretch of pure Python shorter than the switch interval is
+    under-counted, the code after a C call over-counted): they name, never size."""
+
+    @property
+    def outside_samples(self) -> int:
+        return sum(n for _, n in self.outside)
 
 
 TORCH_OP = "torch op"
@@ -319,6 +328,7 @@ def main_phases(window: Sequence[StacksSample]) -> list[MainPhases]:
     sample in a training phase or in side work: setup before that is not the loop); processes
     that never trained in the window (a launcher, a job still loading) are left out."""
     counts: dict[int, Counter[str]] = {}
+    outside: dict[int, Counter[str]] = {}
     first: dict[int, float] = {}
     last: dict[int, tuple[float, str, int | None]] = {}
     for sample, proc in reads(window):
@@ -333,16 +343,19 @@ def main_phases(window: Sequence[StacksSample]) -> list[MainPhases]:
             if main.phase not in TRAINING and main.phase not in SIDE_PHASES:
                 continue
             first[pid] = at
-            counts[pid] = Counter()
+            counts[pid], outside[pid] = Counter(), Counter()
         phase = main.phase
         if phase == USER_CODE and main.frames and package(main.frames[0]) == "torch":
             phase = TORCH_OP
         counts[pid][phase] += 1
+        if proc.via == PY_SPY:
+            outside[pid][phase] += 1
         last[pid] = (at, proc.role, proc.rank)
     out = []
     for pid, c in counts.items():
         t, role, rank = last[pid]
         out.append(
-            MainPhases(pid, role, rank, sum(c.values()), tuple(c.most_common()), t - first[pid])
-        )
+            MainPhases(pid, role, rank, sum(c.values()), tuple(c.most_common()), t - first[pid],
+                       tuple(outside[pid].most_common()))
+        )  # fmt: skip
     return out

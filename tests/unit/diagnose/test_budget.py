@@ -17,7 +17,7 @@ from gputop.diagnose.signals.inputs import RuleInputs, reduce_windows
 from gputop.diagnose.thresholds import FLOOR
 from gputop.diagnose.verdict import State
 from gputop.model import Window
-from gputop.model.stacks import Frame, ProcessStacks, StacksSample, ThreadStack
+from gputop.model.stacks import AGENT, PY_SPY, Frame, ProcessStacks, StacksSample, ThreadStack
 from gputop.model.steps import AgentsSample
 from gputop.render.budget import budget_table
 from gputop.sources.stack_phases import classify
@@ -51,14 +51,19 @@ def job(phases_ms, n=60, ranks=1, every=None, gc_ms=0.0, slow=None, **kw) -> Age
     return AgentsSample(target=100, t=1.0, wall=0.0, agents=tuple(out))
 
 
-def main_stacks(frames_by_phase: list[tuple[str, str]], n: int = 30, pid: int = 100) -> Window:
+def main_stacks(
+    frames_by_phase: list[tuple[str, str]], n: int = 30, pid: int = 100, via: str = PY_SPY
+) -> Window:
+    """The main thread's samples, taken by py-spy (from outside) unless ``via`` says the
+    agent took them."""
     samples = []
     for i in range(n):
         file, name = frames_by_phase[i % len(frames_by_phase)]
         frames = (Frame(name, file, 1), Frame("main", "train.py", 10))
         phase, deciding = classify(frames, True)
         t = ThreadStack(pid, "MainThread", True, frames, phase, deciding)
-        samples.append(StacksSample(pid, float(i), 0.0, (ProcessStacks(pid, "main", (t,)),)))
+        proc = ProcessStacks(pid, "main", (t,), via=via)
+        samples.append(StacksSample(pid, float(i), 0.0, (proc,)))
     return Window(tuple(samples), 0.0, float(n))
 
 
@@ -266,6 +271,15 @@ def test_the_stacks_name_what_the_agents_unmarked_time_was():
     assert v.budget.share(b.EVAL) == pytest.approx(0.6, abs=0.01)
     assert v.budget.share(b.LOOP) == 0.0
     assert v.principal.bound == "side-work"
+
+
+def test_the_agents_own_samples_name_the_unmarked_time_but_never_size_it():
+    # they wait for the GIL (biased): the clock's unmarked time stays the loop's, and what
+    # they saw stands beside it as the stacks' estimate
+    a = unmarked_job(70, 30)
+    v, _ = judge(a, main_stacks([FORWARD, BACKWARD, LOSS], n=60, via=AGENT))
+    assert v.budget.share(b.LOOP) == pytest.approx(0.3)
+    assert dict(v.budget.slice(b.COMPUTE).estimates)["stacks"] == pytest.approx(1.0)
 
 
 def unmarked_job(marked_ms: int, unmarked_ms: int) -> AgentsSample:
