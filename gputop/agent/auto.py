@@ -498,13 +498,25 @@ def _start(phase: Any, rec: StepRecorder) -> int:
 
 
 def _timed(orig: Any, phase: Any, rec: StepRecorder) -> Any:
+    """``orig`` timed in ``phase`` at each call."""
+    return _timed_in(orig, side_calls.always(phase), rec)
+
+
+def _timed_in(orig: Any, choose: side_calls.Choose, rec: StepRecorder) -> Any:
+    """``orig`` timed in the phase ``choose()`` gives at each call (None: not timed)."""
+
     @functools.wraps(orig)
     def timed(*args: Any, **kwargs: Any) -> Any:
-        opened = _start(phase, rec)
+        phase = None
+        try:
+            phase = choose()
+        except Exception:
+            rec.errors += 1
+        opened = _start(phase, rec) if phase is not None else 0
         try:
             return orig(*args, **kwargs)
         finally:
-            if opened:
+            if opened and phase is not None:
                 phase.close()
 
     timed.__gputop__ = True  # type: ignore[attr-defined]
@@ -523,36 +535,16 @@ def _loss_phase(rec: StepRecorder, torch: Any) -> side_calls.Choose:
     return choose
 
 
-def _wrap_choosing(owner: Any, name: str, choose: side_calls.Choose, rec: StepRecorder) -> bool:
-    """``owner.name`` timed in the phase ``choose()`` gives at each call; False when there is
-    nothing callable there (or it is wrapped already)."""
+def _wrap_choosing(owner: Any, name: str, choose: side_calls.Choose, rec: StepRecorder) -> None:
+    """``owner.name`` timed in the phase ``choose()`` gives at each call, unless there is
+    nothing callable there or it is wrapped already."""
     orig = getattr(owner, name, None)
-    if not callable(orig) or getattr(orig, "__gputop__", False):
-        return False
-
-    @functools.wraps(orig)
-    def timed(*args: Any, **kwargs: Any) -> Any:
-        phase = None
-        try:
-            phase = choose()
-        except Exception:
-            rec.errors += 1
-        opened = _start(phase, rec) if phase is not None else 0
-        try:
-            return orig(*args, **kwargs)
-        finally:
-            if opened and phase is not None:
-                phase.close()
-
-    timed.__gputop__ = True  # type: ignore[attr-defined]
-    setattr(owner, name, timed)
-    return True
+    if callable(orig) and not getattr(orig, "__gputop__", False):
+        setattr(owner, name, _timed_in(orig, choose, rec))
 
 
 def _wrap_attr(owner: Any, name: str, phase: Any, rec: StepRecorder) -> None:
-    orig = getattr(owner, name, None)
-    if callable(orig) and not getattr(orig, "__gputop__", False):
-        setattr(owner, name, _timed(orig, phase, rec))
+    _wrap_choosing(owner, name, side_calls.always(phase), rec)
 
 
 _NOWHERE = [0, 0, 0]

@@ -86,23 +86,24 @@ def sites(rec: Any, loss: Choose) -> tuple[tuple[Site, Choose], ...]:
     )
     out: list[tuple[Site, Choose]] = []
     for group, ph in fixed:
-        out += [(site, _always(ph)) for site in group]
+        out += [(site, always(ph)) for site in group]
     out += [(site, loss) for site in LOSS_CALLS]
     return tuple(out)
 
 
-def _always(ph: Any) -> Choose:
+def always(ph: Any) -> Choose:
+    """A fixed phase as a chooser."""
     return lambda: ph
 
 
 def install(
     todo: list[tuple[Site, Choose]],
     ready: Callable[[str], Any],
-    wrap: Callable[[Any, str, Choose], bool],
+    wrap: Callable[[Any, str, Choose], None],
 ) -> None:
     """Wraps each site of ``todo`` whose module is imported, and takes it off the list (the
-    rest wait for the next pass). ``wrap(owner, attribute, choose)``: False when there was
-    nothing to wrap there (a library version without it: not asked again)."""
+    rest wait for the next pass; a library version without the attribute is not asked
+    again). ``wrap(owner, attribute, choose)``."""
     for item in list(todo):
         (module, cls, attr), choose = item
         m = ready(module)
