@@ -28,7 +28,7 @@ from dataclasses import replace
 from gputop.diagnose.signals.inputs import RuleInputs
 from gputop.diagnose.signals.rank_steps import RankSteps
 from gputop.diagnose.signals.steps import SPIKE
-from gputop.diagnose.step_sums import phase_slice, sums_of, sums_over
+from gputop.diagnose.step_sums import phase_slice, sums_of, sums_over, take_gc
 from gputop.model.budget import AGREE, Budget, RankBudget, Slice, standard_error
 from gputop.model.ranks import typical
 from gputop.model.stack_stats import TORCH_OP, MainPhases
@@ -80,19 +80,6 @@ def _normalised(acc: dict[str, float]) -> dict[str, float]:
     return {k: min(1.0, max(0.0, v / total)) for k, v in acc.items()}
 
 
-def _take_gc(acc: dict[str, float], gc: float) -> None:
-    gc = min(gc, sum(acc.values()))
-    first = min(gc, acc[b.LOOP])
-    acc[b.LOOP] -= first
-    rest = gc - first
-    others = sum(v for k, v in acc.items() if k != b.GC)
-    if rest > 0 and others > 0:
-        for k in acc:
-            if k != b.GC:
-                acc[k] -= rest * acc[k] / others
-    acc[b.GC] += gc
-
-
 def _in_progress(a: AgentState, median_s: float) -> float:
     """Seconds of the step in progress that count (0 unless overdue)."""
     since = a.since_step_s
@@ -131,7 +118,7 @@ def agent_budget(
     )
     if extra and where is not None:  # a wait nobody names (no phase open, the stack in the
         acc[where] += extra * 1e9  # job's own code) is left out rather than guessed
-    _take_gc(acc, sums.gc)
+    take_gc(acc, sums.gc)
     total = sum(acc.values())
     if not 0 < total < math.inf:
         return None  # nothing timed, or numbers no clock gives
@@ -146,7 +133,7 @@ def agent_budget(
         if outside >= STACKS_MIN:
             shares, errors = _split_unmarked(raw, _stack_shares(stacks.outside), outside)
     return RankBudget(a.pid, a.rank, "agent", shares, total / 1e9, sums.steps, samples,
-                      estimates, errors)  # fmt: skip
+                      estimates, errors, sums.spread)  # fmt: skip
 
 
 def _split_unmarked(
@@ -217,7 +204,8 @@ def _split_stragglers(ranks: list[RankBudget]) -> list[RankBudget]:
     for r in ranks:
         waits = min(r.shares[b.COMMS], max(0.0, most - r.work))
         estimates = {src: _moved(est, waits) for src, est in r.estimates.items()}
-        out.append(replace(r, shares=_moved(r.shares, waits), estimates=estimates))
+        spreads = {**r.spreads, b.STRAGGLER: r.spreads.get(b.COMMS, 0.0)} if waits else r.spreads
+        out.append(replace(r, shares=_moved(r.shares, waits), estimates=estimates, spreads=spreads))
     return out
 
 
@@ -256,8 +244,8 @@ def _job_slices(r: RankBudget, busy: float | None) -> tuple[Slice, ...]:
 
 def slices_of(r: RankBudget, held: Mapping[str, tuple[str, ...]]) -> tuple[Slice, ...]:
     """A rank's slices with every source's own measure, the sampling error of the shares the
-    stacks decided, and the sources that hold each (``held``): the live budget and a recorded
-    one alike."""
+    stacks decided, the clock's spread, and the sources that hold each (``held``): the live
+    budget and a recorded one alike."""
     out = []
     for name in b.SLICES:
         share = r.shares[name]
@@ -266,7 +254,7 @@ def slices_of(r: RankBudget, held: Mapping[str, tuple[str, ...]]) -> tuple[Slice
             error = standard_error(share, r.samples)
         else:
             error = r.errors.get(name, 0.0)
-        out.append(Slice(name, share, est, error, held.get(name, ())))
+        out.append(Slice(name, share, est, error, held.get(name, ()), r.spreads.get(name, 0.0)))
     return tuple(out)
 
 
@@ -312,13 +300,13 @@ def interval_budget(ranks: Sequence[tuple[AgentState, Sequence[StepRecord]]]) ->
         if sums is None:
             continue
         acc = dict(sums.ns)
-        _take_gc(acc, sums.gc)
+        take_gc(acc, sums.gc)
         total = sum(acc.values())
         if not 0 < total < math.inf:
             continue
         shares = _normalised(acc)
         out.append(RankBudget(a.pid, a.rank, "agent", shares, total / 1e9, sums.steps, 0,
-                              {"agent": shares}))  # fmt: skip
+                              {"agent": shares}, {}, sums.spread))  # fmt: skip
     if not out:
         return None
     out = _split_stragglers(out)

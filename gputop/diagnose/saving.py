@@ -27,7 +27,7 @@ bucket or a moved function saves is not known from the budget)."""
 def saving_of(lever: str, sig: RuleInputs, budget: Budget | None) -> Saving | None:
     """None for advice, a lever with no slice (a plain text: one read back from a recording),
     a slice the budget cannot size, or one that holds nothing. The range: the lever's band
-    (a cause's spread) over the slice's own (its sampling error)."""
+    (a cause's spread) over the slice's own (its interval: sampling error and spread)."""
     if not isinstance(lever, Lever) or lever.advice or lever.saves is None:
         return None
     default = REMOVES.get(lever.saves)
@@ -39,8 +39,8 @@ def saving_of(lever: str, sig: RuleInputs, budget: Budget | None) -> Saving | No
     if share <= 0:
         return None
     least, most = lever.band or (part, part)
-    low = max(0.0, held.share - held.error) * least
-    high = min(1.0, held.share + held.error) * most
+    lo, hi = held.interval
+    low, high = lo * least, hi * most
     slow = "the slow rank"
     work = sig.steps.rank_work if sig.steps is not None else None
     if work is not None and work.slowest is not None:

@@ -6,6 +6,7 @@ value returned and passed back, so replaying the same samples gives the same ver
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -27,7 +28,7 @@ from gputop.diagnose.risks import risks_of
 from gputop.diagnose.rules import pct, stalling, warming_up
 from gputop.diagnose.signals.inputs import RuleInputs
 from gputop.diagnose.thresholds import FLOOR, HELD_FLOOR
-from gputop.model.budget import Budget, Slice
+from gputop.model.budget import Budget, Slice, share_text
 from gputop.vocab import budget as slices
 from gputop.vocab.bounds import GPU_COMPUTE, HOST_OVERHEAD
 
@@ -114,14 +115,27 @@ SWITCH_POINTS = 0.05
 step): two near-equal slices do not flip reading by reading."""
 
 
+def holds(x: Slice, floor: float) -> bool:
+    """The slice is still a loss at ``floor``: the share its measure vouches for (less its
+    sampling error), given the benefit of its spread over the window (a share that moves
+    step to step is not below the floor until it is below by more than it moves)."""
+    return x.low + x.spread >= floor
+
+
+def outgrows(top: Slice, keep: Slice) -> bool:
+    """``top`` is larger than ``keep`` by SWITCH_POINTS and by one standard error of the
+    difference (their margins together): two slices within their intervals do not swap."""
+    return top.share - keep.share >= max(SWITCH_POINTS, math.hypot(top.margin, keep.margin))
+
+
 def _leading_slice(budget: Budget, held: str | None) -> Slice | None:
-    """The largest loss slice at or above FLOOR (a held one until under HELD_FLOOR, and
-    until another is SWITCH_POINTS larger); None: no loss reaches the floor. A share of stack
-    samples must reach it less its sampling error (two dumps of ten are no measured 20%)."""
+    """The largest loss slice at or above FLOOR (a held one while it holds at HELD_FLOOR,
+    until another outgrows it); None: no loss reaches the floor. A share of stack samples
+    must reach it less its sampling error (two dumps of ten are no measured 20%)."""
     losses = budget.losses()
-    keep = next((x for x in losses if x.name == held and x.low >= HELD_FLOOR), None)
+    keep = next((x for x in losses if x.name == held and holds(x, HELD_FLOOR)), None)
     top = next((x for x in losses if x.low >= FLOOR), None)
-    if keep is not None and (top is None or top.share < keep.share + SWITCH_POINTS):
+    if keep is not None and (top is None or not outgrows(top, keep)):
         return keep
     return top
 
@@ -129,7 +143,7 @@ def _leading_slice(budget: Budget, held: str | None) -> Slice | None:
 def _share_line(x: Slice) -> str:
     agree = x.agree
     said = f" ({', '.join(agree)} agree)" if len(agree) > 1 else ""
-    return f"{slices.NAMES[x.name]} {pct(x.share)} of the step{said}"
+    return f"{slices.NAMES[x.name]} {share_text(x)} of the step{said}"
 
 
 def _budget_evidence(budget: Budget, x: Slice, why: str) -> Evidence:
@@ -253,7 +267,7 @@ def _held_slice(
     if state.slice is None or state.principal is None:
         return None
     x = budget.slice(state.slice)
-    if x.low < HELD_FLOOR:
+    if not holds(x, HELD_FLOOR):
         return None
     f = _for_slice(x, budget, by_bound, sig)
     return f if f is not None and f.bound == state.principal else None

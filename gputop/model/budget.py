@@ -6,6 +6,7 @@ exporter carry it."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -31,6 +32,13 @@ def confidence(sources: int, missing: int = 0) -> float:
     return max(0.0, round(base - 0.05 * missing, 2))
 
 
+def share_text(x: Slice) -> str:
+    """A slice's share in whole percent, with its margin where that is a point or more
+    ("40% ±3")."""
+    margin = round(100 * x.margin)
+    return f"{round(100 * x.share)}%" + (f" ±{margin}" if margin >= 1 else "")
+
+
 @dataclass(frozen=True, slots=True)
 class Slice:
     """One slice of the job's budget: its share of wall time and who measured it."""
@@ -45,11 +53,25 @@ class Slice:
     corroborated: tuple[str, ...] = ()
     """Sources that do not measure the slice but whose reading holds it (a GPU idle as long as
     the losses add up to)."""
+    spread: float = 0.0
+    """One standard error of the share from how it moves over the window (the agent's clock:
+    the spread of its batches of consecutive steps): the window measured exactly may still
+    be an unusual one."""
 
     @property
     def low(self) -> float:
         """The share the measure vouches for: less its sampling error."""
         return max(0.0, self.share - self.error)
+
+    @property
+    def margin(self) -> float:
+        """The share's whole standard error: sampling and spread together."""
+        return math.hypot(self.error, self.spread)
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """The share less and plus its margin, held to [0, 1]."""
+        return max(0.0, self.share - self.margin), min(1.0, self.share + self.margin)
 
     @property
     def agree(self) -> tuple[str, ...]:
@@ -85,6 +107,9 @@ class RankBudget:
     errors: Mapping[str, float] = field(default_factory=dict)
     """An agent rank's slices whose share the stacks' samples decided (its unmarked time split
     by them), with the share the samples vouch for taken off: their sampling error."""
+    spreads: Mapping[str, float] = field(default_factory=dict)
+    """An agent rank's standard error per slice from its window's batches of steps
+    (``Slice.spread``)."""
 
     @property
     def label(self) -> str:

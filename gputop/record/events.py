@@ -236,6 +236,7 @@ def _kept(b: Budget) -> Budget:
             round(r.seconds, 4), r.steps, r.samples,
             {src: {n: _r(v) for n, v in est.items()} for src, est in r.estimates.items()}
             if i == typical else {}, {n: _r(v) for n, v in r.errors.items()},
+            {n: _r(v) for n, v in r.spreads.items() if v},
         )
         for i, r in enumerate(b.ranks)
     )  # fmt: skip
@@ -256,7 +257,8 @@ def encode_budget(b: Budget) -> list[Any]:
     typical = b.ranks.index(b.typical)
     ranks = [
         [r.rank, r.pid, r.source, r.seconds, r.steps, r.samples, [r.shares[n] for n in SLICES],
-         *([dict(r.errors)] if r.errors else [])]
+         *([dict(r.errors), dict(r.spreads)] if r.spreads else [dict(r.errors)] if r.errors
+           else [])]
         for r in b.ranks
     ]  # fmt: skip
     estimates = {src: [est.get(n) for n in SLICES] for src, est in b.typical.estimates.items()}
@@ -279,10 +281,10 @@ def decode_budget(raw: Any) -> Budget:
         raise bad
     ranks = []
     for r in ranks_raw:
-        if not isinstance(r, list) or len(r) not in (7, 8):
+        if not isinstance(r, list) or len(r) not in (7, 8, 9):
             raise bad
         rank, pid, source, seconds, steps, samples, shares = r[:7]
-        errors = r[7] if len(r) == 8 else {}  # older recordings: none
+        errors, spreads = (*r[7:], {}, {})[:2]  # older recordings: none
         if (
             not (rank is None or (type(rank) is int and 0 <= rank <= MAX_INT))
             or type(pid) is not int
@@ -292,12 +294,14 @@ def decode_budget(raw: Any) -> Budget:
             or not isinstance(shares, list)
             or len(shares) != len(SLICES)
             or not all(_share(v) for v in shares)
-            or not isinstance(errors, dict)
-            or not all(n in SLICES and _share(v) for n, v in errors.items())
+            or not all(
+                isinstance(m, dict) and all(n in SLICES and _share(v) for n, v in m.items())
+                for m in (errors, spreads)
+            )
         ):
             raise bad
         ranks.append(RankBudget(pid, rank, source, dict(zip(SLICES, shares, strict=True)),
-                                seconds, steps, samples, {}, errors))  # fmt: skip
+                                seconds, steps, samples, {}, errors, spreads))  # fmt: skip
     if not isinstance(estimates_raw, dict) or not set(estimates_raw) <= set(SOURCES):
         raise bad
     estimates = {}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from gputop.diagnose import FLOOR
-from gputop.model.budget import Budget, RankBudget
+from gputop.model.budget import Budget, RankBudget, Slice
 from gputop.vocab import budget as b
 
 
@@ -37,7 +37,7 @@ def budget_table(budget: Budget) -> list[str]:
     sources = sorted({src for x in budget.slices for src, _ in x.estimates})
     out = [
         f"Step-time budget of {r.label} ({over}, {r.seconds:.0f} s; from {r.source}):",
-        f"  {'slice':<24}{'share':>7}" + "".join(f"{s:>8}" for s in sources) + "  agree",
+        f"  {'slice':<24}{'share':>7}{'±':>4}" + "".join(f"{s:>8}" for s in sources) + "  agree",
     ]
     for x in budget.slices:
         if x.share < 0.005 and all(v < 0.005 for _, v in x.estimates):
@@ -45,12 +45,19 @@ def budget_table(budget: Budget) -> list[str]:
         own = dict(x.estimates)
         cells = "".join(f"{round(100 * own[s]):>7}%" if s in own else f"{'':>8}" for s in sources)
         out.append(
-            f"  {b.NAMES[x.name]:<24}{round(100 * x.share):>6}%{cells}  {', '.join(x.agree)}"
+            f"  {b.NAMES[x.name]:<24}{round(100 * x.share):>6}%{_margin(x):>4}{cells}"
+            f"  {', '.join(x.agree)}"
         )
     if len(budget.ranks) > 1:
         out.append("  per rank:")
         out += [f"    {q.label:<10} {stacked(q.shares, 200)}" for q in budget.ranks]
     return out
+
+
+def _margin(x: Slice) -> str:
+    """The share's margin in whole points ("3"); blank under half a point."""
+    margin = round(100 * x.margin)
+    return str(margin) if margin else ""
 
 
 def _rank_document(q: RankBudget) -> dict[str, object]:
@@ -77,6 +84,7 @@ def budget_document(budget: Budget) -> dict[str, object]:
                 "name": x.name,
                 "share": round(x.share, 4),
                 "low": round(x.low, 4),
+                "interval": [round(v, 4) for v in x.interval],
                 "estimates": {src: round(v, 4) for src, v in x.estimates},
                 "agree": list(x.agree),
             }

@@ -51,6 +51,24 @@ def test_the_slices_the_stacks_decided_read_back_with_their_error():
     assert back.slice("compute").error == 0.08 and back.slice("straggler").error == 0
 
 
+def test_each_slices_spread_reads_back_and_says_its_interval():
+    # steps whose data wait is long for 32 steps, then short: the clock's spread is kept per
+    # rank and read back, so a recording's why screen says the interval the live one did
+    steps = tuple(
+        step(i, i * 10**8, {"forward": 60, "data_wait": 30 if (i // 32) % 2 else 5})
+        for i in range(200)
+    )
+    sig = reduce_windows([], [], agents=AgentsSample(99, 1.0, 0.0, (agent(100, steps),)))
+    v, _ = evaluate(sig, 5.0)
+    assert v.budget is not None
+    live = v.budget.slice("data")
+    assert live.spread > 0.005 and live.interval[0] < live.share < live.interval[1]
+    kept = RecordedVerdict.of(v).budget
+    back = decode_budget(json.loads(json.dumps(encode_budget(kept))))
+    assert back == kept
+    assert back.slice("data").spread == pytest.approx(live.spread, abs=1e-4)
+
+
 @pytest.mark.parametrize(
     "damage",
     [
@@ -68,6 +86,9 @@ def test_the_slices_the_stacks_decided_read_back_with_their_error():
         lambda raw: [0, [[*raw[1][0][:7], {"loop": math.nan}]], *raw[2:]],
         lambda raw: [0, [[*raw[1][0][:7], {"loop": -1}]], *raw[2:]],
         lambda raw: [0, [[*raw[1][0][:7], ["loop"]]], *raw[2:]],
+        lambda raw: [0, [[*raw[1][0][:7], {}, {"loop": 2.0}]], *raw[2:]],
+        lambda raw: [0, [[*raw[1][0][:7], {}, ["loop"]]], *raw[2:]],
+        lambda raw: [0, [[*raw[1][0][:7], {}, {}, {}]], *raw[2:]],
     ],
 )
 def test_a_crafted_budget_is_damage(damage):
