@@ -17,6 +17,7 @@ import re
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from operator import mul
 
 from gputop.diagnose.signals.rank_steps import RankSteps
 from gputop.model.steps import StepRecord
@@ -62,8 +63,9 @@ GROUPS_MIN = 4
 """Batches a size of batch needs for its spread to count: batches of 16 steps, then of 32,
 64, ... while the window holds this many; the largest spread of any size is the error (a
 correlation longer than one size shows at the next). Measured on 256-step windows of a data
-wait that switches every 32 steps: 0.60 of its true error from batches of 16 alone, 0.84
-from the largest; steps drawn alone, 1.15 (tests/unit/diagnose/test_step_sums.py)."""
+wait that switches every 32 steps: 0.60 of its true error from batches of 16 alone, 0.85
+from the largest; steps drawn alone, 1.17 (tests/unit/diagnose/test_step_sums.py). The
+batches at the window's two ends, part in and part out, are left out."""
 STEPS_ALONE = 4 * BATCH_STEPS
 """A window this short (early in a run) has each step as a batch too."""
 KEPT_AGENTS = 64
@@ -139,9 +141,10 @@ def _same(p: _Part, s: StepRecord) -> bool:
 
 
 class _Batch:
-    """Running sums of one batch of consecutive parts."""
+    """Running sums of one batch of consecutive parts, and its row for the spread (cached
+    until the batch or the coarse typical unmarked time it was made with changes)."""
 
-    __slots__ = ("gc", "n", "ns", "own", "sides")
+    __slots__ = ("gc", "n", "ns", "own", "row", "sides")
 
     def __init__(self, slices: int) -> None:
         self.ns = [0] * slices
@@ -149,17 +152,34 @@ class _Batch:
         self.own = 0
         self.n = 0
         self.sides: list[_Part] = []
+        self.row: tuple[int, list[float]] | None = None
 
     def add(self, p: _Part, sign: int) -> None:
         self.ns = [x + sign * y for x, y in zip(self.ns, p.ns, strict=True)]
         self.gc += sign * (p.of.gc_ns or 0)
         self.own += sign * p.own
         self.n += sign
+        self.row = None
         if p.side >= 0:
             if sign > 0:
                 self.sides.append(p)
             else:
                 self.sides.remove(p)
+
+    def row_at(self, typical: int) -> list[float]:
+        """ns per slice in SLICES order, GC taken out, side work's extra unmarked time beyond
+        ``typical`` with its side phase."""
+        if self.row is None or (self.sides and self.row[0] != typical):
+            acc = _summed(self.ns, self.own, self.sides, typical, self.gc)
+            self.row = (typical, [acc[n] for n in b.SLICES])
+        return self.row[1]
+
+
+def _coarse(ns: int) -> int:
+    """``ns`` to its six leading bits (within 1/32): the typical unmarked time the spread's
+    rows are made with, so that a median moving by a few ns does not remake them all."""
+    drop = max(0, ns.bit_length() - 6)
+    return ns >> drop << drop
 
 
 def _summed(
@@ -180,13 +200,12 @@ def _summed(
     return acc
 
 
-def _merged(groups: Mapping[int, Mapping[str, float]]) -> dict[int, dict[str, float]]:
+def _merged(rows: Mapping[int, list[float]]) -> dict[int, list[float]]:
     """Batches two by two (keys halved): the next size of batch."""
-    out: dict[int, dict[str, float]] = {}
-    for k, acc in groups.items():
-        into = out.setdefault(k // 2, dict.fromkeys(b.SLICES, 0.0))
-        for n, v in acc.items():
-            into[n] += v
+    out: dict[int, list[float]] = {}
+    for k, row in rows.items():
+        into = out.get(k // 2)
+        out[k // 2] = row if into is None else [x + y for x, y in zip(into, row, strict=True)]
     return out
 
 
@@ -205,23 +224,37 @@ def take_gc(acc: dict[str, float], gc: float) -> None:
     acc[b.GC] += gc
 
 
-def spread_of(batches: Sequence[Mapping[str, float]]) -> dict[str, float]:
-    """One standard error of each slice's share of the batches' time together: a ratio of
-    sums, its variance from the batches' residuals (sum x / sum t, each batch off by x - R t),
-    the batch-means error that holds for correlated steps (a save every 50 steps, an epoch's
-    first batches); 0 under two batches."""
-    n = len(batches)
-    walls = [sum(x.values()) for x in batches]
+def spread_of(rows: Sequence[Sequence[float]]) -> dict[str, float]:
+    """One standard error of each slice's share of the batches' time together (rows of ns
+    per slice in SLICES order): a ratio of sums, its variance from the batches' residuals
+    (sum x / sum t, each batch off by x - R t), the batch-means error that holds for
+    correlated steps (a save every 50 steps, an epoch's first batches); 0 under two."""
+    n = len(rows)
+    walls = [sum(x) for x in rows]
     total = sum(walls)
+    out = dict.fromkeys(b.SLICES, 0.0)
     if n < 2 or not total > 0:
-        return dict.fromkeys(b.SLICES, 0.0)
-    mean = total / n
-    out = {}
-    for name in b.SLICES:
-        ratio = sum(x[name] for x in batches) / total
-        residuals = sum((x[name] - ratio * t) ** 2 for x, t in zip(batches, walls, strict=True))
-        out[name] = (residuals / (n * (n - 1))) ** 0.5 / mean
+        return out
+    scale = n / total / (n * (n - 1)) ** 0.5
+    tt = sum(map(mul, walls, walls))
+    for i, name in enumerate(b.SLICES):
+        col = [x[i] for x in rows]
+        part = sum(col)
+        if part:  # sum (x - R t)^2, expanded: one pass of products per column
+            ratio = part / total
+            sq = sum(map(mul, col, col)) - 2 * ratio * sum(map(mul, col, walls)) + ratio**2 * tt
+            out[name] = max(0.0, sq) ** 0.5 * scale
     return out
+
+
+def _batch_spread(rows: dict[int, list[float]]) -> dict[str, float]:
+    """The largest spread of any size of batch (GROUPS_MIN): batches of BATCH_STEPS steps,
+    then two by two, while GROUPS_MIN remain."""
+    spreads = []
+    while len(rows) >= GROUPS_MIN:
+        spreads.append(spread_of(list(rows.values())))
+        rows = _merged(rows)
+    return {n: max((x[n] for x in spreads), default=0.0) for n in b.SLICES}
 
 
 class _Sliding:
@@ -240,6 +273,9 @@ class _Sliding:
         self.batches: dict[int, _Batch] = {}
         """By step number // BATCH_STEPS: the same steps make the same batches, whatever the
         window held before."""
+        self.spread: tuple[tuple[int, int, int], dict[str, float]] | None = None
+        """The batches' spread and what it was made from (the window's first and last batch,
+        the coarse typical unmarked time): the batches between change only with those."""
 
     def _add(self, p: _Part) -> None:
         at = p.of.step
@@ -287,17 +323,19 @@ class _Sliding:
         typical = self.owns[len(self.owns) // 2]
         sides = [p for batch in self.batches.values() for p in batch.sides]
         acc = _summed(self.ns, sum(self.owns), sides, typical)
-        groups = {k: _summed(x.ns, x.own, x.sides, typical, x.gc) for k, x in self.batches.items()}
-        spreads = []
-        while len(groups) >= GROUPS_MIN:
-            spreads.append(spread_of(list(groups.values())))
-            groups = _merged(groups)
-        if len(self.parts) <= STEPS_ALONE:  # early: each step a batch
-            spreads.append(spread_of([
-                _summed(p.ns, p.own, [p] if p.side >= 0 else [], typical, p.of.gc_ns or 0)
+        coarse = _coarse(typical)
+        first, last = next(iter(self.batches)), next(reversed(self.batches))
+        if self.spread is None or self.spread[0] != (first, last, coarse):
+            inside = {k: x.row_at(coarse) for k, x in self.batches.items() if first < k < last}
+            self.spread = ((first, last, coarse), _batch_spread(inside))
+        spread = self.spread[1]
+        if len(self.parts) <= STEPS_ALONE:  # early: each step a batch too
+            alone = [
+                _summed(p.ns, p.own, [p] if p.side >= 0 else [], coarse, p.of.gc_ns or 0)
                 for p in self.parts
-            ]))  # fmt: skip
-        spread = {n: max((x[n] for x in spreads), default=0.0) for n in b.SLICES}
+            ]
+            each = spread_of([[x[n] for n in b.SLICES] for x in alone])
+            spread = {n: max(spread[n], each[n]) for n in b.SLICES}
         median = self.durs[len(self.durs) // 2] / 1e9
         return Sums(len(self.parts), acc, float(self.gc), median, spread)
 
