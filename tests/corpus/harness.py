@@ -13,13 +13,18 @@ import contextlib
 import itertools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from _clocks import ENV as CLOCKS_ENV
+from _clocks import SLICES as CLOCK_SLICES
+from _clocks import shares
 from knobs import names_a_missing_knob
 from scenarios import CORPUS, Scenario
 from tests_support import free_port
@@ -59,6 +64,9 @@ class Result:
     """The job's setup as diagnose --json gave it (the levers must fit it)."""
     risks: tuple[str, ...] = ()
     """The verdict's risk lines at the end."""
+    truth: dict[str, float] | None = None
+    """The job's own clocks over gputop's window (_clocks.py; comms is the whole collective
+    wait): what the budget is compared with; None for a script that keeps none."""
 
     @property
     def risk_right(self) -> bool | None:
@@ -77,9 +85,18 @@ class Result:
         return self.scenario.cause in self.cause and not foreign
 
     def errors(self) -> list[tuple[str, float, float]]:
-        """(slice, designed, measured) for each slice the scenario states."""
-        got = self.budget or {}
-        return [(n, share, got.get(n, 0.0)) for n, share in self.scenario.shares]
+        """(slice, the job's clocks, gputop) for each slice the job timed or gputop measured
+        (comms with straggler: the job times the collective's whole wait); without the job's
+        clocks, (slice, designed, gputop) for each slice the scenario states."""
+        got = dict(self.budget or {})
+        if self.truth is None:
+            return [(n, share, got.get(n, 0.0)) for n, share in self.scenario.shares]
+        got["comms"] = got.get("comms", 0.0) + got.pop("straggler", 0.0)
+        return [
+            (n, self.truth.get(n, 0.0), got.get(n, 0.0))
+            for n in CLOCK_SLICES
+            if max(self.truth.get(n, 0.0), got.get(n, 0.0)) >= 0.005
+        ]
 
 
 @dataclass(frozen=True)
@@ -119,32 +136,31 @@ class Harness:
     def run_mode(self, s: Scenario, seconds: float) -> Result:
         """Started by `gputop diagnose --duration SECONDS -- CMD`, judged."""
         script = self.command(s, seconds + 30)
-        out = subprocess.run(
-            self.diagnose("--duration", str(seconds), "--", *script),
-            capture_output=True, text=True, timeout=seconds + 120, cwd=CORPUS,
-        )  # fmt: skip
-        try:
-            return judge(s, "run", json.loads(out.stdout))
-        except json.JSONDecodeError:
-            return Result(s, "run", None, None, 0, last_line(out.stderr))
+        with tempfile.TemporaryDirectory(prefix="corpus-clocks-") as clocks:
+            out = subprocess.run(
+                self.diagnose("--duration", str(seconds), "--", *script),
+                capture_output=True, text=True, timeout=seconds + 120, cwd=CORPUS,
+                env={**os.environ, CLOCKS_ENV: clocks},
+            )  # fmt: skip
+            return judged(s, "run", out, clocks)
 
     def attached_mode(self, s: Scenario, seconds: float) -> Result:
         """Started plainly, attached to by PID ATTACH_DELAY later (`--pid P --attach`), judged."""
         script = self.command(s, seconds + 60)
+        clocks = tempfile.mkdtemp(prefix="corpus-clocks-")
         job = subprocess.Popen(script, cwd=CORPUS, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+                               stderr=subprocess.DEVNULL, start_new_session=True,
+                               env={**os.environ, CLOCKS_ENV: clocks})  # fmt: skip
         try:
             time.sleep(ATTACH_DELAY)  # pacing: the job runs on its own before gputop attaches
             out = subprocess.run(
                 self.diagnose("--pid", str(job.pid), "--attach", "--duration", str(seconds)),
                 capture_output=True, text=True, timeout=seconds + 120,
             )  # fmt: skip
-            try:
-                return judge(s, "attached", json.loads(out.stdout), lead=ATTACH_DELAY)
-            except json.JSONDecodeError:
-                return Result(s, "attached", None, None, 0, last_line(out.stderr))
+            return judged(s, "attached", out, clocks, lead=ATTACH_DELAY)
         finally:
             kill_job(job)
+            shutil.rmtree(clocks, ignore_errors=True)
 
     def remove_cgroups(self) -> None:
         """The memory cgroups the scenarios ran in, once their processes are gone."""
@@ -153,7 +169,32 @@ class Harness:
                        stderr=subprocess.DEVNULL)  # fmt: skip
 
 
-def judge(s: Scenario, mode: str, doc: dict, lead: float = 0.0) -> Result:
+def judged(
+    s: Scenario, mode: str, out: subprocess.CompletedProcess, clocks: str, lead: float = 0.0
+) -> Result:
+    """Diagnose's JSON judged (``judge``) with the job's own clocks up to now (diagnose has
+    just returned), or what went wrong in one line."""
+    end = time.time()
+    try:
+        doc = json.loads(out.stdout)
+    except json.JSONDecodeError:
+        return Result(s, mode, None, None, 0, last_line(out.stderr))
+    return judge(s, mode, doc, lead=lead, truth=job_clocks(clocks, doc, end))
+
+
+def job_clocks(where: str, doc: dict, end: float) -> dict[str, float] | None:
+    """The typical rank's own clocks over the steps gputop's final budget covers: its last
+    ``of.steps`` steps that ended by ``end`` (when diagnose returned); None when the job keeps
+    no clocks or gputop made no budget from an agent."""
+    of = (doc.get("budget") or {}).get("of") or {}
+    if of.get("source") != "agent" or not of.get("steps"):
+        return None
+    return shares(os.path.join(where, f"{of['pid']}.jsonl"), end, int(of["steps"]))
+
+
+def judge(
+    s: Scenario, mode: str, doc: dict, lead: float = 0.0, truth: dict[str, float] | None = None
+) -> Result:
     """`lead`: seconds the job ran before gputop started, so the onset in gputop's time is
     `s.onset - lead`. The right verdict counts from there: the one in force at that moment if it
     is right, else the first right change after it."""
@@ -188,6 +229,7 @@ def judge(s: Scenario, mode: str, doc: dict, lead: float = 0.0) -> Result:
         levers=tuple(principal.get("levers") or ()),
         setup=doc.get("setup"),
         risks=tuple((doc.get("verdict") or {}).get("risks") or ()),
+        truth=truth,
     )
 
 

@@ -13,6 +13,7 @@ the shares hold on a loaded machine too.
 
 import argparse
 import gc
+import itertools
 import logging
 import multiprocessing as mp
 import os
@@ -20,6 +21,7 @@ import tempfile
 import time
 
 import torch
+from _clocks import Clocks
 from _paced import Pacer, busy
 from torch import nn
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
@@ -104,32 +106,40 @@ def evaluate() -> float:
     return correct / 2048
 
 
+clocks = Clocks()
+"""The script's own timers (_clocks.py): what the bench compares gputop's budget with."""
 end = time.monotonic() + args.seconds
-for step, (x, y) in enumerate(loader, 1):
+batches = iter(loader)
+for step in itertools.count(1):
+    with clocks.part("data"):
+        x, y = next(batches)
     if time.monotonic() >= end:
         break
     t0 = time.perf_counter()
-    loss = nn.functional.cross_entropy(model(x), y)
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
+    with clocks.part("compute"):
+        loss = nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
     pacer.computed(time.perf_counter() - t0)
     step_wall.value = pacer.compute_s / pacer.compute_share
     if args.unmarked:
-        with pacer.time("unmarked"):
+        with pacer.time("unmarked"), clocks.part("compute"):
             update_ema(pacer.owed("unmarked"))
     if args.loop:
-        with pacer.time("loop"):
+        with pacer.time("loop"), clocks.part("loop"):
             update_running_stats(pacer.owed("loop"))
     if args.logging:
-        log.info("step %d loss %.4f", step, loss.item())
+        with clocks.part("log"):
+            log.info("step %d loss %.4f", step, loss.item())
     if pacer.due("gc"):
         with pacer.time("gc"):
             gc.collect()  # "keep memory down": a full collection every few steps
     if pacer.due("eval"):
-        with pacer.time("eval"):
+        with pacer.time("eval"), clocks.part("eval"):
             evaluate()
     if pacer.due("checkpoint"):
-        with pacer.time("checkpoint"):
+        with pacer.time("checkpoint"), clocks.part("checkpoint"):
             torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step},
                        os.path.join(out, "last.pt"))  # fmt: skip
+    clocks.step()

@@ -19,6 +19,7 @@ import time
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from _clocks import Clocks
 from _paced import Pacer, busy
 from torch import nn
 
@@ -73,28 +74,31 @@ def train(rank: int) -> None:
     """[all_reduce rounds this step, stop, checkpoint]: one rank decides, every rank follows
     (ranks save their shards at the same step, as a job checkpointing every N steps does)."""
     per_round = 0.0
+    clocks = Clocks()  # the script's own timers (_clocks.py), for the bench
     end = time.monotonic() + args.seconds
     while True:
         pacer.tick()  # shares of wall time: the all_reduce's own cost is not sized here
-        loss = nn.functional.cross_entropy(model(x), y)
-        opt.zero_grad()
-        loss.backward()
+        with clocks.part("compute"):
+            loss = nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
         if shares["straggler"] and rank == 1:
-            with pacer.time("straggler"):
+            with pacer.time("straggler"), clocks.part("loop"):
                 busy(pacer.owed("straggler"))  # its longer sequences
         elif shares["straggler"]:
             pacer.spent("straggler", pacer.owed("straggler"))  # waited for in the all_reduce
         grads = torch.cat([q.grad.flatten() for q in model.parameters()])
         t1 = time.perf_counter()
-        if rank == decides:
-            want = pacer.owed("sync")
-            plan[0] = max(1, round(want / per_round)) if per_round else 1
-            plan[1] = int(time.monotonic() >= end)
-            plan[2] = int(pacer.due("checkpoint"))
-        dist.broadcast(plan, src=decides)
-        rounds = int(plan[0])
-        for _ in range(rounds):
-            dist.all_reduce(grads)
+        with clocks.part("comms"):  # the broadcast and the rounds: the whole collective wait
+            if rank == decides:
+                want = pacer.owed("sync")
+                plan[0] = max(1, round(want / per_round)) if per_round else 1
+                plan[1] = int(time.monotonic() >= end)
+                plan[2] = int(pacer.due("checkpoint"))
+            dist.broadcast(plan, src=decides)
+            rounds = int(plan[0])
+            for _ in range(rounds):
+                dist.all_reduce(grads)
         took = time.perf_counter() - t1
         per_round = took / rounds
         pacer.spent("sync", took)
@@ -105,13 +109,16 @@ def train(rank: int) -> None:
         for q in model.parameters():
             q.grad.copy_(grads[i : i + q.numel()].view_as(q))
             i += q.numel()
-        opt.step()
+        with clocks.part("compute"):
+            opt.step()
         if args.logging:
-            log.info("rank %d loss %.4f", rank, loss.item())
+            with clocks.part("log"):
+                log.info("rank %d loss %.4f", rank, loss.item())
         if plan[2]:
-            with pacer.time("checkpoint"):
+            with pacer.time("checkpoint"), clocks.part("checkpoint"):
                 torch.save({"model": model.state_dict(), "opt": opt.state_dict(),
                             "table": table}, shard)  # fmt: skip
+        clocks.step()
     dist.destroy_process_group()
 
 

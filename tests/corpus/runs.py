@@ -1,7 +1,8 @@
 """Repeated runs of the corpus, kept and compared: each run of a scenario in a mode as one JSON
 line (``save``), read back (``load``), and two tables over them: how far the same scenario's
 readings spread across runs of one build (``spread_table``: its finals, each slice's lowest and
-highest share in points), and one build's finals beside another's (``compare_table``: the
+highest share in points), gputop's shares against the job's own clocks run by run
+(``truth_table``), and one build's finals beside another's (``compare_table``: the
 behaviour a refactoring must keep, the scenarios' known spread aside).
 
 A run is kept whole enough to be judged again later (final, timeline, budget, cause) and small
@@ -18,6 +19,8 @@ from harness import Result
 
 SPREAD_MAX = 0.05
 """Points a slice may move across runs of one scenario (issue 52: within 5 points)."""
+TRUTH_MAX = 0.05
+"""Points gputop's share of a slice may differ from the job's own clocks' (issue 52)."""
 
 
 def row(r: Result, label: str, run: int) -> dict:
@@ -35,6 +38,8 @@ def row(r: Result, label: str, run: int) -> dict:
         "changes_after": r.changes_after,
         "timeline": [list(t) for t in r.timeline],
         "budget": r.budget,
+        "truth": r.truth,
+        "against": [list(e) for e in r.errors()] if r.truth is not None else None,
         "source": r.source,
         "cause": r.cause,
     }
@@ -124,4 +129,32 @@ def compare_table(before: Sequence[dict], after: Sequence[dict]) -> list[str]:
     out.append(f"the same finals before and after: {same} of {len(cases)}")
     out.append(f"right at the end: before {sum(x['right'] for x in before)} of {len(before)}, "
                f"after {sum(x['right'] for x in after)} of {len(after)}")  # fmt: skip
+    return out
+
+
+def truth_table(runs: Sequence[dict]) -> list[str]:
+    """Per scenario and mode with the job's own clocks, each slice: the clocks' share and
+    gputop's in every run ("clocks/gputop" in whole percent), the worst difference in points
+    (marked past TRUTH_MAX); then how many cases hold every slice within it in every run."""
+    out = [f"{'scenario':26} {'mode':8} {'slice':10} clocks/gputop per run  (worst, points)"]
+    cases = within = 0
+    for (name, mode), runs_ in sorted(_by_case(runs).items()):
+        timed = [one for one in runs_ if one.get("against")]
+        if not timed:
+            continue
+        cases += 1
+        slices = dict.fromkeys(n for one in timed for n, _, _ in one["against"])
+        worst_case = 0.0
+        for n in slices:
+            pairs = [next(((c, g) for m, c, g in one["against"] if m == n), (0.0, 0.0))
+                     for one in timed]  # fmt: skip
+            worst = max(abs(g - c) for c, g in pairs)
+            worst_case = max(worst_case, worst)
+            cells = " ".join(f"{round(100 * c)}/{round(100 * g)}" for c, g in pairs)
+            mark = "  OVER" if worst > TRUTH_MAX else ""
+            out.append(f"{name:26} {mode:8} {n:10} {cells}  ({round(100 * worst)}){mark}")
+        within += worst_case <= TRUTH_MAX
+    out.append("")
+    out.append(f"every slice within {round(100 * TRUTH_MAX)} points of the job's clocks in "
+               f"every run: {within} of {cases}")  # fmt: skip
     return out

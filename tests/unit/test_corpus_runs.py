@@ -1,11 +1,16 @@
 """The corpus runs kept and compared (tests/corpus/runs.py): a run saved is read back the same,
 a line that is not a run is skipped with its place said, the spread across runs is each
-slice's range in points, and a scenario whose finals differ between two builds is marked."""
+slice's range in points, each slice is set against the job's own clocks, and a scenario
+whose finals differ between two builds is marked."""
 
 from __future__ import annotations
 
+import json
+
+import pytest
+from _clocks import shares
 from harness import Result
-from runs import compare_table, load, row, save, spread_table
+from runs import compare_table, load, row, save, spread_table, truth_table
 from scenarios import by_name
 
 
@@ -46,3 +51,43 @@ def test_finals_that_differ_between_builds_are_marked():
     assert "same " in kept[1] and "2/2->2/2" in kept[1]
     assert "MOVED host-overhead x2  ->  data-input" in moved[1] and "2/2->0/1" in moved[1]
     assert "the same finals before and after: 0 of 1" in moved
+
+
+def timed(loop_clock: float, loop_gputop: float, n: int) -> dict:
+    s = by_name("mixed_wait10_loop35")
+    truth = {"data": 0.10, "compute": 0.9 - loop_clock, "loop": loop_clock}
+    budget = {"data": 0.11, "compute": 0.89 - loop_gputop, "loop": loop_gputop, "comms": 0.0}
+    return row(Result(s, "run", "host-overhead", 3.0, 0, budget=budget, truth=truth), "a", n)
+
+
+def test_each_slice_is_set_against_the_jobs_own_clocks_run_by_run():
+    lines = truth_table([timed(0.35, 0.36, 1), timed(0.34, 0.27, 2)])
+    (loop,) = [ln for ln in lines if " loop " in ln]
+    assert "35/36 34/27  (7)  OVER" in loop
+    (data,) = [ln for ln in lines if " data " in ln]
+    assert "10/11 10/11  (1)" in data and "OVER" not in data
+    assert not [ln for ln in lines if " comms " in ln]  # under half a percent both ways
+    assert "every slice within 5 points of the job's clocks in every run: 0 of 1" in lines
+
+
+def test_the_jobs_clocks_cover_gputops_window_and_the_rest_of_a_step_is_the_loop(tmp_path):
+    path = tmp_path / "7.jsonl"
+    lines = [{"t": 100.0 + i, "dur": 1.0, "parts": {"data": 0.2, "compute": 0.5, "gc": 0.1}}
+             for i in range(10)]  # fmt: skip
+    lines[2]["parts"]["data"] = 0.9  # before the window
+    path.write_text("\n".join(json.dumps(x) for x in lines) + '\n{"t": 1')  # cut by the kill
+    got = shares(str(path), end=108.5, steps=5)  # steps ending at 104..108
+    assert got == pytest.approx(
+        {
+            "data": 0.2,
+            "h2d": 0,
+            "compute": 0.5,
+            "comms": 0,
+            "eval": 0,
+            "checkpoint": 0,
+            "log": 0,
+            "gc": 0.1,
+            "loop": 0.2,
+        }
+    )
+    assert shares(str(tmp_path / "none.jsonl"), 1e9, 5) is None

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gputop.diagnose import evaluate
-from gputop.diagnose.budget import budget_of, phase_slice
+from gputop.diagnose.budget import SPLIT_SAMPLES, SPLIT_Z, budget_of, phase_slice
 from gputop.diagnose.signals.inputs import RuleInputs, reduce_windows
 from gputop.diagnose.thresholds import FLOOR
 from gputop.diagnose.verdict import State
@@ -304,16 +304,25 @@ def test_unmarked_time_the_stacks_see_in_torch_is_compute_not_the_loop():
 
 
 def test_a_loop_share_the_few_stack_samples_decided_needs_them_past_their_error():
-    # 20 samples, 3 in the job's own code: 15% is a measure, 15% less its error is not 10%
+    # 40 samples, 4 in the job's own code: 10% is a measure, 10% less its error is not 10%;
+    # only what the samples show beyond two errors (SPLIT_Z) moved
     a = unmarked_job(70, 30)
-    window = main_stacks([FORWARD, BACKWARD, LOSS] * 5 + [FORWARD, BACKWARD] + [OWN] * 3, n=20)
+    window = main_stacks([FORWARD, BACKWARD, LOSS] * 12 + [OWN] * 4, n=40)
     v, _ = judge(a, window)
     loop = v.budget.slice(b.LOOP)
-    error = (0.15 * 0.85 / 20) ** 0.5
-    assert loop.share == pytest.approx(0.15 + error, abs=0.01)  # only what the samples show moved
-    assert loop.low == pytest.approx(0.15 - error, abs=0.01) and loop.low < FLOOR <= loop.share
+    error = (0.10 * 0.90 / 40) ** 0.5
+    assert loop.share == pytest.approx(0.10 + SPLIT_Z * error, abs=0.01)
+    assert loop.low == pytest.approx(0.10 - error, abs=0.01) and loop.low < FLOOR <= loop.share
     assert v.budget.slice(b.COMPUTE).error == 0  # the agent's clock: no sampling error
     assert v.principal.bound == "gpu-compute"
+
+
+def test_few_samples_from_outside_never_resize_the_clock():
+    # 19 samples (SPLIT_SAMPLES - 1), none in the job's own code: the clock's 30% loop stays
+    a = unmarked_job(70, 30)
+    v, _ = judge(a, main_stacks([FORWARD, BACKWARD, LOSS] * 6 + [FORWARD], n=SPLIT_SAMPLES - 1))
+    assert v.budget.share(b.LOOP) == pytest.approx(0.3, abs=0.01)
+    assert v.budget.slice(b.LOOP).error == 0
 
 
 def test_unmarked_time_the_stacks_see_in_the_jobs_own_code_stays_the_loop():

@@ -1,0 +1,93 @@
+"""The job's own clocks: each step's parts timed by the script itself, so the bench compares
+gputop's budget with what the job measured in that run, not with the share it was built to
+have (issue 52: truth measured, not designed).
+
+A script marks its parts (``with clocks.part("data"): x, y = next(it)``) and ends each step
+(``clocks.step()``); whatever the step spent outside its parts is the loop's own time, as it
+is in gputop's budget. Garbage collections are timed by ``gc.callbacks`` wherever they run and
+taken out of the part they ran in (gputop's agent times them the same way). The slices are
+gputop's names: data, h2d, compute, comms (a collective's whole wait: gputop splits it into
+comms and straggler), eval, checkpoint, log, gc, loop.
+
+Nothing is written unless ``CORPUS_CLOCKS`` names a directory: then each process appends one
+JSON line per step to ``<dir>/<pid>.jsonl``: ``{"t": wall time at its end, "dur": seconds,
+"parts": {slice: seconds}}``. Plain Python, no gputop: the scripts stay ones written elsewhere.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+SLICES = ("data", "h2d", "compute", "comms", "eval", "checkpoint", "log", "gc", "loop")
+ENV = "CORPUS_CLOCKS"
+
+
+class Clocks:
+    """One process's step clocks; a no-op unless ``CORPUS_CLOCKS`` is set."""
+
+    def __init__(self) -> None:
+        where = os.environ.get(ENV)
+        self.out = open(os.path.join(where, f"{os.getpid()}.jsonl"), "a") if where else None  # noqa: SIM115
+        self.parts: dict[str, float] = {}
+        self.gc_s = 0.0
+        self._gc_t0: float | None = None
+        self._t0 = time.perf_counter()
+        if self.out is not None:
+            gc.callbacks.append(self._gc)
+
+    def _gc(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._gc_t0 = time.perf_counter()
+        elif self._gc_t0 is not None:
+            self.gc_s += time.perf_counter() - self._gc_t0
+            self._gc_t0 = None
+
+    @contextmanager
+    def part(self, name: str) -> Iterator[None]:
+        """Times the block as ``name``, less the collections that ran in it."""
+        t0, gc0 = time.perf_counter(), self.gc_s
+        try:
+            yield
+        finally:
+            took = time.perf_counter() - t0 - (self.gc_s - gc0)
+            self.parts[name] = self.parts.get(name, 0.0) + max(0.0, took)
+
+    def step(self) -> None:
+        """Ends a step here: writes it, and the next one starts."""
+        now = time.perf_counter()
+        if self.out is not None:
+            parts = {**self.parts, "gc": self.gc_s}
+            self.out.write(json.dumps({"t": time.time(), "dur": now - self._t0, "parts": parts}))
+            self.out.write("\n")
+            self.out.flush()
+        self.parts, self.gc_s, self._t0 = {}, 0.0, now
+
+
+def shares(path: str, end: float, steps: int) -> dict[str, float] | None:
+    """The job's shares over its last ``steps`` steps that ended by wall time ``end`` (gputop's
+    window: its last reading), the loop's own time the rest of each step; None without them."""
+    rows = []
+    try:
+        with open(path) as f:
+            for line in f:
+                try:
+                    rows.append(json.loads(line))
+                except ValueError:
+                    continue  # a line cut by the kill
+    except OSError:
+        return None
+    rows = [r for r in rows if r["t"] <= end][-steps:] if steps > 0 else []
+    wall = sum(r["dur"] for r in rows)
+    if not rows or wall <= 0:
+        return None
+    out = dict.fromkeys(SLICES, 0.0)
+    for r in rows:
+        for name, s in r["parts"].items():
+            out[name] += s
+    out["loop"] += wall - sum(out.values())
+    return {name: max(0.0, s / wall) for name, s in out.items()}
