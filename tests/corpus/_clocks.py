@@ -2,12 +2,13 @@
 gputop's budget with what the job measured in that run, not with the share it was built to
 have (issue 52: truth measured, not designed).
 
-A script marks its parts (``with clocks.part("data"): x, y = next(it)``) and ends each step
-(``clocks.step()``); whatever the step spent outside its parts is the loop's own time, as it
-is in gputop's budget. Garbage collections are timed by ``gc.callbacks`` wherever they run and
-taken out of the part they ran in (gputop's agent times them the same way). The slices are
-gputop's names: data, h2d, compute, comms (a collective's whole wait: gputop splits it into
-comms and straggler), eval, checkpoint, log, gc, loop.
+A script marks its parts (``with clocks.part("data"): x, y = next(it)``, or ``start`` and
+``stop`` from a framework's callbacks) and ends each step (``clocks.step()``); whatever the
+step spent outside its parts is the loop's own time, as it is in gputop's budget. Garbage
+collections are timed by ``gc.callbacks`` wherever they run and taken out of the part they
+ran in (gputop's agent times them the same way). The slices are gputop's names: data, h2d,
+compute, comms (a collective's whole wait: gputop splits it into comms and straggler), eval,
+checkpoint, log, gc, loop.
 
 Nothing is written unless ``CORPUS_CLOCKS`` names a directory: then each process appends one
 JSON line per step to ``<dir>/<pid>.jsonl``: ``{"t": wall time at its end, "dur": seconds,
@@ -37,6 +38,7 @@ class Clocks:
         self.gc_s = 0.0
         self._gc_t0: float | None = None
         self._t0 = time.perf_counter()
+        self._open: tuple[str, float, float] | None = None
         if self.out is not None:
             gc.callbacks.append(self._gc)
 
@@ -56,6 +58,20 @@ class Clocks:
         finally:
             took = time.perf_counter() - t0 - (self.gc_s - gc0)
             self.parts[name] = self.parts.get(name, 0.0) + max(0.0, took)
+
+    def start(self, name: str) -> None:
+        """Starts timing ``name`` until ``stop``: for parts that begin in one callback and end
+        in another (a framework's hooks)."""
+        self.stop()
+        self._open = (name, time.perf_counter(), self.gc_s)
+
+    def stop(self) -> None:
+        """Ends the part ``start`` began, if one is open."""
+        if self._open is not None:
+            name, t0, gc0 = self._open
+            took = time.perf_counter() - t0 - (self.gc_s - gc0)
+            self.parts[name] = self.parts.get(name, 0.0) + max(0.0, took)
+            self._open = None
 
     def step(self) -> None:
         """Ends a step here: writes it, and the next one starts."""
