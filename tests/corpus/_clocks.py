@@ -21,11 +21,14 @@ import gc
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar, cast
 
 SLICES = ("data", "h2d", "compute", "comms", "eval", "checkpoint", "log", "gc", "loop")
 ENV = "CORPUS_CLOCKS"
+T = TypeVar("T")
+_END = object()
 
 
 class Clocks:
@@ -58,6 +61,20 @@ class Clocks:
         finally:
             took = time.perf_counter() - t0 - (self.gc_s - gc0)
             self.parts[name] = self.parts.get(name, 0.0) + max(0.0, took)
+
+    def batches(self, loader: Iterable[T]) -> Iterator[T]:
+        """``for x, y in clocks.batches(loader):``: each batch's wait timed as data (the
+        loader's iterator made in the first), and a step ended each time the loop asks for
+        the next batch."""
+        it: Iterator[T] | None = None
+        while True:
+            with self.part("data"):
+                it = iter(loader) if it is None else it
+                item = next(it, _END)
+            if item is _END:
+                return
+            yield cast(T, item)
+            self.step()
 
     def start(self, name: str) -> None:
         """Starts timing ``name`` until ``stop``: for parts that begin in one callback and end
