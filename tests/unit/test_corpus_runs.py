@@ -91,3 +91,36 @@ def test_the_jobs_clocks_cover_gputops_window_and_the_rest_of_a_step_is_the_loop
         }
     )
     assert shares(str(tmp_path / "none.jsonl"), 1e9, 5) is None
+
+
+def test_a_scripts_clocks_time_its_parts_less_collections_and_its_batches(tmp_path, monkeypatch):
+    import gc
+    import time
+
+    from _clocks import Clocks
+
+    monkeypatch.setenv("CORPUS_CLOCKS", str(tmp_path))
+    clocks = Clocks()
+    walls = []
+    try:
+        for _ in clocks.batches(iter([1, 2])):
+            t0 = time.perf_counter()
+            with clocks.part("compute"):
+                time.sleep(0.02)  # the work being timed
+                gc.collect()
+            walls.append(time.perf_counter() - t0)
+        clocks.start("eval")
+        time.sleep(0.01)  # the work being timed
+        clocks.stop()
+        clocks.step()
+    finally:
+        gc.callbacks.remove(clocks._gc)
+        assert clocks.out is not None
+        clocks.out.close()
+    (path,) = tmp_path.iterdir()
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert len(rows) == 3 and [set(r["parts"]) for r in rows[:2]] == [{"data", "compute", "gc"}] * 2
+    first = rows[0]["parts"]
+    assert first["gc"] > 0  # the collection, out of the part it ran in
+    assert first["compute"] == pytest.approx(walls[0] - first["gc"], abs=1e-3)
+    assert rows[2]["parts"]["eval"] >= 0.01
