@@ -151,7 +151,7 @@ def watch(source: StackSource, seconds: float) -> list:
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         out.append(source.sample())
-        time.sleep(0.25)  # pacing the readings, as the monitor's tick does
+        time.sleep(0.25)  # pacing: the readings, as the monitor's tick does
     return out
 
 

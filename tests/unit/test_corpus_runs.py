@@ -106,11 +106,11 @@ def test_a_scripts_clocks_time_its_parts_less_collections_and_its_batches(tmp_pa
         for _ in clocks.batches(iter([1, 2])):
             t0 = time.perf_counter()
             with clocks.part("compute"):
-                time.sleep(0.02)  # the work being timed
+                time.sleep(0.02)  # pacing: the work being timed
                 gc.collect()
             walls.append(time.perf_counter() - t0)
         clocks.start("eval")
-        time.sleep(0.01)  # the work being timed
+        time.sleep(0.01)  # pacing: the work being timed
         clocks.stop()
         clocks.step()
     finally:
