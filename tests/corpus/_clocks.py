@@ -12,7 +12,9 @@ checkpoint, log, gc, loop.
 
 Nothing is written unless ``CORPUS_CLOCKS`` names a directory: then each process appends one
 JSON line per step to ``<dir>/<pid>.jsonl``: ``{"t": wall time at its end, "dur": seconds,
-"parts": {slice: seconds}}``. Plain Python, no gputop: the scripts stay ones written elsewhere.
+"parts": {slice: seconds}}``, and one when a long part begins (``LONG_PARTS``: ``{"t", "open":
+slice, "since": seconds into the step, "parts": so far}``). Plain Python, no gputop: the
+scripts stay ones written elsewhere.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ from typing import TypeVar, cast
 
 SLICES = ("data", "h2d", "compute", "comms", "eval", "checkpoint", "log", "gc", "loop")
 ENV = "CORPUS_CLOCKS"
+LONG_PARTS = ("eval", "checkpoint")
+"""Parts that may last seconds: their start is written too, so a step still in one when gputop
+last read counts as far as it went (gputop counts an overdue step in its open phase)."""
 T = TypeVar("T")
 _END = object()
 
@@ -56,6 +61,7 @@ class Clocks:
     def part(self, name: str) -> Iterator[None]:
         """Times the block as ``name``, less the collections that ran in it."""
         t0, gc0 = time.perf_counter(), self.gc_s
+        self._opened(name, t0)
         try:
             yield
         finally:
@@ -81,6 +87,15 @@ class Clocks:
         in another (a framework's hooks)."""
         self.stop()
         self._open = (name, time.perf_counter(), self.gc_s)
+        self._opened(name, self._open[1])
+
+    def _opened(self, name: str, at: float) -> None:
+        """A long part began: one line with the step so far (``LONG_PARTS``)."""
+        if self.out is not None and name in LONG_PARTS:
+            so_far = {"t": time.time(), "open": name, "since": at - self._t0,
+                      "parts": {**self.parts, "gc": self.gc_s}}  # fmt: skip
+            self.out.write(json.dumps(so_far) + "\n")
+            self.out.flush()
 
     def stop(self) -> None:
         """Ends the part ``start`` began, if one is open."""
@@ -101,9 +116,11 @@ class Clocks:
         self.parts, self.gc_s, self._t0 = {}, 0.0, now
 
 
-def shares(path: str, end: float, steps: int) -> dict[str, float] | None:
+def shares(path: str, end: float, steps: int, open_after: float) -> dict[str, float] | None:
     """The job's shares over its last ``steps`` steps that ended by wall time ``end`` (gputop's
-    window: its last reading), the loop's own time the rest of each step; None without them."""
+    window: its last reading), and the step in progress then when it has been in a long part
+    for over ``open_after`` seconds (gputop counts such a step too); the loop's own time is
+    the rest of each step. None without steps."""
     rows = []
     try:
         with open(path) as f:
@@ -114,13 +131,22 @@ def shares(path: str, end: float, steps: int) -> dict[str, float] | None:
                     continue  # a line cut by the kill
     except OSError:
         return None
-    rows = [r for r in rows if r["t"] <= end][-steps:] if steps > 0 else []
-    wall = sum(r["dur"] for r in rows)
-    if not rows or wall <= 0:
+    rows = [r for r in rows if r["t"] <= end]
+    done = [r for r in rows if "dur" in r][-steps:] if steps > 0 else []
+    if not done:
+        return None
+    counted = [(r["dur"], r["parts"]) for r in done]
+    last = rows[-1]
+    if "open" in last and end - last["t"] > open_after:
+        parts = dict(last["parts"])
+        parts[last["open"]] = parts.get(last["open"], 0.0) + end - last["t"]
+        counted.append((last["since"] + end - last["t"], parts))
+    wall = sum(d for d, _ in counted)
+    if wall <= 0:
         return None
     out = dict.fromkeys(SLICES, 0.0)
-    for r in rows:
-        for name, s in r["parts"].items():
+    for _, parts in counted:
+        for name, s in parts.items():
             out[name] += s
     out["loop"] += wall - sum(out.values())
     return {name: max(0.0, s / wall) for name, s in out.items()}

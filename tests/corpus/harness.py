@@ -29,6 +29,8 @@ from knobs import names_a_missing_knob
 from scenarios import CORPUS, Scenario
 from tests_support import free_port
 
+from gputop.diagnose.budget import OVERDUE_S
+
 ATTACH_DELAY = 3.0
 """Seconds a job runs on its own before gputop attaches to it (attached mode)."""
 
@@ -85,18 +87,21 @@ class Result:
         return self.scenario.cause in self.cause and not foreign
 
     def errors(self) -> list[tuple[str, float, float]]:
-        """(slice, the job's clocks, gputop) for each slice the job timed or gputop measured
-        (comms with straggler: the job times the collective's whole wait); without the job's
-        clocks, (slice, designed, gputop) for each slice the scenario states."""
-        got = dict(self.budget or {})
+        """(slice, the job's clocks, gputop) for each slice the job timed or gputop measured,
+        slices compared as one joined by "+" (comms+straggler: the job times a collective's
+        whole wait; the scenario's ``alike``); without the job's clocks, (slice, designed,
+        gputop) for each slice the scenario states."""
+        got = self.budget or {}
         if self.truth is None:
             return [(n, share, got.get(n, 0.0)) for n, share in self.scenario.shares]
-        got["comms"] = got.get("comms", 0.0) + got.pop("straggler", 0.0)
-        return [
-            (n, self.truth.get(n, 0.0), got.get(n, 0.0))
-            for n in CLOCK_SLICES
-            if max(self.truth.get(n, 0.0), got.get(n, 0.0)) >= 0.005
-        ]
+        groups = (("comms", "straggler"), *self.scenario.alike)
+        names = {n: "+".join(g) for g in groups for n in g}
+        out: dict[str, list[float]] = {}
+        for n in (*CLOCK_SLICES, "straggler"):
+            both = out.setdefault(names.get(n, n), [0.0, 0.0])
+            both[0] += self.truth.get(n, 0.0)
+            both[1] += got.get(n, 0.0)
+        return [(n, c, g) for n, (c, g) in out.items() if max(c, g) >= 0.005]
 
 
 @dataclass(frozen=True)
@@ -189,7 +194,8 @@ def job_clocks(where: str, doc: dict, end: float) -> dict[str, float] | None:
     of = (doc.get("budget") or {}).get("of") or {}
     if of.get("source") != "agent" or not of.get("steps"):
         return None
-    return shares(os.path.join(where, f"{of['pid']}.jsonl"), end, int(of["steps"]))
+    path = os.path.join(where, f"{of['pid']}.jsonl")
+    return shares(path, end, int(of["steps"]), open_after=OVERDUE_S)
 
 
 def judge(

@@ -76,7 +76,7 @@ def test_the_jobs_clocks_cover_gputops_window_and_the_rest_of_a_step_is_the_loop
              for i in range(10)]  # fmt: skip
     lines[2]["parts"]["data"] = 0.9  # before the window
     path.write_text("\n".join(json.dumps(x) for x in lines) + '\n{"t": 1')  # cut by the kill
-    got = shares(str(path), end=108.5, steps=5)  # steps ending at 104..108
+    got = shares(str(path), end=108.5, steps=5, open_after=1.0)  # steps ending at 104..108
     assert got == pytest.approx(
         {
             "data": 0.2,
@@ -90,7 +90,14 @@ def test_the_jobs_clocks_cover_gputops_window_and_the_rest_of_a_step_is_the_loop
             "loop": 0.2,
         }
     )
-    assert shares(str(tmp_path / "none.jsonl"), 1e9, 5) is None
+    assert shares(str(tmp_path / "none.jsonl"), 1e9, 5, 1.0) is None
+    # a step still in its eval when gputop last read, 3 s into it: counted as far as it went
+    opened = {"t": 109.0, "open": "eval", "since": 0.5, "parts": {"compute": 0.5}}
+    with path.open("a") as f:
+        f.write("\n" + json.dumps(opened) + "\n")
+    got = shares(str(path), end=112.0, steps=5, open_after=1.0)  # steps 105..109 and the eval
+    assert got["eval"] == pytest.approx(3.0 / 8.5) and got["compute"] == pytest.approx(3.0 / 8.5)
+    assert shares(str(path), end=109.5, steps=5, open_after=1.0)["eval"] == 0  # not overdue
 
 
 def test_a_scripts_clocks_time_its_parts_less_collections_and_its_batches(tmp_path, monkeypatch):
@@ -118,9 +125,22 @@ def test_a_scripts_clocks_time_its_parts_less_collections_and_its_batches(tmp_pa
         assert clocks.out is not None
         clocks.out.close()
     (path,) = tmp_path.iterdir()
-    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    rows = [x for x in lines if "dur" in x]
+    assert [x["open"] for x in lines if "open" in x] == ["eval"]  # a long part's start
     assert len(rows) == 3 and [set(r["parts"]) for r in rows[:2]] == [{"data", "compute", "gc"}] * 2
     first = rows[0]["parts"]
     assert first["gc"] > 0  # the collection, out of the part it ran in
     assert first["compute"] == pytest.approx(walls[0] - first["gc"], abs=1e-3)
     assert rows[2]["parts"]["eval"] >= 0.01
+
+
+def test_slices_either_name_fits_are_compared_as_one():
+    # heavy_logging's metrics logging is side work by what it is and the loop's own Python by
+    # what it is made of (its why): the job calls it log, gputop may call it the loop
+    truth = {"compute": 0.46, "log": 0.53, "loop": 0.01}
+    budget = {"compute": 0.45, "log": 0.0, "loop": 0.55, "comms": 0.001, "straggler": 0.004}
+    r = Result(by_name("heavy_logging"), "run", "host-overhead", 3.0, 0, budget=budget,
+               truth=truth)  # fmt: skip
+    assert r.errors() == [("compute", 0.46, 0.45), ("comms+straggler", 0.0, 0.005),
+                          ("log+loop", 0.54, 0.55)]  # fmt: skip
