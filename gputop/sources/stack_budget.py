@@ -20,11 +20,6 @@ core, on the machine the job needs. The budget is a token bucket: CPU seconds ac
    made of is named from a handful of worker samples, and at one per WORKER_TURN periods a
    small job (one process, its agent sampling it, two workers) took over 20 s to show five;
 
-5. with tokens still spare, a process whose agent sends its own stacks, once per
-   OUTSIDE_SLOWER periods: the agent's samples wait for the GIL (they name what runs and
-   never size it), a read from outside is taken whatever the GIL does, so a few of them may
-   size what the agent's clock leaves unmarked (``diagnose/budget.py``);
-
 and a process whose stack has not changed for SETTLED reads (a parked helper; a rank's workers
 when all of them are) is read SETTLED_SLOWER times less often. Pure bookkeeping: the caller
 runs py-spy.
@@ -61,10 +56,6 @@ WAITED_LATELY_S = 30.0
 at one read a second, a rank that waits 10% of its time is seen within it 19 times in 20."""
 SPARE_KEEP = 1.0
 """Dumps' worth of tokens the spare reads of waiting ranks' workers (4.) leave in the bucket."""
-OUTSIDE_SLOWER = 5.0
-"""How much less often than a rank with no agent py-spy reads one whose agent samples it (12
-reads in the verdict's 60-s window of stacks: a share of them is good to about ten points,
-which is what the budget then moves, no more)."""
 COST_WEIGHT = 0.2
 """Weight of the newest dump in the running cost estimate."""
 
@@ -88,15 +79,10 @@ class Candidate:
     launcher: bool = False
     """Ranks run below it (torchrun, accelerate, ``mp.spawn``'s parent): its stack says
     nothing of a step, and it is read as a quiet rank's workers are."""
-    agented: bool = False
-    """Its agent sends its stacks (``last_read``: py-spy's last read of it): read from outside
-    now and then, with spare tokens."""
 
 
 def _hang_candidate(c: Candidate) -> bool:
     """Its agent's samples stopped, or a main process or rank just went still."""
-    if c.agented:
-        return False  # its agent's samples still come: they say when it stops
     return c.agent_stalled or (c.role != WORKER and not c.launcher and 0 < c.still < SETTLED)
 
 
@@ -129,8 +115,6 @@ class StackBudget:
             return self.period / HANG_FASTER
         if c.launcher:
             return self.period * WORKER_TURN * QUIET_SLOWER
-        if c.agented:
-            return self.period * OUTSIDE_SLOWER
         return self.period * SETTLED_SLOWER if c.still >= SETTLED else self.period
 
     def turn_of(self, workers: Sequence[Candidate]) -> float:
@@ -153,7 +137,7 @@ class StackBudget:
                 continue
             lateness = _lateness(now, c.last_read, self.period_of(c))
             if lateness >= 1.0:
-                tier = 4 if c.agented else 0 if _hang_candidate(c) else 1
+                tier = 0 if _hang_candidate(c) else 1
                 ranked.append((tier, -lateness, c.pid))
         self._appeared = {p: self._appeared.get(p, now) for p in turns}
         for parent, workers in turns.items():
@@ -172,7 +156,7 @@ class StackBudget:
         out: list[int] = []
         budget = self.tokens
         for tier, _, pid in ranked:
-            if budget < self.cost * (1 + (SPARE_KEEP if tier >= 3 else 0)):
+            if budget < self.cost * (1 + (SPARE_KEEP if tier == 3 else 0)):
                 break
             out.append(pid)
             budget -= self.cost

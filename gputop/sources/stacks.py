@@ -258,8 +258,6 @@ class StackSource:
         """pid -> when a read last found one of its threads waiting for data."""
         self._agented: set[int] = set()
         """Processes whose agent has sent stacks: when they stop, py-spy looks at once."""
-        self._outside: dict[int, float] = {}
-        """pid -> when py-spy last read it (an agent's process: its reads from outside)."""
         self._next_worker = 0
         self._hints = hints
         self._seen: dict[tuple[int, int], RoleHint] = {}
@@ -303,25 +301,22 @@ class StackSource:
         roles = dict(tree)
         agents = self._agent_stacks() if self._agent_stacks else {}
         rest = []
-        fresh = set()
         for pid, role in tree:
             got = agents.get(pid)
             if got is not None and now - got.t <= AGENT_STALE_S:
                 self._agented.add(pid)
-                fresh.add(pid)
                 self._read(pid, role, got.threads, None, None, AGENT, got.t)
-            rest.append((pid, role))
+            else:
+                rest.append((pid, role))
         for pid in [p for p in self._agented if p not in alive]:
             self._agented.discard(pid)
-            self._outside.pop(pid, None)
         problem = None
-        if self.spy.binary is None:
-            if len(rest) > len(fresh):
-                problem = NO_PY_SPY
+        if rest and self.spy.binary is None:
+            problem = NO_PY_SPY
         elif rest:
             launchers = {self._parent.get(pid) for pid, role in tree if role == RANK}
-            for pid in self._due(rest, now, launchers, fresh):
-                self._dump(pid, roles[pid], now, outside=pid in fresh)
+            for pid in self._due(rest, now, launchers):
+                self._dump(pid, roles[pid], now)
         for pid in list(self._last):
             if pid not in alive:
                 del self._last[pid]  # exited between dumps: forgotten quietly
@@ -331,19 +326,13 @@ class StackSource:
         return StacksSample(self.pid, now, self._wall(), procs, problem=problem)
 
     def _due(
-        self,
-        tree: list[tuple[int, str]],
-        now: float,
-        launchers: set[int | None],
-        agented: set[int],
+        self, tree: list[tuple[int, str]], now: float, launchers: set[int | None]
     ) -> list[int]:
         """The processes py-spy reads now: by the budget, or (none) every main process and
         rank and one worker in turn. Processes backing off after failures wait.
-        ``launchers``: the parents of ranks; ``agented``: those whose agent's stacks came
-        (read from outside now and then, with the budget's spare tokens; never without one)."""
+        ``launchers``: the parents of ranks."""
         ready = [(pid, role) for pid, role in tree if now >= self._failures.get(pid, (0, 0.0))[1]]
         if self.budget is None:
-            ready = [(pid, role) for pid, role in ready if pid not in agented]
             workers = [pid for pid, role in ready if role == WORKER]
             due = [pid for pid, role in ready if role != WORKER]
             if workers:  # one DataLoader worker per tick, in turn: a lower rate for each
@@ -354,22 +343,16 @@ class StackSource:
         candidates = []
         for pid, role in ready:
             last = self._last.get(pid)
-            outside = pid in agented
             candidates.append(
                 Candidate(
                     pid=pid,
                     role=role,
                     parent=self._parent.get(pid, 0),
                     still=self._still.get(pid, 0),
-                    last_read=self._outside.get(pid)
-                    if outside
-                    else last.taken
-                    if last is not None
-                    else None,
+                    last_read=last.taken if last is not None else None,
                     agent_stalled=pid in self._agented,
                     parent_waits=self._waits(self._parent.get(pid, 0), now),
                     launcher=pid in launchers and role != RANK,
-                    agented=outside,
                 )
             )
         return self.budget.due(now, candidates)
@@ -392,13 +375,11 @@ class StackSource:
     ) -> None:
         """A new read of ``pid`` (or the same agent sample again: nothing changes)."""
         last = self._last.get(pid)
-        if last is not None and last.taken is not None and taken <= last.taken:
-            return  # the same read again, or an agent's sample older than py-spy's read
-        if via == PY_SPY:
-            self._outside[pid] = taken
+        if last is not None and last.via == via and last.taken == taken:
+            return
         rank = self._ranks.get(pid)
         number = rank.rank if rank is not None else None
-        if error is None and last is not None and not last.error and last.via == via:
+        if error is None and last is not None and not last.error:
             same = tuple(t.frames for t in threads) == tuple(t.frames for t in last.threads)
             self._still[pid] = self._still.get(pid, 0) + 1 if same else 0
         of_rank = rank_above(pid, self._parent, self._numbered) if role == CHILD else None
@@ -454,11 +435,8 @@ class StackSource:
         self._ends_seen[(pid, waits)] = (now, writers, peer)
         return writers, peer
 
-    def _dump(self, pid: int, role: str, now: float, outside: bool = False) -> None:
-        """py-spy's read of ``pid``; ``outside``: a process its agent reads, whose failed
-        reads (no ptrace here, say) back off quietly and leave the agent's stacks shown."""
+    def _dump(self, pid: int, role: str, now: float) -> None:
         fails = self._failures.get(pid, (0, 0.0, ""))[0]
-        now = max(now, self._clock())  # after the reads this tick made (an agent's sample)
         t0 = time.monotonic()
         cpu0 = _children_cpu()
         threads, error = self.spy.dump(pid)
@@ -472,7 +450,7 @@ class StackSource:
         if error and "has exited" in error:
             self._last.pop(pid, None)
             return
-        if error and NOT_PYTHON in error and not outside and not runs_python(pid, self._proc):
+        if error and NOT_PYTHON in error and not runs_python(pid, self._proc):
             # a `sleep`, a shell, a compiled tool: no Python stacks, and nothing wrong
             self._failures[pid] = (fails + 1, now + BACKOFF_MAX_S, error)
             self._read(pid, role, (), None, took, PY_SPY, now)
@@ -480,8 +458,7 @@ class StackSource:
         fails += 1
         backoff = min(BACKOFF_MAX_S, 2.0**fails)
         self._failures[pid] = (fails, now + backoff, error or "")
-        if not outside:
-            self._read(pid, role, (), error, took, PY_SPY, now)
+        self._read(pid, role, (), error, took, PY_SPY, now)
 
     def dump_all(self) -> list[tuple[int, str, list[ThreadStack] | None, str | None]]:
         """Every process of the tree now (the full-dump key): (pid, role, threads, error).

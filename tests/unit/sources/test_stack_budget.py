@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import replace
 
 import pytest
@@ -12,9 +11,7 @@ from hypothesis import strategies as st
 from gputop.model.roles import MAIN, RANK, WORKER
 from gputop.model.stacks import ProcessStacks, StacksSample, ThreadStack, reads
 from gputop.sources.stack_budget import (
-    DEFAULT_SHARE,
     FIRST_COST_S,
-    OUTSIDE_SLOWER,
     QUIET_SLOWER,
     SETTLED,
     WORKER_TURN,
@@ -190,28 +187,3 @@ def test_a_launcher_is_read_rarely_and_never_taken_for_a_hang():
             budget.spent(0.015)
     assert len(read[100]) >= 230  # the rank once a second
     assert len(read[1]) <= 240 / (WORKER_TURN * QUIET_SLOWER) + 1, read[1]  # still, yet no hurry
-
-
-def test_ranks_their_agents_read_are_read_from_outside_with_spare_tokens_alone():
-    """Eight ranks under torchrun whose agents send their stacks: read from outside once per
-    OUTSIDE_SLOWER periods at most, with what the workers leave (waiting ranks' workers take
-    it all, as before), never as hang candidates (their agents' samples still come)."""
-    for waits in (False, True):
-        plain = [replace(c, parent_waits=waits, launcher=c.role == MAIN) for c in job(8, 8)]
-        tree = [replace(c, agented=c.role == RANK) for c in plain]
-        budget = StackBudget()
-        read = run(budget, tree, 300, 0.02)
-        alone = run(StackBudget(), [c for c in plain if c.role == WORKER], 300, 0.02)
-        ranks = [c.pid for c in tree if c.role == RANK]
-        for pid in ranks:
-            gaps = [b - a for a, b in itertools.pairwise(read[pid])]
-            assert all(g >= OUTSIDE_SLOWER for g in gaps), (pid, read[pid])
-        outside = sum(len(read[pid]) for pid in ranks)
-        assert (outside >= 8 * 5) if not waits else True, outside  # 5 reads a rank or more
-        workers = [c.pid for c in plain if c.role == WORKER]
-        # the workers keep their reads (measured: 297 of 300 beside the ranks' while waiting)
-        assert sum(len(read[p]) for p in workers) >= 0.97 * sum(len(alone[p]) for p in workers)
-        assert budget.used <= DEFAULT_SHARE * 300 + FIRST_COST_S + 0.02 + 1e-9
-    one = StackBudget()
-    rank = Candidate(5, RANK, 1, 1, 0.0, agent_stalled=True, agented=True)
-    assert one.period_of(rank) == one.period * OUTSIDE_SLOWER  # went still: not a hang yet
