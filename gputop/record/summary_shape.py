@@ -123,10 +123,11 @@ GPU = record(dict.fromkeys(("n", "util", "sm", "power", "n_sm"), num), {"temp_ma
 POINT = row(num, num, num, num, map_of(num))
 BUDGET_POINT = both(
     record({"start": num, "ranks": map_of(row(num, count, SHARES), keys=int_key)}),
-    lambda b: b.get("typical") in b["ranks"],
+    lambda b: isinstance(b.get("typical"), str) and b["typical"] in b["ranks"],
 )
-"""One interval's budget: its start, its typical rank among its ranks, each [seconds, steps,
-{slice: share}] (absent from files written before it)."""
+"""One interval's budget: its start, its typical rank (a rank's key: a crafted list or
+number is damage, not a lookup) among its ranks, each [seconds, steps, {slice: share}]
+(absent from files written before it)."""
 GPU_BIN = row(
     *(num,) * GPU_HELD,
     map_of(num, keys=lambda k: text(k) and len(k) <= 64),

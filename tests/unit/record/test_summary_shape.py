@@ -13,7 +13,7 @@ from builders import agent, gpu_sample, step
 from gputop.diagnose import EvalPoint, Evidence, Finding, Verdict
 from gputop.model.steps import AgentsSample
 from gputop.record.summary import Accumulator
-from gputop.record.summary_shape import SUMMARY_SHAPE
+from gputop.record.summary_shape import BUDGET_POINT, SUMMARY_SHAPE
 
 T0 = 1000.0
 
@@ -48,6 +48,14 @@ def test_one_part_of_another_type_is_refused(path):
         part = part[key]
     part[path[-1]] = "not its type"
     assert not SUMMARY_SHAPE(s), path
+
+
+@pytest.mark.parametrize("typical", [[], {}, 0, None, "9"])
+def test_an_intervals_typical_rank_that_is_no_rank_key_is_refused(typical):
+    # found by the fuzz test: a list there raised TypeError (unhashable), not damage
+    point = {"start": 1.0, "typical": "0", "ranks": {"0": [1.5, 15, {"compute": 1.0}]}}
+    assert BUDGET_POINT(point)
+    assert not BUDGET_POINT({**point, "typical": typical})
 
 
 @pytest.mark.parametrize("key", ["budget_s", "beside", "points", "budget_points", "gpu_points"])
