@@ -9,10 +9,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gputop.model.roles import MAIN, WORKER
-from gputop.model.stacks import AGENT, PY_SPY, Frame, StacksSample, ThreadStack, reads
+from gputop.model.stacks import PY_SPY, Frame, StacksSample, ThreadStack, reads
 from gputop.vocab.stacks import (
     AGENT_PACKAGE_PREFIX,
-    AGENT_STALE_S,
     BACKWARD,
     BLOCKED,
     COLLECTIVE_WAIT,
@@ -231,21 +230,12 @@ def stillness(window: Sequence[StacksSample]) -> list[Stillness]:
     ranks: dict[int, tuple[str, int | None]] = {}
     history: dict[int, list[tuple[float, ThreadStack]]] = {}
     readers: dict[int, tuple[str, float | None]] = {}
-    seen = list(reads(window))
-    end = window[-1].t if window else 0.0
-    agented = {proc.pid: proc.read_at(sample.t) for sample, proc in seen if proc.via == AGENT}
-    for sample, proc in seen:
+    for sample, proc in reads(window):
         if proc.role == WORKER or proc.error:
             continue
         main = next((t for t in proc.threads if t.name == "MainThread"), None)
-        at = proc.read_at(sample.t)
-        if (
-            proc.via == PY_SPY
-            and proc.pid in agented
-            and (at < agented[proc.pid] or end - agented[proc.pid] <= AGENT_STALE_S)
-        ):
-            continue  # read from outside beside its agent: sizes shares, never cuts a run
         if main is not None:
+            at = proc.read_at(sample.t)
             history.setdefault(proc.pid, []).append((at, main))
             ranks[proc.pid] = (proc.role, proc.rank)
             readers[proc.pid] = (proc.via, proc.taken)

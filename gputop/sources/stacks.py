@@ -44,7 +44,7 @@ from gputop.sources.stack_budget import WAITED_LATELY_S, Candidate, StackBudget
 from gputop.sources.stack_phases import RawFrame, thread_stack
 from gputop.sources.syscalls import pipe_writers, waits_in
 from gputop.sources.target import TargetId
-from gputop.vocab.stacks import AGENT_STALE_S, DATA_WAIT, STACK_DEPTH
+from gputop.vocab.stacks import DATA_WAIT, STACK_DEPTH, STACKS_PERIOD_S
 
 DUMP_TIMEOUT_S = 5.0
 BACKOFF_MAX_S = 60.0
@@ -202,6 +202,11 @@ class PySpy:
             if not error and blocking:
                 return threads, None, "read while paused (nonblocking reads failed)"
         return threads, error, ""
+
+
+AGENT_STALE_S = 3 * STACKS_PERIOD_S
+"""An agent's last stacks older than this are stale: its samples stopped (something holds the
+GIL, or it went away), and py-spy reads the process instead."""
 
 
 class AgentStacks(NamedTuple):

@@ -6,9 +6,6 @@ from __future__ import annotations
 STACKS_PERIOD_S = 1.0
 """How often a process's stacks are read: by its agent when it has one, else by py-spy (whose
 CPU budget can make it slower: ``sources/stack_budget.py``)."""
-AGENT_STALE_S = 3 * STACKS_PERIOD_S
-"""An agent's last stacks older than this are stale: its samples stopped (something holds the
-GIL, or it went away), and py-spy reads the process instead."""
 STACK_DEPTH = 128
 """Frames kept per thread, innermost first, whoever read them (the agent or py-spy): deeper
 recursion is cut, so a stack's size and the work on it stay bounded."""

@@ -115,27 +115,6 @@ def test_stillness_per_rank_and_the_busy_share():
     assert moving[0].still_s == 0.0 and moving[0].dumps == 1
 
 
-def test_a_read_from_outside_beside_the_agents_never_cuts_a_run():
-    """A rank waits in all_reduce for 10 s, read by its agent each second and by py-spy now
-    and then (whose frames may read otherwise: a line, a native frame): the run is the
-    agent's. Once the agent's reads stop (a thread holds the GIL), py-spy's are the run."""
-    ar = ("MainThread", "torch/distributed/distributed_c10d.py", "all_reduce")
-    other = ("MainThread", "torch/distributed/c10d_logger.py", "wrapper")
-
-    def read(t: float, frames, via: str) -> StacksSample:
-        x = _sample(t, [frames])
-        return replace(x, processes=(replace(x.processes[0], via=via, taken=t),))
-
-    window = [read(i, ar, "agent") for i in range(11)]
-    window[4:4] = [read(3.5, other, "py-spy")]
-    window.append(read(10.5, other, "py-spy"))  # the newest read, from outside
-    (m,) = stillness(window)
-    assert m.still_s == 10.0 and m.via == "agent"
-    stalled = [*window, read(14.0, other, "py-spy"), read(15.0, other, "py-spy")]
-    (m,) = stillness(stalled)
-    assert m.via == "py-spy" and m.still_s == 4.5  # from 10.5: the agent's reads stopped
-
-
 def test_the_wait_is_named_by_the_call_the_jobs_code_made():
     frames = (Frame("Condition.wait", "threading.py", 355), Frame("Queue.get", "queue.py", 180),
               Frame("fetch", "mylib/loader.py", 41), Frame("backward", "torch/_tensor.py", 600),
