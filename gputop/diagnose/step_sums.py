@@ -129,6 +129,14 @@ def _part(s: StepRecord) -> _Part:
     return _Part(s, own, tuple(ns), side)
 
 
+def step_slices(s: StepRecord) -> tuple[float, ...]:
+    """One step's ns per slice in SLICES order: its phases by slice, its unmarked time the
+    loop's, its GC taken out (``take_gc``): what a step-time shift compares slice by slice."""
+    p = _part(s)
+    acc = _summed(p.ns, p.own, (), 0, p.of.gc_ns or 0)
+    return tuple(acc[n] for n in b.SLICES)
+
+
 def _same(p: _Part, s: StepRecord) -> bool:
     """The step a part was made from, or one equal in all the part reads (the link replaces a
     step with a new object when its GPU times resolve)."""
