@@ -13,6 +13,7 @@ which knows the bindings.
     low_bandwidth = false
     snapshot_dir = "~/gputop-snapshots"
     capture_dir = "~/gputop-captures"   # default: $GPUTOP_CAPTURE_DIR or ./gputop-captures
+    history = true          # remember each job's runs to compare the next with (gputop history)
 
     [keys]                  # binding id = "key[,key...]"  (ids are listed by the help screen)
     quit = "q"
@@ -77,6 +78,8 @@ class Config:
     snapshot_dir: Path = field(default_factory=Path.cwd)
     capture_dir: Path | None = None
     """Where capture folders go; None: $GPUTOP_CAPTURE_DIR or ./gputop-captures."""
+    history: bool = True
+    """Remember each job's runs (``gputop/history``) and compare a run with the job's last."""
     keys: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     """Binding id -> key string as written; checked against the bindings by the screen."""
     themes_dir: Path = field(default_factory=lambda: default_config_dir() / "themes")
@@ -197,6 +200,7 @@ DEFAULT_WORDS = {
     "snapshot_dir": "the current directory",
     "capture_dir": "$GPUTOP_CAPTURE_DIR or ./gputop-captures",
     "themes_dir": "~/.config/gputop/themes",
+    "history": str(Config.history).lower(),
 }
 """What a bad setting falls back to, as its problem line says."""
 
@@ -241,7 +245,7 @@ def _check(name: str, value: Any, problems: list[str]) -> Any:
         problems.append(
             f"color must be one of {', '.join(COLOR_MODES)}, not {shown(value)}; using {instead}"
         )
-    elif name in ("mouse", "low_bandwidth"):
+    elif name in ("mouse", "low_bandwidth", "history"):
         if isinstance(value, bool):
             return value
         problems.append(f"{name} must be true or false, not {shown(value)}; using {instead}")

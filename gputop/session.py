@@ -24,20 +24,33 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import median
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
+from gputop import __version__
 from gputop.diagnose import (
     STACKS_WINDOW_S,
+    STEPS_LEAST,
     BudgetBins,
+    Comparison,
     EvalPoint,
     Interval,
+    Remembered,
+    RememberedLever,
     RuleInputs,
+    RunSteps,
+    RunSummary,
+    Shift,
+    ShiftWatch,
     State,
     Verdict,
+    compare,
     evaluate_at,
+    flat_settings,
 )
 from gputop.model import DeviceInfo, GpuSample, Timeline
 from gputop.model.host import HostSample
+from gputop.model.job_key import JobKey, job_key
+from gputop.model.ranks import main_agent, rank_labels
 from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample
 from gputop.sinks import Sinks
@@ -57,6 +70,25 @@ COSTS_KEPT = 5
 stretch it."""
 READINGS = ("gpu", "host", "agents", "stacks")
 """The kinds of reading a session takes, in the order the sinks and recordings name them."""
+KEEP_S = 60.0
+"""How often (seconds of readings) the run is written to the job's memory besides at the end:
+a monitor killed without a goodbye loses at most this much."""
+SHIFTS_SHOWN = 32
+"""Shifts of step time a state carries, the latest."""
+
+
+class JobMemory(Protocol):
+    """Where runs of a job are remembered (``gputop/history/store.Memory``): the session asks it
+    for the job's last run once it knows the job, and tells it this run as it goes."""
+
+    problem: str | None
+    notes: list[str]
+
+    def last(self, key: JobKey, besides: str = "") -> Remembered | None: ...
+
+    def keep(self, run: Remembered, run_id: str) -> None: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -85,6 +117,13 @@ class SessionState:
     intervals: tuple[Interval, ...] = field(default=(), repr=False, compare=False)
     """The budget over time: the closed intervals, oldest first (``diagnose/budget_bins.py``);
     the same tuple until another interval closes, so a pane can tell by identity."""
+    shifts: tuple[tuple[Shift, str, float], ...] = ()
+    """Shifts of a rank's step time inside the run, oldest first, each with its rank's label
+    and the session time it was called (the reading that brought the steps past it)."""
+    run: RunSummary | None = None
+    """This run's pace so far (the main agent's steps), as of the last evaluation."""
+    comparison: Comparison | None = None
+    """This run against the job's last one (its memory), as of the last evaluation."""
 
     @property
     def verdict_now(self) -> float:
@@ -129,8 +168,11 @@ class Session:
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
         cpu: Callable[[], float] = time.thread_time,
+        memory: JobMemory | None = None,
+        run_id: str = "",
     ) -> None:
-        """``cpu``: the evaluating thread's CPU seconds (what ``evaluate_share`` bounds)."""
+        """``cpu``: the evaluating thread's CPU seconds (what ``evaluate_share`` bounds);
+        ``memory``: the jobs' memory, this run kept there as ``run_id``."""
         self.devices = tuple(devices)
         self.sinks = sinks if sinks is not None else Sinks()
         self.evaluate_each = evaluate_each
@@ -164,6 +206,18 @@ class Session:
         self._state: SessionState | None = None
         self._bins = BudgetBins()
         self._intervals: tuple[Interval, ...] = ()
+        self._watch = ShiftWatch()
+        self._shifts: tuple[tuple[Shift, str, float], ...] = ()
+        self._run_steps = RunSteps()
+        self._run: RunSummary | None = None
+        self._memory = memory
+        self._run_id = run_id
+        self._key: JobKey | None = None
+        self._settings: dict[str, str] = {}
+        self._last: Remembered | None = None
+        self._comparison: Comparison | None = None
+        self._started_wall: float | None = None
+        self._kept_at: float | None = None
         self.awaits_host = False
         """A target is attached: nothing is evaluated before its first host reading (the GPUs
         alone, quiet in the first second, would call a job idle that is training)."""
@@ -179,10 +233,14 @@ class Session:
         self._collect_problems()
 
     def close(self) -> list[str]:
-        """Closes the sinks; the problems met in closing them (a last write that failed), one
-        line each. Those met before are in the state, where the outputs already said them."""
+        """Closes the sinks and keeps the run in the job's memory; the problems met in doing so
+        (a last write that failed), one line each. Those met before are in the state, where the
+        outputs already said them."""
         self._collect_problems()
         before = len(self._problems)
+        self._keep(self._run_steps.summary())
+        if self._memory is not None:
+            self._memory.close()
         self.sinks.close()
         self._collect_problems()
         return self._problems[before:]
@@ -213,6 +271,7 @@ class Session:
         self._bins.add(sample)
         if self._bins.open_start != opened:  # an interval closed (or the first began)
             self._intervals = self._bins.closed
+        self._follow_run(sample)
         # a socket refused as not the target's agent: each reading carries its lines once
         self._problems += [p for p in sample.problems if p not in self._problems]
         if self.sinks:
@@ -271,6 +330,79 @@ class Session:
             self.sinks.event(self._clock(), self._wall(), kind, dict(data))
             self._collect_problems()
 
+    # ---- the run: its shifts, its pace, the job's last run ----
+
+    def _follow_run(self, sample: AgentsSample) -> None:
+        """Shifts of step time called, the run's pace summed, the job known (once)."""
+        called = self._watch.add([(a.pid, a.steps) for a in sample.agents])
+        if called:
+            labels = rank_labels(sample)
+            new = tuple((s, labels.get(s.pid, f"pid {s.pid}"), sample.t) for s in called)
+            self._shifts = (self._shifts + new)[-SHIFTS_SHOWN:]
+            for s, label, _ in new:
+                self.event("step-shift", _shift_event(s, label))
+        self._run_steps.add(sample)
+        if self._started_wall is None:
+            self._started_wall = sample.wall
+        main = main_agent(sample)
+        if main is not None and main.fingerprint:
+            self._settings = flat_settings(main.fingerprint)
+        if self._key is None and main is not None:
+            self._key = job_key(main.argv, main.cwd, main.world_size)
+            if self._key is not None and self._memory is not None:
+                self._last = self._memory.last(self._key, besides=self._run_id)
+                self._collect_memory_problems()
+        if self._kept_at is None:
+            self._kept_at = sample.t
+        elif sample.t - self._kept_at >= KEEP_S:
+            self._kept_at = sample.t
+            self._keep(self._run_steps.summary())
+
+    def _keep(self, run: RunSummary) -> None:
+        """This run into the job's memory, once it has steps enough to compare with."""
+        if self._memory is None or self._key is None or self._started_wall is None:
+            return
+        if run.steps < STEPS_LEAST:
+            return
+        principal = self._verdict.principal if self._verdict is not None else None
+        lever = None
+        if principal is not None and principal.levers and principal.saving is not None:
+            first, saving = principal.levers[0], principal.saving
+            lever = RememberedLever(
+                str(first), getattr(first, "saves", None), saving.share, saving.low, saving.high
+            )
+        self._memory.keep(
+            Remembered(
+                key=self._key,
+                started=self._started_wall,
+                ended=self._wall(),
+                run=run,
+                settings=self._settings,
+                principal=principal.bound if principal is not None else None,
+                lever=lever,
+                version=__version__,
+            ),
+            self._run_id,
+        )
+        self._collect_memory_problems()
+
+    def _collect_memory_problems(self) -> None:
+        m = self._memory
+        if m is None:
+            return
+        lines = ([m.problem] if m.problem else []) + list(m.notes)
+        fresh = [x for x in lines if x not in self._problems]
+        if fresh:
+            self._problems += fresh
+            self._changed()
+
+    def _measure_run(self) -> None:
+        """The run's pace and its comparison with the last run, at an evaluation (their cost
+        is bounded with the verdict's)."""
+        self._run = self._run_steps.summary()
+        if self._last is not None and self._key is not None and self._run.steps:
+            self._comparison = compare(self._last, self._run, self._key, self._settings)
+
     # ---- the verdict ----
 
     def point(self) -> EvalPoint | None:
@@ -309,6 +441,7 @@ class Session:
         computed, self._hysteresis, self._inputs = evaluate_at(
             self.timeline, self.devices, point, self._agents, self._hysteresis
         )
+        self._measure_run()
         cost = self._cpu() - cpu0
         self._costs.append(cost)
         self._verdict = shown(computed) if shown is not None else computed
@@ -342,6 +475,9 @@ class Session:
                 problems=tuple(self._problems),
                 timeline=self.timeline,
                 intervals=self._intervals,
+                shifts=self._shifts,
+                run=self._run,
+                comparison=self._comparison,
             )
         return self._state
 
@@ -363,3 +499,15 @@ class Session:
             self._problems += [p for p in self.sinks.problems if p not in self._problems]
             self.sinks.problems.clear()
             self._changed()
+
+
+def _shift_event(s: Shift, label: str) -> dict[str, Any]:
+    """A shift as a session event (recorded; the report lists them)."""
+    return {
+        "rank": label,
+        "pid": s.pid,
+        "step": s.step,
+        "before_s": s.before_s,
+        "after_s": s.after_s,
+        "moved_s": dict(s.moved),
+    }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import sys
@@ -22,6 +23,12 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     # every gputop a test starts would take it for its terminal's (a tmux pane's resize unseen)
     for _name in ("COLUMNS", "LINES"):
         os.environ.pop(_name, None)
+
+os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="gputop-state-")
+atexit.register(shutil.rmtree, os.environ["XDG_STATE_HOME"], ignore_errors=True)
+"""The jobs' memory (``gputop/history``) of every gputop a test starts, in a folder of this
+run's own: a test never reads or fills the user's ``~/.local/state/gputop``, and a test of the
+memory sets its own."""
 
 sys.path.insert(1, str(Path(__file__).resolve().parent / "corpus"))
 """The corpus's table and harness (``from scenarios import by_name``, ``from harness import

@@ -68,6 +68,13 @@ def peer_uid(sock: socket.socket) -> int | None:
     return None if cred is None else cred[1]
 
 
+def _cwd() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:  # removed under it
+        return None
+
+
 def identity(rank_info: dict[str, Any] | None = None) -> dict[str, Any]:
     """Who this process is; ``rank_info`` (ranks.current()) fills rank, local_rank and
     world_size when the launcher's variables do not (torch.multiprocessing.spawn children)."""
@@ -76,6 +83,7 @@ def identity(rank_info: dict[str, Any] | None = None) -> dict[str, Any]:
         "pid": os.getpid(),
         "ppid": os.getppid(),
         "argv": list(sys.argv)[:64],
+        "cwd": _cwd(),
         "hostname": socket.gethostname(),
         "python": sys.version.split()[0],
         "gputop": __version__,

@@ -165,6 +165,13 @@ class Folder:
         with os.fdopen(self._open(name), "rb") as f:
             return f.read()
 
+    def read_at_most(self, name: str, most: int) -> bytes | None:
+        """The regular file ``name`` if it holds ``most`` bytes or fewer, else None (a file
+        someone else wrote may be of any size)."""
+        with os.fdopen(self._open(name), "rb") as f:
+            data = f.read(most + 1)
+        return data if len(data) <= most else None
+
     def make_private(self, name: str) -> None:
         """0600 on a file a tool wrote (through the descriptor, a symlink is not followed)."""
         fd = self._open(name)
@@ -247,24 +254,26 @@ def _safe(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)[:64] or "host"
 
 
-def open_root(root: Path) -> int:
+def open_root(root: Path, fix: str = FIX, kind: str = "capture folder") -> int:
     """A descriptor on the capture root, made (0700, with any missing parents) when missing.
     Walked from ``/`` a component at a time without following a link in one lookup, and
     refused with one line when a folder on the way could let another user swap what lies below
-    it. (A folder owned by another user but not writable by others is theirs to rearrange: all
-    they could swap in is a link or a folder of theirs, and the root refuses both.)"""
+    it (``kind``: what the folder is, ``fix``: what to do, in that line; the job's memory walks
+    to its folder the same way). (A folder owned by another user but not writable by others is
+    theirs to rearrange: all they could swap in is a link or a folder of theirs, and the root
+    refuses both.)"""
     parts = _parts(os.path.abspath(root))
     fd = os.open("/", _DIR)
     here, links = "/", 0
     try:
-        _check_dir(here, os.fstat(fd))
+        _check_dir(here, os.fstat(fd), fix, kind)
         while parts:
             part = parts.pop(0)
             there = os.path.normpath(os.path.join(here, part))
-            st = _lookup(fd, part, there, root) if part != ".." else None
+            st = _lookup(fd, part, there, root, fix=fix, kind=kind) if part != ".." else None
             if st is not None and stat.S_ISLNK(st.st_mode):
                 if not parts:
-                    raise CaptureError(f"the capture folder {root} is a symlink: {FIX}")
+                    raise CaptureError(f"the {kind} {root} is a symlink: {fix}")
                 links += 1
                 if links > MAX_LINKS:
                     raise CaptureError(f"cannot open {root}: too many levels of symbolic links")
@@ -279,11 +288,11 @@ def open_root(root: Path) -> int:
             if made and st.st_uid == os.geteuid():  # made just now: 0700 whatever the umask
                 os.fchmod(fd, 0o700)
                 st = os.fstat(fd)
-            _check_dir(here, st)
+            _check_dir(here, st, fix, kind)
             if not parts and st.st_uid not in (0, os.geteuid()):
                 raise CaptureError(
-                    f"the capture folder {root} belongs to uid {st.st_uid}, not to you: its "
-                    f"owner could swap a capture folder for a link; {FIX}"
+                    f"the {kind} {root} belongs to uid {st.st_uid}, not to you: its "
+                    f"owner could swap a {kind} for a link; {fix}"
                 )
         return fd
     except BaseException:
@@ -305,7 +314,10 @@ def _step(fd: int, name: str, shown: str) -> int:
     return new
 
 
-def _lookup(fd: int, name: str, shown: str, root: Path, make: bool = True) -> os.stat_result | None:
+def _lookup(
+    fd: int, name: str, shown: str, root: Path, make: bool = True, fix: str = FIX,
+    kind: str = "capture folder",
+) -> os.stat_result | None:  # fmt: skip
     """The entry ``name`` in the folder ``fd``, not followed; None when it was missing and is
     now made, 0700. An entry another user owns in a folder every user may write is refused."""
     try:
@@ -316,29 +328,32 @@ def _lookup(fd: int, name: str, shown: str, root: Path, make: bool = True) -> os
         try:
             os.mkdir(name, 0o700, dir_fd=fd)
         except FileExistsError:  # made meanwhile by someone else: look again, and check it
-            return _lookup(fd, name, shown, root, make=False)
+            return _lookup(fd, name, shown, root, make=False, fix=fix, kind=kind)
         except OSError as e:
-            raise CaptureError(f"cannot make the capture folder {root}: {e.strerror}") from e
+            raise CaptureError(f"cannot make the {kind} {root}: {e.strerror}") from e
         return None
     except OSError as e:
         raise CaptureError(f"cannot open {shown}: {e.strerror}") from e
     if _writers(os.fstat(fd)) and st.st_uid not in (0, os.geteuid()):
         what = "a symlink" if stat.S_ISLNK(st.st_mode) else "a folder"
+        what_goes = "captures" if kind == "capture folder" else f"the {kind}"
         raise CaptureError(
             f"{shown} is {what} of uid {st.st_uid} in a folder every user may write: its "
-            f"owner decides where captures would go; {FIX}"
+            f"owner decides where {what_goes} would go; {fix}"
         )
     return st
 
 
-def _check_dir(shown: str, st: os.stat_result) -> None:
+def _check_dir(
+    shown: str, st: os.stat_result, fix: str = FIX, kind: str = "capture folder"
+) -> None:
     """Refuse a folder others may write without the sticky bit: they could rename what is in
     it and plant a link (with the sticky bit, only an entry's owner may)."""
     who = _writers(st)
     if who and not st.st_mode & stat.S_ISVTX:
         raise CaptureError(
             f"{shown} can be written by {who} (mode {stat.S_IMODE(st.st_mode):04o}, no sticky "
-            f"bit): they could swap a capture folder for a link; {FIX}"
+            f"bit): they could swap a {kind} for a link; {fix}"
         )
 
 

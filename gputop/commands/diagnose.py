@@ -20,7 +20,7 @@ from gputop.commands.flags import (
     json_help,
 )
 from gputop.commands.gpu_source import Gpus, board_from_flags, follower_for, gpu_choice, open_gpus
-from gputop.commands.live_session import close_session, new_session, open_outputs
+from gputop.commands.live_session import close_session, new_session, open_memory, open_outputs
 from gputop.commands.target import attach, offer_agent
 
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         without_agent = offer_agent(attached, load=bool(args.attach))
     elif attached.agents is not None:  # every Python process of the job should have one
         attached.agents.expect_agents(job.agent_failures)
-    session = new_session(gpus, sinks, follower)
+    session = new_session(gpus, sinks, follower, open_memory(args))
     stop = (lambda: job.poll() is not None) if job else (lambda: False)
     session.start({"simulated": gpus.simulated, "pid": pid, "command": command or None,
                    "interval": args.interval})  # fmt: skip

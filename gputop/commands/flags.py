@@ -205,6 +205,16 @@ def add_output_flags(p: argparse.ArgumentParser) -> None:
         help="serve Prometheus metrics on PORT (localhost unless ADDR is given; the metrics: "
         "`gputop docs prometheus`)",
     )
+    add_history_flag(p)
+
+
+def add_history_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--no-history",
+        action="store_true",
+        help="neither compare this run with the job's last nor remember it (the config's "
+        "`history = false`; the memory: `gputop history`)",
+    )
 
 
 def command_of(args: argparse.Namespace) -> list[str]:

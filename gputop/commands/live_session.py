@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:  # imported where they are used: the command decides what it loads
     from gputop.commands.gpu_source import Gpus
+    from gputop.history.store import Memory
     from gputop.record.writer import Recorder
     from gputop.session import Session
     from gputop.sim.scenarios import PhaseFollower
@@ -44,11 +45,33 @@ def open_outputs(args: argparse.Namespace, mode: str, record: Path | None = None
     return sinks
 
 
+def open_memory(args: argparse.Namespace) -> Memory | None:
+    """The jobs' memory for a live mode, unless --no-history or the config's ``history =
+    false`` turned it off. Opened lazily: a memory that cannot be used says so once, in the
+    session's problems, and the session goes on without it."""
+    if getattr(args, "no_history", False):
+        return None
+    from gputop.config import load_config
+
+    if not load_config(getattr(args, "config", None)).history:
+        return None
+    from gputop.history.store import Memory
+
+    return Memory()
+
+
 def new_session(
-    gpus: Gpus, sinks: Sinks | None = None, follower: PhaseFollower | None = None
+    gpus: Gpus,
+    sinks: Sinks | None = None,
+    follower: PhaseFollower | None = None,
+    memory: Memory | None = None,
 ) -> Session:
     """The session of a live mode over the GPUs that were opened; with a simulated board's
-    ``follower``, the job's readings steer it (a sink like the recorder)."""
+    ``follower``, the job's readings steer it (a sink like the recorder); with ``memory``,
+    the job's last run is what this one is compared with, and this one is kept there."""
+    import os
+    import time
+
     from gputop.session import Session
     from gputop.sinks import Sinks
 
@@ -57,7 +80,8 @@ def new_session(
         from gputop.sim.steering import BoardSteering
 
         sinks.sinks.append(BoardSteering(follower))
-    return Session(gpus.source.devices, sinks=sinks)
+    run_id = f"{time.time_ns():x}-{os.getpid()}"
+    return Session(gpus.source.devices, sinks=sinks, memory=memory, run_id=run_id)
 
 
 def close_session(session: Session | None) -> None:

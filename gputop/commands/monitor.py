@@ -12,7 +12,7 @@ from gputop.commands.flags import (
     add_ui_flags,
 )
 from gputop.commands.gpu_source import board_from_flags, follower_for, gpu_choice, open_gpus
-from gputop.commands.live_session import new_session, open_outputs
+from gputop.commands.live_session import new_session, open_memory, open_outputs
 from gputop.commands.screen import NoTerminal, require_terminal, run_tui, ui_config
 from gputop.commands.target import attach
 from gputop.errors import CannotDo
@@ -74,7 +74,11 @@ def run(args: argparse.Namespace) -> int:
         sinks.close()
         raise
     return run_tui(
-        gpus, config, new_session(gpus, sinks, follower), attached, attach_now=bool(args.attach)
+        gpus,
+        config,
+        new_session(gpus, sinks, follower, open_memory(args)),
+        attached,
+        attach_now=bool(args.attach),
     )
 
 

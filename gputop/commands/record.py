@@ -11,9 +11,15 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gputop.commands.flags import add_attach_flag, add_gpu_flags, add_sim_flags, interval_seconds
+from gputop.commands.flags import (
+    add_attach_flag,
+    add_gpu_flags,
+    add_history_flag,
+    add_sim_flags,
+    interval_seconds,
+)
 from gputop.commands.gpu_source import board_from_flags, follower_for, gpu_choice, open_gpus
-from gputop.commands.live_session import close_session, new_session, open_outputs
+from gputop.commands.live_session import close_session, new_session, open_memory, open_outputs
 from gputop.commands.target import attach, offer_agent
 from gputop.errors import CannotDo
 
@@ -50,6 +56,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--prometheus", metavar="[ADDR:]PORT", help="also serve Prometheus metrics")
     add_attach_flag(p)
+    add_history_flag(p)
     add_sim_flags(p)
     add_gpu_flags(p)
 
@@ -66,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     gpus = open_gpus(board, only=gpu_choice(args))
     if gpus.missing:
         print(f"gputop: no GPU data: {gpus.missing}; recording the process only", file=sys.stderr)
-    session = new_session(gpus, sinks, follower)
+    session = new_session(gpus, sinks, follower, open_memory(args))
     stopping = threading.Event()
     signals = (signal.SIGINT, signal.SIGTERM)
     previous = {sig: signal.signal(sig, lambda *_: stopping.set()) for sig in signals}

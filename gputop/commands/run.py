@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from gputop.commands.flags import UsageError, add_gpu_flags, add_sim_flags, add_ui_flags, command_of
 from gputop.commands.gpu_source import board_from_flags, follower_for, gpu_choice, open_gpus
-from gputop.commands.live_session import new_session, open_outputs
+from gputop.commands.live_session import new_session, open_memory, open_outputs
 from gputop.commands.screen import run_tui, ui_config
 from gputop.commands.target import attach
 
@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     gpus = open_gpus(board, only=gpu_choice(args))
     if attached.agents is not None:  # every Python process of the job should serve one
         attached.agents.expect_agents(job.agent_failures)
-    run_tui(gpus, config, new_session(gpus, sinks, follower), attached, job=job)
+    run_tui(gpus, config, new_session(gpus, sinks, follower, open_memory(args)), attached, job=job)
     return _after_screen(job)
 
 

@@ -20,8 +20,9 @@ from gputop.diagnose.step_sums import BATCH_STEPS, GROUPS_MIN
 Z = 2.0
 """Standard errors either side of a change: about 95% of identical runs fall inside, so a job
 that did not change is said to have changed about once in twenty."""
-STEPS_LEAST = 2 * BATCH_STEPS
-"""Steps each side needs before a change is said at all (two batches)."""
+STEPS_LEAST = GROUPS_MIN * BATCH_STEPS
+"""Steps each side needs before a change is said at all: the fewest whose batches give an
+error."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +89,21 @@ def mean_of(values: Sequence[float]) -> Mean:
         errors.append(e)
         size = BATCH_STEPS if size == 1 else size * 2
     return Mean(value, max(errors, default=0.0), n)
+
+
+def mean_of_batches(means: Sequence[float], size: int, steps: int) -> Mean:
+    """A run kept as the means of its batches of ``size`` consecutive steps (a long run held in
+    bounded memory, ``run_steps``): the mean and the largest error of every size of batch
+    from ``size`` up with GROUPS_MIN of them; ``steps`` is how many steps they hold."""
+    if not means:
+        return Mean(0.0, 0.0, steps)
+    value = math.fsum(means) / len(means)
+    errors = []
+    merge = 1
+    while (e := _error_at(means, merge)) is not None:
+        errors.append(e)
+        merge *= 2
+    return Mean(value, max(errors, default=0.0), steps)
 
 
 def change_of(before: Sequence[float], after: Sequence[float]) -> Change:

@@ -10,6 +10,7 @@ from gputop.diagnose import Finding
 from gputop.headless.loop import Diagnosis
 from gputop.model.setup import setup_of
 from gputop.render.budget import budget_document
+from gputop.render.compare import comparison_doc, shift_docs
 from gputop.snapshot import jsonable
 
 SCHEMA_VERSION = 1
@@ -41,4 +42,9 @@ def document(d: Diagnosis, source: dict[str, Any]) -> dict[str, Any]:
         "problems": d.problems,
         "mfu": jsonable(d.mfu) if d.mfu is not None else None,
         "setup": setup_of(d.fingerprint),
+        "run": None
+        if d.run is None or not d.run.steps
+        else {"steps": d.run.steps, "step_s": d.run.step.value, "error_s": d.run.step.error},
+        "baseline": comparison_doc(d.comparison) if d.comparison is not None else None,
+        "shifts": shift_docs(d.shifts),
     }

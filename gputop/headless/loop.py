@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gputop.diagnose import Verdict
+from gputop.diagnose import Comparison, RunSummary, Shift, Verdict
 from gputop.model.step_stats import Mfu
 from gputop.session import EVALUATE_SHARE, Session, SessionState
 from gputop.sources.feeds import Feed
@@ -37,6 +37,11 @@ class Diagnosis:
     target_exit: dict[str, Any] | None = None
     """When the attached process ended during the run: t_s, pid, exit_code (None: unknown,
     a process gputop did not start)."""
+    shifts: tuple[tuple[Shift, str, float], ...] = ()
+    """Shifts of step time inside the run, each with its rank's label."""
+    run: RunSummary | None = None
+    comparison: Comparison | None = None
+    """This run against the job's last (its memory, or ``--baseline``)."""
 
 
 def diagnose(
@@ -114,9 +119,11 @@ def _note(out: Diagnosis, state: SessionState, kind: str) -> None:
     if kind == "host" and host is not None and host.state == "exited" and not out.target_exit:
         out.target_exit = {"t_s": round(max(0.0, host.t - out.started), 2), "pid": host.pid,
                            "exit_code": host.exit_code}  # fmt: skip
+    out.shifts = state.shifts
     verdict = state.verdict
     if verdict is None or state.point is None:
         return
+    out.run, out.comparison = state.run, state.comparison
     steps = state.inputs.steps if state.inputs is not None else None
     out.mfu = steps.mfu_detail if steps is not None else None
     if steps is not None and steps.fingerprint:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from gputop.render.budget import stacked
+from gputop.render.compare import comparison_lines, shift_line
 from gputop.render.verdict import said_lines, said_of_json
 
 
@@ -66,6 +67,9 @@ def render(doc: dict[str, Any], timeline: bool = True) -> str:
         also = said_of_json(f)
         if also.why:  # its cause and the lever that fits it first
             lines += said_lines(also, "  ", evidence=False, levers=1)
+    if doc.get("baseline"):
+        lines += comparison_lines(doc["baseline"])
+    lines += [shift_line(x) for x in doc.get("shifts") or ()]
     lines.append(f"inputs: {', '.join(v['inputs']) or 'none'}")
     if doc.get("mfu"):
         lines.append(_mfu_line(doc["mfu"]))

@@ -80,6 +80,9 @@ class AgentState:
     agent_errors: int
     dropped: int
     """Lines or items from this agent that were malformed and ignored."""
+    cwd: str | None = None
+    """The process's working directory when its agent started (None: an older agent): where
+    a relative script in ``argv`` is (``model/job_key.py``)."""
 
 
 @dataclass(frozen=True, slots=True)

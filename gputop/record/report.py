@@ -13,6 +13,7 @@ import shlex
 from typing import Any
 
 from gputop import __version__
+from gputop.diagnose import Shift
 from gputop.model.durations import duration_text
 from gputop.model.ranks import MAIN_RANK, MIN_STEPS, RankRow, compare_ranks
 from gputop.model.step_stats import mfu_of
@@ -28,8 +29,10 @@ from gputop.record.summary import (
     quantile_of,
 )
 from gputop.render.budget import stacked
+from gputop.render.compare import shift_docs, shift_line
 from gputop.render.verdict import said_lines, said_of_entry, saving_of_json
 from gputop.snapshot import jsonable
+from gputop.vocab.budget import SLICES
 
 SCHEMA_VERSION = 1
 
@@ -90,6 +93,11 @@ def build_report(recording: Recording) -> dict[str, Any]:
             for t, _w, kind, d in s["events"]
             if kind == "target-exit"
         ],
+        "shifts": [
+            {"t_s": round(t - t0, 1), **shift}
+            for t, _w, kind, d in s["events"]
+            if kind == "step-shift" and (shift := _shift(d)) is not None
+        ][:SHIFTS_LISTED],
         "series": [
             {"t_s": round(max(0.0, t - t0), 1), "step_s": step, "gpu_pct": act, "verdict": v}
             for t, step, act, v in chart_points(s["points"])
@@ -125,6 +133,46 @@ def _budget_series(points: dict[str, dict[str, Any]], t0: float) -> list[dict[st
             out.append({"t_s": round(t, 1), "job": ranks[p["typical"]]["shares"],
                         "typical": p["typical"], "ranks": ranks})  # fmt: skip
     return out
+
+
+SHIFTS_LISTED = 200
+"""Shifts of step time a report lists (a job that flaps all day has its first)."""
+
+
+def _shift(d: Any) -> dict[str, Any] | None:
+    """A recorded shift of step time (``session._shift_event``) as the report lists it, or
+    None where the file's values are no shift (a recording may be crafted)."""
+    if not isinstance(d, dict):
+        return None
+    rank, pid, step = d.get("rank"), d.get("pid"), d.get("step")
+    before, after, moved = (
+        _real_or_none(d.get("before_s")),
+        _real_or_none(d.get("after_s")),
+        d.get("moved_s"),
+    )
+    if not (isinstance(rank, str) and len(rank) <= 40 and type(pid) is int and type(step) is int):
+        return None
+    if before is None or after is None or before < 0 or after < 0:
+        return None
+    if not isinstance(moved, dict) or len(moved) > len(SLICES):
+        return None
+    slices = {k: float(v) for k, v in moved.items() if k in SLICES and _real_number(v)}
+    shift = Shift(pid, step, 0, before, after, 0, 0, slices)
+    return shift_docs([(shift, rank, 0.0)])[0]
+
+
+def _real_or_none(v: Any) -> float | None:
+    return float(v) if _real_number(v) else None
+
+
+def _real_number(v: Any) -> bool:
+    """A number from a file that arithmetic survives and a measurement could be."""
+    return (
+        isinstance(v, int | float)
+        and not isinstance(v, bool)
+        and math.isfinite(v)
+        and abs(v) < LONGEST_S
+    )
 
 
 LONGEST_S = 1e9
@@ -358,6 +406,9 @@ def render_report(doc: dict[str, Any], charts: bool = True, width: int = 100) ->
             lines.append(f"  {c['t_s']:>9.1f} s  {c['kind']} of pid {c['pid']}: {c['status']}{why}")
             if c.get("folder"):
                 lines.append(f"               {c['folder']}")
+    if doc.get("shifts"):
+        lines += ["", "Shifts of step time"]
+        lines += [f"  {x['t_s']:>9.1f} s  {shift_line(x)}" for x in doc["shifts"]]
     for e in doc["exits"]:
         code = e["exit_code"]
         status = f"status {code}" if code is not None else "status unknown (not started by gputop)"

@@ -16,6 +16,7 @@ from typing import Any
 
 from gputop.model.durations import duration_text
 from gputop.render.budget import stacked
+from gputop.render.compare import shift_line
 from gputop.render.verdict import said_html, said_of_entry
 
 TEXT_MAX = 500
@@ -92,6 +93,7 @@ def build_page(doc: dict[str, Any], charts: Sequence[tuple[str, str]] | None) ->
     parts += _throttle(doc["throttle"])
     parts += _findings(doc["findings"])
     parts += _captures(doc["captures"])
+    parts += _shifts(doc.get("shifts") or [])
     parts += _exits(doc["exits"])
     parts.append(f'<p class="meta">made by gputop {text(doc["gputop_version"], 40)} from a '
                  f"recording by gputop {text(r['recorded_by'], 40)}</p>")  # fmt: skip
@@ -204,6 +206,15 @@ def _captures(captures: Sequence[dict[str, Any]]) -> list[str]:
         + f"</td><td><code>{text(c['folder'])}</code></td></tr>"), "captures")  # fmt: skip
     out.append("</table>")
     return out
+
+
+def _shifts(shifts: Sequence[dict[str, Any]]) -> list[str]:
+    """Where a rank's step time moved to a new level, as the text report says it."""
+    if not shifts:
+        return []
+    out = ['<h2 id="shifts">Shifts of step time</h2>', "<ul>"]
+    out += [f"<li>{text(x['t_s'], 20)} s: {text(shift_line(x))}</li>" for x in shifts[:LIST_MAX]]
+    return [*out, "</ul>"]
 
 
 def _exits(exits: Sequence[dict[str, Any]]) -> list[str]:

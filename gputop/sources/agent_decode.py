@@ -25,6 +25,8 @@ MAX_NS = 10**15
 """About 11.6 days: a longer duration is nonsense."""
 MAX_RANK = 1 << 20
 """Ranks and world sizes above this are nonsense."""
+PATH_MOST = 4096
+"""The longest working directory taken from an agent (Linux's PATH_MAX)."""
 MAX_GC_FULL = 10**6
 """Full collections in one step: each traverses the whole heap, so more is nonsense."""
 
@@ -238,6 +240,7 @@ def parse_hello(msg: dict[str, Any]) -> dict[str, Any] | None:
     argv = agent.get("argv")
     argv = tuple(a[:500] for a in argv[:64] if isinstance(a, str)) if isinstance(argv, list) else ()
     host = agent.get("hostname")
+    cwd = agent.get("cwd")
 
     def rank(k: str) -> int | None:
         return _int(agent.get(k), 0, MAX_RANK) if agent.get(k) is not None else None
@@ -247,6 +250,7 @@ def parse_hello(msg: dict[str, Any]) -> dict[str, Any] | None:
     return {
         "pid": pid,
         "argv": argv,
+        "cwd": cwd if isinstance(cwd, str) and 0 < len(cwd) <= PATH_MOST else None,
         "hostname": host[:255] if isinstance(host, str) else None,
         "rank": dist["rank"] if dist else rank("rank"),
         "local_rank": rank("local_rank"),

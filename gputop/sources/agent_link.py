@@ -458,6 +458,7 @@ class AgentLink:
             heartbeat_age_s=(now - a.beat_t) if a.beat_t is not None else None,
             agent_errors=beat.get("errors", 0),
             dropped=a.dropped,
+            cwd=a.hello.get("cwd"),
         )
 
     def hints(self) -> dict[int, RoleHint]:

@@ -39,6 +39,8 @@ SCALE_W = 5
 """The share scale's column: "100%┤"."""
 LABEL_GAP = 2
 """Columns kept free between two time marks."""
+SHIFT = "▲"
+"""Under the column of an interval in which a rank's step time shifted (``step_shift``)."""
 
 Cell = tuple[str, str]
 """(character, level): a level is a pane style's name (``widgets.LEVELS``)."""
@@ -94,10 +96,15 @@ def column(interval: Interval, height: int, principal: str | None) -> list[Cell]
 
 
 def chart_cells(
-    intervals: Sequence[Interval], width: int, height: int, principal: str | None
+    intervals: Sequence[Interval],
+    width: int,
+    height: int,
+    principal: str | None,
+    shifts: Sequence[float] = (),
 ) -> list[list[Cell]]:
     """The chart in ``height`` lines of ``width`` cells: a legend line, the plot with its share
-    scale, and the time axis. Only the last intervals that fit are read."""
+    scale, and the time axis, with SHIFT under the interval of each of ``shifts`` (session
+    times a shift of step time was called). Only the last intervals that fit are read."""
     plot_h = height - 2
     plot_w = width - SCALE_W
     if plot_h < 1 or plot_w < 8:
@@ -112,7 +119,13 @@ def chart_cells(
         line += [c[row] for c in columns]
         lines.append(line)
     seconds = shown[-1].seconds if shown else 0.0
-    lines.append(time_axis(plot_w, seconds, len(columns)))
+    axis = time_axis(plot_w, seconds, len(columns))
+    for i, interval in enumerate(shown):
+        if any(interval.start <= t < interval.start + interval.seconds for t in shifts):
+            axis[SCALE_W + pad + i] = (SHIFT, "warn")
+    if shifts and any(c == (SHIFT, "warn") for c in axis) and len(lines[0]) + 14 <= width:
+        lines[0] += [(" ", "dim"), (SHIFT, "warn")] + [(ch, "label") for ch in " step shift"]
+    lines.append(axis)
     return lines
 
 

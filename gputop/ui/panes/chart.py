@@ -1,5 +1,5 @@
 """The budget over time as a chart of columns (``ui/budget_cells.py``): where each interval's
-step time went, the principal's slice in capitals."""
+step time went, the principal's slice in capitals, a mark under each shift of step time."""
 
 from __future__ import annotations
 
@@ -20,19 +20,22 @@ class BudgetChart(Pane):
 
     def draw(self, state: SessionState, context: Context) -> None:
         if state.agents is not None:
-            self.show(state.intervals, context.principal)
+            self.show(state.intervals, context.principal, tuple(t for _, _, t in state.shifts))
 
     def __init__(self) -> None:
         super().__init__(id="budget-chart")
         self.intervals: tuple[Interval, ...] = ()
         self.principal: str | None = None
+        self.shifts: tuple[float, ...] = ()
         self.rows = 0
         self.display = False
 
-    def show(self, intervals: tuple[Interval, ...], principal: str | None) -> None:
-        if intervals is self.intervals and principal == self.principal:
+    def show(
+        self, intervals: tuple[Interval, ...], principal: str | None, shifts: tuple[float, ...] = ()
+    ) -> None:
+        if intervals is self.intervals and principal == self.principal and shifts == self.shifts:
             return
-        self.intervals, self.principal = intervals, principal
+        self.intervals, self.principal, self.shifts = intervals, principal, shifts
         if self.rows:
             self.changed()
 
@@ -49,5 +52,5 @@ class BudgetChart(Pane):
         return width, self.rows
 
     def build_lines(self, width: int) -> list[Text]:
-        cells = chart_cells(self.intervals, width, self.rows - 1, self.principal)
+        cells = chart_cells(self.intervals, width, self.rows - 1, self.principal, self.shifts)
         return [runs(line, self.style_for) for line in cells]

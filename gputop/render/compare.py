@@ -1,0 +1,140 @@
+"""Before and after as people and programs read them: this run against the job's last one
+(``diagnose.run_compare``) and the shifts of step time inside a run (``diagnose.step_shift``).
+Each is made into its JSON document first (``diagnose --json``'s ``baseline`` and ``shifts``,
+docs/diagnose.md), and the lines every output shows (the verdict pane, the why screen,
+``diagnose``, the report) are made from that document, so a change reads the same everywhere,
+from a live session or from a file."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from gputop.diagnose import Comparison, Shift
+from gputop.vocab import budget as b
+
+
+def comparison_doc(c: Comparison) -> dict[str, Any]:
+    """``diagnose --json``'s ``baseline``."""
+    step = c.step
+    lever = c.lever
+    return {
+        "last": {
+            "started": round(c.last.started, 3),
+            "steps": c.last.run.steps,
+            "principal": c.last.principal,
+            "version": c.last.version,
+        },
+        "steps": step.after.steps,
+        "step_s": {"before": step.before.value, "after": step.after.value},
+        "change": {
+            "rel": step.rel,
+            "interval": [step.low, step.high] if math.isfinite(step.margin) else None,
+            "distinguishable": step.distinguishable,
+            "settled": step.settled,
+        },
+        "slices": [
+            {"slice": s.name, "before": s.before, "after": s.after, "margin": s.margin}
+            for s in c.slices
+        ],
+        "changed": [{"name": k, "before": x, "after": y} for k, x, y in c.changed],
+        "lever": None
+        if lever is None
+        else {
+            "text": lever.lever.text,
+            "saves": lever.lever.saves,
+            "setting": lever.setting,
+            "before": lever.before,
+            "after": lever.after,
+            "predicted": [-lever.lever.high, -lever.lever.low],
+            "predicted_mid": -lever.lever.share,
+        },
+    }
+
+
+def shift_docs(shifts: Sequence[tuple[Shift, str, float]]) -> list[dict[str, Any]]:
+    """``diagnose --json``'s ``shifts``: each with its rank's label (``SessionState.shifts``)."""
+    return [
+        {
+            "rank": label,
+            "pid": s.pid,
+            "step": s.step,
+            "before_s": s.before_s,
+            "after_s": s.after_s,
+            "rel": s.rel,
+            "moved_s": dict(s.moved),
+            "slices": [k for k, _ in s.slices_moved()],
+        }
+        for s, label, _ in shifts
+    ]
+
+
+def _ms(seconds: float) -> str:
+    ms = 1000 * seconds
+    return f"{ms:.3g} ms" if abs(ms) < 1000 else f"{seconds:.3g} s"
+
+
+def _pct(x: float, sign: bool = False) -> str:
+    digits = 1 if abs(x) < 0.1 else 0
+    text = f"{100 * x:.{digits}f}%"
+    return "+" + text if sign and x > 0 else text
+
+
+def change_words(change: dict[str, Any]) -> str:
+    """ "-18% ±2%", "-1.5% ±3%, not yet distinguishable", "+3% (too few steps yet)"."""
+    rel = change["rel"]
+    if not change["settled"] or change["interval"] is None:
+        return f"{_pct(rel, True)} (too few steps yet)"
+    lo, hi = change["interval"]
+    text = f"{_pct(rel, True)} ±{_pct((hi - lo) / 2)}"
+    return text if change["distinguishable"] else f"{text}, not yet distinguishable"
+
+
+def comparison_lines(doc: dict[str, Any]) -> list[str]:
+    """The comparison: the step, the slices that moved, the lever checked, what changed."""
+    last, step = doc["last"], doc["step_s"]
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(last["started"]))
+    out = [
+        f"vs last run ({when}, {last['steps']} steps): step {_ms(step['before'])} -> "
+        f"{_ms(step['after'])}, {change_words(doc['change'])}"
+    ]
+    out += [
+        f"  {b.NAMES.get(s['slice'], s['slice'])} {round(100 * s['before'])}% -> "
+        f"{round(100 * s['after'])}%"
+        + ("" if abs(s["after"] - s["before"]) > s["margin"] else " (within its interval)")
+        for s in doc["slices"]
+    ]
+    lever = doc["lever"]
+    if lever is not None:
+        lo, hi = lever["predicted"]
+        predicted = _pct(lever["predicted_mid"], True)
+        if hi > lo:
+            predicted += f" ({_pct(lo, True)} to {_pct(hi, True)})"
+        out.append(
+            f"  {lever['setting']} {lever['before'] or '-'} -> {lever['after'] or '-'} is the "
+            f"last run's lever: predicted {predicted}, measured {change_words(doc['change'])}"
+        )
+    changed = doc["changed"]
+    if changed:
+        shown = [f"{c['name']} {c['before'] or '-'} -> {c['after'] or '-'}" for c in changed[:4]]
+        more = f" and {len(changed) - 4} more" if len(changed) > 4 else ""
+        out.append("  changed: " + "; ".join(shown) + more)
+    else:
+        out.append("  same settings and arguments as the last run")
+    return out
+
+
+def shift_line(doc: dict[str, Any]) -> str:
+    """One shift: where, from and to, and the slices that moved."""
+    moved = ", ".join(
+        f"{b.NAMES.get(k, k)} {'+' if doc['moved_s'][k] > 0 else '-'}"
+        f"{_ms(abs(doc['moved_s'][k]))}/step"
+        for k in doc["slices"][:3]
+    )
+    rank = doc["rank"] if str(doc["rank"]).startswith("pid") else f"rank {doc['rank']}"
+    return (
+        f"step time shifted at step {doc['step']} ({rank}): {_ms(doc['before_s'])} -> "
+        f"{_ms(doc['after_s'])} ({_pct(doc['rel'], True)})" + (f": {moved}" if moved else "")
+    )
