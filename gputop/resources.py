@@ -32,6 +32,7 @@ DOCS = {
     "recording": "recording.md",
     "agent-wire": "agent-wire.md",
     "fleet": "fleet.md",
+    "compare": "compare.md",
 }
 """What `gputop docs NAME` prints (pyproject ships each in the wheel: a test holds them)."""
 

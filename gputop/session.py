@@ -170,9 +170,12 @@ class Session:
         cpu: Callable[[], float] = time.thread_time,
         memory: JobMemory | None = None,
         run_id: str = "",
+        baseline: Remembered | None = None,
     ) -> None:
         """``cpu``: the evaluating thread's CPU seconds (what ``evaluate_share`` bounds);
-        ``memory``: the jobs' memory, this run kept there as ``run_id``."""
+        ``memory``: the jobs' memory, this run kept there as ``run_id``; ``baseline``: the run
+        this one is compared with (``diagnose --baseline FILE``), else the job's last in
+        ``memory``."""
         self.devices = tuple(devices)
         self.sinks = sinks if sinks is not None else Sinks()
         self.evaluate_each = evaluate_each
@@ -214,9 +217,10 @@ class Session:
         self._run_id = run_id
         self._key: JobKey | None = None
         self._settings: dict[str, str] = {}
-        self._last: Remembered | None = None
+        self._last: Remembered | None = baseline
         self._comparison: Comparison | None = None
         self._started_wall: float | None = None
+        self._last_wall = 0.0
         self._kept_at: float | None = None
         self.awaits_host = False
         """A target is attached: nothing is evaluated before its first host reading (the GPUs
@@ -341,15 +345,16 @@ class Session:
             self._shifts = (self._shifts + new)[-SHIFTS_SHOWN:]
             for s, label, _ in new:
                 self.event("step-shift", _shift_event(s, label))
-        self._run_steps.add(sample)
+        main = main_agent(sample)
+        self._run_steps.add(main, sample.agents)
         if self._started_wall is None:
             self._started_wall = sample.wall
-        main = main_agent(sample)
+        self._last_wall = sample.wall
         if main is not None and main.fingerprint:
             self._settings = flat_settings(main.fingerprint)
         if self._key is None and main is not None:
             self._key = job_key(main.argv, main.cwd, main.world_size)
-            if self._key is not None and self._memory is not None:
+            if self._key is not None and self._memory is not None and self._last is None:
                 self._last = self._memory.last(self._key, besides=self._run_id)
                 self._collect_memory_problems()
         if self._kept_at is None:
@@ -358,12 +363,15 @@ class Session:
             self._kept_at = sample.t
             self._keep(self._run_steps.summary())
 
-    def _keep(self, run: RunSummary) -> None:
-        """This run into the job's memory, once it has steps enough to compare with."""
-        if self._memory is None or self._key is None or self._started_wall is None:
-            return
+    def remembered(self, run: RunSummary | None = None) -> Remembered | None:
+        """This run as the job's memory keeps it (``run``: its pace, if already summed): its
+        pace, settings, the verdict shown and its first lever; None before the job is known
+        or with too few steps to compare with (``STEPS_LEAST``)."""
+        if self._key is None or self._started_wall is None:
+            return None
+        run = run if run is not None else self._run_steps.summary()
         if run.steps < STEPS_LEAST:
-            return
+            return None
         principal = self._verdict.principal if self._verdict is not None else None
         lever = None
         if principal is not None and principal.levers and principal.saving is not None:
@@ -371,20 +379,25 @@ class Session:
             lever = RememberedLever(
                 str(first), getattr(first, "saves", None), saving.share, saving.low, saving.high
             )
-        self._memory.keep(
-            Remembered(
-                key=self._key,
-                started=self._started_wall,
-                ended=self._wall(),
-                run=run,
-                settings=self._settings,
-                principal=principal.bound if principal is not None else None,
-                lever=lever,
-                version=__version__,
-            ),
-            self._run_id,
+        return Remembered(
+            key=self._key,
+            started=self._started_wall,
+            ended=self._last_wall,
+            run=run,
+            settings=self._settings,
+            principal=principal.bound if principal is not None else None,
+            lever=lever,
+            version=__version__,
         )
-        self._collect_memory_problems()
+
+    def _keep(self, run: RunSummary) -> None:
+        """This run into the job's memory, once it has steps enough to compare with."""
+        if self._memory is None:
+            return
+        kept = self.remembered(run)
+        if kept is not None:
+            self._memory.keep(kept, self._run_id)
+            self._collect_memory_problems()
 
     def _collect_memory_problems(self) -> None:
         m = self._memory

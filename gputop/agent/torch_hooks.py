@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import sys
 import threading
@@ -145,6 +146,12 @@ def _hook_optimizers(rec: StepRecorder) -> None:
 def fingerprint() -> dict[str, Any]:
     """The settings a lever may name. Cheap; called by the agent thread every few seconds."""
     fp: dict[str, Any] = {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")}
+    # the collector's knobs (a GC lever applied in the code shows as one of these changed)
+    fp["gc"] = {
+        "enabled": gc.isenabled(),
+        "threshold": ",".join(map(str, gc.get_threshold())),
+        "frozen": gc.get_freeze_count(),
+    }
     torch = auto.ready("torch")
     if torch is None:  # not imported, or still importing: nothing of it to touch yet
         return fp

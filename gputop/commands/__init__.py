@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from gputop.commands import (
     capture,
+    compare,
     completion,
     demo,
     diagnose,
@@ -40,6 +41,7 @@ SUBCOMMANDS = (
     record,
     replay,
     report,
+    compare,
     history,
     run,
     snapshot,

@@ -20,7 +20,13 @@ from gputop.commands.flags import (
     json_help,
 )
 from gputop.commands.gpu_source import Gpus, board_from_flags, follower_for, gpu_choice, open_gpus
-from gputop.commands.live_session import close_session, new_session, open_memory, open_outputs
+from gputop.commands.live_session import (
+    baseline_of,
+    close_session,
+    new_session,
+    open_memory,
+    open_outputs,
+)
 from gputop.commands.target import attach, offer_agent
 
 if TYPE_CHECKING:
@@ -57,6 +63,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help=json_help("diagnose"),
     )
     p.add_argument("--log", type=Path, metavar="FILE", help="where CMD's output goes")
+    p.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="FILE",
+        help="compare this run with the run recorded in FILE (--record) instead of the job's "
+        "last run in its memory (`gputop history`)",
+    )
     add_output_flags(p)
     add_sim_flags(p)
     add_gpu_flags(p)
@@ -75,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("give either --pid or a command after --, not both")
     if args.attach and not args.pid:
         raise UsageError("--attach needs --pid (a command after -- starts with the agent)")
+    baseline = baseline_of(args.baseline) if args.baseline is not None else None
     sinks = open_outputs(args, "diagnose")
     job = None
     if command:
@@ -98,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         without_agent = offer_agent(attached, load=bool(args.attach))
     elif attached.agents is not None:  # every Python process of the job should have one
         attached.agents.expect_agents(job.agent_failures)
-    session = new_session(gpus, sinks, follower, open_memory(args))
+    session = new_session(gpus, sinks, follower, open_memory(args), baseline)
     stop = (lambda: job.poll() is not None) if job else (lambda: False)
     session.start({"simulated": gpus.simulated, "pid": pid, "command": command or None,
                    "interval": args.interval})  # fmt: skip

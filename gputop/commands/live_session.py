@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:  # imported where they are used: the command decides what it loads
     from gputop.commands.gpu_source import Gpus
+    from gputop.diagnose import Remembered
     from gputop.history.store import Memory
     from gputop.record.writer import Recorder
     from gputop.session import Session
@@ -60,15 +61,32 @@ def open_memory(args: argparse.Namespace) -> Memory | None:
     return Memory()
 
 
+def baseline_of(path: Path) -> Remembered:
+    """The run recorded in ``path`` to compare a live run with (``diagnose --baseline``); a
+    file with none is one line."""
+    from gputop.errors import CannotDo
+    from gputop.record.reader import open_recording
+    from gputop.record.recorded_run import recorded_run
+
+    got = recorded_run(open_recording(path))
+    if got.run is None:
+        raise CannotDo(
+            f"{path} holds no run to compare with: no agent reported 64 steps or more in it"
+        )
+    return got.run
+
+
 def new_session(
     gpus: Gpus,
     sinks: Sinks | None = None,
     follower: PhaseFollower | None = None,
     memory: Memory | None = None,
+    baseline: Remembered | None = None,
 ) -> Session:
     """The session of a live mode over the GPUs that were opened; with a simulated board's
     ``follower``, the job's readings steer it (a sink like the recorder); with ``memory``,
-    the job's last run is what this one is compared with, and this one is kept there."""
+    the job's last run is what this one is compared with (unless ``baseline``, a recorded
+    run, is), and this one is kept there."""
     import os
     import time
 
@@ -81,7 +99,9 @@ def new_session(
 
         sinks.sinks.append(BoardSteering(follower))
     run_id = f"{time.time_ns():x}-{os.getpid()}"
-    return Session(gpus.source.devices, sinks=sinks, memory=memory, run_id=run_id)
+    return Session(
+        gpus.source.devices, sinks=sinks, memory=memory, run_id=run_id, baseline=baseline
+    )
 
 
 def close_session(session: Session | None) -> None:

@@ -6,7 +6,8 @@ far. Compared: the mean step with an interval that holds for correlated steps
 (``batch_means``), each slice's share with its own, and the settings and arguments that
 differ. A setting that changed names a slice by its words (SETTING_SLICES); when that is the
 slice the last run's principal lever saves from, the lever was applied, and its prediction
-is set against the measurement. Pure.
+is set against the measurement; failing a word, when that slice shrank beyond its interval
+and exactly one change names no slice, that change is taken for the lever. Pure.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ SETTING_SLICES: tuple[tuple[tuple[str, ...], str], ...] = (
     (("compiled", "compile", "autocast", "dtype", "precision", "matmul", "cudnn", "amp",
       "anomaly", "bf16", "fp16"), b.COMPUTE),
     (("threads",), b.LOOP),
+    (("straggler", "slow", "imbalance", "balance", "skew", "uneven"), b.STRAGGLER),
 )  # fmt: skip
 """A setting's or an argument's words -> the slice it is a knob of (the first that matches)."""
 SLICES_SHOWN = 4
@@ -74,6 +76,8 @@ class Remembered:
 
 @dataclass(frozen=True, slots=True)
 class SliceChange:
+    """One slice's share in the last run and in this one."""
+
     name: str
     before: float
     after: float
@@ -93,10 +97,15 @@ class LeverCheck:
     setting: str
     before: str
     after: str
+    by_words: bool = True
+    """The setting's words name the lever's slice; False: the slice shrank and it was the one
+    change that names none."""
 
 
 @dataclass(frozen=True, slots=True)
 class Comparison:
+    """This run against the job's last: what every output says of the change."""
+
     last: Remembered
     step: Change
     slices: tuple[SliceChange, ...]
@@ -192,9 +201,19 @@ def compare(
         for k in dict.fromkeys([*last.settings, *settings])
         if last.settings.get(k) != settings.get(k)
     ] + _arg_changes(last.key.args, key.args)
-    lever = None
-    if last.lever is not None and last.lever.saves is not None:
-        hit = next((c for c in changed if slice_of_setting(c[0]) == last.lever.saves), None)
-        if hit is not None:
-            lever = LeverCheck(last.lever, *hit)
-    return Comparison(last, step, tuple(shown), tuple(changed), lever)
+    return Comparison(last, step, tuple(shown), tuple(changed), _applied(last, changed, moved))
+
+
+def _applied(
+    last: Remembered, changed: list[tuple[str, str, str]], moved: list[SliceChange]
+) -> LeverCheck | None:
+    """The last run's first lever, if a change applied it (the module docstring)."""
+    lever = last.lever
+    if lever is None or lever.saves is None:
+        return None
+    hit = next((c for c in changed if slice_of_setting(c[0]) == lever.saves), None)
+    if hit is not None:
+        return LeverCheck(lever, *hit)
+    shrank = any(m.name == lever.saves and m.distinguishable and m.after < m.before for m in moved)
+    unnamed = [c for c in changed if slice_of_setting(c[0]) is None]
+    return LeverCheck(lever, *unnamed[0], by_words=False) if shrank and len(unnamed) == 1 else None

@@ -2,8 +2,9 @@
 run began, with errors that hold for correlated steps. What "this run" is in a before/after
 (``run_compare``) and what the job's memory keeps of a run (``gputop/history``).
 
-The main agent's steps (rank 0's, ``model.ranks.main_agent``) after the first WARMUP_STEPS
-(compilation, autotuning, the first batches) are summed into batches of consecutive steps;
+The main agent's steps (rank 0's, ``model.ranks.main_agent``, as the session found it) after
+the first WARMUP_STEPS (compilation, autotuning, the first batches) are summed into batches
+of consecutive steps;
 past BATCHES_MOST batches, neighbours are merged two by two, so a day of steps is a few
 hundred numbers and the batch-means error (``batch_means``) is read from any size of batch.
 Pure: readings in, a summary out.
@@ -11,13 +12,12 @@ Pure: readings in, a summary out.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gputop.diagnose.batch_means import Mean, mean_of_batches
 from gputop.diagnose.step_sums import BATCH_STEPS, GROUPS_MIN, spread_of, step_slices
-from gputop.model.ranks import main_agent
-from gputop.model.steps import AgentsSample, StepCursor, new_steps
+from gputop.model.steps import AgentState, StepCursor, new_steps
 from gputop.vocab import budget as b
 
 WARMUP_STEPS = BATCH_STEPS
@@ -52,8 +52,10 @@ class RunSteps:
         self._batches: list[list[float]] = []
         """Each [steps, dur_ns, ns per slice in SLICES order...], the last one open."""
 
-    def add(self, sample: AgentsSample) -> None:
-        agent = main_agent(sample)
+    def add(self, main: AgentState | None, agents: Sequence[AgentState]) -> None:
+        """One reading: its ``main`` agent (``model.ranks.main_agent``) and all its
+        ``agents``."""
+        agent = main
         if agent is None:
             return
         if self._pid is None:
@@ -62,7 +64,7 @@ class RunSteps:
             # the main agent changed (a rank that reported first was not rank 0): follow it
             # only while nothing was summed yet
             if self._batches:
-                agent = next((a for a in sample.agents if a.pid == self._pid), None)
+                agent = next((a for a in agents if a.pid == self._pid), None)
                 if agent is None:
                     return
             else:

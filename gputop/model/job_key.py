@@ -37,6 +37,8 @@ ARGS_MOST = 64
 
 @dataclass(frozen=True, slots=True)
 class JobKey:
+    """A job as its runs share it (the module docstring)."""
+
     script: str
     """The script's absolute path, "-c", or what else ``sys.argv[0]`` was."""
     world_size: int

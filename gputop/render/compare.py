@@ -50,6 +50,7 @@ def comparison_doc(c: Comparison) -> dict[str, Any]:
             "after": lever.after,
             "predicted": [-lever.lever.high, -lever.lever.low],
             "predicted_mid": -lever.lever.share,
+            "by_words": lever.by_words,
         },
     }
 
@@ -112,9 +113,10 @@ def comparison_lines(doc: dict[str, Any]) -> list[str]:
         predicted = _pct(lever["predicted_mid"], True)
         if hi > lo:
             predicted += f" ({_pct(lo, True)} to {_pct(hi, True)})"
+        how = "" if lever["by_words"] else " (the one change, and its slice shrank)"
         out.append(
             f"  {lever['setting']} {lever['before'] or '-'} -> {lever['after'] or '-'} is the "
-            f"last run's lever: predicted {predicted}, measured {change_words(doc['change'])}"
+            f"last run's lever{how}: predicted {predicted}, measured {change_words(doc['change'])}"
         )
     changed = doc["changed"]
     if changed:

@@ -9,9 +9,9 @@ from __future__ import annotations
 from importlib import resources
 from typing import Any
 
-SCHEMAS = ("diagnose", "snapshot", "report", "capture", "fleet")
+SCHEMAS = ("diagnose", "snapshot", "report", "capture", "fleet", "compare")
 """What ``gputop schema`` knows: `gputop diagnose --json`, `snapshot --json`, `report --json`,
-a capture's manifest.json and `fleet --json`."""
+a capture's manifest.json, `fleet --json` and `compare --json`."""
 
 
 def schema_text(name: str) -> str:

@@ -18,7 +18,7 @@ LINES_MOST = 4
 class ChangePane(Pane):
     """Before and after: the job's last run against this one, and shifts within this one."""
 
-    ORDER = 15
+    ORDER = 12
     SOURCE = "agents"
     READS = None  # the comparison is remade at each evaluation
 
@@ -47,11 +47,17 @@ class ChangePane(Pane):
         return out
 
 
+def _detail_rank(line: str) -> int:
+    """The lever checked first, then what changed, then the slices in their order."""
+    text = line.strip()
+    return 0 if "last run's lever" in text else 1 if text.startswith(("changed:", "same ")) else 2
+
+
 def _fitting(compared: list[str], shift: str | None) -> tuple[str, ...]:
     """At most LINES_MOST: the comparison's head and the shift first, then what room is left
-    of the comparison's details (the lever first, then the slices in their order)."""
+    of the comparison's details (``_detail_rank``)."""
     tail = (shift,) if shift else ()
     if not compared:
         return tail
-    details = sorted(compared[1:], key=lambda t: "last run's lever" not in t)
+    details = sorted(compared[1:], key=_detail_rank)
     return (compared[0], *details[: LINES_MOST - 1 - len(tail)], *tail)

@@ -70,3 +70,14 @@ def test_the_setup_is_kept_flat_without_the_environment():
         "parallel.kind": "DDP",
         "parallel.bucket_cap_mb": "25",
     }
+
+
+def test_failing_a_word_the_one_change_that_shrank_the_levers_slice_is_the_lever():
+    now_key = job_key(["train.py", "--num-workers", "0", "--lr", "0.1", "--fast-io"], "/p", 1)
+    c = compare(last(settings={}), summary(0.3, 0.1), now_key, {})
+    assert c.lever is not None and c.lever.setting == "--fast-io" and not c.lever.by_words
+    # two unnamed changes: which one did it is not known
+    two = job_key(["train.py", "--num-workers", "0", "--lr", "0.2", "--fast-io"], "/p", 1)
+    assert compare(last(settings={}), summary(0.3, 0.1), two, {}).lever is None
+    # the slice did not shrink: the change was not the lever
+    assert compare(last(settings={}), summary(0.41, 0.40), now_key, {}).lever is None

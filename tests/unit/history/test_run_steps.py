@@ -11,7 +11,6 @@ from builders import agent, step
 
 from gputop.diagnose import RunSteps
 from gputop.diagnose.run_steps import BATCHES_MOST, WARMUP_STEPS
-from gputop.model.steps import AgentsSample
 from gputop.vocab import budget as b
 
 
@@ -29,7 +28,8 @@ def steps(n: int, seed: int = 0, rho: float = 0.5) -> list:
 def feed(run: RunSteps, all_steps: list, every: int = 10, kept: int = 300, pid: int = 7) -> None:
     for end in range(every, len(all_steps) + every, every):
         window = tuple(all_steps[max(0, end - kept) : end])
-        run.add(AgentsSample(1, end / 10, end / 10, (agent(pid, window),)))
+        a = agent(pid, window)
+        run.add(a, (a,))
 
 
 def test_the_mean_and_shares_are_the_steps_own_after_the_warm_up():
@@ -74,5 +74,6 @@ def test_the_main_agent_is_followed_once_steps_were_summed():
     s = steps(200)
     feed(run, s)
     other = steps(200, seed=3)
-    run.add(AgentsSample(1, 99, 99, (agent(8, tuple(other), rank=0),)))  # rank 0 reports late
+    late = agent(8, tuple(other), rank=0)  # rank 0 reports late
+    run.add(late, (late, agent(7, tuple(s))))
     assert run.summary().steps == 200 - WARMUP_STEPS
