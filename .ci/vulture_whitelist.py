@@ -11,6 +11,7 @@ StacksPane
 StepPane
 RanksPane
 VerdictPane
+ChangePane
 
 # ---- Textual looks these up by name ----
 # the App/Screen/Widget class attributes it reads

@@ -31,6 +31,7 @@ from gputop.diagnose import (
     STACKS_WINDOW_S,
     STEPS_LEAST,
     BudgetBins,
+    Change,
     Comparison,
     EvalPoint,
     Interval,
@@ -43,6 +44,7 @@ from gputop.diagnose import (
     ShiftWatch,
     State,
     Verdict,
+    change_between,
     compare,
     evaluate_at,
     flat_settings,
@@ -124,6 +126,8 @@ class SessionState:
     """This run's pace so far (the main agent's steps), as of the last evaluation."""
     comparison: Comparison | None = None
     """This run against the job's last one (its memory), as of the last evaluation."""
+    shift_change: Change | None = None
+    """The latest shift's rank since it against before it, as of the last evaluation."""
 
     @property
     def verdict_now(self) -> float:
@@ -219,6 +223,7 @@ class Session:
         self._settings: dict[str, str] = {}
         self._last: Remembered | None = baseline
         self._comparison: Comparison | None = None
+        self._shift_change: Change | None = None
         self._started_wall: float | None = None
         self._last_wall = 0.0
         self._kept_at: float | None = None
@@ -413,6 +418,9 @@ class Session:
         """The run's pace and its comparison with the last run, at an evaluation (their cost
         is bounded with the verdict's)."""
         self._run = self._run_steps.summary()
+        if self._shifts:
+            latest = self._shifts[-1][0]
+            self._shift_change = change_between(latest.before, self._watch.since(latest.pid))
         if self._last is not None and self._key is not None and self._run.steps:
             self._comparison = compare(self._last, self._run, self._key, self._settings)
 
@@ -491,6 +499,7 @@ class Session:
                 shifts=self._shifts,
                 run=self._run,
                 comparison=self._comparison,
+                shift_change=self._shift_change,
             )
         return self._state
 

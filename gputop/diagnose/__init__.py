@@ -4,7 +4,7 @@ This is the diagnosis's one door: code outside ``gputop.diagnose`` imports these
 here and no submodule, so the package can move its insides without touching an output
 (``tests/unit/test_import_hygiene.py`` holds it)."""
 
-from gputop.diagnose.batch_means import STEPS_LEAST, Change, Mean, change_text
+from gputop.diagnose.batch_means import STEPS_LEAST, Change, Mean, change_between, change_text
 from gputop.diagnose.bounds import BY_NAME, NAMES, Style
 from gputop.diagnose.budget import slices_of
 from gputop.diagnose.budget_bins import BudgetBins, Interval
@@ -96,6 +96,7 @@ __all__ = [
     "State",
     "Style",
     "Verdict",
+    "change_between",
     "change_text",
     "compare",
     "evaluate",

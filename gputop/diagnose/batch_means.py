@@ -106,14 +106,10 @@ def mean_of_batches(means: Sequence[float], size: int, steps: int) -> Mean:
     return Mean(value, max(errors, default=0.0), steps)
 
 
-def change_of(before: Sequence[float], after: Sequence[float]) -> Change:
-    """``after``'s mean against ``before``'s; the margin from both errors (the delta method on
-    a ratio of independent means)."""
-    return change_between(mean_of(before), mean_of(after))
-
-
 def change_between(before: Mean, after: Mean) -> Change:
-    """Two means already taken (a run remembered, a recording) compared."""
+    """``after`` against ``before`` (runs' means, ``mean_of``: a run remembered, a recording,
+    the steps since a shift); the margin from both errors (the delta method on a ratio of
+    independent means)."""
     if not before.value > 0:
         return Change(before, after, 0.0, math.inf)
     ratio = after.value / before.value

@@ -24,6 +24,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from gputop.diagnose.batch_means import Mean, mean_of
 from gputop.diagnose.step_sums import BATCH_STEPS, step_slices
 from gputop.model.steps import StepCursor, StepRecord, new_steps
 from gputop.vocab import budget as b
@@ -70,8 +71,9 @@ class Shift:
     """The median step (seconds, side work left out) of the segment before."""
     after_s: float
     """The median of the steps after, when it was called."""
-    before_steps: int
-    after_steps: int
+    before: Mean
+    """The mean step before it (seconds, side work left out) with its batch-means error: what
+    the steps since are compared with in place (``ShiftWatch.since``)."""
     moved: Mapping[str, float]
     """Per slice, seconds per step after less before (the mean over each side's steps): which
     slice moved."""
@@ -220,8 +222,7 @@ class _Rank:
             t0_ns=new[0].t0_ns,
             before_s=before / 1e9,
             after_s=after / 1e9,
-            before_steps=len(old),
-            after_steps=len(new),
+            before=mean_of([loop_ns(x) / 1e9 for x in old]),
             moved=_moved(old, new),
         )
         self.shifts.append(shift)
@@ -255,6 +256,11 @@ class ShiftWatch:
     def shifts(self, pid: int) -> tuple[Shift, ...]:
         r = self._ranks.get(pid)
         return tuple(r.shifts) if r is not None else ()
+
+    def since(self, pid: int) -> Mean:
+        """The rank's mean step (side work left out) since its last shift, with its error."""
+        r = self._ranks.get(pid)
+        return mean_of([t / 1e9 for t in r.times]) if r is not None else mean_of([])
 
     def segment(self, pid: int) -> tuple[StepRecord, ...]:
         """The rank's steps since its last shift (at most SEGMENT_MOST + WINDOW)."""

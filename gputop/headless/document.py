@@ -46,5 +46,5 @@ def document(d: Diagnosis, source: dict[str, Any]) -> dict[str, Any]:
         if d.run is None or not d.run.steps
         else {"steps": d.run.steps, "step_s": d.run.step.value, "error_s": d.run.step.error},
         "baseline": comparison_doc(d.comparison) if d.comparison is not None else None,
-        "shifts": shift_docs(d.shifts),
+        "shifts": shift_docs(d.shifts, d.shift_change),
     }

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gputop.diagnose import Comparison, RunSummary, Shift, Verdict
+from gputop.diagnose import Change, Comparison, RunSummary, Shift, Verdict
 from gputop.model.step_stats import Mfu
 from gputop.session import EVALUATE_SHARE, Session, SessionState
 from gputop.sources.feeds import Feed
@@ -42,6 +42,8 @@ class Diagnosis:
     run: RunSummary | None = None
     comparison: Comparison | None = None
     """This run against the job's last (its memory, or ``--baseline``)."""
+    shift_change: Change | None = None
+    """The latest shift's rank since it against before it."""
 
 
 def diagnose(
@@ -123,7 +125,7 @@ def _note(out: Diagnosis, state: SessionState, kind: str) -> None:
     verdict = state.verdict
     if verdict is None or state.point is None:
         return
-    out.run, out.comparison = state.run, state.comparison
+    out.run, out.comparison, out.shift_change = state.run, state.comparison, state.shift_change
     steps = state.inputs.steps if state.inputs is not None else None
     out.mfu = steps.mfu_detail if steps is not None else None
     if steps is not None and steps.fingerprint:

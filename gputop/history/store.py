@@ -26,8 +26,6 @@ from gputop.errors import GputopError
 from gputop.history.entry import Damaged, file_doc, run_doc, runs_of
 from gputop.model.job_key import JobKey
 
-Runs = tuple[JobKey, list[tuple[str, Remembered]]]
-"""A job's file read: its job and its runs (id, run), oldest first."""
 RUNS_KEPT = 20
 """Runs kept per job, the latest."""
 JOBS_KEPT = 200

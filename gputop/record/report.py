@@ -13,7 +13,7 @@ import shlex
 from typing import Any
 
 from gputop import __version__
-from gputop.diagnose import Shift
+from gputop.diagnose import Mean, Shift
 from gputop.model.durations import duration_text
 from gputop.model.ranks import MAIN_RANK, MIN_STEPS, RankRow, compare_ranks
 from gputop.model.step_stats import mfu_of
@@ -157,7 +157,7 @@ def _shift(d: Any) -> dict[str, Any] | None:
     if not isinstance(moved, dict) or len(moved) > len(SLICES):
         return None
     slices = {k: float(v) for k, v in moved.items() if k in SLICES and _real_number(v)}
-    shift = Shift(pid, step, 0, before, after, 0, 0, slices)
+    shift = Shift(pid, step, 0, before, after, Mean(before, 0.0, 0), slices)
     return shift_docs([(shift, rank, 0.0)])[0]
 
 

@@ -12,8 +12,18 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from gputop.diagnose import Comparison, Shift
+from gputop.diagnose import Change, Comparison, Shift
 from gputop.vocab import budget as b
+
+
+def change_doc(step: Change) -> dict[str, Any]:
+    """A change of the mean step with its interval, as the JSON says it."""
+    return {
+        "rel": step.rel,
+        "interval": [step.low, step.high] if math.isfinite(step.margin) else None,
+        "distinguishable": step.distinguishable,
+        "settled": step.settled,
+    }
 
 
 def comparison_doc(c: Comparison) -> dict[str, Any]:
@@ -29,12 +39,7 @@ def comparison_doc(c: Comparison) -> dict[str, Any]:
         },
         "steps": step.after.steps,
         "step_s": {"before": step.before.value, "after": step.after.value},
-        "change": {
-            "rel": step.rel,
-            "interval": [step.low, step.high] if math.isfinite(step.margin) else None,
-            "distinguishable": step.distinguishable,
-            "settled": step.settled,
-        },
+        "change": change_doc(step),
         "slices": [
             {"slice": s.name, "before": s.before, "after": s.after, "margin": s.margin}
             for s in c.slices
@@ -55,9 +60,12 @@ def comparison_doc(c: Comparison) -> dict[str, Any]:
     }
 
 
-def shift_docs(shifts: Sequence[tuple[Shift, str, float]]) -> list[dict[str, Any]]:
-    """``diagnose --json``'s ``shifts``: each with its rank's label (``SessionState.shifts``)."""
-    return [
+def shift_docs(
+    shifts: Sequence[tuple[Shift, str, float]], latest: Change | None = None
+) -> list[dict[str, Any]]:
+    """``diagnose --json``'s ``shifts``: each with its rank's label (``SessionState.shifts``),
+    the latest with its steps since against before (``latest``, ``SessionState.shift_change``)."""
+    docs = [
         {
             "rank": label,
             "pid": s.pid,
@@ -67,9 +75,13 @@ def shift_docs(shifts: Sequence[tuple[Shift, str, float]]) -> list[dict[str, Any
             "rel": s.rel,
             "moved_s": dict(s.moved),
             "slices": [k for k, _ in s.slices_moved()],
+            "change": None,
         }
         for s, label, _ in shifts
     ]
+    if docs and latest is not None:
+        docs[-1]["change"] = change_doc(latest)
+    return docs
 
 
 def _ms(seconds: float) -> str:
@@ -136,7 +148,10 @@ def shift_line(doc: dict[str, Any]) -> str:
         for k in doc["slices"][:3]
     )
     rank = doc["rank"] if str(doc["rank"]).startswith("pid") else f"rank {doc['rank']}"
+    since = f"; since then {change_words(doc['change'])}" if doc.get("change") else ""
     return (
         f"step time shifted at step {doc['step']} ({rank}): {_ms(doc['before_s'])} -> "
-        f"{_ms(doc['after_s'])} ({_pct(doc['rel'], True)})" + (f": {moved}" if moved else "")
+        f"{_ms(doc['after_s'])} ({_pct(doc['rel'], True)})"
+        + (f": {moved}" if moved else "")
+        + since
     )

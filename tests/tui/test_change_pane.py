@@ -55,6 +55,7 @@ async def test_a_run_against_the_last_and_a_shift_inside_it(make_app, tmp_path):
         assert "vs last run" in text and "steps): step 120 ms ->" in text
         assert "dataloader.num_workers 0 -> 4" in text
         assert "step time shifted at step 70" in text and "data wait +25 ms/step" in text
+        assert "; since then +2" in text
         chart = app.query_one(BudgetChart)
         assert chart.display
         assert "▲ step shift" in chart.text()

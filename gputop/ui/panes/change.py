@@ -29,7 +29,8 @@ class ChangePane(Pane):
 
     def draw(self, state: SessionState, context: Context) -> None:
         compared = comparison_lines(comparison_doc(state.comparison)) if state.comparison else []
-        shift = shift_line(shift_docs(state.shifts[-1:])[0]) if state.shifts else None
+        latest = shift_docs(state.shifts[-1:], state.shift_change) if state.shifts else []
+        shift = shift_line(latest[0]) if latest else None
         shown = _fitting(compared, shift)
         if shown != self.texts:
             self.texts = shown

@@ -8,13 +8,11 @@ import random
 
 import pytest
 
-from gputop.diagnose.batch_means import (
-    Mean,
-    change_between,
-    change_of,
-    change_text,
-    mean_of,
-)
+from gputop.diagnose.batch_means import Mean, change_between, change_text, mean_of
+
+
+def change_of(before: list[float], after: list[float]):
+    return change_between(mean_of(before), mean_of(after))
 
 
 def run(n: int, rnd: random.Random, level: float = 0.1, cv: float = 0.03, rho: float = 0.5):

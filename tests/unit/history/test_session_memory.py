@@ -91,6 +91,9 @@ def test_a_shift_inside_the_run_is_called_and_recorded(tmp_path):
     assert abs(shift.step - 500) <= 3 and label == "0"
     assert [k for k, _ in log.events] == ["step-shift"]
     assert log.events[0][1]["moved_s"]["data"] == pytest.approx(0.04, rel=0.2)
+    since = s.state.shift_change  # the steps since, in place against those before
+    assert since is not None and since.distinguishable
+    assert since.rel == pytest.approx(140 / 100 - 1, abs=0.01)
 
 
 def test_without_a_memory_nothing_is_kept_or_compared():
