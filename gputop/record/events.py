@@ -7,7 +7,7 @@
     ["F", [Frame...]]                     frames first met here, numbered in order per segment
     ["v", point, verdict | 0]             an evaluation; 0: the same verdict as the one before
                                           (a verdict's 6th item: the step-time budget)
-    ["e", t, wall, kind, data]            captures, the target's exit
+    ["e", t, wall, kind, data]            captures, the target's exit, shifts of step time
 
 An agent is ``[AgentState without steps, steps]`` where steps is ``["all", [StepRecord...]]``
 (the first reading of a segment, or after the agent restarted) or ``[drop, changed, added]``:

@@ -37,9 +37,12 @@ _END = object()
 
 
 class Clocks:
-    """One process's step clocks; a no-op unless ``CORPUS_CLOCKS`` is set."""
+    """One process's step clocks; a no-op unless ``CORPUS_CLOCKS`` is set. ``steps_only``: the
+    steps' lengths alone, for a script whose parts a timer cannot tell apart (DDP waits for its
+    all-reduce inside backward): ``shares`` makes nothing of its file, ``step_times`` reads it."""
 
-    def __init__(self) -> None:
+    def __init__(self, steps_only: bool = False) -> None:
+        self.steps_only = steps_only
         where = os.environ.get(ENV)
         self.out = open(os.path.join(where, f"{os.getpid()}.jsonl"), "a") if where else None  # noqa: SIM115
         self.parts: dict[str, float] = {}
@@ -109,18 +112,16 @@ class Clocks:
         """Ends a step here: writes it, and the next one starts."""
         now = time.perf_counter()
         if self.out is not None:
-            parts = {**self.parts, "gc": self.gc_s}
-            self.out.write(json.dumps({"t": time.time(), "dur": now - self._t0, "parts": parts}))
-            self.out.write("\n")
+            line = {"t": time.time(), "dur": now - self._t0}
+            if not self.steps_only:
+                line["parts"] = {**self.parts, "gc": self.gc_s}
+            self.out.write(json.dumps(line) + "\n")
             self.out.flush()
         self.parts, self.gc_s, self._t0 = {}, 0.0, now
 
 
-def shares(path: str, end: float, steps: int, open_after: float) -> dict[str, float] | None:
-    """The job's shares over its last ``steps`` steps that ended by wall time ``end`` (gputop's
-    window: its last reading), and the step in progress then when it has been in a long part
-    for over ``open_after`` seconds (gputop counts such a step too); the loop's own time is
-    the rest of each step. None without steps."""
+def _rows(path: str) -> list[dict] | None:
+    """A clocks file's lines (one cut by the kill left out); None when it cannot be read."""
     rows = []
     try:
         with open(path) as f:
@@ -130,6 +131,24 @@ def shares(path: str, end: float, steps: int, open_after: float) -> dict[str, fl
                 except ValueError:
                     continue  # a line cut by the kill
     except OSError:
+        return None
+    return rows
+
+
+def step_times(path: str, end: float, steps: int) -> list[float]:
+    """The lengths (seconds) of the last ``steps`` steps that ended by wall time ``end``."""
+    rows = _rows(path) or []
+    done = [r["dur"] for r in rows if "dur" in r and r["t"] <= end]
+    return done[-steps:] if steps > 0 else []
+
+
+def shares(path: str, end: float, steps: int, open_after: float) -> dict[str, float] | None:
+    """The job's shares over its last ``steps`` steps that ended by wall time ``end`` (gputop's
+    window: its last reading), and the step in progress then when it has been in a long part
+    for over ``open_after`` seconds (gputop counts such a step too); the loop's own time is
+    the rest of each step. None without steps, or for a file of steps alone."""
+    rows = _rows(path)
+    if rows is None or any("dur" in r and "parts" not in r for r in rows):
         return None
     rows = [r for r in rows if r["t"] <= end]
     done = [r for r in rows if "dur" in r][-steps:] if steps > 0 else []

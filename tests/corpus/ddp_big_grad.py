@@ -7,6 +7,7 @@ import time
 
 import torch
 import torch.distributed as dist
+from _clocks import Clocks
 from torch import nn
 
 
@@ -14,15 +15,18 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--seconds", type=float, default=60)
     p.add_argument("--vocab", type=int, default=500_000)
+    p.add_argument("--bucket-cap-mb", type=float, default=25.0, help="DDP's bucket size")
     args = p.parse_args()
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     torch.set_num_threads(1)
     torch.manual_seed(0)
     model = nn.parallel.DistributedDataParallel(
-        nn.Sequential(nn.Embedding(args.vocab, 128), nn.Flatten(), nn.Linear(128 * 16, 2))
+        nn.Sequential(nn.Embedding(args.vocab, 128), nn.Flatten(), nn.Linear(128 * 16, 2)),
+        bucket_cap_mb=args.bucket_cap_mb,
     )
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    clocks = Clocks(steps_only=True)  # the steps' lengths, for the before/after tests
     end, step = time.monotonic() + args.seconds, 0
     while time.monotonic() < end:
         tokens = torch.randint(0, args.vocab, (8, 16))
@@ -30,6 +34,7 @@ def main():
         opt.zero_grad()
         loss.backward()
         opt.step()
+        clocks.step()
         step += 1
         if rank == 0 and step % 10 == 0:
             print(f"step {step} loss {loss.item():.3f}", flush=True)

@@ -11,6 +11,7 @@ import time
 
 import torch
 import torch.distributed as dist
+from _clocks import Clocks
 from torch import nn
 
 BATCH = 64
@@ -39,6 +40,7 @@ def main():
     model = nn.parallel.DistributedDataParallel(Encoder())
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     seq_len = 256 if rank == 1 and not args.balanced else 128  # rank 1's: the long documents
+    clocks = Clocks(steps_only=True)  # the steps' lengths, for the before/after tests
     end, step = time.monotonic() + args.seconds, 0
     while time.monotonic() < end:
         tokens = torch.randint(0, 1000, (BATCH, seq_len))
@@ -46,6 +48,7 @@ def main():
         opt.zero_grad()
         loss.backward()
         opt.step()
+        clocks.step()
         step += 1
         if rank == 0 and step % 100 == 0:
             print(f"step {step} loss {loss.item():.3f}", flush=True)

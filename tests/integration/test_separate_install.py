@@ -7,6 +7,11 @@ the loop waiting) are diagnosed both ways: started by `gputop diagnose -- CMD`, 
 plainly then attached with `--pid --attach`. Each must end with the scenario's verdict (the
 one the same-venv runs give, tests/bench/bench_verdicts.py) from a budget the agent measured.
 
+Did it help: six scenarios (a data wait, GC, evaluation, checkpoints, a straggler, DDP's
+all-reduce) started by diagnose, then their twin with the principal's lever applied attached
+to, both remembered in one state folder: the twin's before/after names the lever and holds the
+change the job's own clocks measured in its interval.
+
 Then a job in a container-like namespace (its own mount and PID namespaces, a private /tmp,
 gputop's files hidden) attached from outside by its host PID; jobs of other users; and a job
 whose environment has another gputop-why of its own.
@@ -26,15 +31,19 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
+import jsonschema
 import pytest
-from harness import ATTACH_DELAY, Harness, descendants, judge, progress, unfit
+from _clocks import ENV as CLOCKS_ENV
+from _clocks import step_times
+from harness import ATTACH_DELAY, Harness, descendants, judge, kill_job, progress, unfit
 from linked_venv import linked_venv
 from scenarios import by_name
 from tests_support import REPO, as_nobody, free_port, note_timeline, until
 
-from gputop import __version__
+from gputop import __version__, schemas
 from gputop.agent.paths import socket_path
 from gputop.inject.debugger import find_debugger
 from gputop.sources.stacks import find_py_spy
@@ -52,6 +61,7 @@ pytestmark = [
 ]
 
 CORPUS = REPO / "tests" / "corpus"
+DIAGNOSE_SCHEMA = schemas.load("diagnose")
 WATCH_S = 14.0
 """Each scenario's watch. Under a busy core (tests/bench/margins.py over a CI run) the final
 verdict held from 6 s at the latest started by diagnose (torchrun_straggler; the others from
@@ -130,6 +140,94 @@ def test_separate_install_started_by_diagnose(name, separate):
 @pytest.mark.parametrize("name", ATTACHED)
 def test_separate_install_attached_by_pid(name, separate):
     check(separate.attached_mode(by_name(name), ATTACHED_WATCH_S), ATTACHED_WATCH_S)
+
+
+# ---- did it help: a job and its twin with one lever applied -----------------------------------
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A corpus scenario and the flags that apply its principal's lever (issue 53)."""
+
+    scenario: str
+    applied: tuple[str, ...]
+    named: frozenset[str]
+    """What the comparison may name as the lever: the flag, or the setting the agent reads."""
+    extra: tuple[str, ...] = ()
+    """Flags of both runs (a smaller model where the scenario's steps are long)."""
+
+
+PAIRS = (
+    Pair("text_workers", ("--tokenise-ahead",), frozenset({"--tokenise-ahead"})),
+    Pair("gc_pressure", ("--gc-threshold", "50000,20,20"),
+         frozenset({"--gc-threshold", "gc.threshold"})),
+    Pair("eval_every_n", ("--eval-every", "50"), frozenset({"--eval-every"})),
+    Pair("frequent_checkpoints", ("--every", "8"), frozenset({"--every"})),
+    Pair("torchrun_straggler", ("--balanced",), frozenset({"--balanced"})),
+    Pair("ddp_big_grad", ("--bucket-cap-mb", "100"),
+         frozenset({"--bucket-cap-mb", "parallel.bucket_cap_mb"}), ("--vocab", "100000")),
+)  # fmt: skip
+PAIR_WATCH_S = 12.0
+"""Each run's watch: the first run's verdict (whose first lever the second names) held from
+6 s at the latest started by diagnose under a busy core (WATCH_S), and each side needs 64
+steps after 16 of warm-up (the slowest here, the straggler's, makes them in about 8 s)."""
+
+
+def _watched(h: Harness, p: Pair, applied: bool, attached: bool, state: Path, clocks: Path):
+    """The scenario (with the lever ``applied``) watched once: started by `gputop diagnose --
+    CMD`, or started plainly and attached to; (its document, when diagnose returned)."""
+    s = by_name(p.scenario)
+    script = h.command(s, PAIR_WATCH_S + 40)
+    at = script.index("--seconds")
+    script[at:at] = [*p.extra, *(p.applied if applied else ())]
+    env = {**os.environ, "XDG_STATE_HOME": str(state), CLOCKS_ENV: str(clocks)}
+    watch = ["--duration", str(PAIR_WATCH_S)]
+    if not attached:
+        out = subprocess.run(h.diagnose(*watch, "--", *script), capture_output=True, text=True,
+                             timeout=PAIR_WATCH_S + 120, cwd=CORPUS, env=env)  # fmt: skip
+        return json.loads(out.stdout), time.time()
+    job = subprocess.Popen(script, cwd=CORPUS, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, start_new_session=True, env=env)  # fmt: skip
+    try:
+        time.sleep(ATTACH_DELAY)  # pacing: the job runs on its own before gputop attaches
+        out = subprocess.run(h.diagnose("--pid", str(job.pid), "--attach", *watch),
+                             capture_output=True, text=True, timeout=PAIR_WATCH_S + 120,
+                             env=env)  # fmt: skip
+        return json.loads(out.stdout), time.time()
+    finally:
+        kill_job(job)
+
+
+def _mean_step(doc: dict, clocks: Path, end: float) -> float:
+    """The main rank's mean step by the job's own clocks, over the steps gputop's run counted."""
+    ranks = (doc["budget"] or {}).get("ranks") or []
+    main = next(r for r in ranks if r["rank"] in (0, None))
+    times = step_times(str(clocks / f"{main['pid']}.jsonl"), end, doc["run"]["steps"])
+    assert len(times) >= 64, (main, len(times))
+    return sum(times) / len(times)
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids=lambda p: p.scenario)
+def test_separate_install_lever_pair_before_after(pair, separate, tmp_path):
+    """The job started by diagnose, then its twin with the lever applied attached to: the
+    second's before/after names the lever and measures a change whose interval holds the
+    change the job's own clocks measured."""
+    state = tmp_path / "state"
+    docs = []
+    for applied in (False, True):
+        clocks = tmp_path / f"clocks-{applied}"
+        clocks.mkdir()
+        doc, end = _watched(separate, pair, applied, attached=applied, state=state, clocks=clocks)
+        jsonschema.validate(doc, DIAGNOSE_SCHEMA)
+        docs.append((doc, _mean_step(doc, clocks, end)))
+    (first, before), (second, after) = docs
+    seen = json.dumps(second["baseline"])[:1500]
+    assert second["baseline"] is not None, (first["run"], second["run"], second["problems"])
+    lever = second["baseline"]["lever"]
+    assert lever is not None and lever["setting"] in pair.named, seen
+    truth = after / before - 1
+    low, high = second["baseline"]["change"]["interval"]
+    assert low <= truth <= high, (truth, seen)
 
 
 # ---- a container: its own mount and PID namespaces ------------------------------------------
