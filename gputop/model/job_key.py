@@ -17,8 +17,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-ALWAYS = frozenset({"seed", "port", "timestamp", "out", "output", "outdir", "logdir", "savedir"})
-"""Words of an option's name that make its value volatile by themselves."""
+ALWAYS = frozenset({"seed", "port", "timestamp", "out", "output", "outdir", "logdir", "savedir",
+                    "key", "token", "password", "passwd", "secret", "auth", "credential",
+                    "credentials"})  # fmt: skip
+"""Words of an option's name that make its value volatile by themselves (a secret's too: the
+memory keeps no credential, whatever a job was given on its command line)."""
 KINDS = frozenset(
     {"save", "ckpt", "checkpoint", "log", "logging", "run", "experiment", "exp", "wandb",
      "tensorboard", "project", "root", "cache"}
@@ -30,6 +33,9 @@ HIDDEN = "*"
 """What a volatile value is replaced by (the option's name is kept)."""
 STAMP = re.compile(r"(19|20)\d{6}[-_T.]?\d{4,6}|\b[0-9a-f]{12,}\b")
 """A date-time stamp or a long hexadecimal id inside a value."""
+TOKEN = re.compile(r"^[A-Za-z0-9_\-]{24,}$")
+"""A value shaped like an access token (``hf_...``, ``sk-...``): hidden when it mixes letters
+and digits."""
 TEMP = ("/tmp/", "/var/tmp/", "/dev/shm/")
 ARGS_MOST = 64
 """Arguments kept (the agent sends at most 64 of ``sys.argv``)."""
@@ -70,8 +76,12 @@ def volatile_option(option: str) -> bool:
 
 
 def volatile_value(value: str) -> bool:
-    """A value that is a temporary path or carries a time stamp or a long id."""
-    return value.startswith(TEMP) or STAMP.search(value.lower()) is not None
+    """A value that is a temporary path, carries a time stamp or a long id, or looks like a
+    token."""
+    if value.startswith(TEMP) or STAMP.search(value.lower()) is not None:
+        return True
+    digits = sum(c.isdigit() for c in value)
+    return TOKEN.match(value) is not None and digits >= 4 and sum(c.isalpha() for c in value) >= 4
 
 
 def stable_args(args: Sequence[str]) -> tuple[str, ...]:

@@ -44,3 +44,12 @@ def test_the_key_is_the_script_where_it_ran_and_the_world_size():
     inline = job_key(["-c", "print(1)"], "/x", None)
     assert inline is not None and inline.script == "-c" and inline.world_size == 1
     assert a.title == "train.py --seed * (8 ranks)"
+
+
+def test_secrets_given_on_the_command_line_are_never_kept():
+    args = ["--api-key", "abc", "--hf_token=xyz", "--password", "p",
+            "hf_AbCdEf1234567890GhIjKl5678", "--max-tokens", "512", "--model",
+            "bert-base-uncased"]  # fmt: skip
+    assert stable_args(args) == ("--api-key", HIDDEN, f"--hf_token={HIDDEN}", "--password",
+                                 HIDDEN, HIDDEN, "--max-tokens", "512", "--model",
+                                 "bert-base-uncased")  # fmt: skip
