@@ -65,10 +65,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--log", type=Path, metavar="FILE", help="where CMD's output goes")
     p.add_argument(
         "--baseline",
-        type=Path,
-        metavar="FILE",
-        help="compare this run with the run recorded in FILE (--record) instead of the job's "
-        "last run in its memory (`gputop history`)",
+        metavar="FILE|last",
+        help="compare this run with the run recorded in FILE (--record); `last` (the default): "
+        "with the job's last run in its memory (`gputop history`)",
     )
     add_output_flags(p)
     add_sim_flags(p)
@@ -88,7 +87,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("give either --pid or a command after --, not both")
     if args.attach and not args.pid:
         raise UsageError("--attach needs --pid (a command after -- starts with the agent)")
-    baseline = baseline_of(args.baseline) if args.baseline is not None else None
+    if args.baseline == "last" and args.no_history:
+        raise UsageError("--baseline last compares with the job's memory, which --no-history "
+                         "turns off: give one of them")  # fmt: skip
+    recorded = args.baseline not in (None, "last")
+    baseline = baseline_of(Path(args.baseline)) if recorded else None
     sinks = open_outputs(args, "diagnose")
     job = None
     if command:

@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"no job remembered yet in {memory.root}")
             return 0
         for key, runs in jobs:
-            print(key.title)
+            print(runs[-1].key.title)  # with the arguments of its latest run
             print(f"  {key.script}")
             for r in reversed(runs[-max(1, args.runs) :]):
                 print(f"  {_run_line(r)}")
