@@ -89,6 +89,15 @@ def test_a_recording_without_steps_to_compare_is_one_line(pair, tmp_path, capsys
     assert len(err) == 1 and "holds no run to compare" in err[0]
 
 
+def test_a_baseline_file_without_a_run_is_one_line(tmp_path):
+    from gputop.commands.live_session import baseline_of
+    from gputop.errors import CannotDo
+
+    empty = record(tmp_path / "e.gputop", lambda n: 1.0, workers=0, seconds=5, steps=False)
+    with pytest.raises(CannotDo, match="holds no run to compare with"):
+        baseline_of(empty)
+
+
 def test_a_recording_is_a_baseline_and_its_shift_is_in_its_report(pair, capsys):
     got = recorded_run(open_recording(pair[1]))
     assert got.run is not None and got.run.settings == {"dataloader.num_workers": "4"}
