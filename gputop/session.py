@@ -222,6 +222,9 @@ class Session:
         self._key: JobKey | None = None
         self._settings: dict[str, str] = {}
         self._last: Remembered | None = baseline
+        self._fixed_baseline = baseline is not None
+        self._key_of: tuple[tuple[str, ...], str | None, int | None] | None = None
+        """What the key was made of (the main agent's argv, cwd and world size)."""
         self._comparison: Comparison | None = None
         self._shift_change: Change | None = None
         self._started_wall: float | None = None
@@ -357,16 +360,32 @@ class Session:
         self._last_wall = sample.wall
         if main is not None and main.fingerprint:
             self._settings = flat_settings(main.fingerprint)
-        if self._key is None and main is not None:
-            self._key = job_key(main.argv, main.cwd, main.world_size)
-            if self._key is not None and self._memory is not None and self._last is None:
-                self._last = self._memory.last(self._key, besides=self._run_id)
-                self._collect_memory_problems()
+        if main is not None:
+            self._know_job(main.argv, main.cwd, main.world_size)
         if self._kept_at is None:
             self._kept_at = sample.t
         elif sample.t - self._kept_at >= KEEP_S:
             self._kept_at = sample.t
             self._keep(self._run_steps.summary())
+
+    def _know_job(self, argv: tuple[str, ...], cwd: str | None, world: int | None) -> None:
+        """The job's key from its main agent, remade while what it is made of changes (the
+        world size of a job started by torch.multiprocessing.spawn is known only once its
+        process group is up); its last run looked up again for a new key, unless a baseline
+        was given."""
+        said = (argv, cwd, world)
+        if said == self._key_of:
+            return
+        self._key_of = said
+        key = job_key(argv, cwd, world)
+        if key is None or (self._key is not None and key.id == self._key.id):
+            self._key = key or self._key
+            return
+        self._key = key
+        if self._memory is not None and not self._fixed_baseline:
+            self._last = self._memory.last(key, besides=self._run_id)
+            self._comparison = None
+            self._collect_memory_problems()
 
     def remembered(self, run: RunSummary | None = None) -> Remembered | None:
         """This run as the job's memory keeps it (``run``: its pace, if already summed): its

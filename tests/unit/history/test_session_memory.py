@@ -5,6 +5,7 @@ an event for the recording."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -112,3 +113,23 @@ def test_a_memory_that_cannot_be_used_is_one_problem_and_the_session_goes_on(tmp
     (problem,) = s.state.problems
     assert problem.startswith("the job memory is off: ")
     assert s.state.run is not None
+
+
+def test_a_world_size_known_late_makes_the_key_and_finds_the_last_run(tmp_path):
+    """torch.multiprocessing.spawn's ranks know their world size once the process group is
+    up: the job is the same job as soon as they say it."""
+
+    def world_from(first: int, size: int, seconds: int):
+        for i, r in enumerate(readings(seconds, lambda n: 40.0, workers=0)):
+            a = replace(r.agents[0], world_size=None if i < first else size)
+            yield AgentsSample(r.target, r.t, r.wall, (a,))
+
+    before = Session((), memory=Memory(tmp_path), run_id="a")
+    for r in world_from(0, 2, 20):
+        before.agents(r)
+    before.close()
+    later = Session((), memory=Memory(tmp_path), run_id="b")
+    for r in world_from(5, 2, 20):
+        later.agents(r)
+    assert later.state.comparison is not None  # found once the world size was said
+    assert later.remembered().key.world_size == 2
