@@ -51,6 +51,9 @@ class RunSteps:
         self._size = BATCH_STEPS
         self._batches: list[list[float]] = []
         """Each [steps, dur_ns, ns per slice in SLICES order...], the last one open."""
+        self._errors: tuple[tuple[int, int], float, dict[str, float]] | None = None
+        """The errors of the step and shares, and the whole batches they were read from (how
+        many, of what size): remade when a batch closes (1.7 ms from 256 batches)."""
 
     def add(self, main: AgentState | None, agents: Sequence[AgentState]) -> None:
         """One reading: its ``main`` agent (``model.ranks.main_agent``) and all its
@@ -99,12 +102,14 @@ class RunSteps:
         whole = [r for r in self._batches if r[0] >= self._size]
         steps = int(sum(r[0] for r in self._batches))
         total = sum(r[1] for r in self._batches)
-        step = mean_of_batches([r[1] / r[0] / 1e9 for r in whole], self._size, steps)
-        if steps:  # the open batch's steps count in the mean, not in its error
-            step = Mean(total / steps / 1e9, step.error, steps)
+        read = (len(whole), self._size)
+        if self._errors is None or self._errors[0] != read:
+            error = mean_of_batches([r[1] / r[0] / 1e9 for r in whole], self._size, steps).error
+            self._errors = (read, error, _spread([r[2:] for r in whole]))
+        _, error, spread = self._errors
+        step = Mean(total / steps / 1e9 if steps else 0.0, error, steps)
         ns = [sum(r[2 + i] for r in self._batches) for i in range(len(b.SLICES))]
         wall = sum(ns)
-        spread = _spread([r[2:] for r in whole])
         shares = {
             name: (ns[i] / wall if wall > 0 else 0.0, spread[name])
             for i, name in enumerate(b.SLICES)

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gputop.diagnose.batch_means import Mean, mean_of
-from gputop.diagnose.step_sums import BATCH_STEPS, step_slices
+from gputop.diagnose.step_sums import step_slices
 from gputop.model.steps import StepCursor, StepRecord, new_steps
 from gputop.vocab import budget as b
 from gputop.vocab import steps as step
@@ -50,6 +50,11 @@ Z_SHIFT = 4.5
 SHIFT_MIN = 0.05
 """Smallest change of the median step called a shift: smaller ones are left to the run's
 before/after comparison, whose interval resolves them over hundreds of steps."""
+TEST_EVERY = 2
+"""Steps between two comparisons of the window with the segment: a shift is still called
+within WINDOW + 1 steps of it, at half the cost (8 ranks' steps are compared on one core)."""
+SPREAD_EVERY = 64
+"""Steps between two estimates of the segment's correlation (it moves slowly)."""
 RHO_MOST = 0.95
 """The largest lag-one correlation of steps believed: past it the segment is one slow drift."""
 SHIFTS_KEPT = 64
@@ -171,7 +176,7 @@ class _Rank:
         self.taken = 0
         """Steps into the segment, for when ``spread`` is remade."""
         self.spread = 1.0
-        """``inflation`` of the segment's steps, remade every BATCH_STEPS steps."""
+        """``inflation`` of the segment's steps, remade every SPREAD_EVERY steps."""
 
     def take(self, pid: int, s: StepRecord) -> Shift | None:
         """The step after the last; the shift it calls, if any."""
@@ -187,9 +192,9 @@ class _Rank:
                 del self.sorted[bisect.bisect_left(self.sorted, self.times.popleft())]
         if len(self.sorted) < SEGMENT_LEAST:
             return None
-        if len(self.sorted) == SEGMENT_LEAST or self.taken % BATCH_STEPS == 0:
+        if len(self.sorted) == SEGMENT_LEAST or self.taken % SPREAD_EVERY == 0:
             self.spread = self._spread()
-        return self._test(pid)
+        return self._test(pid) if self.taken % TEST_EVERY == 0 else None
 
     def _spread(self) -> float:
         """The window's spread over independent steps', from the segment's lag-one
