@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from gputop.render.budget import stacked
-from gputop.render.compare import comparison_lines, shift_line
+from gputop.render.compare import comparison_lines, grouped, shift_line
 from gputop.render.verdict import said_lines, said_of_json
 
 
@@ -69,7 +69,7 @@ def render(doc: dict[str, Any], timeline: bool = True) -> str:
             lines += said_lines(also, "  ", evidence=False, levers=1)
     if doc.get("baseline"):
         lines += comparison_lines(doc["baseline"])
-    lines += [shift_line(x) for x in doc.get("shifts") or ()]
+    lines += [shift_line(x) for x in grouped(doc.get("shifts") or ())]
     lines.append(f"inputs: {', '.join(v['inputs']) or 'none'}")
     if doc.get("mfu"):
         lines.append(_mfu_line(doc["mfu"]))

@@ -11,7 +11,7 @@ from gputop import __version__
 from gputop.diagnose import Remembered, compare
 from gputop.errors import CannotDo
 from gputop.record.recorded_run import RecordedRun
-from gputop.render.compare import comparison_doc, comparison_lines, shift_docs, shift_line
+from gputop.render.compare import comparison_doc, comparison_lines, grouped, shift_docs, shift_line
 
 SCHEMA_VERSION = 1
 
@@ -71,7 +71,7 @@ def render_comparison(doc: dict[str, Any]) -> str:
     for name, side in (("A", a), ("B", b)):
         lever = f"; try: {side['lever']}" if side["lever"] else ""
         lines.append(f"{name}: {side['principal'] or 'no bound'}{lever}")
-        lines += [f"  {shift_line(x)}" for x in side["shifts"]]
+        lines += [f"  {shift_line(x)}" for x in grouped(side["shifts"])]
         if side["damage"]:
             lines.append(f"  note: the file {side['damage']}")
     return "\n".join(lines) + "\n"

@@ -29,7 +29,7 @@ from gputop.record.summary import (
     quantile_of,
 )
 from gputop.render.budget import stacked
-from gputop.render.compare import shift_docs, shift_line
+from gputop.render.compare import grouped, shift_docs, shift_line
 from gputop.render.verdict import said_lines, said_of_entry, saving_of_json
 from gputop.snapshot import jsonable
 from gputop.vocab.budget import SLICES
@@ -408,7 +408,7 @@ def render_report(doc: dict[str, Any], charts: bool = True, width: int = 100) ->
                 lines.append(f"               {c['folder']}")
     if doc.get("shifts"):
         lines += ["", "Shifts of step time"]
-        lines += [f"  {x['t_s']:>9.1f} s  {shift_line(x)}" for x in doc["shifts"]]
+        lines += [f"  {x['t_s']:>9.1f} s  {shift_line(x)}" for x in grouped(doc["shifts"])]
     for e in doc["exits"]:
         code = e["exit_code"]
         status = f"status {code}" if code is not None else "status unknown (not started by gputop)"

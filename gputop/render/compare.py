@@ -140,14 +140,43 @@ def comparison_lines(doc: dict[str, Any]) -> list[str]:
     return out
 
 
+TOGETHER_STEPS = 24
+"""Shifts of several ranks this close (same direction) are one shift of the job, said once:
+a DDP job's ranks move together."""
+
+
+def grouped(docs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Shifts as said: ranks that shifted together (TOGETHER_STEPS, same direction) as one,
+    the first's figures with every rank's label ("ranks 0, 1, 2")."""
+    out: list[dict[str, Any]] = []
+    for d in docs:
+        last = out[-1] if out else None
+        if (
+            last is not None
+            and abs(d["step"] - last["step"]) <= TOGETHER_STEPS
+            and (d["rel"] > 0) == (last["rel"] > 0)
+            and d["rank"] not in last["ranks"]
+        ):
+            last["ranks"].append(d["rank"])
+            last["change"] = d.get("change") or last.get("change")
+            continue
+        out.append({**d, "ranks": [d["rank"]]})
+    return out
+
+
 def shift_line(doc: dict[str, Any]) -> str:
-    """One shift: where, from and to, and the slices that moved."""
+    """One shift (or ranks' shifts together, ``grouped``): where, from and to, and the slices
+    that moved."""
     moved = ", ".join(
         f"{b.NAMES.get(k, k)} {'+' if doc['moved_s'][k] > 0 else '-'}"
         f"{_ms(abs(doc['moved_s'][k]))}/step"
         for k in doc["slices"][:3]
     )
-    rank = doc["rank"] if str(doc["rank"]).startswith("pid") else f"rank {doc['rank']}"
+    ranks = doc.get("ranks") or [doc["rank"]]
+    if len(ranks) > 1:
+        rank = "ranks " + ", ".join(map(str, ranks[:8])) + (" ..." if len(ranks) > 8 else "")
+    else:
+        rank = ranks[0] if str(ranks[0]).startswith("pid") else f"rank {ranks[0]}"
     since = f"; since then {change_words(doc['change'])}" if doc.get("change") else ""
     return (
         f"step time shifted at step {doc['step']} ({rank}): {_ms(doc['before_s'])} -> "

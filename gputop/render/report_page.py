@@ -16,7 +16,7 @@ from typing import Any
 
 from gputop.model.durations import duration_text
 from gputop.render.budget import stacked
-from gputop.render.compare import shift_line
+from gputop.render.compare import grouped, shift_line
 from gputop.render.verdict import said_html, said_of_entry
 
 TEXT_MAX = 500
@@ -213,7 +213,8 @@ def _shifts(shifts: Sequence[dict[str, Any]]) -> list[str]:
     if not shifts:
         return []
     out = ['<h2 id="shifts">Shifts of step time</h2>', "<ul>"]
-    out += [f"<li>{text(x['t_s'], 20)} s: {text(shift_line(x))}</li>" for x in shifts[:LIST_MAX]]
+    out += [f"<li>{text(x['t_s'], 20)} s: {text(shift_line(x))}</li>"
+            for x in grouped(shifts)[:LIST_MAX]]  # fmt: skip
     return [*out, "</ul>"]
 
 

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from gputop.render.compare import comparison_doc, comparison_lines, shift_docs, shift_line
+from gputop.render.compare import (
+    comparison_doc,
+    comparison_lines,
+    grouped,
+    shift_docs,
+    shift_line,
+)
 from gputop.session import SessionState
 from gputop.ui.gpu_text import Line
 from gputop.ui.line_fit import ellipsize
@@ -29,8 +35,8 @@ class ChangePane(Pane):
 
     def draw(self, state: SessionState, context: Context) -> None:
         compared = comparison_lines(comparison_doc(state.comparison)) if state.comparison else []
-        latest = shift_docs(state.shifts[-1:], state.shift_change) if state.shifts else []
-        shift = shift_line(latest[0]) if latest else None
+        said = grouped(shift_docs(state.shifts, state.shift_change)) if state.shifts else []
+        shift = shift_line(said[-1]) if said else None
         shown = _fitting(compared, shift)
         if shown != self.texts:
             self.texts = shown
