@@ -17,7 +17,8 @@ def test_ranks_that_shifted_together_are_one_line():
     since = change_between(Mean(0.13, 0.0005, 200), Mean(0.1, 0.0004, 150))
     lines = [shift_line(d) for d in grouped(shift_docs(shifts, since))]
     assert lines == [
-        "step time shifted at step 700 (ranks 0, 1): 100 ms -> 130 ms (+30%): data wait +30 ms/step",
+        "step time shifted at step 700 (ranks 0, 1): 100 ms -> 130 ms (+30%): data wait "
+        "+30 ms/step",
         "step time shifted at step 900 (rank 0): 130 ms -> 100 ms (-23%): data wait -30 ms/step"
         "; since then -23% ±0.9%",
     ]
