@@ -356,8 +356,8 @@ def test_the_timeline_has_a_warming_up_line_then_the_bound():
     none = Verdict(None, (), (), None, "no bound stands out yet")
     for i, v in enumerate((warm, warm2, none)):
         state = SimpleNamespace(stacks=None, host=None, verdict=v, shifts=(), run=None,
-                                comparison=None, point=SimpleNamespace(now=float(i)),
-                                inputs=None)  # fmt: skip
+                                comparison=None, shift_change=None,
+                                point=SimpleNamespace(now=float(i)), inputs=None)  # fmt: skip
         _note(out, state, "gpu")
     assert [(e["t_s"], e["bound"], e["note"]) for e in out.timeline] == [
         (0.0, None, "warming up: 1 of 3 steps seen"),
