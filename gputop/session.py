@@ -398,11 +398,10 @@ class Session:
             return None
         principal = self._verdict.principal if self._verdict is not None else None
         lever = None
-        if principal is not None and principal.levers and principal.saving is not None:
+        if principal is not None and principal.levers:
             first, saving = principal.levers[0], principal.saving
-            lever = RememberedLever(
-                str(first), getattr(first, "saves", None), saving.share, saving.low, saving.high
-            )
+            sized = (saving.share, saving.low, saving.high) if saving else (None, None, None)
+            lever = RememberedLever(str(first), getattr(first, "saves", None), *sized)
         return Remembered(
             key=self._key,
             started=self._started_wall,

@@ -50,10 +50,11 @@ class RememberedLever:
     text: str
     saves: str | None
     """The slice it saves from."""
-    share: float
-    """The share of the step it was predicted to save, and its least and most."""
-    low: float
-    high: float
+    share: float | None
+    """The share of the step it was predicted to save, and its least and most (None: the
+    budget could not size it, a knob such as DDP's bucket size)."""
+    low: float | None
+    high: float | None
 
 
 @dataclass(frozen=True, slots=True)

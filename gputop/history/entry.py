@@ -75,6 +75,11 @@ def _number(v: Any, what: str, most: float, least: float = 0.0) -> float:
     return float(v)
 
 
+def _maybe(v: Any, what: str) -> float | None:
+    """A share of the step, or None where the lever was not sized."""
+    return None if v is None else _number(v, what, 1.0)
+
+
 def _count(v: Any, what: str, most: int) -> int:
     if type(v) is not int or not 0 <= v <= most:
         raise Damaged(f"{what} is not a count")
@@ -128,9 +133,9 @@ def run_of(doc: Any, key: JobKey) -> tuple[str, Remembered]:
         lever = RememberedLever(
             _text(lv.get("text"), "a lever's text"),
             saves if saves in b.SLICES else None,
-            _number(lv.get("share"), "a lever's saving", 1.0),
-            _number(lv.get("low"), "a lever's least saving", 1.0),
-            _number(lv.get("high"), "a lever's most saving", 1.0),
+            _maybe(lv.get("share"), "a lever's saving"),
+            _maybe(lv.get("low"), "a lever's least saving"),
+            _maybe(lv.get("high"), "a lever's most saving"),
         )
     started = _number(d.get("started"), "a run's start", WALL_MOST)
     ended = _number(d.get("ended"), "a run's end", WALL_MOST)

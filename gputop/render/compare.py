@@ -53,8 +53,10 @@ def comparison_doc(c: Comparison) -> dict[str, Any]:
             "setting": lever.setting,
             "before": lever.before,
             "after": lever.after,
-            "predicted": [-lever.lever.high, -lever.lever.low],
-            "predicted_mid": -lever.lever.share,
+            "predicted": None
+            if lever.lever.low is None or lever.lever.high is None
+            else [-lever.lever.high, -lever.lever.low],
+            "predicted_mid": None if lever.lever.share is None else -lever.lever.share,
             "by_words": lever.by_words,
         },
     }
@@ -121,10 +123,12 @@ def comparison_lines(doc: dict[str, Any]) -> list[str]:
     ]
     lever = doc["lever"]
     if lever is not None:
-        lo, hi = lever["predicted"]
-        predicted = _pct(lever["predicted_mid"], True)
-        if hi > lo:
-            predicted += f" ({_pct(lo, True)} to {_pct(hi, True)})"
+        predicted = "no estimate (the budget could not size it)"
+        if lever["predicted"] is not None and lever["predicted_mid"] is not None:
+            lo, hi = lever["predicted"]
+            predicted = _pct(lever["predicted_mid"], True)
+            if hi > lo:
+                predicted += f" ({_pct(lo, True)} to {_pct(hi, True)})"
         how = "" if lever["by_words"] else " (the one change, and its slice shrank)"
         out.append(
             f"  {lever['setting']} {lever['before'] or '-'} -> {lever['after'] or '-'} is the "

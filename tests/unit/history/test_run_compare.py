@@ -81,3 +81,19 @@ def test_failing_a_word_the_one_change_that_shrank_the_levers_slice_is_the_lever
     assert compare(last(settings={}), summary(0.3, 0.1), two, {}).lever is None
     # the slice did not shrink: the change was not the lever
     assert compare(last(settings={}), summary(0.41, 0.40), now_key, {}).lever is None
+
+
+def test_a_lever_the_budget_could_not_size_is_still_named_without_an_estimate(tmp_path):
+    from gputop.history.store import Memory
+    from gputop.render.compare import comparison_doc, comparison_lines
+
+    unsized = RememberedLever("DDP bucket_cap_mb=25 -> 50", b.COMMS, None, None, None)
+    before = last(lever=unsized, settings={"parallel.bucket_cap_mb": "25"})
+    Memory(tmp_path).keep(before, "a")
+    assert Memory(tmp_path).last(KEY) == before  # kept and read back without an estimate
+    c = compare(before, summary(0.40, 0.40), KEY, {"parallel.bucket_cap_mb": "50"})
+    assert c.lever is not None and c.lever.setting == "parallel.bucket_cap_mb"
+    doc = comparison_doc(c)
+    assert doc["lever"]["predicted"] is None and doc["lever"]["predicted_mid"] is None
+    (line,) = [x for x in comparison_lines(doc) if "last run's lever" in x]
+    assert "predicted no estimate (the budget could not size it)" in line
