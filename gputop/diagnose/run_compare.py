@@ -28,8 +28,8 @@ SETTING_SLICES: tuple[tuple[tuple[str, ...], str], ...] = (
     (("eval", "val", "valid", "validation"), b.EVAL),
     (("save", "ckpt", "checkpoint"), b.CHECKPOINT),
     (("log", "logging", "print", "wandb", "tensorboard"), b.LOG),
-    (("gc", "freeze"), b.GC),
-    (("parallel", "bucket", "ddp", "fsdp", "shard", "backend", "reduce", "overlap"), b.COMMS),
+    (("gc",), b.GC),
+    (("parallel", "bucket", "ddp", "fsdp", "shard", "backend", "allreduce", "overlap"), b.COMMS),
     (("compiled", "compile", "autocast", "dtype", "precision", "matmul", "cudnn", "amp",
       "anomaly", "bf16", "fp16"), b.COMPUTE),
     (("threads",), b.LOOP),
@@ -136,10 +136,22 @@ def _scalar(v: object) -> bool:
     return v is None or isinstance(v, str | int | float | bool)
 
 
+STEM_LEAST = 5
+"""A stem this long names a word that starts with it ("balance": "balanced", "worker":
+"workers"); a shorter one only the word itself ("log" is not "logits")."""
+MEASURED_AS = {b.STRAGGLER: b.COMMS}
+"""A run's shares are summed from its steps, where the wait for a slower rank is inside the
+collective's wait: a straggler lever shrinks that."""
+
+
 def slice_of_setting(name: str) -> str | None:
     """The slice a setting or an argument is a knob of, by its words; None: none known."""
-    words = set(re.split(r"[^a-z0-9]+", name.lstrip("-").lower()))
-    return next((where for stems, where in SETTING_SLICES if words & set(stems)), None)
+    words = set(re.split(r"[^a-z0-9]+", name.lstrip("-").lower())) - {""}
+    return next((where for stems, where in SETTING_SLICES if _named(words, stems)), None)
+
+
+def _named(words: set[str], stems: tuple[str, ...]) -> bool:
+    return any(w == s or (len(s) >= STEM_LEAST and w.startswith(s)) for w in words for s in stems)
 
 
 def _arg_changes(before: tuple[str, ...], after: tuple[str, ...]) -> list[tuple[str, str, str]]:
@@ -215,6 +227,7 @@ def _applied(
     hit = next((c for c in changed if slice_of_setting(c[0]) == lever.saves), None)
     if hit is not None:
         return LeverCheck(lever, *hit)
-    shrank = any(m.name == lever.saves and m.distinguishable and m.after < m.before for m in moved)
+    saves = MEASURED_AS.get(lever.saves, lever.saves)
+    shrank = any(m.name == saves and m.distinguishable and m.after < m.before for m in moved)
     unnamed = [c for c in changed if slice_of_setting(c[0]) is None]
     return LeverCheck(lever, *unnamed[0], by_words=False) if shrank and len(unnamed) == 1 else None

@@ -59,6 +59,8 @@ def test_settings_words_name_their_slice():
     assert slice_of_setting("--eval-every") == b.EVAL
     assert slice_of_setting("parallel.bucket_cap_mb") == b.COMMS
     assert slice_of_setting("--lr") is None
+    assert slice_of_setting("--balanced") == b.STRAGGLER  # a long stem names its words
+    assert slice_of_setting("--logits-scale") is None  # a short one only itself
 
 
 def test_the_setup_is_kept_flat_without_the_environment():
