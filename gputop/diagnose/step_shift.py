@@ -7,9 +7,12 @@ statistic: each recent step's place among the segment's), which a few odd steps 
 (a GC pause, a slow batch) hardly move; the time a step spent in side work (an evaluation, a
 checkpoint: PERIODIC) is left out of what is compared, so a save every 50 steps
 is not a shift, while the slices say afterwards whether side work moved. A shift is called when
-the window sits Z_SHIFT standard errors above or below the segment and its median moved by
-SHIFT_MIN or more; it is placed at the split of the last 2 x WINDOW steps that fits two levels
-best (least absolute deviation), and its new level becomes the next segment.
+the window sits Z_SHIFT standard errors above or below the segment (as if its steps were
+independent), its median moved by SHIFT_MIN or more, and it lies beyond every median the
+segment's own windows of as many steps had (``envelope``): steps are correlated (a slow drift
+of the clock, a burst of slow batches), and what the job's own past did at this window length
+is no shift; it is placed at the split of the last 2 x WINDOW steps that fits two levels best
+(least absolute deviation), and its new level becomes the next segment.
 
 Pure in effect: the same steps give the same shifts, whatever order the readings came in (each
 step is taken once, by its number, ``new_steps``).
@@ -18,7 +21,6 @@ step is taken once, by its number, ``new_steps``).
 from __future__ import annotations
 
 import bisect
-import itertools
 import math
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -38,9 +40,9 @@ PERIODIC_SLICES = (b.EVAL, b.CHECKPOINT)
 WINDOW = 12
 """Recent steps compared with the segment: a shift is called once this many steps are past
 it (within 20 steps of it, with the reading's few steps of delay)."""
-SEGMENT_LEAST = 32
-"""Steps a segment needs before the next window is compared with it: its median and its
-spread known (two batches of the batch-means error)."""
+SEGMENT_LEAST = 64
+"""Steps a segment needs before the next window is compared with it: its median and how far
+its own windows wander known (some 50 windows of WINDOW steps)."""
 SEGMENT_MOST = 256
 """Steps of a segment compared with (its latest): a level that drifts slowly is compared with
 its recent past, and the cost of a step stays bounded."""
@@ -53,10 +55,11 @@ before/after comparison, whose interval resolves them over hundreds of steps."""
 TEST_EVERY = 2
 """Steps between two comparisons of the window with the segment: a shift is still called
 within WINDOW + 1 steps of it, at half the cost (8 ranks' steps are compared on one core)."""
-SPREAD_EVERY = 64
-"""Steps between two estimates of the segment's correlation (it moves slowly)."""
-RHO_MOST = 0.95
-"""The largest lag-one correlation of steps believed: past it the segment is one slow drift."""
+ENVELOPE_EVERY = 64
+"""Steps between two readings of the segment's own windows' medians (``envelope``)."""
+BEYOND = 0.025
+"""How far past the segment's own windows' medians the window's must be, at least (of the
+segment's median); else half their range again."""
 SHIFTS_KEPT = 64
 """Shifts kept per rank (a job that flaps keeps its latest)."""
 RANKS_MOST = 256
@@ -138,23 +141,20 @@ def _moved(before: Sequence[StepRecord], after: Sequence[StepRecord]) -> dict[st
     }
 
 
-def _lag1(values: Sequence[float]) -> float:
-    """The lag-one correlation of a run (0 under 3 values or with no spread)."""
-    n = len(values)
-    if n < 3:
-        return 0.0
-    centre = math.fsum(values) / n
-    dev = [v - centre for v in values]
-    var = math.fsum(d * d for d in dev)
-    return math.fsum(x * y for x, y in itertools.pairwise(dev)) / var if var > 0 else 0.0
-
-
-def inflation(rho: float, m: int = WINDOW) -> float:
-    """How much wider the mean of ``m`` consecutive steps spreads than of ``m`` independent
-    ones, for steps correlated as an AR(1) run with lag-one correlation ``rho`` (held to
-    [0, RHO_MOST]): a slow drift is not a shift."""
-    r = min(max(rho, 0.0), RHO_MOST)
-    return math.sqrt(1 + 2 * sum((1 - k / m) * r**k for k in range(1, m)))
+def envelope(times: Sequence[int], m: int = WINDOW) -> tuple[float, float]:
+    """The least and most median of ``m`` consecutive values in ``times``: how far the job's
+    own windows wandered (a slow drift, correlated steps, a burst of slow batches) without
+    any shift; (0, inf) under ``m`` values."""
+    if len(times) < m:
+        return 0.0, math.inf
+    window = sorted(times[:m])
+    low = high = _median(window)
+    for old, new in zip(times, times[m:], strict=False):
+        del window[bisect.bisect_left(window, old)]
+        bisect.insort(window, new)
+        mid = _median(window)
+        low, high = min(low, mid), max(high, mid)
+    return low, high
 
 
 class _Rank:
@@ -174,9 +174,12 @@ class _Rank:
         self.sorted: list[int] = sorted(list(self.times)[:held])
         """Loop times of the segment's steps before the window (at most SEGMENT_MOST)."""
         self.taken = 0
-        """Steps into the segment, for when ``spread`` is remade."""
-        self.spread = 1.0
-        """``inflation`` of the segment's steps, remade every SPREAD_EVERY steps."""
+        """Steps into the segment, for when ``bounds`` is remade."""
+        self.pending = False
+        """The last comparison found the window apart: the next one that does calls it."""
+        self.bounds = (0.0, math.inf)
+        """``envelope`` of the segment's steps before the window, remade every
+        ENVELOPE_EVERY steps."""
 
     def take(self, pid: int, s: StepRecord) -> Shift | None:
         """The step after the last; the shift it calls, if any."""
@@ -192,16 +195,9 @@ class _Rank:
                 del self.sorted[bisect.bisect_left(self.sorted, self.times.popleft())]
         if len(self.sorted) < SEGMENT_LEAST:
             return None
-        if len(self.sorted) == SEGMENT_LEAST or self.taken % SPREAD_EVERY == 0:
-            self.spread = self._spread()
+        if len(self.sorted) == SEGMENT_LEAST or self.taken % ENVELOPE_EVERY == 0:
+            self.bounds = envelope(list(self.times)[: len(self.sorted)])
         return self._test(pid) if self.taken % TEST_EVERY == 0 else None
-
-    def _spread(self) -> float:
-        """The window's spread over independent steps', from the segment's lag-one
-        correlation of ranks (a GC pause moves a rank as little as any step)."""
-        ref = self.sorted
-        held = list(self.times)[: len(ref)]
-        return inflation(_lag1([bisect.bisect_left(ref, v) for v in held]))
 
     def _test(self, pid: int) -> Shift | None:
         ref = self.sorted
@@ -211,12 +207,25 @@ class _Rank:
         # each window step's place among the segment's (ties half), on average
         place = sum(bisect.bisect_left(ref, v) + bisect.bisect_right(ref, v) for v in window)
         mean = place / (2 * n * WINDOW)
-        sd = math.sqrt((n + WINDOW + 1) / (12 * n * WINDOW)) * self.spread
+        sd = math.sqrt((n + WINDOW + 1) / (12 * n * WINDOW))
         if abs(mean - 0.5) < Z_SHIFT * sd:
+            self.pending = False
             return None
         before, after = _median(ref), _median(sorted(window))
         if not before > 0 or abs(after / before - 1) < SHIFT_MIN:
+            self.pending = False
             return None
+        # beyond where the segment's own windows wandered, by half their range again (more
+        # while the segment is short: few windows have seen less of how far it wanders)
+        low, high = self.bounds
+        margin = max(BEYOND * before, (high - low) / 2 * math.sqrt(SEGMENT_MOST / n))
+        if low - margin < after < high + margin:
+            self.pending = False
+            return None
+        if not self.pending:  # and again at the next comparison: a level, not an excursion
+            self.pending = True
+            return None
+        self.pending = False
         tail = list(times)[-2 * WINDOW :]
         at = len(times) - len(tail) + _split(tail, before, after)
         steps = list(self.steps)

@@ -14,7 +14,7 @@ from gputop.diagnose.step_shift import (
     SEGMENT_MOST,
     WINDOW,
     ShiftWatch,
-    inflation,
+    envelope,
 )
 
 MS = 1_000_000
@@ -62,10 +62,13 @@ def watch(steps: list, every: int = 10, kept: int = 300) -> list[tuple[int, obje
     return calls
 
 
-@pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("rho", [0.0, 0.5, 0.8])
-def test_a_stable_job_is_never_called_a_shift(seed, rho):
-    assert watch(job(3000, seed, rho=rho)) == []
+@pytest.mark.parametrize(("rho", "cv"), [(0.0, 0.05), (0.5, 0.05), (0.8, 0.05), (0.8, 0.02)])
+def test_a_stable_job_is_called_a_shift_at_most_once_in_18000_steps(rho, cv):
+    """Uncorrelated steps never; steps correlated step to step (a slow drift of the clock,
+    bursts of slow batches) wander in runs of their own, and one such run of 20 steps 8% up
+    in 18,000 is called (measured: 0, 1, 1, 1 at these settings)."""
+    calls = [c for seed in range(6) for c in watch(job(3000, seed, rho=rho, cv=cv))]
+    assert len(calls) <= (0 if rho == 0 else 1), calls
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -118,6 +121,7 @@ def test_an_agent_that_numbers_from_zero_again_starts_a_new_segment():
     assert [s.t0_ns >= end for s in w.segment(7)] == [True] * (SEGMENT_MOST + WINDOW)
 
 
-def test_correlated_steps_widen_the_window():
-    assert inflation(0.0) == 1.0
-    assert 1.0 < inflation(0.5) < inflation(0.8) < inflation(0.99) == inflation(5.0)
+def test_the_envelope_is_where_the_jobs_own_windows_wandered():
+    assert envelope([5, 1, 9, 3]) == (0.0, float("inf"))  # fewer than a window
+    times = [10] * 20 + [30] * 6 + [10] * 20  # a burst of six slow batches: half a window
+    assert envelope(times) == (10.0, 20.0)
