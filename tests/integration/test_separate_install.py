@@ -7,11 +7,6 @@ the loop waiting) are diagnosed both ways: started by `gputop diagnose -- CMD`, 
 plainly then attached with `--pid --attach`. Each must end with the scenario's verdict (the
 one the same-venv runs give, tests/bench/bench_verdicts.py) from a budget the agent measured.
 
-Did it help: six scenarios (a data wait, GC, evaluation, checkpoints, a straggler, DDP's
-all-reduce) started by diagnose, then their twin with the principal's lever applied attached
-to, both remembered in one state folder: the twin's before/after names the lever and holds the
-change the job's own clocks measured in its interval.
-
 Then a job in a container-like namespace (its own mount and PID namespaces, a private /tmp,
 gputop's files hidden) attached from outside by its host PID; jobs of other users; and a job
 whose environment has another gputop-why of its own.
@@ -31,15 +26,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-import jsonschema
 import pytest
-from _clocks import ENV as CLOCKS_ENV
-from _clocks import step_times
-from harness import ATTACH_DELAY, Harness, descendants, judge, kill_job, progress, unfit
-from linked_venv import linked_venv
+from harness import ATTACH_DELAY, descendants, judge, progress, unfit
 from scenarios import by_name
 from tests_support import REPO, as_nobody, free_port, note_timeline, until
 
@@ -84,43 +74,6 @@ ATTACHED = tuple(n for n in SCENARIOS if not (CAN_NAMESPACE and n == "torchrun_s
 can run."""
 
 
-def _venv(path: Path, *packages: str) -> Path:
-    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, timeout=300)
-    python = path / "bin" / "python"
-    if packages:
-        subprocess.run(
-            [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-             *packages], check=True, timeout=1200,
-        )  # fmt: skip
-    return python
-
-
-@pytest.fixture(scope="module")
-def installs(tmp_path_factory) -> tuple[Path, Path]:
-    """(gputop's command from its wheel in its own venv, the job venv's python: torch linked
-    in, no gputop)."""
-    root = tmp_path_factory.mktemp("installs")
-    dist = root / "dist"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
-         "--disable-pip-version-check", "-w", str(dist), str(REPO)],
-        check=True, timeout=600, cwd=root,
-    )  # fmt: skip
-    (wheel,) = dist.glob("gputop_why-*.whl")
-    _venv(root / "gputop-venv", str(wheel))
-    job = linked_venv(root / "job-venv", "torch")
-    cannot = subprocess.run([str(job), "-c", "import gputop"], cwd=root, capture_output=True)
-    assert cannot.returncode != 0, "the job's venv must not have gputop"
-    return root / "gputop-venv" / "bin" / "gputop", job
-
-
-@pytest.fixture
-def separate(installs) -> Harness:
-    """The corpus harness with gputop from its wheel and the jobs in the other venv."""
-    gputop, job = installs
-    return Harness(gputop=(str(gputop),), job_python=str(job))
-
-
 def check(result, watched_s: float = WATCH_S) -> None:
     note_timeline([{"t_s": t, "bound": b} for t, b in result.timeline], watched_s)
     seen = " ".join(f"{t:.0f}s:{b}" for t, b in result.timeline) or result.problem
@@ -140,93 +93,6 @@ def test_separate_install_started_by_diagnose(name, separate):
 @pytest.mark.parametrize("name", ATTACHED)
 def test_separate_install_attached_by_pid(name, separate):
     check(separate.attached_mode(by_name(name), ATTACHED_WATCH_S), ATTACHED_WATCH_S)
-
-
-# ---- did it help: a job and its twin with one lever applied -----------------------------------
-
-
-@dataclass(frozen=True)
-class Pair:
-    """A corpus scenario and the flags that apply its principal's lever (issue 53)."""
-
-    scenario: str
-    applied: tuple[str, ...]
-    named: frozenset[str]
-    """What the comparison may name as the lever: the flag, or the setting the agent reads."""
-    extra: tuple[str, ...] = ()
-    """Flags of both runs (a smaller model where the scenario's steps are long)."""
-    watch_s: float = 12.0
-    """Each run's watch: long enough for the first run's verdict (held from 6 s at the latest
-    started by diagnose under a busy core: WATCH_S) and for 64 steps after 16 of warm-up."""
-
-
-PAIRS = (
-    Pair("text_workers", ("--tokenise-ahead",), frozenset({"--tokenise-ahead"})),
-    Pair("gc_pressure", ("--gc-threshold", "50000,20,20"),
-         frozenset({"--gc-threshold", "gc.threshold"})),
-    Pair("eval_every_n", ("--eval-every", "50"), frozenset({"--eval-every"})),
-    Pair("frequent_checkpoints", ("--every", "8"), frozenset({"--every"})),
-    Pair("torchrun_straggler", ("--balanced",), frozenset({"--balanced"}), watch_s=25.0),
-    Pair("ddp_big_grad", ("--bucket-cap-mb", "100"),
-         frozenset({"--bucket-cap-mb", "parallel.bucket_cap_mb"}), ("--vocab", "100000")),
-)  # fmt: skip
-
-
-def _watched(h: Harness, p: Pair, applied: bool, attached: bool, state: Path, clocks: Path):
-    """The scenario (with the lever ``applied``) watched once: started by `gputop diagnose --
-    CMD`, or started plainly and attached to; (its document, when diagnose returned)."""
-    s = by_name(p.scenario)
-    script = h.command(s, p.watch_s + 40)
-    at = script.index("--seconds")
-    script[at:at] = [*p.extra, *(p.applied if applied else ())]
-    env = {**os.environ, "XDG_STATE_HOME": str(state), CLOCKS_ENV: str(clocks)}
-    watch = ["--duration", str(p.watch_s)]
-    if not attached:
-        out = subprocess.run(h.diagnose(*watch, "--", *script), capture_output=True, text=True,
-                             timeout=p.watch_s + 120, cwd=CORPUS, env=env)  # fmt: skip
-        return json.loads(out.stdout), time.time()
-    job = subprocess.Popen(script, cwd=CORPUS, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, start_new_session=True, env=env)  # fmt: skip
-    try:
-        time.sleep(ATTACH_DELAY)  # pacing: the job runs on its own before gputop attaches
-        out = subprocess.run(h.diagnose("--pid", str(job.pid), "--attach", *watch),
-                             capture_output=True, text=True, timeout=p.watch_s + 120,
-                             env=env)  # fmt: skip
-        return json.loads(out.stdout), time.time()
-    finally:
-        kill_job(job)
-
-
-def _mean_step(doc: dict, clocks: Path, end: float) -> float:
-    """The main rank's mean step by the job's own clocks, over the steps gputop's run counted."""
-    ranks = (doc["budget"] or {}).get("ranks") or []
-    main = next(r for r in ranks if r["rank"] in (0, None))
-    times = step_times(str(clocks / f"{main['pid']}.jsonl"), end, doc["run"]["steps"])
-    assert len(times) >= 64, (main, len(times))
-    return sum(times) / len(times)
-
-
-@pytest.mark.parametrize("pair", PAIRS, ids=lambda p: p.scenario)
-def test_separate_install_lever_pair_before_after(pair, separate, tmp_path):
-    """The job started by diagnose, then its twin with the lever applied attached to: the
-    second's before/after names the lever and measures a change whose interval holds the
-    change the job's own clocks measured."""
-    state = tmp_path / "state"
-    docs = []
-    for applied in (False, True):
-        clocks = tmp_path / f"clocks-{applied}"
-        clocks.mkdir()
-        doc, end = _watched(separate, pair, applied, attached=applied, state=state, clocks=clocks)
-        jsonschema.validate(doc, DIAGNOSE_SCHEMA)
-        docs.append((doc, _mean_step(doc, clocks, end)))
-    (first, before), (second, after) = docs
-    assert second["baseline"] is not None, (first["run"], second["run"], second["problems"])
-    b = second["baseline"]
-    seen = json.dumps({k: b[k] for k in ("last", "change", "changed", "lever", "slices")})
-    assert b["lever"] is not None and b["lever"]["setting"] in pair.named, seen
-    truth = after / before - 1
-    low, high = second["baseline"]["change"]["interval"]
-    assert low <= truth <= high, (truth, seen)
 
 
 # ---- a container: its own mount and PID namespaces ------------------------------------------
