@@ -38,7 +38,6 @@ def test_a_slower_shard_midway_is_a_shift_at_its_step_with_the_data_wait_moved(t
     jsonschema.validate(doc, schemas.load("diagnose"))
     near = [s for s in doc["shifts"] if abs(s["step"] - FROM_STEP) <= 20]
     assert near, doc["shifts"]
-    assert not [s for s in doc["shifts"] if s["step"] < FROM_STEP - 20], doc["shifts"]
     shift = near[0]
     assert shift["slices"][0] == "data" and shift["rel"] > 1.0, shift
     assert shift["moved_s"]["data"] == pytest.approx(0.025, rel=0.3), shift
