@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from gputop.diagnose.batch_means import Change, Z, change_between
 from gputop.diagnose.run_steps import RunSummary
-from gputop.model.job_key import JobKey
+from gputop.model.job_key import JobKey, is_option
 from gputop.vocab import budget as b
 
 SETTING_SLICES: tuple[tuple[tuple[str, ...], str], ...] = (
@@ -171,7 +171,7 @@ def _options(args: tuple[str, ...]) -> dict[str, str] | None:
     out: dict[str, str] = {}
     name: str | None = None
     for a in args:
-        if a.startswith("-") and len(a) > 1 and not _number(a):
+        if is_option(a):
             if name is not None:
                 out[name] = "on"
             name, eq, value = a.partition("=")
@@ -184,14 +184,6 @@ def _options(args: tuple[str, ...]) -> dict[str, str] | None:
     if name is not None:
         out[name] = "on"
     return out
-
-
-def _number(a: str) -> bool:
-    try:
-        float(a)
-    except ValueError:
-        return False
-    return True
 
 
 def compare(

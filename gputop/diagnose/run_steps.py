@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gputop.diagnose.batch_means import Mean, mean_of_batches
-from gputop.diagnose.step_sums import BATCH_STEPS, GROUPS_MIN, spread_of, step_slices
+from gputop.diagnose.step_sums import BATCH_STEPS, batch_spread, step_slices
 from gputop.model.steps import AgentState, StepCursor, new_steps
 from gputop.vocab import budget as b
 
@@ -105,7 +105,7 @@ class RunSteps:
         read = (len(whole), self._size)
         if self._errors is None or self._errors[0] != read:
             error = mean_of_batches([r[1] / r[0] / 1e9 for r in whole], self._size, steps).error
-            self._errors = (read, error, _spread([r[2:] for r in whole]))
+            self._errors = (read, error, batch_spread(dict(enumerate(r[2:] for r in whole))))
         _, error, spread = self._errors
         step = Mean(total / steps / 1e9 if steps else 0.0, error, steps)
         ns = [sum(r[2 + i] for r in self._batches) for i in range(len(b.SLICES))]
@@ -115,16 +115,3 @@ class RunSteps:
             for i, name in enumerate(b.SLICES)
         }
         return RunSummary(step, shares)
-
-
-def _spread(rows: list[list[float]]) -> dict[str, float]:
-    """Each share's largest batch-means error over every size of batch with GROUPS_MIN."""
-    worst = dict.fromkeys(b.SLICES, 0.0)
-    while len(rows) >= GROUPS_MIN:
-        for name, e in spread_of(rows).items():
-            worst[name] = max(worst[name], e)
-        rows = [
-            [x + y for x, y in zip(rows[i], rows[i + 1], strict=True)]
-            for i in range(0, len(rows) - 1, 2)
-        ]
-    return worst

@@ -257,7 +257,7 @@ def spread_of(rows: Sequence[Sequence[float]]) -> dict[str, float]:
     return out
 
 
-def _batch_spread(rows: dict[int, list[float]]) -> dict[str, float]:
+def batch_spread(rows: Mapping[int, list[float]]) -> dict[str, float]:
     """The largest spread of any size of batch (GROUPS_MIN): batches of BATCH_STEPS steps,
     then two by two, while GROUPS_MIN remain."""
     spreads = []
@@ -340,7 +340,7 @@ class _Sliding:
         hi = next(reversed(self.batches)) // GROUPS_MIN * GROUPS_MIN
         if self.spread is None or self.spread[0] != (lo, hi, coarse):
             inside = {k: x.row_at(coarse) for k, x in self.batches.items() if lo <= k < hi}
-            self.spread = ((lo, hi, coarse), _batch_spread(inside))
+            self.spread = ((lo, hi, coarse), batch_spread(inside))
         spread = self.spread[1]
         if len(self.parts) <= STEPS_ALONE:  # early: each step a batch too
             alone = [

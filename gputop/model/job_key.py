@@ -89,7 +89,7 @@ def stable_args(args: Sequence[str]) -> tuple[str, ...]:
     out: list[str] = []
     hide_next = False
     for a in list(args)[:ARGS_MOST]:
-        option = a.startswith("-") and len(a) > 1 and not _number(a)
+        option = is_option(a)
         if option:
             name, eq, value = a.partition("=")
             hide = volatile_option(name)
@@ -101,12 +101,15 @@ def stable_args(args: Sequence[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _number(a: str) -> bool:
+def is_option(a: str) -> bool:
+    """An option's name (``--lr``, ``-v``, ``--lr=0.1``), not a negative number."""
+    if not a.startswith("-") or len(a) < 2:
+        return False
     try:
         float(a)
     except ValueError:
-        return False
-    return True
+        return True
+    return False
 
 
 def job_key(argv: Sequence[str], cwd: str | None, world_size: int | None) -> JobKey | None:
