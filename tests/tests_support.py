@@ -6,7 +6,9 @@ import atexit
 import contextlib
 import json
 import os
+import shutil
 import socket
+import tempfile
 import time
 import traceback  # imported here: a child that became nobody may not read the stdlib
 import urllib.error
@@ -128,6 +130,19 @@ def memory_cgroup():
     when this machine cannot make one."""
     with _fresh_cgroup("memory", {}, {"memory.swap.max": "0"}) as (made, version):
         yield None if made is None else MemoryCgroup(made, version)
+
+
+@contextlib.contextmanager
+def short_dir(prefix: str):
+    """A private folder with a short path, removed after: a job whose $TMPDIR or socket folder
+    is under pytest's tmp_path can pass the 107 bytes a Unix socket's path may have
+    (multiprocessing's resource sharer binds ``$TMPDIR/pymp-*/listener-*`` in every
+    DataLoader worker; pytest's path grows with its run counter and the test's name)."""
+    d = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def kill_tree(job) -> None:

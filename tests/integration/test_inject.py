@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests_support import REPO, as_nobody, kill_tree, until
+from tests_support import REPO, as_nobody, kill_tree, short_dir, until
 
 from gputop.inject import debugger as dbg
 from gputop.inject import load_agent, plan_load
@@ -80,10 +80,11 @@ def stop(proc: subprocess.Popen) -> None:
 
 
 @pytest.fixture
-def agent_dir(tmp_path):
-    d = tmp_path / "agents"
-    d.mkdir(mode=0o700)
-    return d
+def agent_dir():
+    with short_dir("gputop-inject-") as base:  # the job's $TMPDIR is beside it (``start``)
+        d = base / "agents"
+        d.mkdir(mode=0o700)
+        yield d
 
 
 def plain_loop(agent_dir: Path, *flags: str, exe: str = sys.executable, env=None):
