@@ -24,35 +24,25 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import median
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any
 
-from gputop import __version__
 from gputop.diagnose import (
     STACKS_WINDOW_S,
-    STEPS_LEAST,
     BudgetBins,
     Change,
     Comparison,
     EvalPoint,
     Interval,
     Remembered,
-    RememberedLever,
     RuleInputs,
-    RunSteps,
     RunSummary,
-    Shift,
-    ShiftWatch,
     State,
     Verdict,
-    change_between,
-    compare,
     evaluate_at,
-    flat_settings,
 )
+from gputop.followed_run import Called, FollowedRun, JobMemory, shift_event
 from gputop.model import DeviceInfo, GpuSample, Timeline
 from gputop.model.host import HostSample
-from gputop.model.job_key import JobKey, job_key
-from gputop.model.ranks import main_agent, rank_labels
 from gputop.model.stacks import StacksSample
 from gputop.model.steps import AgentsSample
 from gputop.sinks import Sinks
@@ -72,25 +62,6 @@ COSTS_KEPT = 5
 stretch it."""
 READINGS = ("gpu", "host", "agents", "stacks")
 """The kinds of reading a session takes, in the order the sinks and recordings name them."""
-KEEP_S = 60.0
-"""How often (seconds of readings) the run is written to the job's memory besides at the end:
-a monitor killed without a goodbye loses at most this much."""
-SHIFTS_SHOWN = 32
-"""Shifts of step time a state carries, the latest."""
-
-
-class JobMemory(Protocol):
-    """Where runs of a job are remembered (``gputop/history/store.Memory``): the session asks it
-    for the job's last run once it knows the job, and tells it this run as it goes."""
-
-    problem: str | None
-    notes: list[str]
-
-    def last(self, key: JobKey, besides: str = "") -> Remembered | None: ...
-
-    def keep(self, run: Remembered, run_id: str) -> None: ...
-
-    def close(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -119,7 +90,7 @@ class SessionState:
     intervals: tuple[Interval, ...] = field(default=(), repr=False, compare=False)
     """The budget over time: the closed intervals, oldest first (``diagnose/budget_bins.py``);
     the same tuple until another interval closes, so a pane can tell by identity."""
-    shifts: tuple[tuple[Shift, str, float], ...] = ()
+    shifts: tuple[Called, ...] = ()
     """Shifts of a rank's step time inside the run, oldest first, each with its rank's label
     and the session time it was called (the reading that brought the steps past it)."""
     run: RunSummary | None = None
@@ -213,23 +184,10 @@ class Session:
         self._state: SessionState | None = None
         self._bins = BudgetBins()
         self._intervals: tuple[Interval, ...] = ()
-        self._watch = ShiftWatch()
-        self._shifts: tuple[tuple[Shift, str, float], ...] = ()
-        self._run_steps = RunSteps()
+        self._followed = FollowedRun(memory, run_id, baseline)
         self._run: RunSummary | None = None
-        self._memory = memory
-        self._run_id = run_id
-        self._key: JobKey | None = None
-        self._settings: dict[str, str] = {}
-        self._last: Remembered | None = baseline
-        self._fixed_baseline = baseline is not None
-        self._key_of: tuple[tuple[str, ...], str | None, int | None] | None = None
-        """What the key was made of (the main agent's argv, cwd and world size)."""
         self._comparison: Comparison | None = None
         self._shift_change: Change | None = None
-        self._started_wall: float | None = None
-        self._last_wall = 0.0
-        self._kept_at: float | None = None
         self.awaits_host = False
         """A target is attached: nothing is evaluated before its first host reading (the GPUs
         alone, quiet in the first second, would call a job idle that is training)."""
@@ -250,9 +208,8 @@ class Session:
         outputs already said them."""
         self._collect_problems()
         before = len(self._problems)
-        self._keep(self._run_steps.summary())
-        if self._memory is not None:
-            self._memory.close()
+        self._followed.close(self._verdict)
+        self._collect_memory_problems()
         self.sinks.close()
         self._collect_problems()
         return self._problems[before:]
@@ -345,102 +302,26 @@ class Session:
     # ---- the run: its shifts, its pace, the job's last run ----
 
     def _follow_run(self, sample: AgentsSample) -> None:
-        """Shifts of step time called, the run's pace summed, the job known (once)."""
-        called = self._watch.add([(a.pid, a.steps) for a in sample.agents])
-        if called:
-            labels = rank_labels(sample)
-            new = tuple((s, labels.get(s.pid, f"pid {s.pid}"), sample.t) for s in called)
-            self._shifts = (self._shifts + new)[-SHIFTS_SHOWN:]
-            for s, label, _ in new:
-                self.event("step-shift", _shift_event(s, label))
-        main = main_agent(sample)
-        self._run_steps.add(main, sample.agents)
-        if self._started_wall is None:
-            self._started_wall = sample.wall
-        self._last_wall = sample.wall
-        if main is not None and main.fingerprint:
-            self._settings = flat_settings(main.fingerprint)
-        if main is not None:
-            self._know_job(main.argv, main.cwd, main.world_size)
-        if self._kept_at is None:
-            self._kept_at = sample.t
-        elif sample.t - self._kept_at >= KEEP_S:
-            self._kept_at = sample.t
-            self._keep(self._run_steps.summary())
+        """The run followed: each shift of step time it calls is an event for the sinks."""
+        for s, label, _ in self._followed.add(sample, self._verdict):
+            self.event("step-shift", shift_event(s, label))
+        self._collect_memory_problems()
 
-    def _know_job(self, argv: tuple[str, ...], cwd: str | None, world: int | None) -> None:
-        """The job's key from its main agent, remade while what it is made of changes (the
-        world size of a job started by torch.multiprocessing.spawn is known only once its
-        process group is up); its last run looked up again for a new key, unless a baseline
-        was given."""
-        said = (argv, cwd, world)
-        if said == self._key_of:
-            return
-        self._key_of = said
-        key = job_key(argv, cwd, world)
-        if key is None or (self._key is not None and key.id == self._key.id):
-            self._key = key or self._key
-            return
-        self._key = key
-        if self._memory is not None and not self._fixed_baseline:
-            self._last = self._memory.last(key, besides=self._run_id)
-            self._comparison = None
-            self._collect_memory_problems()
-
-    def remembered(self, run: RunSummary | None = None) -> Remembered | None:
-        """This run as the job's memory keeps it (``run``: its pace, if already summed): its
-        pace, settings, the verdict shown and its first lever; None before the job is known
-        or with too few steps to compare with (``STEPS_LEAST``)."""
-        if self._key is None or self._started_wall is None:
-            return None
-        run = run if run is not None else self._run_steps.summary()
-        if run.steps < STEPS_LEAST:
-            return None
-        principal = self._verdict.principal if self._verdict is not None else None
-        lever = None
-        if principal is not None and principal.levers:
-            first, saving = principal.levers[0], principal.saving
-            sized = (saving.share, saving.low, saving.high) if saving else (None, None, None)
-            lever = RememberedLever(str(first), getattr(first, "saves", None), *sized)
-        return Remembered(
-            key=self._key,
-            started=self._started_wall,
-            ended=self._last_wall,
-            run=run,
-            settings=self._settings,
-            principal=principal.bound if principal is not None else None,
-            lever=lever,
-            version=__version__,
-        )
-
-    def _keep(self, run: RunSummary) -> None:
-        """This run into the job's memory, once it has steps enough to compare with."""
-        if self._memory is None:
-            return
-        kept = self.remembered(run)
-        if kept is not None:
-            self._memory.keep(kept, self._run_id)
-            self._collect_memory_problems()
+    def remembered(self) -> Remembered | None:
+        """This run as the job's memory keeps it, with the verdict shown (``FollowedRun``)."""
+        return self._followed.remembered(self._verdict)
 
     def _collect_memory_problems(self) -> None:
-        m = self._memory
-        if m is None:
-            return
-        lines = ([m.problem] if m.problem else []) + list(m.notes)
-        fresh = [x for x in lines if x not in self._problems]
+        fresh = [x for x in self._followed.problems() if x not in self._problems]
         if fresh:
             self._problems += fresh
             self._changed()
 
     def _measure_run(self) -> None:
-        """The run's pace and its comparison with the last run, at an evaluation (their cost
-        is bounded with the verdict's)."""
-        self._run = self._run_steps.summary()
-        if self._shifts:
-            latest = self._shifts[-1][0]
-            self._shift_change = change_between(latest.before, self._watch.since(latest.pid))
-        if self._last is not None and self._key is not None and self._run.steps:
-            self._comparison = compare(self._last, self._run, self._key, self._settings)
+        """The run's figures at an evaluation (their cost is bounded with the verdict's)."""
+        figures = self._followed.figures()
+        self._run, self._comparison = figures.run, figures.comparison
+        self._shift_change = figures.shift_change
 
     # ---- the verdict ----
 
@@ -514,7 +395,7 @@ class Session:
                 problems=tuple(self._problems),
                 timeline=self.timeline,
                 intervals=self._intervals,
-                shifts=self._shifts,
+                shifts=self._followed.shifts,
                 run=self._run,
                 comparison=self._comparison,
                 shift_change=self._shift_change,
@@ -539,15 +420,3 @@ class Session:
             self._problems += [p for p in self.sinks.problems if p not in self._problems]
             self.sinks.problems.clear()
             self._changed()
-
-
-def _shift_event(s: Shift, label: str) -> dict[str, Any]:
-    """A shift as a session event (recorded; the report lists them)."""
-    return {
-        "rank": label,
-        "pid": s.pid,
-        "step": s.step,
-        "before_s": s.before_s,
-        "after_s": s.after_s,
-        "moved_s": dict(s.moved),
-    }

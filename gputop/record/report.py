@@ -140,7 +140,7 @@ SHIFTS_LISTED = 200
 
 
 def _shift(d: Any) -> dict[str, Any] | None:
-    """A recorded shift of step time (``session._shift_event``) as the report lists it, or
+    """A recorded shift of step time (``followed_run.shift_event``) as the report lists it, or
     None where the file's values are no shift (a recording may be crafted)."""
     if not isinstance(d, dict):
         return None

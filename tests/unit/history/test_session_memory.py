@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from builders import agent, step
 
+from gputop.followed_run import KEEP_S
 from gputop.history.store import Memory
 from gputop.model.steps import AgentsSample
-from gputop.session import KEEP_S, Session
+from gputop.session import Session
 from gputop.sinks import Sinks
 
 MS = 1_000_000
