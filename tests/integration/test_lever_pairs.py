@@ -67,7 +67,7 @@ PAIRS = (
     Pair("frequent_checkpoints", ("--every", "8"), frozenset({"--every"})),
     Pair("torchrun_straggler", ("--balanced",), frozenset({"--balanced"}), watch_s=35.0),
     Pair("ddp_big_grad", ("--bucket-cap-mb", "100"),
-         frozenset({"--bucket-cap-mb", "parallel.bucket_cap_mb"}), ("--vocab", "100000"), 14.0),
+         frozenset({"--bucket-cap-mb", "parallel.bucket_cap_mb"}), ("--vocab", "100000"), 24.0),
 )  # fmt: skip
 
 
