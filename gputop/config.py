@@ -14,6 +14,9 @@ which knows the bindings.
     snapshot_dir = "~/gputop-snapshots"
     capture_dir = "~/gputop-captures"   # default: $GPUTOP_CAPTURE_DIR or ./gputop-captures
     history = true          # remember each job's runs to compare the next with (gputop history)
+    arm = "hung,straggler"  # captures that take themselves (--arm): hung, straggler,
+                            # regression, verdict, memory or "all"; default: none
+    arm_budget_mb = 4096    # the capture root's size past which old armed captures go
 
     [keys]                  # binding id = "key[,key...]"  (ids are listed by the help screen)
     quit = "q"
@@ -30,6 +33,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+
+from gputop.vocab.arm import parse_triggers
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -80,6 +85,10 @@ class Config:
     """Where capture folders go; None: $GPUTOP_CAPTURE_DIR or ./gputop-captures."""
     history: bool = True
     """Remember each job's runs (``gputop/history``) and compare a run with the job's last."""
+    arm: frozenset[str] = frozenset()
+    """The triggers armed captures fire on (``gputop/arm``); empty: none unless ``--arm``."""
+    arm_budget_mb: float = 4096.0
+    """The capture root's size (MiB) past which the oldest armed captures are removed."""
     keys: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     """Binding id -> key string as written; checked against the bindings by the screen."""
     themes_dir: Path = field(default_factory=lambda: default_config_dir() / "themes")
@@ -201,6 +210,8 @@ DEFAULT_WORDS = {
     "capture_dir": "$GPUTOP_CAPTURE_DIR or ./gputop-captures",
     "themes_dir": "~/.config/gputop/themes",
     "history": str(Config.history).lower(),
+    "arm": "nothing armed",
+    "arm_budget_mb": f"{Config.arm_budget_mb:g} MiB",
 }
 """What a bad setting falls back to, as its problem line says."""
 
@@ -224,6 +235,20 @@ def _keys(value: Any, problems: list[str]) -> Mapping[str, str] | None:
                 "keeping its default keys"
             )
     return MappingProxyType(good)
+
+
+def _arm(value: Any, problems: list[str], instead: str) -> frozenset[str] | None:
+    """``arm = "hung,straggler"`` (or a list of names, or "all")."""
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        value = ",".join(value)
+    if not isinstance(value, str):
+        problems.append(f"arm must be a list of triggers, not {shown(value)}; using {instead}")
+        return None
+    try:
+        return parse_triggers(value) if value.strip() else frozenset()
+    except ValueError as e:
+        problems.append(f"arm = {shown(value)}: {e}; using {instead}")
+        return None
 
 
 def _check(name: str, value: Any, problems: list[str]) -> Any:
@@ -257,6 +282,13 @@ def _check(name: str, value: Any, problems: list[str]) -> Any:
         if isinstance(value, str) and value:
             return _expanded(name, value, problems, instead)
         problems.append(f"{name} must be a path, not {shown(value)}; using {instead}")
+    elif name == "arm":
+        return _arm(value, problems, instead)
+    elif name == "arm_budget_mb":
+        if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+            return float(value)
+        problems.append(f"arm_budget_mb must be a number of MiB above 0, not {shown(value)}; "
+                        f"using {instead}")  # fmt: skip
     elif name == "keys":
         return _keys(value, problems)
     else:

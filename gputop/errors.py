@@ -66,6 +66,10 @@ class CannotStart(GputopError):
 
 DONE = ("0", "done")
 OTHER_STATUSES = (
+    (
+        "3",
+        "`gputop watch` or `diagnose --exit-on`: a trigger it names fired (its captures written)",
+    ),
     ("130", "`gputop capture` cancelled with ctrl+c (the manifest says what was kept)"),
     ("the job's", "`gputop run`: its job's exit status, as a shell says it (128 + N for signal N)"),
 )
@@ -82,4 +86,6 @@ def status_classes() -> list[type[GputopError]]:
 def exit_status_table() -> list[tuple[str, str]]:
     """(status, meaning) rows for the manual and README: what each exit status means."""
     rows = [(str(c.exit_status), c.when) for c in status_classes()]
-    return [DONE, *rows, *OTHER_STATUSES]
+    numbered = sorted([*rows, *(r for r in OTHER_STATUSES if r[0].isdigit())],
+                      key=lambda r: int(r[0]))  # fmt: skip
+    return [DONE, *numbered, *(r for r in OTHER_STATUSES if not r[0].isdigit())]

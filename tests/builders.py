@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from types import MappingProxyType as M
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from gputop.model import Window
@@ -24,6 +25,7 @@ from gputop.sources.stacks import PySpy, explain
 if TYPE_CHECKING:
     from gputop.diagnose.findings import Finding, Verdict
     from gputop.record.reader import Record
+    from gputop.session import SessionState
 
 MS = 1_000_000
 
@@ -360,3 +362,55 @@ def small_recording(folder: str) -> SmallRecording:
     return SmallRecording(
         data, records, frozenset(ends), tuple(spans), header, tuple(summaries), tuple(lines)
     )
+
+
+# ---- session states one evaluation apart (armed captures' triggers) ----
+
+
+def found(bound: str) -> Finding:
+    from gputop.diagnose.findings import Finding
+
+    return Finding(bound, True, 0.9, f"{bound} summary")
+
+
+class States:
+    """SessionStates one evaluation apart, as a session makes them."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.shifts: tuple[Any, ...] = ()
+
+    def at(self, t: float, principal: str | None = None, since: float | None = None,
+           secondary: tuple[str, ...] = (), risks: tuple[str, ...] = (),
+           inputs: Any = None) -> SessionState:  # fmt: skip
+        from gputop.diagnose import EvalPoint, Verdict
+        from gputop.model import Timeline
+        from gputop.session import SessionState
+
+        self.n += 1
+        v = Verdict(found(principal) if principal else None,
+                    tuple(found(b) for b in secondary), (), since if since is not None else t,
+                    risks=risks)  # fmt: skip
+        return SessionState(devices=(), gpus={}, host=None, agents=None, stacks=None,
+                            verdict=v, point=EvalPoint(now=t), inputs=inputs,
+                            evaluations=self.n, problems=(), timeline=Timeline(),
+                            shifts=self.shifts)  # fmt: skip
+
+    def shift(self, pid: int, before: float, after: float) -> None:
+        from gputop.diagnose import Mean, Shift
+
+        s = Shift(pid, 100 + len(self.shifts), 0, before, after, Mean(before, 0.0, 64), {})
+        self.shifts = (*self.shifts, (s, f"rank {pid}", 0.0))
+
+
+def rank_work(slow: int | None, rows: dict[int, float]) -> Any:
+    """RuleInputs as far as the straggler trigger reads them: the ranks' work and the one
+    straggler by the model's definition."""
+    table = [SimpleNamespace(pid=p, work_ms=w) for p, w in rows.items()]
+    median = sorted(rows.values())[len(rows) // 2]
+    straggler = None
+    if slow is not None:
+        straggler = SimpleNamespace(row=next(r for r in table if r.pid == slow),
+                                    median_work_ms=median)  # fmt: skip
+    work = SimpleNamespace(rows=table, straggler=straggler)
+    return SimpleNamespace(steps=SimpleNamespace(rank_work=work))

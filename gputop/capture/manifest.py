@@ -78,6 +78,9 @@ class Manifest:
     files: tuple[FileEntry, ...] = ()
     tool: Tool | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    trigger: dict[str, Any] | None = None
+    """What fired an armed capture (``gputop/arm``): the trigger, why, the verdict and budget
+    at that moment, the steps before it and, at the end, after it; None: taken by hand."""
 
     def ended(self, status: str, reason: str = "", **changes: Any) -> Manifest:
         assert status in STATUSES

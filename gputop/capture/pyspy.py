@@ -208,8 +208,9 @@ def _ending(
     return "ok", ""
 
 
-def dump(m: Manifest, folder: Folder, pid: int, max_bytes: int) -> Manifest:
-    """Every process and thread of the tree now, as text and JSON (phases classified)."""
+def dump(m: Manifest, folder: Folder, pid: int, max_bytes: int, native: bool = False) -> Manifest:
+    """Every process and thread of the tree now, as text and JSON (phases classified);
+    ``native``: with C/C++ frames, each process paused while it is read."""
     spy = PySpy()
     if spy.binary is None:
         return m.ended("failed", NO_PY_SPY)
@@ -224,13 +225,14 @@ def dump(m: Manifest, folder: Folder, pid: int, max_bytes: int) -> Manifest:
                 CaptureTarget(p, role, start_ticks(p), status="skipped", note="byte cap")
             )
             continue
-        threads, error, note = spy.dump_for_keeps(p)
+        threads, error, note = spy.dump_for_keeps(p, native)
         results.append((p, role, threads, error))
         used += len(dump_text([(p, role, threads, error)]))
         capped = used > max_bytes
         status = "failed" if error else "ok"
         targets.append(CaptureTarget(p, role, start_ticks(p), status=status, note=error or note))
-    tool = Tool("py-spy", _version(spy.binary), (spy.binary, "dump", "--json", "--nonblocking"))
+    flag = "--native" if native else "--nonblocking"
+    tool = Tool("py-spy", _version(spy.binary), (spy.binary, "dump", "--json", flag))
     folder.write("stacks.txt", dump_text(results).encode())
     doc = [
         {"pid": p, "role": role, "error": error, "threads": jsonable(threads or [])}

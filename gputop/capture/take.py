@@ -4,11 +4,13 @@ path serves the TUI's keys and `gputop capture`."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from gputop.capture import manifest, nsys, pyspy, torch_trace
 from gputop.capture.folder import (
@@ -88,9 +90,14 @@ def take(
     progress: Callable[[Progress], None] = lambda p: None,
     started: Callable[[Path], None] = lambda folder: None,
     options: dict[str, bool] | None = None,
+    trigger: dict[str, Any] | None = None,
+    after: Callable[[], dict[str, Any]] | None = None,
+    only: frozenset[int] | None = None,
 ) -> tuple[Manifest, Path]:
     """Run one capture to its end; raises CaptureError only when it cannot start (then no
-    folder is left behind)."""
+    folder is left behind). ``trigger``: what fired an armed capture, in its manifest from the
+    start; ``after()``: what it adds once the capture has ended (the steps since); ``only``: the
+    ranks an agent's capture is taken on (the slow one and a typical one)."""
     b = checked(kind, bounds)
     assert b.max_bytes is not None
     if start_ticks(pid) is None:
@@ -103,7 +110,13 @@ def take(
     try:
         check_free(root, b.max_bytes)
         with new_folder(root, kind) as folder:
-            return _run(kind, pid, b, folder, cancel, progress, started, options)
+            m, path = _run(kind, pid, b, folder, cancel, progress, started, options, trigger,
+                           only)  # fmt: skip
+            if after is not None and m.trigger is not None:
+                m = replace(m, trigger={**m.trigger, **after()})
+                with contextlib.suppress(OSError):  # the capture is kept without it
+                    manifest.write(folder, m)
+            return m, path
     finally:
         with _lock:
             _running.discard(key)
@@ -118,6 +131,8 @@ def _run(
     progress: Callable[[Progress], None],
     started: Callable[[Path], None],
     options: dict[str, bool] | None,
+    trigger: dict[str, Any] | None = None,
+    only: frozenset[int] | None = None,
 ) -> tuple[Manifest, Path]:
     """The capture in its held folder, from the first manifest to the last."""
     assert b.max_bytes is not None
@@ -132,6 +147,7 @@ def _run(
         },
         requested_at=time.time(),
         options=dict(options or {}),
+        trigger=trigger,
     )
     try:
         manifest.write(folder, m)
@@ -153,9 +169,9 @@ def _run(
             assert b.steps is not None
             m = torch_trace.trace(m, folder, pid, b.steps, b.max_bytes,
                                   cancel or threading.Event(), progress, kind=kind,
-                                  options=m.options)  # fmt: skip
+                                  options=m.options, only=only)  # fmt: skip
         else:
-            m = pyspy.dump(m, folder, pid, b.max_bytes)
+            m = pyspy.dump(m, folder, pid, b.max_bytes, bool(m.options.get("native")))
     except CaptureError as e:  # found out once started (no agent): said in the manifest
         m = m.ended("failed", str(e))
     except OSError as e:  # disk full, folder removed under us: said, never raised on

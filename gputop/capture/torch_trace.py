@@ -51,10 +51,14 @@ def trace(
     wait_s: float = WAIT_S,
     kind: str = "torch-trace",
     options: dict[str, bool] | None = None,
+    only: frozenset[int] | None = None,
 ) -> Manifest:
+    """``only``: the ranks (pids) to capture, of those with an agent (None: every one)."""
     link = link or AgentLink(pid)
     try:
         agents = _connect(pid, link)
+        if only is not None and any(p in only for p, _ in agents):
+            agents = [(p, hello) for p, hello in agents if p in only]
         if not agents:
             raise CaptureError(NO_AGENT.format(pid=pid))
         where = str(folder.real_path())  # the agents are other processes: a path they can open

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from gputop.commands import (
     capture,
+    captures,
     compare,
     completion,
     demo,
@@ -31,6 +32,7 @@ from gputop.commands import (
     run,
     schema,
     snapshot,
+    watch,
 )
 
 MONITOR = monitor
@@ -38,6 +40,7 @@ MONITOR = monitor
 SUBCOMMANDS = (
     demo,
     diagnose,
+    watch,
     record,
     replay,
     report,
@@ -46,6 +49,7 @@ SUBCOMMANDS = (
     run,
     snapshot,
     capture,
+    captures,
     fleet,
     schema,
     docs,

@@ -217,6 +217,69 @@ def add_history_flag(p: argparse.ArgumentParser) -> None:
     )
 
 
+def triggers(text: str) -> frozenset[str]:
+    """``--arm``'s and ``--exit-on``'s value (``vocab.arm.parse_triggers``)."""
+    from gputop.vocab.arm import parse_triggers
+
+    try:
+        return parse_triggers(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text}: must be above 0")
+    return value
+
+
+def add_arm_flags(p: argparse.ArgumentParser, exit_on: bool = False) -> None:
+    """Armed captures (``gputop/arm``): the triggers, the warm-up, the disk budget, where the
+    captures go; ``exit_on``: also --exit-on (the modes without a screen)."""
+    from gputop.vocab.arm import TRIGGERS
+
+    p.add_argument(
+        "--arm",
+        nargs="?",
+        const="all",
+        type=triggers,
+        metavar="TRIGGERS",
+        help="take the fitting capture by itself when the verdict names an event: "
+        f"{', '.join(TRIGGERS)} (comma-separated; alone: all of them; the config's `arm`)",
+    )
+    p.add_argument(
+        "--arm-warmup",
+        type=float,
+        metavar="S",
+        help="seconds of the job's start in which only a hang fires (default 60)",
+    )
+    p.add_argument(
+        "--arm-budget-mb",
+        type=positive,
+        metavar="MB",
+        help="past this size of the capture folder the oldest armed captures are removed, "
+        "never one taken by hand (default 4096; the config's `arm_budget_mb`)",
+    )
+    p.add_argument(
+        "--capture-dir",
+        metavar="DIR",
+        help="where capture folders go (default: the config's `capture_dir`, "
+        "$GPUTOP_CAPTURE_DIR or ./gputop-captures)",
+    )
+    if exit_on:
+        p.add_argument(
+            "--exit-on",
+            type=triggers,
+            metavar="TRIGGERS",
+            help="end once one of these fired and its captures are written, with exit status "
+            "3 (arms them too)",
+        )
+
+
 def command_of(args: argparse.Namespace) -> list[str]:
     """The command after ``--`` (argparse keeps the separator in a REMAINDER)."""
     return args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:  # imported where they are used: the command decides what it loads
+    from gputop.arm.armed import Armed
     from gputop.commands.gpu_source import Gpus
     from gputop.diagnose import Remembered
     from gputop.history.store import Memory
@@ -59,6 +60,40 @@ def open_memory(args: argparse.Namespace) -> Memory | None:
     from gputop.history.store import Memory
 
     return Memory()
+
+
+def open_armed(args: argparse.Namespace, pid: int | None) -> Armed | None:
+    """Armed captures of ``pid`` as --arm (or --exit-on) and the config ask; None when nothing
+    is armed. A capture root that cannot be used fails each capture with its line, never the
+    session."""
+    from gputop.config import load_config
+
+    config = load_config(getattr(args, "config", None))
+    chosen = getattr(args, "arm", None)
+    exit_on = getattr(args, "exit_on", None) or frozenset()
+    armed = (chosen if chosen is not None else config.arm) | exit_on
+    if not armed:
+        return None
+    if pid is None:
+        from gputop.commands.flags import UsageError
+
+        raise UsageError("--arm needs a job: --pid PID or a command after --")
+    from gputop.arm.armed import Armed
+    from gputop.arm.triggers import WARMUP_S
+    from gputop.capture.folder import capture_root
+    from gputop.capture.nsys import find_nsys, session_of
+
+    where = getattr(args, "capture_dir", None) or config.capture_dir
+    budget = getattr(args, "arm_budget_mb", None) or config.arm_budget_mb
+    warmup = getattr(args, "arm_warmup", None)
+    return Armed(
+        pid,
+        capture_root(str(where) if where is not None else None),
+        armed,
+        warmup_s=WARMUP_S if warmup is None else max(0.0, warmup),
+        budget_bytes=int(budget * 2**20),
+        nsys=lambda: find_nsys() is not None and session_of(pid) is not None,
+    )
 
 
 def baseline_of(path: Path) -> Remembered:

@@ -6,13 +6,14 @@ import argparse
 
 from gputop.commands.flags import (
     UsageError,
+    add_arm_flags,
     add_attach_flag,
     add_gpu_flags,
     add_sim_flags,
     add_ui_flags,
 )
 from gputop.commands.gpu_source import board_from_flags, follower_for, gpu_choice, open_gpus
-from gputop.commands.live_session import new_session, open_memory, open_outputs
+from gputop.commands.live_session import new_session, open_armed, open_memory, open_outputs
 from gputop.commands.screen import NoTerminal, require_terminal, run_tui, ui_config
 from gputop.commands.target import attach
 from gputop.errors import CannotDo
@@ -43,6 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     add_ui_flags(p)
     add_attach_flag(p)
+    add_arm_flags(p)
     add_sim_flags(p)
     add_gpu_flags(p)
 
@@ -58,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--attach needs --pid: the process to load the agent into")
     follower = follower_for(args, args.pid)
     board = board_from_flags(args, follower)
+    armed = open_armed(args, args.pid)  # --arm without --pid is said before anything opens
     attached = attach(args.pid, getattr(args, "stacks_budget", None))
     sinks = open_outputs(args, "monitor")
     gpus = open_gpus(board, only=gpu_choice(args))
@@ -79,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
         new_session(gpus, sinks, follower, open_memory(args)),
         attached,
         attach_now=bool(args.attach),
+        armed=armed,
     )
 
 

@@ -11,9 +11,16 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gputop.commands.flags import UsageError, add_gpu_flags, add_sim_flags, add_ui_flags, command_of
+from gputop.commands.flags import (
+    UsageError,
+    add_arm_flags,
+    add_gpu_flags,
+    add_sim_flags,
+    add_ui_flags,
+    command_of,
+)
 from gputop.commands.gpu_source import board_from_flags, follower_for, gpu_choice, open_gpus
-from gputop.commands.live_session import new_session, open_memory, open_outputs
+from gputop.commands.live_session import new_session, open_armed, open_memory, open_outputs
 from gputop.commands.screen import run_tui, ui_config
 from gputop.commands.target import attach
 
@@ -53,6 +60,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "`gputop capture nsys` can record a window of it later",
     )
     add_ui_flags(p, under_command=True)
+    add_arm_flags(p)
     add_sim_flags(p)
     add_gpu_flags(p)
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...")
@@ -102,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
     gpus = open_gpus(board, only=gpu_choice(args))
     if attached.agents is not None:  # every Python process of the job should serve one
         attached.agents.expect_agents(job.agent_failures)
-    run_tui(gpus, config, new_session(gpus, sinks, follower, open_memory(args)), attached, job=job)
+    live = new_session(gpus, sinks, follower, open_memory(args))
+    run_tui(gpus, config, live, attached, job=job, armed=open_armed(args, job.pid))
     return _after_screen(job)
 
 

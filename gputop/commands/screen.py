@@ -16,6 +16,7 @@ from gputop.commands.live_session import close_session
 from gputop.errors import CannotDo
 
 if TYPE_CHECKING:  # imported where they are used: the command decides what it loads
+    from gputop.arm.armed import Armed
     from gputop.commands.gpu_source import Gpus
     from gputop.commands.target import Attached
     from gputop.config import Config
@@ -86,6 +87,7 @@ def run_tui(
     attached: Attached,
     job: Job | None = None,
     attach_now: bool = False,
+    armed: Armed | None = None,
 ) -> int:
     """The live screen over ``session``. Imports Textual only now: its colour system must come
     from the environment first."""
@@ -115,6 +117,7 @@ def run_tui(
         extra_problems=extra,
         session=session,
         offer=offer,
+        armed=armed,
     )
     session.start(
         {"simulated": gpus.simulated, "interval": app.interval,

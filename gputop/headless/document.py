@@ -47,4 +47,6 @@ def document(d: Diagnosis, source: dict[str, Any]) -> dict[str, Any]:
         else {"steps": d.run.steps, "step_s": d.run.step.value, "error_s": d.run.step.error},
         "baseline": comparison_doc(d.comparison) if d.comparison is not None else None,
         "shifts": shift_docs(d.shifts, d.shift_change),
+        "armed": [{"t_s": round(max(0.0, e.t - d.started), 2), **e.doc()} for e in d.armed],
+        "exit_on": d.exit_on,
     }

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gputop.headless.loop import Diagnosis
-from gputop.headless.text import exit_line, timeline_line
+from gputop.headless.text import armed_line, exit_line, timeline_line
 
 
 class Feedback:
@@ -15,14 +15,19 @@ class Feedback:
     that is a terminal (redrawn in place, erased at the end). Nothing on a pipe: the output
     a script reads is unchanged."""
 
-    def __init__(self, out: Any, err: Any, duration: float, json_out: bool) -> None:
+    def __init__(
+        self, out: Any, err: Any, duration: float, json_out: bool, lines: bool = False
+    ) -> None:
+        """``lines``: a line per event on stdout whatever it is (`gputop watch`: a shell loop
+        or a log reads them)."""
         self.out, self.err = out, err
         self.duration = duration
-        self.stream = not json_out and _tty(out)
-        """Timeline lines go to stdout as they come."""
+        self.stream = lines or (not json_out and _tty(out))
+        """Timeline lines (and armed captures' events) go to stdout as they come."""
         self.line = not self.stream and _tty(err)
         """A progress line on stderr."""
         self._printed = 0
+        self._armed = 0
         self._exit_said = False
         self._width = 0
 
@@ -39,6 +44,10 @@ class Feedback:
                     self._say_exit(d)
                 print(timeline_line(e), file=self.out, flush=True)
             self._printed = len(d.timeline)
+            for a in d.armed[self._armed :]:
+                print(armed_line(max(0.0, a.t - d.started), a.line()), file=self.out,
+                      flush=True)  # fmt: skip
+            self._armed = len(d.armed)
             if d.target_exit and not self._exit_said:
                 self._say_exit(d)
         elif self.line:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gputop.arm.armed import Armed, ArmEvent
 from gputop.diagnose import Change, Comparison, RunSummary, Shift, Verdict
 from gputop.model.step_stats import Mfu
 from gputop.session import EVALUATE_SHARE, Session, SessionState
@@ -44,6 +45,14 @@ class Diagnosis:
     """This run against the job's last (its memory, or ``--baseline``)."""
     shift_change: Change | None = None
     """The latest shift's rank since it against before it."""
+    armed: list[ArmEvent] = field(default_factory=list)
+    """What armed captures did (``--arm``), oldest first."""
+    exit_on: str | None = None
+    """The ``--exit-on`` trigger that fired: the run ends once its captures are written."""
+
+
+EXIT_WAIT_S = 120.0
+"""After an ``--exit-on`` trigger fired, how long the run waits for its captures at most."""
 
 
 def diagnose(
@@ -54,13 +63,18 @@ def diagnose(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     progress: Callable[[Diagnosis, float], None] | None = None,
+    armed: Armed | None = None,
+    exit_on: frozenset[str] = frozenset(),
 ) -> Diagnosis:
     """Read every source on its schedule (``sources.feeds``) into ``session`` until
     ``duration`` passes, ``stop()`` is true or the target has exited (the verdict then says
     why it ended, and no later reading can change that); the verdict timeline is noted as it
     changes.
-    ``progress(diagnosis, seconds so far)`` after each round of readings (``Feedback``)."""
+    ``progress(diagnosis, seconds so far)`` after each round of readings (``Feedback``);
+    ``armed``: armed captures, shown each evaluated state; ``exit_on``: the triggers that end
+    the run once their captures are written (or EXIT_WAIT_S has passed)."""
     out = Diagnosis(started=clock())
+    fired_at: float | None = None
     if session.evaluate_share is None:
         session.evaluate_share = EVALUATE_SHARE
     due = {f.kind: out.started for f in sources}
@@ -87,9 +101,18 @@ def diagnose(
                 state = session.settle()
                 for kind in took:
                     _note(out, state, kind)
+                if armed is not None:
+                    armed.consider(state)
+            if armed is not None:
+                _armed_events(out, session, armed, exit_on)
+                if out.exit_on is not None and fired_at is None:
+                    fired_at = clock()
             if progress is not None:
                 progress(out, clock() - out.started)
-            if clock() - out.started >= duration or stop() or out.target_exit:
+            done_firing = fired_at is not None and (
+                armed is None or not armed.running or clock() - fired_at >= EXIT_WAIT_S
+            )
+            if clock() - out.started >= duration or stop() or out.target_exit or done_firing:
                 if session.unevaluated:  # the last readings, whatever the gap
                     _note(out, session.settle(force=True), "")
                 break
@@ -97,6 +120,9 @@ def diagnose(
     finally:
         for dog in dogs.values():
             dog.close()
+        if armed is not None:
+            armed.close(wait_s=5.0)  # a capture cut short keeps what it has
+            _armed_events(out, session, armed, exit_on)
     if out.denied and session.state.host is not None:
         out.problems.append(
             f"pid {session.state.host.pid}: could not read its {', '.join(sorted(out.denied))} "
@@ -106,6 +132,16 @@ def diagnose(
         if problem not in out.problems:
             out.problems.append(problem)
     return out
+
+
+def _armed_events(out: Diagnosis, session: Session, armed: Armed, exit_on: frozenset[str]) -> None:
+    """What armed captures did since the last round: noted, and each a session event (the
+    recording and the report list them)."""
+    for e in armed.drain():
+        out.armed.append(e)
+        session.event("armed", e.doc())
+        if e.what == "fired" and e.trigger in exit_on and out.exit_on is None:
+            out.exit_on = e.trigger
 
 
 def _note(out: Diagnosis, state: SessionState, kind: str) -> None:

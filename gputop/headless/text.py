@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gputop.render.armed import event_text
 from gputop.render.budget import stacked
 from gputop.render.compare import comparison_lines, grouped, shift_line
 from gputop.render.verdict import said_lines, said_of_json
@@ -32,6 +33,11 @@ def timeline_line(e: dict[str, Any]) -> str:
     return f"  {e['t_s']:>7.1f} s  {label}  ({e['confidence']:.0%})"
 
 
+def armed_line(t_s: float, line: str) -> str:
+    """An armed capture's event, in the timeline's columns."""
+    return f"  {t_s:>7.1f} s  {line}"
+
+
 def render(doc: dict[str, Any], timeline: bool = True) -> str:
     """The text form; ``timeline=False`` when its lines were already printed as they came
     (``Feedback``)."""
@@ -44,6 +50,8 @@ def render(doc: dict[str, Any], timeline: bool = True) -> str:
         lines.append(timeline_line(e))
     if ended and timeline:
         lines.append(exit_line(ended))
+    for a in doc.get("armed") or () if timeline else ():
+        lines.append(armed_line(a["t_s"], event_text(a)))
     v = doc["verdict"]
     lines.append("")
     p = v["principal"]

@@ -16,6 +16,7 @@ from gputop import __version__
 from gputop.diagnose import Mean, Shift
 from gputop.model.durations import duration_text
 from gputop.model.ranks import MAIN_RANK, MIN_STEPS, RankRow, compare_ranks
+from gputop.model.shown import printable
 from gputop.model.step_stats import mfu_of
 from gputop.model.steps import StepRecord
 from gputop.record.reader import Recording
@@ -28,6 +29,7 @@ from gputop.record.summary import (
     merge,
     quantile_of,
 )
+from gputop.render.armed import FIELD_MAX, event_text
 from gputop.render.budget import stacked
 from gputop.render.compare import grouped, shift_docs, shift_line
 from gputop.render.verdict import said_lines, said_of_entry, saving_of_json
@@ -35,6 +37,9 @@ from gputop.snapshot import jsonable
 from gputop.vocab.budget import SLICES
 
 SCHEMA_VERSION = 1
+ARMED_LISTED = 200
+"""Armed captures' events a report lists at most (the rate limits keep a run far below)."""
+ARMED_FIELDS = ("trigger", "what", "why", "kind", "folder")
 
 
 def build_report(recording: Recording) -> dict[str, Any]:
@@ -98,6 +103,11 @@ def build_report(recording: Recording) -> dict[str, Any]:
             for t, _w, kind, d in s["events"]
             if kind == "step-shift" and (shift := _shift(d)) is not None
         ][:SHIFTS_LISTED],
+        "armed": [
+            {"t_s": round(t - t0, 1), **armed}
+            for t, _w, kind, d in s["events"]
+            if kind == "armed" and (armed := _armed(d)) is not None
+        ][:ARMED_LISTED],
         "series": [
             {"t_s": round(max(0.0, t - t0), 1), "step_s": step, "gpu_pct": act, "verdict": v}
             for t, step, act, v in chart_points(s["points"])
@@ -159,6 +169,14 @@ def _shift(d: Any) -> dict[str, Any] | None:
     slices = {k: float(v) for k, v in moved.items() if k in SLICES and _real_number(v)}
     shift = Shift(pid, step, 0, before, after, Mean(before, 0.0, 0), slices)
     return shift_docs([(shift, rank, 0.0)])[0]
+
+
+def _armed(d: Any) -> dict[str, str] | None:
+    """A recorded armed capture's event (``ArmEvent.doc``) as the report lists it, or None for
+    one that is not (a crafted file): every field a string, cut and cleaned."""
+    if not isinstance(d, dict) or not all(isinstance(d.get(k), str) for k in ARMED_FIELDS):
+        return None
+    return {k: printable(d[k], FIELD_MAX) for k in ARMED_FIELDS}
 
 
 def _real_or_none(v: Any) -> float | None:
@@ -406,6 +424,9 @@ def render_report(doc: dict[str, Any], charts: bool = True, width: int = 100) ->
             lines.append(f"  {c['t_s']:>9.1f} s  {c['kind']} of pid {c['pid']}: {c['status']}{why}")
             if c.get("folder"):
                 lines.append(f"               {c['folder']}")
+    if doc.get("armed"):
+        lines += ["", "Armed captures"]
+        lines += [f"  {a['t_s']:>9.1f} s  {event_text(a)}" for a in doc["armed"]]
     if doc.get("shifts"):
         lines += ["", "Shifts of step time"]
         lines += [f"  {x['t_s']:>9.1f} s  {shift_line(x)}" for x in grouped(doc["shifts"])]

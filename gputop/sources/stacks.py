@@ -187,12 +187,25 @@ class PySpy:
         except (ValueError, TypeError):
             return None, f"py-spy printed something that is not its JSON for pid {pid}"
 
-    def dump_for_keeps(self, pid: int) -> tuple[list[ThreadStack] | None, str | None, str]:
+    def dump_for_keeps(
+        self, pid: int, native: bool = False
+    ) -> tuple[list[ThreadStack] | None, str | None, str]:
         """One process's stacks for a dump a user asked for: (threads, error, note). A
         nonblocking read races the running interpreter and can fail ("Failed to get stack
         traces", about one in 80 on a busy machine); after a second try, one blocking dump
         pauses the process for a few ms (0.4 ms at 1 thread, 2.3 ms at 31: docs/facts/capture.md,
-        "py-spy's cost"), acceptable once. The live view does not retry: it backs off instead."""
+        "py-spy's cost"), acceptable once. The live view does not retry: it backs off instead.
+        ``native``: with the C/C++ frames (the process paused while read: a hang's dump);
+        where py-spy cannot, the Python frames, and the note says why."""
+        if native:
+            threads, error = self.dump(pid, native=True)
+            if not error:
+                return threads, None, "with native frames"
+            if "(ptrace)" in error or start_ticks(pid) is None:
+                return threads, error, ""
+            fallback = f"no native frames ({error})"
+            threads, error, note = self.dump_for_keeps(pid)
+            return threads, error, "; ".join(n for n in (fallback, note) if n)
         threads, error = self.dump(pid)
         for blocking in (False, True):
             if not error or "(ptrace)" in error or start_ticks(pid) is None:

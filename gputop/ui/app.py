@@ -21,6 +21,7 @@ from gputop.model.steps import AgentsSample
 from gputop.session import EVALUATE_GAP_S, EVALUATE_SHARE, Session, SessionState
 from gputop.sources.feeds import Feed, GpuSource, Source, feeds
 from gputop.ui import keys
+from gputop.ui.armed_view import ArmedCaptures
 from gputop.ui.capture_keys import CAPTURE_ACTIONS, CaptureKeys, event_data
 from gputop.ui.header_text import header_line
 from gputop.ui.layout import TARGET_PANES, MonitorPanes
@@ -36,6 +37,7 @@ from gputop.ui.themed_app import ThemedApp
 from gputop.ui.themes import MONO_THEME, next_theme
 
 if TYPE_CHECKING:  # imported where they are used (the driver's library, the samplers)
+    from gputop.arm.armed import Armed
     from gputop.run import Job
     from gputop.sources.nvml import Capabilities
     from gputop.sources.stacks import StackSource
@@ -77,6 +79,7 @@ class GputopApp(ThemedApp[None]):
         session: Session | None = None,
         panes: frozenset[str] | None = None,
         offer: AgentOffer | None = None,
+        armed: Armed | None = None,
     ) -> None:
         self.config = (config or Config()).effective()
         super().__init__(self.config)
@@ -109,6 +112,12 @@ class GputopApp(ThemedApp[None]):
             identity=getattr(stacks, "identity", None),
         )
         self.target = target
+        self.armed = (
+            ArmedCaptures(armed, self.capture_keys.views, self.show_capture, self.session.event)
+            if armed is not None
+            else None
+        )
+        """Armed captures (--arm): states in, the pane's views and session events out."""
         self.agent_loading = (
             AgentLoading(offer, self, lambda: self.session.state, self._agent_changed)
             if offer is not None
@@ -173,15 +182,21 @@ class GputopApp(ThemedApp[None]):
         self.set_interval(EVALUATE_GAP_S, self._settle)
 
     def _settle(self) -> None:
-        """The readings the verdict has not seen yet, evaluated and drawn."""
+        """The readings the verdict has not seen yet, evaluated and drawn; what armed captures
+        did since."""
         if self.session.unevaluated:
             state = self.session.settle()
             if not self.paused:
                 self.show(state, "verdict")
+        if self.armed is not None:
+            self.armed.consider(self.session.state)
+            self.armed.drain()
 
     def on_unmount(self) -> None:
         if self._samplers is not None:
             self._samplers.stop()
+        if self.armed is not None:
+            self.armed.close()
         release_leave_signals()
         if self.job is not None:  # removing the loop's handlers left the default (death)
             self.job.forward_signals()
@@ -201,6 +216,8 @@ class GputopApp(ThemedApp[None]):
     def take(self, kind: str, value: Any) -> None:
         """A reading of any kind, on the UI thread: stored always, drawn unless paused."""
         state = self.session.take(kind, value)
+        if self.armed is not None:  # at the evaluation that names an event, not a tick later
+            self.armed.consider(state)
         if not self.paused:
             self.show(state, kind)
 

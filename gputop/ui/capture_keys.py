@@ -183,5 +183,5 @@ def _ptrace_denied(latest: StacksSample | None) -> str | None:
 
 def event_data(view: CaptureView) -> dict[str, Any]:
     """A capture's start or end as the session's event (recorded, replayed)."""
-    return {"id": view.key, **{f: getattr(view, f) for f in ("kind", "pid", "status", "folder",
-                                                              "reason")}}  # fmt: skip
+    fields = ("kind", "pid", "status", "folder", "reason", "trigger")
+    return {"id": view.key, **{f: getattr(view, f) for f in fields}}

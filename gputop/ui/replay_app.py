@@ -140,6 +140,7 @@ class ReplayApp(GputopApp):
                 status=str(data.get("status", "?")),
                 folder=str(data.get("folder") or ""),
                 reason=str(data.get("reason") or ""),
+                trigger=str(data.get("trigger") or ""),
             )
         )
 

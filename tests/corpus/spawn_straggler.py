@@ -1,5 +1,6 @@
 """Two ranks with torch.multiprocessing.spawn and DDP over gloo; rank 1 runs on a slower node
-(modelled as extra CPU work before each forward), so rank 0 waits for it in every all-reduce."""
+(modelled as extra CPU work before each forward), so rank 0 waits for it in every all-reduce.
+With --slow-after S, rank 1 turns slow only S seconds in (a neighbour's job arrives)."""
 
 import argparse
 import os
@@ -17,7 +18,7 @@ def work(ms):
         pass
 
 
-def train(rank, world, seconds, port):
+def train(rank, world, seconds, port, slow_after=0.0):
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     dist.init_process_group("gloo", rank=rank, world_size=world)
@@ -27,9 +28,10 @@ def train(rank, world, seconds, port):
     )
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x, y = torch.randn(32, 256), torch.randint(0, 10, (32,))
-    end = time.monotonic() + seconds
+    start = time.monotonic()
+    end = start + seconds
     while time.monotonic() < end:
-        if rank == 1:
+        if rank == 1 and time.monotonic() - start >= slow_after:
             work(30)
         loss = nn.functional.cross_entropy(model(x), y)
         opt.zero_grad()
@@ -42,5 +44,6 @@ if __name__ == "__main__":
     p = argparse.ArgumentParser()
     p.add_argument("--seconds", type=float, default=60)
     p.add_argument("--port", type=int, default=29561)
+    p.add_argument("--slow-after", type=float, default=0.0)
     a = p.parse_args()
-    mp.spawn(train, args=(2, a.seconds, a.port), nprocs=2)
+    mp.spawn(train, args=(2, a.seconds, a.port, a.slow_after), nprocs=2)

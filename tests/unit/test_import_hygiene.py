@@ -25,7 +25,7 @@ HEAVY = frozenset({"textual", "rich", "pynvml", "psutil", "subprocess", "plotext
 """What a pure layer may not import: a screen, a driver, processes, exporters, torch."""
 OUTPUTS = ("gputop.ui", "gputop.record", "gputop.export", "gputop.commands", "gputop.cli",
            "gputop.headless", "gputop.snapshot", "gputop.render", "gputop.capture",
-           "gputop.inject", "gputop.fleet", "gputop.history")  # fmt: skip
+           "gputop.inject", "gputop.fleet", "gputop.history", "gputop.arm")  # fmt: skip
 ABOVE_MODEL = ("gputop.diagnose", "gputop.session", "gputop.followed_run", "gputop.sinks",
                "gputop.sources", "gputop.sim", "gputop.agent", "gputop.run",
                *OUTPUTS)  # fmt: skip

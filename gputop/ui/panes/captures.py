@@ -36,6 +36,8 @@ class CaptureView:
     unit: str = ""
     folder: str = ""
     reason: str = ""
+    trigger: str = ""
+    """What fired it (an armed capture: ``--arm``); "" for one a key took."""
 
 
 def _progress(v: CaptureView) -> str:
@@ -54,6 +56,8 @@ def capture_lines(views: Sequence[CaptureView], style: StyleFor, width: int) -> 
     lines: list[Text] = []
     for v in order:
         line = Line(style).add(" capture " if not lines else "         ", "name")
+        if v.trigger:
+            line.add(f"armed {v.trigger}: ", "warn")
         line.label(f"{NAMES.get(v.kind, v.kind)} of pid {v.pid}  ")
         line.add(_progress(v), LEVEL.get(v.status, "bad"))
         if v.reason:
