@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from gputop.arm.limits import RateLimit
+from gputop.arm.moved import moved
 from gputop.arm.triggers import WARMUP_S, Fired, TriggerWatch
 from gputop.diagnose import Verdict
 from gputop.model.steps import AgentsSample, StepRecord
@@ -161,6 +162,8 @@ class Armed:
         self.cancel = threading.Event()
         self._running = 0
         self._lock = threading.Lock()
+        self._first_dump: dict[float, Path] = {}
+        """A hang's first dump by its fire time: the second says what moved since."""
         self._quiet: dict[str, int] = {}
         """Trigger -> fires held back since it last fired (the first one said)."""
         self.fired: list[ArmEvent] = []
@@ -244,10 +247,19 @@ class Armed:
         overhead = OVERHEAD["pyspy-dump-native" if step.options.get("native") else step.kind]
         trigger = {**context, "overhead": overhead, "after_s": step.delay_s}
 
+        here: list[Path] = []
+        first = self._first_dump.get(f.t) if step.delay_s else None
+
         def after() -> dict[str, Any]:
-            return {"steps_after": _steps_after(self._agents, since_ns)}
+            added: dict[str, Any] = {"steps_after": _steps_after(self._agents, since_ns)}
+            if first is not None and here:  # a hang's second dump: what moved since the first
+                added["moved_since_first"] = moved(first, here[0])
+            return added
 
         def started(folder: Path) -> None:
+            here.append(folder)
+            if step.kind == "pyspy-dump" and not step.delay_s:
+                self._first_dump[f.t] = folder
             self._emit(ArmEvent(self._clock(), f.trigger, "started", "", step.kind, str(folder)))
 
         try:

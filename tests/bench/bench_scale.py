@@ -17,11 +17,15 @@ watch a simulated 8-GPU board (its sampling is part of the cost), the others one
 
     python tests/bench/bench_scale.py [--sizes 1,8x0,8x8,16x8] [--threads 4]
         [--modes headless,screen] [--agent both|yes|no] [--seconds 20] [--baseline HEAD~1]
-        [--repeat N] [--screen 160x48]
+        [--repeat N] [--screen 160x48] [--flags-vs "--arm"]
 
 ``--repeat N``: N pairs, this checkout and the baseline in turn (a machine that gets busier
 during the run weighs on both alike), each pair printed, then each code's median and the
 ratio of the medians (this / baseline).
+
+``--flags-vs FLAGS``: instead of a baseline commit, this checkout with FLAGS on the monitor's
+command line against this checkout without them (``--flags-vs "--arm"``: armed captures that
+never fire against none armed, the same run).
 """
 
 from __future__ import annotations
@@ -245,9 +249,9 @@ def watch(
     return 100 * (own1 - own0) / span, 100 * (kids1 - kids0) / span, rss
 
 
-def monitor_cmd(size: Size, pid: int, screen: bool) -> list[str]:
+def monitor_cmd(size: Size, pid: int, screen: bool, flags: tuple[str, ...] = ()) -> list[str]:
     board = "h100x8" if size.ranks >= 8 else "h100"
-    sim = ["--sim-board", board, "--sim-scenario", "compute"]
+    sim = ["--sim-board", board, "--sim-scenario", "compute", *flags]
     if screen:
         return [sys.executable, "-m", "gputop", "--config", os.devnull, "--pid", str(pid), *sim]
     return [sys.executable, "-m", "gputop", "diagnose", "--pid", str(pid), "--duration", "100000",
@@ -265,22 +269,22 @@ def pairs(
     size: Size,
     agent: bool,
     mode: str,
-    codes: list[tuple[str, str]],
+    codes: list[tuple[str, str, tuple[str, ...]]],
     args: argparse.Namespace,
     pty: tuple[int, int],
     folder: Path,
 ) -> None:
     """``args.repeat`` runs of each code in turn, each printed; with more than one, each
     code's median and the ratio of the medians (this / baseline)."""
-    runs: dict[str, list[float]] = {name: [] for name, _ in codes}
+    runs: dict[str, list[float]] = {name: [] for name, _, _ in codes}
     for _ in range(args.repeat):
         totals = []
-        for name, path in codes:
+        for name, path, flags in codes:
             env = dict(os.environ, PYTHONPATH=path, GPUTOP_DIR=str(folder / "run"))
             tree = start_tree(size, args.threads, agent, path, folder, not args.no_torch)
             try:
                 own, kids, rss = watch(
-                    monitor_cmd(size, tree.pid, mode == "screen"), env,
+                    monitor_cmd(size, tree.pid, mode == "screen", flags), env,
                     pty if mode == "screen" else None, args.warmup, args.seconds, folder,
                 )  # fmt: skip
             finally:
@@ -319,6 +323,9 @@ def main() -> None:
     ap.add_argument("--no-torch", action="store_true",
                     help="ranks do not import torch (py-spy reads a plain process in ~2 ms, a "
                          "torch one in ~15: the default is what a real job costs)")  # fmt: skip
+    ap.add_argument("--flags-vs", metavar="FLAGS",
+                    help="compare this checkout with FLAGS against it without them (not a "
+                         "baseline commit)")  # fmt: skip
     args = ap.parse_args()
     if args.repeat < 1:
         ap.error("--repeat: at least 1")
@@ -332,9 +339,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="gputop-bench-scale-") as tmp:
         folder = Path(tmp)
         (folder / "run").mkdir(mode=0o700)
-        codes = [("this", str(REPO))]
-        if args.baseline != "none":
-            codes.append((args.baseline, str(checkout(args.baseline, folder))))
+        codes: list[tuple[str, str, tuple[str, ...]]] = [("this", str(REPO), ())]
+        worktree = None
+        if args.flags_vs:
+            flags = tuple(args.flags_vs.split())
+            codes = [(" ".join(flags), str(REPO), flags), ("without", str(REPO), ())]
+        elif args.baseline != "none":
+            worktree = str(checkout(args.baseline, folder))
+            codes.append((args.baseline, worktree, ()))
         try:
             print(f"{args.threads} threads per process, {args.warmup:g} s warm-up then "
                   f"{args.seconds:g} s measured; CPU in % of one core")  # fmt: skip
@@ -345,9 +357,9 @@ def main() -> None:
                     for mode in modes:
                         pairs(size, agent, mode, codes, args, pty, folder)
         finally:
-            if len(codes) > 1:
+            if worktree is not None:
                 subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force",
-                                codes[1][1]], check=False)  # fmt: skip
+                                worktree], check=False)  # fmt: skip
 
 
 if __name__ == "__main__":
