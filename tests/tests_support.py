@@ -312,6 +312,17 @@ def note_timeline(timeline: list[dict[str, Any]], watched_s: float) -> None:
         f.write(json.dumps(entry) + "\n")
 
 
+def note_figure(name: str, value: float, bound: float) -> None:
+    """Append one measured figure of a live test and the bound it is held to, to
+    ``GPUTOP_MARGINS`` (the margin under load is the distance between them)."""
+    if not MARGINS:
+        return
+    entry = {"test": os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" ", 1)[0],
+             "figure": name, "value": value, "bound": bound}  # fmt: skip
+    with open(MARGINS, "a", encoding="utf-8") as f:
+        f.write(json.dumps(entry) + "\n")
+
+
 def longest_blank(rows: list[str]) -> int:
     """The most consecutive empty rows of a screen's text (the room checks: a Pilot screen
     and a tmux pane alike)."""

@@ -150,7 +150,8 @@ class TraceCapture:
     # ---- the training thread ----
 
     def __call__(self, step_no: int) -> None:
-        """At every step boundary: start a pending trace, or step the running one."""
+        """At every step boundary (``step_no``: the step starting now, as the monitor numbers
+        steps): start a pending trace, or step the running one."""
         run, req = self.running, self.pending
         try:
             if run is not None and run.req.kind == "memory-snapshot":
@@ -186,7 +187,7 @@ class TraceCapture:
 
         if torch.cuda.is_available():
             activities.append(ProfilerActivity.CUDA)
-        run = Running(req, None, step_no + 1 + WARMUP)
+        run = Running(req, None, step_no + WARMUP)  # step_no: the step starting now
         prof = profile(
             activities=activities,
             schedule=schedule(wait=0, warmup=WARMUP, active=req.steps, repeat=1),
@@ -215,7 +216,7 @@ class TraceCapture:
             self._report(req, "failed", "no CUDA device in the target")
             return
         torch.cuda.memory._record_memory_history(max_entries=MEMORY_ENTRIES)
-        self.running = Running(req, None, step_no + 1)
+        self.running = Running(req, None, step_no)  # recorded from the step starting now
 
     def _dump_memory(self, run: Running) -> None:
         """The snapshot as .partial, checked to hold data, renamed; recording switched off."""
@@ -279,7 +280,7 @@ class TraceCapture:
             run.error = run.error or f"stopping the profiler failed: {type(e).__name__}: {e}"
         status = "ok" if run.files and not run.error else "partial" if run.files else "failed"
         reason = run.error or ("" if run.files else "the profiler wrote nothing")
-        self._report(run.req, status, reason, run.files, (run.first_step, step_no))
+        self._report(run.req, status, reason, run.files, (run.first_step, step_no - 1))
 
     def _report(
         self,

@@ -31,6 +31,10 @@ from typing import Any
 from gputop.arm.limits import RateLimit
 from gputop.arm.moved import moved
 from gputop.arm.triggers import WARMUP_S, Fired, TriggerWatch
+from gputop.capture.folder import CaptureError
+from gputop.capture.listing import prune
+from gputop.capture.take import Bounds
+from gputop.capture.take import take as take_one
 from gputop.diagnose import Verdict
 from gputop.model.steps import AgentsSample, StepRecord
 from gputop.render.armed import event_text
@@ -43,6 +47,8 @@ HANG_AGAIN_S = 30.0
 TRACE_STEPS = 3
 FLAME_S = 10.0
 HELD_ONCE = "; the next ones are not said until it may fire again"
+AFTER_WAIT_S = 5.0
+"""How long a capture's thread waits for the steps after it (a hung job has none)."""
 STEPS_KEPT = 16
 """Steps of each rank the manifest keeps before the trigger and after it."""
 OVERHEAD = {
@@ -52,7 +58,8 @@ OVERHEAD = {
     "pyspy-flame": "py-spy samples from outside at its rate: no pause, a few % of one core for "
     "gputop",
     "torch-trace": "torch.profiler on the traced ranks for the traced steps (those steps run "
-    "slower, typically 5-30%)",
+    "slower, typically 5-30%; the first trace in a process also starts the profiler, about a "
+    "second in its warm-up step)",
     "memory-snapshot": "the CUDA allocator records each allocation's stack for the steps captured",
     "nsys": "Nsight Systems' collection for the window (a few % on the job's GPU work)",
 }
@@ -142,6 +149,7 @@ class Armed:
         wall: Callable[[], float] = time.time,
         clock: Callable[[], float] = time.monotonic,
         start: Callable[[Callable[[], None], str], object] | None = None,
+        after_wait_s: float = AFTER_WAIT_S,
     ) -> None:
         """``clock``: the session's (a capture's start and end are stamped with it; a fire
         with its evaluation's time)."""
@@ -156,6 +164,7 @@ class Armed:
         self._wall = wall
         self._clock = clock
         self._start = start if start is not None else _thread
+        self.after_wait_s = after_wait_s
         self._events: queue.SimpleQueue[ArmEvent] = queue.SimpleQueue()
         self._agents: AgentsSample | None = None
         """The latest agents' reading (read by the capture threads for the steps after)."""
@@ -196,9 +205,10 @@ class Armed:
             if not steps:
                 self._emit(ArmEvent(f.t, f.trigger, "no capture", no_plan_reason(f)))
                 continue
-            context = _context(f, state, self._wall())
+            at = self._clock()  # the evaluation's point may be a reading's time before it
+            context = {**_context(f, state, self._wall()), "fired_mono_s": round(at, 6)}
             for step in steps:
-                self._launch(f, step, context, round(f.t * 1e9))
+                self._launch(f, step, context, round(at * 1e9))
 
     def drain(self) -> list[ArmEvent]:
         """The events since the last call, oldest first."""
@@ -216,6 +226,17 @@ class Armed:
         deadline = time.monotonic() + wait_s
         while self.running and time.monotonic() < deadline:
             time.sleep(0.05)  # pacing: the capture threads end on the cancel event
+
+    def _await_steps(self, end_ns: int) -> None:
+        """On a capture's thread, once it ended: until the agents' readings hold a step that
+        began after it (the loop hands them to ``consider``), AFTER_WAIT_S at most, so the
+        manifest's steps after the event reach past the capture."""
+        if self._agents is None or not any(a.steps for a in self._agents.agents):
+            return  # no agent: no steps to wait for
+        deadline = time.monotonic() + self.after_wait_s
+        while not _began_after(self._agents, end_ns) and time.monotonic() < deadline:
+            if self.cancel.wait(0.1):  # pacing: readings come every half second or so
+                return
 
     def _emit(self, e: ArmEvent) -> None:
         self.fired.append(e)
@@ -236,11 +257,6 @@ class Armed:
 
     def _capture(self, f: Fired, step: Step, context: dict[str, Any], since_ns: int) -> None:
         """On a worker thread: the capture to its end, the root kept within its budget."""
-        from gputop.capture.folder import CaptureError
-        from gputop.capture.listing import prune
-        from gputop.capture.take import Bounds
-        from gputop.capture.take import take as take_one
-
         take = self._take or take_one
         if step.delay_s and self.cancel.wait(step.delay_s):
             return
@@ -251,6 +267,8 @@ class Armed:
         first = self._first_dump.get(f.t) if step.delay_s else None
 
         def after() -> dict[str, Any]:
+            if f.trigger != HANG:  # a hung job makes no steps to wait for
+                self._await_steps(round(self._clock() * 1e9))
             added: dict[str, Any] = {"steps_after": _steps_after(self._agents, since_ns)}
             if first is not None and here:  # a hang's second dump: what moved since the first
                 added["moved_since_first"] = moved(first, here[0])
@@ -279,6 +297,10 @@ class Armed:
         except Exception as e:  # an armed capture must never take the monitor down
             why = f"{type(e).__name__}: {e}"
             self._emit(ArmEvent(self._clock(), f.trigger, "failed", why, step.kind))
+
+
+def _began_after(agents: AgentsSample | None, t_ns: int) -> bool:
+    return any(s.t0_ns >= t_ns for a in (agents.agents if agents else ()) for s in a.steps[-4:])
 
 
 def _thread(work: Callable[[], None], name: str) -> object:
@@ -311,7 +333,6 @@ def _context(f: Fired, state: SessionState, wall: float) -> dict[str, Any]:
         "why": f.why,
         "fired_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(wall))
         + f".{int(wall % 1 * 1000):03d}Z",
-        "fired_mono_s": round(f.t, 6),
         "ranks": [p for p in (f.pid, f.typical) if p is not None],
         "verdict": _verdict_doc(state.verdict),
         "budget": _budget_doc(state.verdict),

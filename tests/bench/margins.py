@@ -30,6 +30,8 @@ def margins(paths: list[Path]) -> dict[str, list[tuple[float | None, str | None]
     for path in paths:
         for line in path.read_text().splitlines():
             e = json.loads(line)
+            if "figure" in e:  # a measured figure and its bound (figures())
+                continue
             start = held_from(e["timeline"])
             final = e["timeline"][-1]["bound"] if e["timeline"] else None
             margin = e["watched_s"] - start if start is not None else None
@@ -37,10 +39,22 @@ def margins(paths: list[Path]) -> dict[str, list[tuple[float | None, str | None]
     return out
 
 
+def figures(paths: list[Path]) -> dict[tuple[str, str], tuple[list[float], float]]:
+    """Per (test, figure): each run's value, and the bound the test holds it to."""
+    out: dict[tuple[str, str], tuple[list[float], float]] = {}
+    for path in paths:
+        for line in path.read_text().splitlines():
+            e = json.loads(line)
+            if "figure" in e:
+                out.setdefault((e["test"], e["figure"]), ([], e["bound"]))[0].append(e["value"])
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("files", nargs="+", type=Path)
-    by_test = margins(ap.parse_args().files)
+    files = ap.parse_args().files
+    by_test = margins(files)
     rows = []
     for test, runs in by_test.items():
         known = [m for m, _ in runs if m is not None]
@@ -51,6 +65,8 @@ def main() -> None:
     for least, test, known, finals, n in sorted(rows):
         med = f"{statistics.median(known):.1f}" if known else "-"
         print(f"{least:>8.1f} {med:>9} {n:>5}  {finals}  {test}")
+    for (test, name), (values, bound) in sorted(figures(files).items()):
+        print(f"worst {max(values):g} of bound {bound:g} over {len(values)} runs: {name}  {test}")
 
 
 if __name__ == "__main__":

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import pytest
 from harness import CORPUS, Harness, kill_job
-from tests_support import free_port, until
+from tests_support import free_port, note_figure, until
 
 pytestmark = pytest.mark.slow  # each test runs a real job for tens of seconds
 
@@ -34,17 +36,18 @@ class Event:
     trigger: str
     kind: str
     bound: str
-    """The verdict's bound that names the event (the timeline's), "" for a shift."""
+    """The verdict's bound that names the event, "" for a shift (the chart's mark)."""
     watch_s: float
 
 
 EVENTS = (
     Event("hang", ("hang_spawn_rank_waits.py", "--stuck-after", "6", "--seconds", "300"),
           "hung", "pyspy-dump", "hung", 50.0),
-    Event("straggler", ("spawn_straggler.py", "--slow-after", "8", "--seconds", "300"),
-          "straggler", "torch-trace", "straggler", 40.0),
-    Event("regression", ("eval_leak.py", "--eval-every", "150", "--leak-from", "300",
-                         "--seconds", "300"), "regression", "torch-trace", "", 40.0),
+    Event("straggler", ("spawn_straggler.py", "--slow-after", "8", "--gpu-ms", "60",
+                        "--seconds", "300"), "straggler", "torch-trace", "straggler", 40.0),
+    Event("regression", ("eval_leak.py", "--eval-every", "60", "--leak-from", "120",
+                         "--gpu-ms", "60", "--seconds", "300"), "regression", "torch-trace", "",
+          40.0),
 )  # fmt: skip
 
 
@@ -66,9 +69,11 @@ def _watch(h: Harness, e: Event, attached: bool, captures: Path) -> tuple[dict, 
         return json.loads(out.stdout), out.returncode
     job = subprocess.Popen(_argv(h, e), cwd=CORPUS, stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    processes = 3 if "spawn" in e.script[0] else 1  # mp.spawn: the launcher and two ranks
     try:
-        until(lambda: job.poll() is not None or _steps_begun(job.pid), timeout=60,
-              what="the job's interpreter up")  # fmt: skip
+        until(lambda: job.poll() is not None or _torch_in(job.pid) >= processes, timeout=90,
+              what="the job's processes up")  # fmt: skip
+        time.sleep(1.0)  # pacing: the ranks past their rendezvous, in Python where gdb loads
         out = subprocess.run(h.diagnose("--pid", str(job.pid), "--attach", *flags),
                              capture_output=True, text=True, timeout=e.watch_s + 120)  # fmt: skip
         return json.loads(out.stdout), out.returncode
@@ -76,12 +81,19 @@ def _watch(h: Harness, e: Event, attached: bool, captures: Path) -> tuple[dict, 
         kill_job(job)
 
 
-def _steps_begun(pid: int) -> bool:
-    """torch imported (its libraries mapped): the job is past its start."""
+def _torch_in(pid: int) -> int:
+    """Processes of the job that imported torch (its libraries mapped)."""
     try:
-        return "libtorch" in Path(f"/proc/{pid}/maps").read_text()
-    except OSError:
-        return False
+        tree = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
+        return 0
+    count = 0
+    for p in tree:
+        try:
+            count += "libtorch" in Path(f"/proc/{p.pid}/maps").read_text()
+        except OSError:
+            continue
+    return count
 
 
 def _manifests(captures: Path) -> list[dict]:
@@ -107,15 +119,19 @@ def test_the_fitting_capture_starts_at_once_with_the_trigger_in_its_manifest(
     first = manifests[0]
     assert first["status"] in ("ok", "partial"), (first["status"], first["reason"])
     assert first["trigger"]["verdict"]["principal"], first["trigger"]
-    if e.bound:  # the verdict named it at this time of the timeline
-        named = next(t["t_s"] for t in doc["timeline"] if t["bound"] == e.bound)
-        assert fired[0]["t_s"] - named <= 1.0, (named, said)
+    verdict = first["trigger"]["verdict"]
+    if e.bound:  # the verdict named it when it fired (its principal or a secondary bound)
+        assert e.bound in (verdict["principal"], *verdict["secondary"]), verdict
     if e.kind == "pyspy-dump":
-        assert started[0]["t_s"] - fired[0]["t_s"] <= HANG_LATENCY_S, said
+        late_s = started[0]["t_s"] - fired[0]["t_s"]
+        note_figure("seconds from the verdict to the dump", late_s, HANG_LATENCY_S)
+        assert late_s <= HANG_LATENCY_S, said
         assert all(t["note"].startswith("with native frames") or t["status"] != "ok"
                    for t in first["targets"])  # fmt: skip
         return
-    assert _steps_late(first) <= STEPS_LATENCY, first["trigger"]["steps_after"]
+    late = _steps_late(first)
+    note_figure("steps from the verdict to the trace", late, STEPS_LATENCY)
+    assert late <= STEPS_LATENCY, first["trigger"]["steps_after"]
 
 
 def _steps_late(m: dict) -> int:

@@ -34,7 +34,8 @@ async def test_a_regression_takes_its_capture_and_the_pane_says_it_was_armed(mak
     now = readings(120, lambda n: 5.0 if n < 700 else 30.0, workers=4)
     taken = Taken(tmp_path)
     armed = Armed(100, tmp_path / "caps", frozenset({"regression"}), take=taken,
-                  start=lambda work, name: work(), age=lambda: 600.0)  # fmt: skip
+                  start=lambda work, name: work(), age=lambda: 600.0,
+                  after_wait_s=0)  # fmt: skip
     app = make_app(gpus, agents=FixedAgents(now[-1]), target=Target(100, "python train.py"),
                    session=Session(gpus.devices), armed=armed)  # fmt: skip
     async with app.run_test(size=(140, 50)) as pilot:

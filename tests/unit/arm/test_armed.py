@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
+from itertools import chain, repeat
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +49,8 @@ def now(work, _name):  # the capture runs at once, on the caller's thread
 
 
 def armed(root: Path, take: FakeTake, triggers=ALL, **kw: Any) -> Armed:
-    kw.setdefault("start", now)
-    return Armed(os.getpid(), root, triggers, take=take, age=lambda: 600.0, **kw)
+    kw.setdefault("start", now)  # and no reading comes while a capture waits for steps after it
+    return Armed(os.getpid(), root, triggers, take=take, age=lambda: 600.0, after_wait_s=0, **kw)
 
 
 def with_agents(state, *agents):
@@ -111,8 +112,9 @@ def test_a_memory_risk_without_cuda_says_no_capture_fits(tmp_path):
 
 
 def test_the_steps_after_are_those_the_job_made_once_the_capture_ran(tmp_path):
-    s, calls = States(), []
-    a = armed(tmp_path / "caps", FakeTake(), start=lambda work, name: calls.append(work))
+    s, calls, clock = States(), [], chain([0.95], repeat(2.0))  # fired at 0.95 s
+    a = armed(tmp_path / "caps", FakeTake(), start=lambda work, name: calls.append(work),
+              clock=lambda: next(clock))  # fmt: skip
     a.consider(with_agents(s.at(0.95, HUNG), agent(11, steps(0, 8))))  # steps 8, 9 unseen yet
     a.consider(with_agents(s.at(2, COMMS), agent(11, steps(0, 14))))  # 4 more steps meanwhile
     calls[0]()
