@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gputop.commands.flags import (
+    add_arm_flags,
     add_attach_flag,
     add_gpu_flags,
     add_history_flag,
@@ -19,7 +20,13 @@ from gputop.commands.flags import (
     interval_seconds,
 )
 from gputop.commands.gpu_source import board_from_flags, follower_for, gpu_choice, open_gpus
-from gputop.commands.live_session import close_session, new_session, open_memory, open_outputs
+from gputop.commands.live_session import (
+    close_session,
+    new_session,
+    open_armed,
+    open_memory,
+    open_outputs,
+)
 from gputop.commands.target import attach, offer_agent
 from gputop.errors import CannotDo
 
@@ -57,6 +64,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prometheus", metavar="[ADDR:]PORT", help="also serve Prometheus metrics")
     add_attach_flag(p)
     add_history_flag(p)
+    add_arm_flags(p)
     add_sim_flags(p)
     add_gpu_flags(p)
 
@@ -67,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
 
     follower = follower_for(args, args.pid)
     board = board_from_flags(args, follower)
+    armed = open_armed(args, args.pid)
     attached = attach(args.pid, getattr(args, "stacks_budget", None))
     sinks = open_outputs(args, "record", record=args.output)
     offer_agent(attached, load=bool(args.attach))
@@ -94,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         sources = feeds(gpus.source, watched, attached.agents, attached.stacks, args.interval)
         d = diagnose(
             session, sources, args.duration or math.inf,
-            stop=lambda: stopping.is_set() or watched.exited,
+            stop=lambda: stopping.is_set() or watched.exited, armed=armed,
         )  # fmt: skip
     finally:
         gpus.close()
@@ -103,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
         close_session(session)
     for problem in d.problems:
         print(f"gputop: note: {problem}", file=sys.stderr)
+    for e in d.armed:  # the recording holds them too (the report lists them)
+        print(f"gputop: {e.line()}", file=sys.stderr)
     return 0
 
 
