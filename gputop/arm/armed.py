@@ -175,8 +175,6 @@ class Armed:
         """A hang's first dump by its fire time: the second says what moved since."""
         self._quiet: dict[str, int] = {}
         """Trigger -> fires held back since it last fired (the first one said)."""
-        self.fired: list[ArmEvent] = []
-        """Every event, oldest first (the document lists them)."""
 
     @property
     def running(self) -> int:
@@ -239,7 +237,6 @@ class Armed:
                 return
 
     def _emit(self, e: ArmEvent) -> None:
-        self.fired.append(e)
         self._events.put(e)
 
     def _launch(self, f: Fired, step: Step, context: dict[str, Any], since_ns: int) -> None:
@@ -272,6 +269,7 @@ class Armed:
             added: dict[str, Any] = {"steps_after": _steps_after(self._agents, since_ns)}
             if first is not None and here:  # a hang's second dump: what moved since the first
                 added["moved_since_first"] = moved(first, here[0])
+                self._first_dump.pop(f.t, None)
             return added
 
         def started(folder: Path) -> None:
