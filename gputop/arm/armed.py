@@ -20,6 +20,7 @@ evaluates calls ``consider`` with each state and prints or records what ``drain`
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import time
@@ -159,7 +160,7 @@ class Armed:
         self.limits = limits if limits is not None else RateLimit()
         self.budget_bytes = budget_bytes
         self._take = take
-        self._age = age if age is not None else (lambda: _age_of(pid))
+        self._age = age if age is not None else _age_of(pid)
         self._nsys = nsys
         self._wall = wall
         self._clock = clock
@@ -307,21 +308,16 @@ def _thread(work: Callable[[], None], name: str) -> object:
     return t
 
 
-def _age_of(pid: int) -> float | None:
-    """Seconds since ``pid`` started (/proc), None when unreadable."""
-    import os
-
+def _age_of(pid: int) -> Callable[[], float | None]:
+    """Seconds since ``pid`` started: its start read from /proc once, then the boot-time clock
+    (the one /proc's start times count on) against it; None when it cannot be read."""
     from gputop.sources.procfs import start_ticks
 
     ticks = start_ticks(pid)
-    try:
-        with open("/proc/uptime") as fh:
-            uptime = float(fh.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
     if ticks is None:
-        return None
-    return max(0.0, uptime - ticks / os.sysconf("SC_CLK_TCK"))
+        return lambda: None
+    started = ticks / os.sysconf("SC_CLK_TCK")
+    return lambda: max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - started)
 
 
 def _context(f: Fired, state: SessionState, wall: float) -> dict[str, Any]:
