@@ -84,7 +84,8 @@ def _watched(
     `gputop diagnose -- CMD`, or started plainly and attached to; (its document, when diagnose
     returned)."""
     s = by_name(p.scenario)
-    script = h.command(s, watch_s + 40)
+    script = h.command(s, LONGER * p.watch_s + 40)  # one length for every watch of the pair:
+    # the job's arguments are part of what the comparison says changed
     at = script.index("--seconds")
     script[at:at] = [*p.extra, *(p.applied if applied else ())]
     env = {**os.environ, "XDG_STATE_HOME": str(state), CLOCKS_ENV: str(clocks)}
