@@ -19,12 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from gputop.capture.folder import CaptureError, open_root
+from gputop.model.shown import printable
 
 MAX_MANIFEST = 1 << 20
 MAX_FILES = 10_000
 MAX_DEPTH = 8
 MAX_FOLDERS = 10_000
 """Capture folders listed at most (a root somebody filled)."""
+SHOWN = 200
+"""Characters of a manifest's field listed at most."""
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -94,7 +97,8 @@ def _read(root_fd: int, name: str) -> Kept:
 
 
 def _text(v: Any) -> str | None:
-    return "".join(c if c.isprintable() else "?" for c in v)[:200] if isinstance(v, str) else None
+    """A string from a crafted manifest as one safe line (``printable``); None if not one."""
+    return printable(v, SHOWN) if isinstance(v, str) else None
 
 
 def _manifest(fd: int) -> tuple[dict[str, Any] | None, str]:
